@@ -1,0 +1,171 @@
+//! The public contract: the [`Filter`] trait every filter implements, the capability traits
+//! [`Remove`], [`Count`] and [`Merge`], and the crate's [`Error`].
+//!
+//! The object-safe core of [`Filter`] works on 64-bit hashes, so `dyn Filter` works and callers
+//! that already hold a hash skip rehashing; the generic conveniences hash a key with
+//! [`hash_key`](crate::hash_key) first.
+
+use std::fmt;
+use std::hash::Hash;
+
+use crate::hash::hash_key;
+
+/// What can go wrong when building or changing a filter.
+///
+/// No method of this crate panics on user input: every bad argument and every full table is one of
+/// these variants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Error {
+    /// The filter has no room for this fingerprint. The filter is unchanged and still usable:
+    /// every key inserted before still answers `true`.
+    Full,
+    /// A constructor argument is out of range; the message says which and why.
+    InvalidParameters(String),
+    /// Serialised bytes are not a valid filter; the message says what is wrong.
+    Corrupt(String),
+    /// Two filters cannot be combined because their parameters differ; the message says how.
+    Incompatible(String),
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Full => f.write_str("the filter is full"),
+            Error::InvalidParameters(why) => write!(f, "invalid filter parameters: {why}"),
+            Error::Corrupt(why) => write!(f, "corrupt filter bytes: {why}"),
+            Error::Incompatible(why) => write!(f, "incompatible filters: {why}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// An approximate membership query filter that many threads may use at once.
+///
+/// `contains` never returns a false negative: once `insert(k)` has returned `Ok`, every
+/// `contains(k)` that starts later returns `true` until `k` is removed. It may return a false
+/// positive for a key never inserted, with probability about [`false_positive_rate`].
+///
+/// The methods on `u64` hashes are the object-safe core; the generic methods hash the key with
+/// [`hash_key`](crate::hash_key) and call them.
+///
+/// [`false_positive_rate`]: Filter::false_positive_rate
+pub trait Filter: Send + Sync {
+    /// Inserts the fingerprint of a hash.
+    ///
+    /// Returns `Ok(true)` if it was stored and `Ok(false)` if the same fingerprint was already
+    /// present (nothing is stored then, except in counting filters, which count it).
+    ///
+    /// # Errors
+    /// [`Error::Full`] if there is no room; the filter is unchanged.
+    fn insert_hash(&self, hash: u64) -> Result<bool, Error>;
+
+    /// Whether the fingerprint of this hash may be present (`false` is always right).
+    fn contains_hash(&self, hash: u64) -> bool;
+
+    /// How many fingerprints are stored (each stored copy counts once).
+    fn len(&self) -> usize;
+
+    /// How many fingerprints fit at the filter's maximum load factor.
+    fn capacity(&self) -> usize;
+
+    /// The heap memory the filter's table takes, in bytes.
+    fn memory_bytes(&self) -> usize;
+
+    /// The expected false-positive rate at the current load.
+    fn false_positive_rate(&self) -> f64;
+
+    /// Whether no fingerprint is stored.
+    fn is_empty(&self) -> bool
+    where
+        Self: Sized,
+    {
+        self.len() == 0
+    }
+
+    /// Inserts a key; see [`insert_hash`](Filter::insert_hash).
+    ///
+    /// # Errors
+    /// [`Error::Full`] if there is no room; the filter is unchanged.
+    fn insert<K: Hash + ?Sized>(&self, key: &K) -> Result<bool, Error>
+    where
+        Self: Sized,
+    {
+        self.insert_hash(hash_key(key))
+    }
+
+    /// Whether a key may be present; see [`contains_hash`](Filter::contains_hash).
+    fn contains<K: Hash + ?Sized>(&self, key: &K) -> bool
+    where
+        Self: Sized,
+    {
+        self.contains_hash(hash_key(key))
+    }
+}
+
+/// Filters that can delete a key.
+pub trait Remove: Filter {
+    /// Removes one stored copy of the hash's fingerprint.
+    ///
+    /// Returns `Ok(true)` if a copy was removed and `Ok(false)` if none was stored. Removing a key
+    /// that was never inserted but shares a fingerprint with one that was removes that one: only
+    /// remove keys you inserted.
+    ///
+    /// # Errors
+    /// Only variants that need room to remove (none today) return an error.
+    fn remove_hash(&self, hash: u64) -> Result<bool, Error>;
+
+    /// Removes one stored copy of a key's fingerprint; see [`remove_hash`](Remove::remove_hash).
+    ///
+    /// # Errors
+    /// As [`remove_hash`](Remove::remove_hash).
+    fn remove<K: Hash + ?Sized>(&self, key: &K) -> Result<bool, Error>
+    where
+        Self: Sized,
+    {
+        self.remove_hash(hash_key(key))
+    }
+}
+
+/// Filters that count how often each fingerprint was inserted.
+pub trait Count: Filter {
+    /// How many times the hash's fingerprint is stored (0 if absent; may overcount through
+    /// fingerprint collisions, never undercounts).
+    fn count_hash(&self, hash: u64) -> u64;
+
+    /// Adds `n` occurrences of the hash's fingerprint.
+    ///
+    /// # Errors
+    /// [`Error::Full`] if there is no room; the filter is unchanged.
+    fn insert_count_hash(&self, hash: u64, n: u64) -> Result<(), Error>;
+
+    /// How many times a key's fingerprint is stored; see [`count_hash`](Count::count_hash).
+    fn count<K: Hash + ?Sized>(&self, key: &K) -> u64
+    where
+        Self: Sized,
+    {
+        self.count_hash(hash_key(key))
+    }
+
+    /// Adds `n` occurrences of a key; see [`insert_count_hash`](Count::insert_count_hash).
+    ///
+    /// # Errors
+    /// [`Error::Full`] if there is no room; the filter is unchanged.
+    fn insert_count<K: Hash + ?Sized>(&self, key: &K, n: u64) -> Result<(), Error>
+    where
+        Self: Sized,
+    {
+        self.insert_count_hash(hash_key(key), n)
+    }
+}
+
+/// Filters that can absorb another filter of the same parameters without rehashing.
+pub trait Merge: Sized {
+    /// A new filter holding the fingerprints of both.
+    ///
+    /// # Errors
+    /// [`Error::Incompatible`] if the fingerprint lengths differ; [`Error::Full`] if the union
+    /// does not fit.
+    fn merge(&self, other: &Self) -> Result<Self, Error>;
+}

@@ -1,0 +1,232 @@
+//! Key hashing and the split of a hash into a fingerprint (paper 000 §2.1).
+//!
+//! Every key is hashed once with xxh3 ([`hash_key`]). The hasher feeds integers in little-endian
+//! order and `usize` as `u64`, so a key hashes the same on every platform and in every run, which
+//! serialised filters rely on. A fingerprint is the top `q` bits of the hash (the quotient,
+//! addressing the table) followed by the next `r` bits (the remainder, stored in the slot). The
+//! 2-status-bit and linear-probing variants need remainders that are never zero (paper 000 §2.2);
+//! [`Fingerprint::nonzero`] re-mixes the hash until the remainder is non-zero.
+
+use std::hash::{Hash, Hasher};
+
+use xxhash_rust::xxh3::{xxh3_64, Xxh3};
+
+/// Hashes a key with xxh3; stable across runs and platforms for integers, strings and byte slices.
+///
+/// ```
+/// let a = conqf::hash_key("apple");
+/// assert_eq!(a, conqf::hash_key(&String::from("apple")));
+/// assert_ne!(a, conqf::hash_key("pear"));
+/// ```
+pub fn hash_key<K: Hash + ?Sized>(key: &K) -> u64 {
+    let mut hasher = StableHasher::new();
+    key.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// How many bytes [`StableHasher`] buffers before it switches to streaming.
+const INLINE_BYTES: usize = 64;
+
+/// A [`Hasher`] that writes integers little-endian and hashes all bytes written with xxh3.
+///
+/// Short keys (the common case) are buffered and hashed in one shot, which is several times
+/// faster than xxh3's streaming state; longer ones stream. Both give the same hash for the same
+/// bytes, however they were split across `write` calls.
+struct StableHasher {
+    inline: [u8; INLINE_BYTES],
+    inline_len: usize,
+    stream: Option<Box<Xxh3>>,
+}
+
+impl StableHasher {
+    fn new() -> Self {
+        StableHasher {
+            inline: [0; INLINE_BYTES],
+            inline_len: 0,
+            stream: None,
+        }
+    }
+}
+
+impl Hasher for StableHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        if let Some(stream) = self.stream.as_mut() {
+            stream.update(bytes);
+        } else if self.inline_len + bytes.len() <= INLINE_BYTES {
+            self.inline[self.inline_len..self.inline_len + bytes.len()].copy_from_slice(bytes);
+            self.inline_len += bytes.len();
+        } else {
+            let mut stream = Box::new(Xxh3::new());
+            stream.update(&self.inline[..self.inline_len]);
+            stream.update(bytes);
+            self.stream = Some(stream);
+        }
+    }
+
+    fn write_u8(&mut self, i: u8) {
+        self.write(&[i]);
+    }
+    fn write_u16(&mut self, i: u16) {
+        self.write(&i.to_le_bytes());
+    }
+    fn write_u32(&mut self, i: u32) {
+        self.write(&i.to_le_bytes());
+    }
+    fn write_u64(&mut self, i: u64) {
+        self.write(&i.to_le_bytes());
+    }
+    fn write_u128(&mut self, i: u128) {
+        self.write(&i.to_le_bytes());
+    }
+    fn write_usize(&mut self, i: usize) {
+        self.write_u64(i as u64);
+    }
+    fn write_i8(&mut self, i: i8) {
+        self.write_u8(i as u8);
+    }
+    fn write_i16(&mut self, i: i16) {
+        self.write_u16(i as u16);
+    }
+    fn write_i32(&mut self, i: i32) {
+        self.write_u32(i as u32);
+    }
+    fn write_i64(&mut self, i: i64) {
+        self.write_u64(i as u64);
+    }
+    fn write_i128(&mut self, i: i128) {
+        self.write_u128(i as u128);
+    }
+    fn write_isize(&mut self, i: isize) {
+        self.write_u64(i as i64 as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        match self.stream.as_ref() {
+            Some(stream) => stream.digest(),
+            None => xxh3_64(&self.inline[..self.inline_len]),
+        }
+    }
+}
+
+/// A hash split into a quotient (the canonical slot) and a remainder (what the slot stores).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Fingerprint {
+    /// The top `q` bits of the hash: the index of the canonical slot.
+    pub quotient: u64,
+    /// The next `r` bits of the hash.
+    pub remainder: u64,
+}
+
+impl Fingerprint {
+    /// Splits a hash into the top `quotient_bits` and the next `remainder_bits`.
+    ///
+    /// Callers guarantee `quotient_bits + remainder_bits <= 64` (the constructors validate it).
+    #[inline]
+    pub fn split(hash: u64, quotient_bits: u32, remainder_bits: u32) -> Self {
+        debug_assert!(quotient_bits + remainder_bits <= 64);
+        let fingerprint_bits = quotient_bits + remainder_bits;
+        // Keep the top `q + r` bits, right-aligned; shifting a u64 by 64 is not allowed, so the
+        // empty fingerprint is a special case.
+        let fingerprint = if fingerprint_bits == 0 {
+            0
+        } else {
+            hash >> (64 - fingerprint_bits)
+        };
+        Fingerprint {
+            quotient: fingerprint >> remainder_bits,
+            remainder: fingerprint & low_mask(remainder_bits),
+        }
+    }
+
+    /// Like [`split`](Self::split), but re-mixes the hash until the remainder is non-zero, as the
+    /// 2-status-bit and linear-probing filters need (their empty slot is remainder 0).
+    ///
+    /// The result is a pure function of the hash. After 64 unlucky rounds (probability
+    /// `2^-(64 r)`) the remainder is forced to 1, so the loop always ends.
+    #[inline]
+    pub fn nonzero(hash: u64, quotient_bits: u32, remainder_bits: u32) -> Self {
+        debug_assert!(remainder_bits >= 1);
+        let mut mixed = hash;
+        for _ in 0..64 {
+            let fingerprint = Self::split(mixed, quotient_bits, remainder_bits);
+            if fingerprint.remainder != 0 {
+                return fingerprint;
+            }
+            mixed = remix(mixed);
+        }
+        Fingerprint {
+            remainder: 1,
+            ..Self::split(hash, quotient_bits, remainder_bits)
+        }
+    }
+}
+
+/// A bijective mixer (the splitmix64 finaliser on a shifted input): a fresh, independent-looking
+/// hash from an old one.
+#[inline]
+fn remix(hash: u64) -> u64 {
+    let mut z = hash.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The lowest `bits` bits set (`bits` may be 64).
+#[inline]
+pub(crate) const fn low_mask(bits: u32) -> u64 {
+    if bits >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << bits) - 1
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hashes_are_pinned_across_releases() {
+        // These values pin the byte encoding: changing how keys are fed to xxh3 breaks every
+        // serialised filter, so it must fail this test first.
+        assert_eq!(hash_key(&0u64), xxh3_64(&0u64.to_le_bytes()));
+        assert_eq!(hash_key(&7usize), xxh3_64(&7u64.to_le_bytes()));
+        assert_eq!(hash_key(&[1u8, 2, 3][..]), {
+            let mut bytes = 3u64.to_le_bytes().to_vec();
+            bytes.extend_from_slice(&[1, 2, 3]);
+            xxh3_64(&bytes)
+        });
+        assert_eq!(hash_key("ab"), xxh3_64(&[b'a', b'b', 0xff]));
+    }
+
+    #[test]
+    fn long_keys_stream_to_the_same_hash_as_one_shot() {
+        let long: Vec<u8> = (0..1000u32).map(|i| (i * 7) as u8).collect();
+        let mut expected = (long.len() as u64).to_le_bytes().to_vec();
+        expected.extend_from_slice(&long);
+        assert_eq!(hash_key(&long[..]), xxh3_64(&expected));
+    }
+
+    #[test]
+    fn split_takes_top_bits() {
+        let hash = 0xABCD_EF01_2345_6789;
+        let f = Fingerprint::split(hash, 8, 12);
+        assert_eq!(f.quotient, 0xAB);
+        assert_eq!(f.remainder, 0xCDE);
+        let whole = Fingerprint::split(hash, 20, 44);
+        assert_eq!(whole.quotient, hash >> 44);
+        assert_eq!(whole.remainder, hash & low_mask(44));
+    }
+
+    #[test]
+    fn nonzero_remainder_is_never_zero_and_keeps_nonzero_fingerprints() {
+        for hash in (0..10_000u64).map(|i| i << 52) {
+            let f = Fingerprint::nonzero(hash, 4, 2);
+            assert_ne!(f.remainder, 0);
+            let plain = Fingerprint::split(hash, 4, 2);
+            if plain.remainder != 0 {
+                assert_eq!(f, plain);
+            }
+        }
+    }
+}

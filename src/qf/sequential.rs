@@ -1,0 +1,345 @@
+//! `SequentialQf`: the basic single-threaded quotient filter with 3 status bits (paper 000 §2.1,
+//! paper 003). It is the baseline every concurrent speedup is measured against, and the result
+//! of growing and merging.
+
+use std::hash::Hash;
+
+use crate::filter::{Error, Merge};
+use crate::hash::{hash_key, Fingerprint};
+use crate::sizing;
+use crate::storage::{Exclusive, Rewriter, SlotArray};
+use crate::sync::Ordering;
+
+use super::overflow_slots;
+use super::scan::{build_sorted, check_table, Fingerprints};
+use super::slot::{Slot, OCCUPIED, STATUS_BITS};
+use super::walk::{self, InsertStep, KEEP_OCCUPIED};
+
+/// The fill up to which [`SequentialQf::new`] plans: beyond it clusters grow long.
+pub(crate) const MAX_LOAD: f64 = 0.9;
+
+/// A quotient filter for one thread: writes take `&mut self`.
+///
+/// Stores `2^q` canonical slots (plus a small overflow tail) of `r + 3` bits packed into 64-bit
+/// groups. A key's fingerprint is the top `q + r` bits of its hash; the filter stores each
+/// fingerprint once (set semantics), so it answers exactly for fingerprints and has false
+/// positives only through fingerprint collisions: about `n / 2^(q + r)`.
+///
+/// ```
+/// use conqf::SequentialQf;
+/// let mut filter = SequentialQf::new(1000, 0.01)?;
+/// assert_eq!(filter.insert("apple")?, true);
+/// assert_eq!(filter.insert("apple")?, false); // already there
+/// assert!(filter.contains("apple"));
+/// assert_eq!(filter.remove("apple")?, true);
+/// assert!(!filter.contains("apple"));
+/// # Ok::<(), conqf::Error>(())
+/// ```
+pub struct SequentialQf {
+    slots: SlotArray,
+    quotient_bits: u32,
+    remainder_bits: u32,
+    len: usize,
+}
+
+impl SequentialQf {
+    /// A filter that holds `capacity` keys at a false-positive rate of at most `fpr`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
+    /// would be too large.
+    pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
+        let (q, r) = sizing::qf_parameters(capacity, fpr, MAX_LOAD)?;
+        Self::with_bits(q, r)
+    }
+
+    /// A filter with `2^quotient_bits` slots of `remainder_bits` remainder bits each.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] unless `1 <= quotient_bits <= 40`, `remainder_bits >= 1`,
+    /// `quotient_bits + remainder_bits <= 64` and `remainder_bits + 3 <= 64`, or if the table
+    /// cannot be allocated.
+    pub fn with_bits(quotient_bits: u32, remainder_bits: u32) -> Result<Self, Error> {
+        sizing::check_bits(quotient_bits, remainder_bits, STATUS_BITS, 1)?;
+        let slot_count = (1usize << quotient_bits) + overflow_slots(quotient_bits);
+        Ok(SequentialQf {
+            slots: SlotArray::new(remainder_bits + STATUS_BITS, slot_count)?,
+            quotient_bits,
+            remainder_bits,
+            len: 0,
+        })
+    }
+
+    /// Quotient bits `q`: the table has `2^q` canonical slots.
+    pub fn quotient_bits(&self) -> u32 {
+        self.quotient_bits
+    }
+
+    /// Remainder bits `r` stored per slot.
+    pub fn remainder_bits(&self) -> u32 {
+        self.remainder_bits
+    }
+
+    /// Number of stored fingerprints.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing is stored.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// How many fingerprints fit at the planned maximum fill (90% of the canonical slots).
+    pub fn capacity(&self) -> usize {
+        ((1u64 << self.quotient_bits) as f64 * MAX_LOAD) as usize
+    }
+
+    /// Bytes of the table.
+    pub fn memory_bytes(&self) -> usize {
+        self.slots.memory_bytes()
+    }
+
+    /// The expected false-positive rate at the current fill: `n / 2^(q + r)`.
+    pub fn false_positive_rate(&self) -> f64 {
+        sizing::qf_fpr(self.load(), self.remainder_bits)
+    }
+
+    fn load(&self) -> f64 {
+        self.len as f64 / (1u64 << self.quotient_bits) as f64
+    }
+
+    fn fingerprint(&self, hash: u64) -> Fingerprint {
+        Fingerprint::split(hash, self.quotient_bits, self.remainder_bits)
+    }
+
+    /// Inserts the fingerprint of `hash`: `Ok(true)` if stored, `Ok(false)` if already present.
+    ///
+    /// # Errors
+    /// [`Error::Full`] if the run would reach past the overflow tail; the filter is unchanged.
+    pub fn insert_hash(&mut self, hash: u64) -> Result<bool, Error> {
+        let fingerprint = self.fingerprint(hash);
+        self.insert_fingerprint(fingerprint)
+    }
+
+    /// Whether the fingerprint of `hash` is stored.
+    pub fn contains_hash(&self, hash: u64) -> bool {
+        let Fingerprint {
+            quotient,
+            remainder,
+        } = self.fingerprint(hash);
+        // Relaxed: reads of a table no other thread writes (`&mut self` for every write).
+        let mut cursor = self.slots.cursor(quotient as usize, Ordering::Relaxed);
+        walk::lookup(&mut cursor, remainder).unwrap_or(false)
+    }
+
+    /// Removes the fingerprint of `hash`: `Ok(true)` if it was stored.
+    ///
+    /// # Errors
+    /// Never today; the `Result` matches [`Remove`](crate::Remove).
+    pub fn remove_hash(&mut self, hash: u64) -> Result<bool, Error> {
+        let Fingerprint {
+            quotient,
+            remainder,
+        } = self.fingerprint(hash);
+        let quotient = quotient as usize;
+        let mut cursor = self.slots.cursor(quotient, Ordering::Relaxed);
+        let Some(Some(plan)) = walk::plan_remove(&mut cursor, quotient, remainder) else {
+            return Ok(false);
+        };
+        let mut read = self.slots.cursor(plan.position + 1, Ordering::Relaxed);
+        let mut occupied = self.slots.cursor(quotient, Ordering::Relaxed);
+        let mut rewriter = Rewriter::new(&self.slots, Exclusive, KEEP_OCCUPIED);
+        walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, false);
+        rewriter.finish();
+        if plan.was_alone {
+            let canonical = self.slots.get(quotient, Ordering::Relaxed);
+            self.slots.set_exclusive(quotient, canonical & !OCCUPIED);
+        }
+        self.len -= 1;
+        Ok(true)
+    }
+
+    /// Inserts a key; see [`insert_hash`](Self::insert_hash).
+    ///
+    /// # Errors
+    /// [`Error::Full`] as for [`insert_hash`](Self::insert_hash).
+    pub fn insert<K: Hash + ?Sized>(&mut self, key: &K) -> Result<bool, Error> {
+        self.insert_hash(hash_key(key))
+    }
+
+    /// Whether a key may be present.
+    pub fn contains<K: Hash + ?Sized>(&self, key: &K) -> bool {
+        self.contains_hash(hash_key(key))
+    }
+
+    /// Removes a key; see [`remove_hash`](Self::remove_hash).
+    ///
+    /// # Errors
+    /// As [`remove_hash`](Self::remove_hash).
+    pub fn remove<K: Hash + ?Sized>(&mut self, key: &K) -> Result<bool, Error> {
+        self.remove_hash(hash_key(key))
+    }
+
+    pub(crate) fn insert_fingerprint(&mut self, fingerprint: Fingerprint) -> Result<bool, Error> {
+        let quotient = fingerprint.quotient as usize;
+        let mut cursor = self.slots.cursor(quotient, Ordering::Relaxed);
+        let plan = match walk::plan_insert(&mut cursor, quotient, fingerprint.remainder) {
+            Some(InsertStep::Duplicate) => return Ok(false),
+            Some(InsertStep::Place(plan)) if plan.end + 1 < self.slots.len() => plan,
+            // The run would reach the last slot, which stays empty.
+            _ => return Err(Error::Full),
+        };
+        let mut read = self.slots.cursor(plan.position, Ordering::Relaxed);
+        let mut rewriter = Rewriter::new(&self.slots, Exclusive, KEEP_OCCUPIED);
+        walk::shift_in(&mut read, &mut rewriter, &plan);
+        rewriter.finish();
+        let canonical = self.slots.get(quotient, Ordering::Relaxed);
+        self.slots.set_exclusive(quotient, canonical | OCCUPIED);
+        self.len += 1;
+        Ok(true)
+    }
+
+    /// The stored fingerprints in increasing `(quotient, remainder)` order.
+    pub fn fingerprints(&self) -> Fingerprints<'_> {
+        Fingerprints::new(&self.slots, Ordering::Relaxed)
+    }
+
+    /// Doubles the number of slots without rehashing (bounded growing, paper 000 §2.1): the top
+    /// remainder bit moves into the quotient. The fingerprints, and so the false-positive rate
+    /// for the stored keys, stay the same; each doubling halves the fill.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if only one remainder bit is left or the quotient would
+    /// exceed 40 bits; the filter is then unchanged.
+    pub fn grow(&mut self) -> Result<(), Error> {
+        if self.remainder_bits < 2 {
+            return Err(Error::InvalidParameters(
+                "cannot grow: only one remainder bit is left".into(),
+            ));
+        }
+        let (q, r) = (self.quotient_bits + 1, self.remainder_bits - 1);
+        let mut grown = Self::with_bits(q, r)?;
+        let refined = self.fingerprints().map(|f| Fingerprint {
+            quotient: (f.quotient << 1) | (f.remainder >> r),
+            remainder: f.remainder & crate::hash::low_mask(r),
+        });
+        // Twice the canonical slots at half the fill cannot overflow where the smaller table
+        // did not.
+        grown.len = build_sorted(&mut grown.slots, refined)?;
+        *self = grown;
+        Ok(())
+    }
+
+    /// Checks the table's invariants (status bits, run order, the count); for tests and
+    /// debugging. Returns a description of the first violation.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let stored = check_table(&self.slots, self.remainder_bits)?;
+        if stored != self.len {
+            return Err(format!(
+                "{stored} fingerprints stored but len is {}",
+                self.len
+            ));
+        }
+        Ok(())
+    }
+
+    /// A filter with the given parameters holding exactly `fingerprints` (sorted, deduplicated
+    /// on the way).
+    pub(crate) fn from_sorted(
+        quotient_bits: u32,
+        remainder_bits: u32,
+        fingerprints: impl IntoIterator<Item = Fingerprint>,
+    ) -> Result<Self, Error> {
+        let mut filter = Self::with_bits(quotient_bits, remainder_bits)?;
+        filter.len = build_sorted(&mut filter.slots, fingerprints)?;
+        Ok(filter)
+    }
+}
+
+/// Merging without rehashing (paper 003, "Merging"): both filters must have the same fingerprint
+/// length `q + r`. The result has the larger quotient of the two, doubled until the union fits
+/// at 90% fill (a bit moves from the remainder to the quotient each time, as in
+/// [`grow`](SequentialQf::grow)).
+impl Merge for SequentialQf {
+    fn merge(&self, other: &Self) -> Result<Self, Error> {
+        let bits = self.quotient_bits + self.remainder_bits;
+        if bits != other.quotient_bits + other.remainder_bits {
+            return Err(Error::Incompatible(format!(
+                "fingerprints of {bits} and {} bits",
+                other.quotient_bits + other.remainder_bits
+            )));
+        }
+        let total = self.len + other.len;
+        let mut q = self.quotient_bits.max(other.quotient_bits);
+        while ((1u64 << q) as f64) * MAX_LOAD < total as f64
+            && bits - q > 1
+            && q < sizing::MAX_QUOTIENT_BITS
+        {
+            q += 1;
+        }
+        let r = bits - q;
+        let a = self
+            .fingerprints()
+            .map(move |f| refine(f, self.remainder_bits, r));
+        let b = other
+            .fingerprints()
+            .map(move |f| refine(f, other.remainder_bits, r));
+        Self::from_sorted(q, r, MergeSorted::new(a, b))
+    }
+}
+
+/// Re-splits a fingerprint stored with `from_r` remainder bits for a table with `to_r <= from_r`.
+fn refine(f: Fingerprint, from_r: u32, to_r: u32) -> Fingerprint {
+    let moved = from_r - to_r;
+    Fingerprint {
+        quotient: (f.quotient << moved) | (f.remainder >> to_r),
+        remainder: f.remainder & crate::hash::low_mask(to_r),
+    }
+}
+
+/// The merge of two increasing sequences.
+struct MergeSorted<A: Iterator, B: Iterator> {
+    a: std::iter::Peekable<A>,
+    b: std::iter::Peekable<B>,
+}
+
+impl<A: Iterator, B: Iterator<Item = A::Item>> MergeSorted<A, B> {
+    fn new(a: A, b: B) -> Self {
+        MergeSorted {
+            a: a.peekable(),
+            b: b.peekable(),
+        }
+    }
+}
+
+impl<T: Ord, A: Iterator<Item = T>, B: Iterator<Item = T>> Iterator for MergeSorted<A, B> {
+    type Item = T;
+    fn next(&mut self) -> Option<T> {
+        match (self.a.peek(), self.b.peek()) {
+            (Some(x), Some(y)) if y < x => self.b.next(),
+            (Some(_), _) => self.a.next(),
+            (None, _) => self.b.next(),
+        }
+    }
+}
+
+impl std::fmt::Debug for SequentialQf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SequentialQf")
+            .field("quotient_bits", &self.quotient_bits)
+            .field("remainder_bits", &self.remainder_bits)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slot_decoding_is_the_one_the_walk_uses() {
+        assert!(Slot::EMPTY.is_empty());
+    }
+}

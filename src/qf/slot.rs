@@ -1,0 +1,181 @@
+//! The 3-status-bit slot of the basic quotient filter (paper 000 §2.1, Table 1), and the two
+//! status combinations that never occur in a table at rest, which the locally locked filter uses
+//! as locks (paper 000 §3.2).
+//!
+//! ```text
+//!   slot of 3 + r bits (stored in a storage lane, low bits first)
+//!  +-----------------------------+---------+--------------+----------+
+//!  | remainder (r bits)          | shifted | continuation | occupied |
+//!  +-----------------------------+---------+--------------+----------+
+//!   bit 3 ...                      bit 2     bit 1          bit 0
+//!
+//!  occupied, continuation, shifted (the paper writes them in this order)
+//!   000  empty              1**  the run of this canonical slot is non-empty
+//!   100  cluster start      *01  run start (shifted)     *11  continuation of a run
+//!   010  read lock on a cluster start (its real status is 100)
+//!   110  write lock on an empty slot (its real status is 000); with a non-zero remainder, a
+//!        migration lock (growing, paper 000 §3.2 "Growing concurrently")
+//! ```
+//!
+//! `occupied` belongs to the slot *position* (does canonical slot `i` have a run?), while
+//! `continuation`, `shifted` and the remainder belong to the *element* stored there and move with
+//! it when runs shift.
+
+/// Status bits per slot.
+pub(crate) const STATUS_BITS: u32 = 3;
+/// The run of this canonical slot is non-empty.
+pub(crate) const OCCUPIED: u64 = 0b001;
+/// The element here continues the run of the element to its left.
+pub(crate) const CONTINUATION: u64 = 0b010;
+/// The element here is not in its canonical slot.
+pub(crate) const SHIFTED: u64 = 0b100;
+/// All three status bits.
+pub(crate) const STATUS_MASK: u64 = 0b111;
+/// Read lock: a cluster start (`100`) whose status was replaced by `010`.
+pub(crate) const READ_LOCK: u64 = CONTINUATION;
+/// Write lock: an empty slot (`000`) whose status was replaced by `110`.
+pub(crate) const WRITE_LOCK: u64 = OCCUPIED | CONTINUATION;
+
+/// One decoded slot: status bits and remainder.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(crate) struct Slot(u64);
+
+impl Slot {
+    /// The empty slot.
+    pub(crate) const EMPTY: Slot = Slot(0);
+
+    /// The slot as the table at rest would hold it: a read-locked cluster start reads as the
+    /// cluster start it is, a write-locked empty slot as empty. In a table without locks (the
+    /// sequential filter) this is the identity.
+    #[inline]
+    pub(crate) fn unlocked(raw: u64) -> Slot {
+        match raw & STATUS_MASK {
+            READ_LOCK => Slot((raw & !STATUS_MASK) | OCCUPIED),
+            WRITE_LOCK => Slot::EMPTY,
+            _ => Slot(raw),
+        }
+    }
+
+    /// The slot exactly as stored, locks included.
+    #[inline]
+    pub(crate) const fn raw(self) -> u64 {
+        self.0
+    }
+
+    /// A slot from its raw bits, without interpreting locks.
+    #[inline]
+    pub(crate) const fn from_raw(raw: u64) -> Slot {
+        Slot(raw)
+    }
+
+    /// An element (occupied bit clear) with these fields.
+    #[inline]
+    pub(crate) const fn element(remainder: u64, continuation: bool, shifted: bool) -> Slot {
+        Slot(
+            (remainder << STATUS_BITS)
+                | if continuation { CONTINUATION } else { 0 }
+                | if shifted { SHIFTED } else { 0 },
+        )
+    }
+
+    /// The status bits.
+    #[inline]
+    pub(crate) const fn status(self) -> u64 {
+        self.0 & STATUS_MASK
+    }
+
+    /// The remainder.
+    #[inline]
+    pub(crate) const fn remainder(self) -> u64 {
+        self.0 >> STATUS_BITS
+    }
+
+    /// Whether the run of this canonical slot is non-empty.
+    #[inline]
+    pub(crate) const fn is_occupied(self) -> bool {
+        self.0 & OCCUPIED != 0
+    }
+
+    /// Whether the element here continues the run to its left.
+    #[inline]
+    pub(crate) const fn is_continuation(self) -> bool {
+        self.0 & CONTINUATION != 0
+    }
+
+    /// Whether the element here is away from its canonical slot.
+    #[inline]
+    pub(crate) const fn is_shifted(self) -> bool {
+        self.0 & SHIFTED != 0
+    }
+
+    /// Whether no element is stored here.
+    #[inline]
+    pub(crate) const fn is_empty(self) -> bool {
+        self.0 & STATUS_MASK == 0
+    }
+
+    /// Whether an element in its canonical slot is stored here, starting a cluster.
+    #[inline]
+    pub(crate) const fn is_cluster_start(self) -> bool {
+        self.0 & STATUS_MASK == OCCUPIED
+    }
+
+    /// The element part: everything but the occupied bit.
+    #[inline]
+    pub(crate) const fn element_bits(self) -> u64 {
+        self.0 & !OCCUPIED
+    }
+
+    /// This slot with its continuation bit set to `on`.
+    #[inline]
+    pub(crate) const fn with_continuation(self, on: bool) -> Slot {
+        Slot(if on {
+            self.0 | CONTINUATION
+        } else {
+            self.0 & !CONTINUATION
+        })
+    }
+
+    /// This slot with its shifted bit set to `on`.
+    #[inline]
+    pub(crate) const fn with_shifted(self, on: bool) -> Slot {
+        Slot(if on {
+            self.0 | SHIFTED
+        } else {
+            self.0 & !SHIFTED
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        #[test]
+        fn element_fields_round_trip(remainder in 0u64..(1 << 61), c: bool, s: bool) {
+            let slot = Slot::element(remainder, c, s);
+            prop_assert_eq!(slot.remainder(), remainder);
+            prop_assert_eq!(slot.is_continuation(), c);
+            prop_assert_eq!(slot.is_shifted(), s);
+            prop_assert!(!slot.is_occupied());
+            prop_assert_eq!(slot.with_continuation(!c).is_continuation(), !c);
+            prop_assert_eq!(slot.with_shifted(!s).is_shifted(), !s);
+            prop_assert_eq!(slot.with_shifted(!s).remainder(), remainder);
+        }
+
+        #[test]
+        fn locks_read_as_the_state_they_protect(remainder in 0u64..(1 << 20)) {
+            let start = (remainder << STATUS_BITS) | OCCUPIED;
+            let locked = (remainder << STATUS_BITS) | READ_LOCK;
+            prop_assert_eq!(Slot::unlocked(locked), Slot::from_raw(start));
+            prop_assert!(Slot::unlocked(WRITE_LOCK).is_empty());
+            // every state a table at rest holds reads as itself
+            for status in [0b000, 0b001, 0b100, 0b101, 0b110, 0b111] {
+                let raw = (remainder << STATUS_BITS) | status;
+                prop_assert_eq!(Slot::unlocked(raw), Slot::from_raw(raw));
+            }
+        }
+    }
+}

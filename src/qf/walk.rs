@@ -1,0 +1,321 @@
+//! The run and cluster logic of the 3-status-bit quotient filter, written once (paper 000 §2.1;
+//! the walk-throughs of paper 003, "Lookup" and "Insertion", and paper 002).
+//!
+//! Everything here reads slots through a [`Cursor`] and decodes them with [`Slot::unlocked`], so
+//! the same code serves the sequential filter (which never holds locks), the locked paths of the
+//! concurrent filter (which read through its own locks), and the lock-elision fast paths (a
+//! cursor bounded to one atomically loaded group: a walk that would leave the group returns
+//! `None` and the caller takes the locked path). Writes go through a
+//! [`Rewriter`](crate::storage::Rewriter), so shifting is also written once.
+
+use crate::storage::{Commit, Cursor, Rewriter};
+
+use super::slot::{Slot, OCCUPIED, READ_LOCK};
+
+/// The slot under a cursor, read as the table at rest would hold it.
+#[inline]
+pub(crate) fn slot_at(cursor: &Cursor<'_>) -> Slot {
+    Slot::unlocked(cursor.slot())
+}
+
+/// Moves a cursor on a filled slot left to the start of its cluster.
+///
+/// Returns the number of occupied canonical slots strictly left of the starting slot and at or
+/// right of the cluster start: the number of runs that precede the starting slot's own run in
+/// the cluster. `None` if the cursor cannot move (bounded cursor, or a corrupt table).
+#[inline]
+pub(crate) fn back_to_cluster_start(cursor: &mut Cursor<'_>) -> Option<usize> {
+    let mut runs_before = 0;
+    while slot_at(cursor).is_shifted() {
+        if !cursor.retreat() {
+            return None;
+        }
+        runs_before += slot_at(cursor).is_occupied() as usize;
+    }
+    Some(runs_before)
+}
+
+/// Moves a cursor on a run start over `runs` whole runs, onto the slot after the last of them.
+#[inline]
+pub(crate) fn skip_runs(cursor: &mut Cursor<'_>, runs: usize) -> Option<()> {
+    for _ in 0..runs {
+        loop {
+            if !cursor.advance() {
+                return None;
+            }
+            if !slot_at(cursor).is_continuation() {
+                break;
+            }
+        }
+    }
+    Some(())
+}
+
+/// Moves a cursor on the filled canonical slot `quot` to where the run of `quot` starts, or
+/// would start if `quot` has no run yet (the slot after the runs of the canonical slots before
+/// it in the cluster).
+#[inline]
+pub(crate) fn seek_run(cursor: &mut Cursor<'_>) -> Option<()> {
+    let runs_before = back_to_cluster_start(cursor)?;
+    skip_runs(cursor, runs_before)
+}
+
+/// Where a remainder is, or belongs, in a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunSearch {
+    /// Stored at this slot.
+    Found(usize),
+    /// Not stored; it belongs at this slot (the first larger element, or the slot after the run),
+    /// and `at_head` says whether that is the run's first slot.
+    Absent {
+        /// Where the remainder belongs.
+        position: usize,
+        /// Whether that is the first slot of the run.
+        at_head: bool,
+    },
+}
+
+/// Searches the sorted run that starts under the cursor for `remainder`; the cursor ends on the
+/// slot the answer names.
+#[inline]
+pub(crate) fn search_run(cursor: &mut Cursor<'_>, remainder: u64) -> Option<RunSearch> {
+    let mut at_head = true;
+    loop {
+        let stored = slot_at(cursor).remainder();
+        if stored == remainder {
+            return Some(RunSearch::Found(cursor.index()));
+        }
+        if stored > remainder {
+            break;
+        }
+        if !cursor.advance() {
+            return None;
+        }
+        at_head = false;
+        if !slot_at(cursor).is_continuation() {
+            break;
+        }
+    }
+    Some(RunSearch::Absent {
+        position: cursor.index(),
+        at_head,
+    })
+}
+
+/// Whether `(quot, remainder)` is stored, reading from a cursor on slot `quot`.
+#[inline]
+pub(crate) fn lookup(cursor: &mut Cursor<'_>, remainder: u64) -> Option<bool> {
+    let canonical = slot_at(cursor);
+    if !canonical.is_occupied() {
+        return Some(false);
+    }
+    // Fast path: the cluster starts here, so the run does too.
+    if !canonical.is_cluster_start() {
+        seek_run(cursor)?;
+    }
+    Some(matches!(
+        search_run(cursor, remainder)?,
+        RunSearch::Found(_)
+    ))
+}
+
+/// Moves the cursor to the first empty slot at or after it and returns its index.
+#[inline]
+pub(crate) fn seek_empty(cursor: &mut Cursor<'_>) -> Option<usize> {
+    while !slot_at(cursor).is_empty() {
+        if !cursor.advance() {
+            return None;
+        }
+    }
+    Some(cursor.index())
+}
+
+/// Everything an insert will write, decided before anything is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct InsertPlan {
+    /// The canonical slot, whose occupied bit the insert sets.
+    pub(crate) quotient: usize,
+    /// Where the new element goes.
+    pub(crate) position: usize,
+    /// The first empty slot at or after `position`; the elements in `position..end` move one
+    /// slot right.
+    pub(crate) end: usize,
+    /// The new element (occupied bit clear).
+    pub(crate) element: Slot,
+    /// The new element becomes the head of an existing run, so the old head, moving to
+    /// `position + 1`, becomes a continuation.
+    pub(crate) old_head_continues: bool,
+}
+
+/// What inserting a fingerprint needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InsertStep {
+    /// The fingerprint is stored already.
+    Duplicate,
+    /// Apply this plan.
+    Place(InsertPlan),
+}
+
+/// Plans the insert of `(quotient, remainder)` from a cursor on slot `quotient`.
+///
+/// The plan's `end` is the first empty slot at or after the insert position; the caller checks
+/// it against the table's limit. `None` if the cursor could not move.
+#[inline]
+pub(crate) fn plan_insert(
+    cursor: &mut Cursor<'_>,
+    quotient: usize,
+    remainder: u64,
+) -> Option<InsertStep> {
+    let canonical = slot_at(cursor);
+    if canonical.is_empty() {
+        return Some(InsertStep::Place(InsertPlan {
+            quotient,
+            position: quotient,
+            end: quotient,
+            element: Slot::element(remainder, false, false),
+            old_head_continues: false,
+        }));
+    }
+    seek_run(cursor)?;
+    let (position, continuation, old_head_continues) = if canonical.is_occupied() {
+        match search_run(cursor, remainder)? {
+            RunSearch::Found(_) => return Some(InsertStep::Duplicate),
+            RunSearch::Absent { position, at_head } => (position, !at_head, at_head),
+        }
+    } else {
+        (cursor.index(), false, false)
+    };
+    let end = seek_empty(cursor)?;
+    Some(InsertStep::Place(InsertPlan {
+        quotient,
+        position,
+        end,
+        element: Slot::element(remainder, continuation, position != quotient),
+        old_head_continues,
+    }))
+}
+
+/// Writes an insert plan: the new element at `position`, the elements of `position..end` one
+/// slot right (each now shifted), the old run head marked as a continuation if the new element
+/// displaced it. Occupied bits stay with their positions; the caller sets the canonical slot's.
+///
+/// `read` loads the old contents; the rewriter's commit decides how groups are published.
+#[inline]
+pub(crate) fn shift_in<C: Commit>(
+    read: &mut Cursor<'_>,
+    rewriter: &mut Rewriter<'_, C>,
+    plan: &InsertPlan,
+) {
+    let mut carry = plan.element;
+    for index in plan.position..=plan.end {
+        let old = slot_at(read);
+        rewriter.put(index, carry.raw());
+        if index == plan.end {
+            break;
+        }
+        carry = Slot::from_raw(old.element_bits()).with_shifted(true);
+        if index == plan.position && plan.old_head_continues {
+            carry = carry.with_continuation(true);
+        }
+        let moved = read.advance();
+        debug_assert!(moved, "the plan's end is inside the table");
+    }
+}
+
+/// Everything a removal will write, decided by [`plan_remove`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RemovePlan {
+    /// The canonical slot of the removed fingerprint.
+    pub(crate) quotient: usize,
+    /// Where the removed element is.
+    pub(crate) position: usize,
+    /// Whether the removed element was the head of its run.
+    pub(crate) was_head: bool,
+    /// Whether it was the only element of its run (the canonical slot loses its occupied bit).
+    pub(crate) was_alone: bool,
+}
+
+/// Finds `(quotient, remainder)` from a cursor on slot `quotient`, for removal.
+///
+/// `Some(None)` if it is not stored; `None` if the cursor could not move.
+#[inline]
+pub(crate) fn plan_remove(
+    cursor: &mut Cursor<'_>,
+    quotient: usize,
+    remainder: u64,
+) -> Option<Option<RemovePlan>> {
+    if !slot_at(cursor).is_occupied() {
+        return Some(None);
+    }
+    seek_run(cursor)?;
+    let head = cursor.index();
+    let RunSearch::Found(position) = search_run(cursor, remainder)? else {
+        return Some(None);
+    };
+    let was_head = position == head;
+    let next_continues = cursor.advance() && slot_at(cursor).is_continuation();
+    Some(Some(RemovePlan {
+        quotient,
+        position,
+        was_head,
+        was_alone: was_head && !next_continues,
+    }))
+}
+
+/// Writes a removal: the element at `position` goes, and the shifted elements after it (up to
+/// the next empty slot or cluster start) move one slot left. An element that lands in its
+/// canonical slot loses its shifted bit and starts a new cluster; `lock_new_cluster_start` says
+/// whether such a slot is written read-locked (the concurrent filter does, paper 000 §3.2
+/// "Deletions"). Occupied bits
+/// stay with their positions; the caller clears the canonical slot's if the run is now empty.
+///
+/// `read` is a cursor on `position + 1`, `occupied` one on `quotient`; returns the index of the
+/// slot that became empty.
+#[inline]
+pub(crate) fn shift_out<C: Commit>(
+    read: &mut Cursor<'_>,
+    occupied: &mut Cursor<'_>,
+    rewriter: &mut Rewriter<'_, C>,
+    plan: &RemovePlan,
+    lock_new_cluster_start: bool,
+) -> usize {
+    let mut target = plan.position;
+    loop {
+        let next = slot_at(read);
+        if next.is_empty() || !next.is_shifted() {
+            break;
+        }
+        let mut moved = Slot::from_raw(next.element_bits());
+        if !moved.is_continuation() {
+            // A new run: its canonical slot is the next occupied one after the previous run's.
+            loop {
+                if !occupied.advance() {
+                    break;
+                }
+                if slot_at(occupied).is_occupied() {
+                    break;
+                }
+            }
+        } else if target == plan.position && plan.was_head {
+            // The removed element headed this run: its successor heads it now.
+            moved = moved.with_continuation(false);
+        }
+        let home = occupied.index();
+        moved = moved.with_shifted(target != home);
+        if target == home && lock_new_cluster_start {
+            // The whole slot, occupied bit included: `010` replaces the start's `100`.
+            rewriter.put_whole(target, moved.raw() | READ_LOCK);
+        } else {
+            rewriter.put(target, moved.raw());
+        }
+        target += 1;
+        if !read.advance() {
+            break;
+        }
+    }
+    rewriter.put(target, Slot::EMPTY.raw());
+    target
+}
+
+/// The occupied-bit mask for [`Rewriter::new`]: the bit that stays with a slot's position.
+pub(crate) const KEEP_OCCUPIED: u64 = OCCUPIED;

@@ -1,0 +1,172 @@
+//! From a user's `(capacity, fpr)` to table parameters `(q, r)`, and the expected
+//! false-positive rate formulas of the papers.
+//!
+//! * Quotient filters with status bits (paper 000 §2.1): a query compares against the stored
+//!   fingerprints of one run, so `p+ ≈ n / 2^(q + r) = δ · 2^-r` at fill `δ = n / 2^q`.
+//! * Non-zero remainders (2-status-bit QF, paper 000 §2.2): `p+ ≈ δ / (2^r - 1)`.
+//! * Linear probing QF (paper 000 Corollary 1): `p+ = ½ (1 + 1/(1-δ)²) / (2^r - 1)`, where `r` is
+//!   the stored remainder (the paper's `r + 3`).
+
+use crate::filter::Error;
+
+/// The largest quotient the constructors accept: `2^40` slots is far beyond any machine's memory
+/// at these slot widths, and keeps every slot index exact in [`SlotLayout`](crate::storage).
+pub const MAX_QUOTIENT_BITS: u32 = 40;
+
+/// Checks the `(capacity, fpr)` pair every `new` constructor takes.
+pub(crate) fn check_capacity_and_fpr(capacity: usize, fpr: f64) -> Result<(), Error> {
+    if capacity == 0 {
+        return Err(Error::InvalidParameters(
+            "capacity must be at least 1".into(),
+        ));
+    }
+    if !(fpr > 0.0 && fpr < 1.0) {
+        return Err(Error::InvalidParameters(format!(
+            "false-positive rate {fpr} is not in the open interval (0, 1)"
+        )));
+    }
+    Ok(())
+}
+
+/// Checks explicit `(quotient_bits, remainder_bits)` for a slot with `status_bits` status bits.
+pub(crate) fn check_bits(
+    quotient_bits: u32,
+    remainder_bits: u32,
+    status_bits: u32,
+    min_remainder_bits: u32,
+) -> Result<(), Error> {
+    if quotient_bits == 0 || quotient_bits > MAX_QUOTIENT_BITS {
+        return Err(Error::InvalidParameters(format!(
+            "quotient_bits {quotient_bits} is not in 1..={MAX_QUOTIENT_BITS}"
+        )));
+    }
+    if remainder_bits < min_remainder_bits {
+        return Err(Error::InvalidParameters(format!(
+            "remainder_bits {remainder_bits} is below the minimum of {min_remainder_bits}"
+        )));
+    }
+    if quotient_bits + remainder_bits > 64 {
+        return Err(Error::InvalidParameters(format!(
+            "a fingerprint of {quotient_bits} + {remainder_bits} bits does not fit a 64-bit hash"
+        )));
+    }
+    if remainder_bits + status_bits > 64 {
+        return Err(Error::InvalidParameters(format!(
+            "a slot of {remainder_bits} remainder bits and {status_bits} status bits exceeds 64 bits"
+        )));
+    }
+    Ok(())
+}
+
+/// The smallest `q` such that `capacity` items fit into `2^q` slots at fill `max_load`.
+pub(crate) fn quotient_bits_for(capacity: usize, max_load: f64) -> Result<u32, Error> {
+    let needed = capacity as f64 / max_load;
+    let q = needed.log2().ceil().max(1.0);
+    if !q.is_finite() || q > MAX_QUOTIENT_BITS as f64 {
+        return Err(Error::InvalidParameters(format!(
+            "capacity {capacity} needs more than 2^{MAX_QUOTIENT_BITS} slots"
+        )));
+    }
+    let mut q = q as u32;
+    // Guard against rounding in log2: make sure the table really holds `capacity` items.
+    while ((1u64 << q) as f64) * max_load < capacity as f64 {
+        q += 1;
+    }
+    if q > MAX_QUOTIENT_BITS {
+        return Err(Error::InvalidParameters(format!(
+            "capacity {capacity} needs more than 2^{MAX_QUOTIENT_BITS} slots"
+        )));
+    }
+    Ok(q)
+}
+
+/// The smallest `r >= min_r` for which `fpr_at(r) <= target`, or an error past `max_r`.
+pub(crate) fn smallest_remainder(
+    target: f64,
+    min_r: u32,
+    max_r: u32,
+    fpr_at: impl Fn(u32) -> f64,
+) -> Result<u32, Error> {
+    (min_r..=max_r)
+        .find(|&r| fpr_at(r) <= target)
+        .ok_or_else(|| {
+            Error::InvalidParameters(format!(
+                "false-positive rate {target} needs more than {max_r} remainder bits"
+            ))
+        })
+}
+
+/// Expected FPR of a QF with status bits at fill `load` and `r` remainder bits: `δ · 2^-r`.
+#[inline]
+pub fn qf_fpr(load: f64, remainder_bits: u32) -> f64 {
+    (load * (-(remainder_bits as f64)).exp2()).min(1.0)
+}
+
+/// Expected FPR of a QF whose remainders are never zero: `δ / (2^r - 1)`.
+#[inline]
+pub fn nonzero_qf_fpr(load: f64, remainder_bits: u32) -> f64 {
+    (load / ((remainder_bits as f64).exp2() - 1.0)).min(1.0)
+}
+
+/// Expected FPR of the linear probing QF (paper 000 Corollary 1) with `r` stored remainder bits.
+#[inline]
+pub fn linear_probing_fpr(load: f64, remainder_bits: u32) -> f64 {
+    let load = load.clamp(0.0, 0.999_999);
+    let comparisons = 0.5 * (1.0 + 1.0 / ((1.0 - load) * (1.0 - load)));
+    (comparisons / ((remainder_bits as f64).exp2() - 1.0)).min(1.0)
+}
+
+/// Parameters of a 3-status-bit QF holding `capacity` items at `max_load` with FPR `<= fpr`.
+pub(crate) fn qf_parameters(capacity: usize, fpr: f64, max_load: f64) -> Result<(u32, u32), Error> {
+    check_capacity_and_fpr(capacity, fpr)?;
+    let q = quotient_bits_for(capacity, max_load)?;
+    let load = capacity as f64 / (1u64 << q) as f64;
+    let r = smallest_remainder(fpr, 1, 61.min(64 - q), |r| qf_fpr(load, r))?;
+    Ok((q, r))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quotient_holds_the_capacity() {
+        assert_eq!(quotient_bits_for(1, 0.9).unwrap(), 1);
+        assert_eq!(quotient_bits_for(900, 0.9).unwrap(), 10);
+        assert_eq!(quotient_bits_for(922, 0.9).unwrap(), 11);
+        assert!(quotient_bits_for(usize::MAX, 0.9).is_err());
+    }
+
+    #[test]
+    fn qf_parameters_meet_the_target() {
+        for &(capacity, fpr) in &[(1000usize, 0.01), (1_000_000, 0.001), (10, 0.5), (7, 1e-9)] {
+            let (q, r) = qf_parameters(capacity, fpr, 0.9).unwrap();
+            let load = capacity as f64 / (1u64 << q) as f64;
+            assert!(load <= 0.9);
+            assert!(qf_fpr(load, r) <= fpr);
+            // and r is the smallest such
+            assert!(r == 1 || qf_fpr(load, r - 1) > fpr);
+        }
+    }
+
+    #[test]
+    fn bad_inputs_are_errors() {
+        for fpr in [0.0, 1.0, -0.5, f64::NAN, f64::INFINITY] {
+            assert!(qf_parameters(100, fpr, 0.9).is_err(), "fpr {fpr}");
+        }
+        assert!(qf_parameters(0, 0.01, 0.9).is_err());
+        assert!(qf_parameters(100, 1e-300, 0.9).is_err());
+        assert!(check_bits(0, 8, 3, 1).is_err());
+        assert!(check_bits(41, 8, 3, 1).is_err());
+        assert!(check_bits(20, 0, 3, 1).is_err());
+        assert!(check_bits(20, 45, 3, 1).is_err());
+        assert!(check_bits(4, 62, 3, 1).is_err());
+        assert!(check_bits(20, 10, 3, 1).is_ok());
+    }
+
+    #[test]
+    fn linear_probing_formula_matches_corollary_1() {
+        // δ = 0.5: ½(1 + 4) = 2.5 comparisons over 2^13 - 1 values.
+        assert!((linear_probing_fpr(0.5, 13) - 2.5 / 8191.0).abs() < 1e-15);
+    }
+}

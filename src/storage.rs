@@ -1,0 +1,598 @@
+//! Packed-slot group storage (paper 000 §3, "Concurrent Slot Storage").
+//!
+//! Every filter stores fixed-width slots of `bits` bits (3 to 64), packed as
+//! `per_group = floor(64 / bits)` slots into each 64-bit word, a *group*. A whole group is read
+//! and written with one atomic operation, so a reader that loads a group sees a consistent state
+//! of all its slots, and a writer can change several neighbouring slots with one CAS.
+//!
+//! ```text
+//!  group g (one AtomicU64), here bits = 13, per_group = 4, 12 bits unused
+//!  63      52 51        39 38        26 25        13 12         0
+//! +----------+------------+------------+------------+------------+
+//! |  unused  |  slot 4g+3 |  slot 4g+2 |  slot 4g+1 |  slot 4g   |
+//! +----------+------------+------------+------------+------------+
+//! ```
+//!
+//! Slot `i` is in group `i / per_group` at bit `(i % per_group) * bits`. The division by the
+//! small constant `per_group` is a multiply by a precomputed reciprocal (see [`SlotLayout`]), not
+//! a hardware division. Slot contents are opaque here; each filter gives them meaning.
+
+use crate::filter::Error;
+use crate::hash::low_mask;
+use crate::sync::{AtomicU64, Ordering};
+
+/// Where slots of a given width live inside groups, and the word-level operations on them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SlotLayout {
+    /// Width of one slot in bits, `1..=64`.
+    bits: u32,
+    /// Slots per 64-bit group: `floor(64 / bits)`.
+    per_group: u32,
+    /// `ceil(2^64 / per_group)`: `i / per_group == (i * magic) >> 64` for `i < 2^58`.
+    magic: u64,
+}
+
+/// The largest slot index [`SlotLayout::locate`] divides exactly (see `magic`).
+pub(crate) const MAX_SLOTS: usize = 1 << 58;
+
+impl SlotLayout {
+    /// The layout for slots of `bits` bits. Panics (a bug, not user input) outside `1..=64`.
+    pub(crate) const fn new(bits: u32) -> Self {
+        assert!(bits >= 1 && bits <= 64, "slot width out of range");
+        let per_group = 64 / bits;
+        // ceil(2^64 / d) for d >= 2 is floor((2^64 - 1) / d) + 1. For d == 1 the reciprocal
+        // would be 2^64; `locate` special-cases it instead.
+        let magic = if per_group == 1 {
+            0
+        } else {
+            u64::MAX / per_group as u64 + 1
+        };
+        SlotLayout {
+            bits,
+            per_group,
+            magic,
+        }
+    }
+
+    /// Width of one slot in bits.
+    #[inline]
+    pub(crate) const fn bits(&self) -> u32 {
+        self.bits
+    }
+
+    /// Slots per group.
+    #[inline]
+    pub(crate) const fn per_group(&self) -> u32 {
+        self.per_group
+    }
+
+    /// The mask of one slot's bits, right-aligned.
+    #[inline]
+    pub(crate) const fn slot_mask(&self) -> u64 {
+        low_mask(self.bits)
+    }
+
+    /// The group holding slot `index` and the slot's position inside it.
+    ///
+    /// `index / per_group` is computed as the high half of `index * ceil(2^64 / per_group)`:
+    /// writing `magic = (2^64 + e) / d` with `0 < e <= d`, the product is
+    /// `index / d + e * index / (d * 2^64)`, and the error term stays below the distance to the
+    /// next integer (`1 / d`) as long as `e * index < 2^64`, which `index < 2^58` and `d <= 64`
+    /// guarantee.
+    #[inline]
+    pub(crate) fn locate(&self, index: usize) -> (usize, u32) {
+        debug_assert!(index < MAX_SLOTS);
+        if self.per_group == 1 {
+            return (index, 0);
+        }
+        let group = ((index as u128 * self.magic as u128) >> 64) as usize;
+        let offset = (index - group * self.per_group as usize) as u32;
+        (group, offset)
+    }
+
+    /// How many groups hold `slots` slots.
+    #[inline]
+    pub(crate) const fn groups_for(&self, slots: usize) -> usize {
+        slots.div_ceil(self.per_group as usize)
+    }
+
+    /// The slot at `offset` inside `word`.
+    #[inline]
+    pub(crate) fn get(&self, word: u64, offset: u32) -> u64 {
+        debug_assert!(offset < self.per_group);
+        (word >> (offset * self.bits)) & self.slot_mask()
+    }
+
+    /// `word` with the slot at `offset` replaced by `value` (which must fit the slot).
+    #[inline]
+    pub(crate) fn set(&self, word: u64, offset: u32, value: u64) -> u64 {
+        debug_assert!(offset < self.per_group);
+        debug_assert!(value & !self.slot_mask() == 0, "value wider than a slot");
+        let shift = offset * self.bits;
+        (word & !(self.slot_mask() << shift)) | (value << shift)
+    }
+
+    /// `pattern` (one slot's worth of bits) copied into every slot lane of a word.
+    ///
+    /// With the lane mask of a status bit, a word operation touches that bit in all slots at once.
+    #[inline]
+    pub(crate) const fn lanes(&self, pattern: u64) -> u64 {
+        let mut word = 0;
+        let mut lane = 0;
+        while lane < self.per_group {
+            word |= pattern << (lane * self.bits);
+            lane += 1;
+        }
+        word
+    }
+
+    /// The mask of the slots at offsets `from..to` inside a group (`to <= per_group`).
+    #[inline]
+    pub(crate) fn range_mask(&self, from: u32, to: u32) -> u64 {
+        debug_assert!(from <= to && to <= self.per_group);
+        low_mask(to * self.bits) & !low_mask(from * self.bits)
+    }
+}
+
+/// A fixed-size array of packed slots in atomic groups, zeroed at creation.
+pub(crate) struct SlotArray {
+    layout: SlotLayout,
+    slots: usize,
+    groups: Box<[AtomicU64]>,
+}
+
+impl SlotArray {
+    /// An array of `slots` zeroed slots of `bits` bits each.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if the width is not in `1..=64`, the count exceeds
+    /// [`MAX_SLOTS`], or the memory cannot be allocated.
+    pub(crate) fn new(bits: u32, slots: usize) -> Result<Self, Error> {
+        if !(1..=64).contains(&bits) {
+            return Err(Error::InvalidParameters(format!(
+                "slot width {bits} is not between 1 and 64 bits"
+            )));
+        }
+        if slots == 0 || slots > MAX_SLOTS {
+            return Err(Error::InvalidParameters(format!(
+                "{slots} slots is outside 1..=2^58"
+            )));
+        }
+        let layout = SlotLayout::new(bits);
+        let group_count = layout.groups_for(slots);
+        let mut groups = Vec::new();
+        groups.try_reserve_exact(group_count).map_err(|_| {
+            Error::InvalidParameters(format!(
+                "cannot allocate {} bytes for {slots} slots",
+                group_count.saturating_mul(8)
+            ))
+        })?;
+        groups.extend((0..group_count).map(|_| AtomicU64::new(0)));
+        Ok(SlotArray {
+            layout,
+            slots,
+            groups: groups.into_boxed_slice(),
+        })
+    }
+
+    /// The slot layout.
+    #[inline]
+    pub(crate) fn layout(&self) -> &SlotLayout {
+        &self.layout
+    }
+
+    /// Number of slots.
+    #[inline]
+    pub(crate) fn len(&self) -> usize {
+        self.slots
+    }
+
+    /// Number of groups.
+    #[inline]
+    pub(crate) fn group_count(&self) -> usize {
+        self.groups.len()
+    }
+
+    /// Bytes of memory the groups take.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.groups.len() * std::mem::size_of::<u64>()
+    }
+
+    /// Loads group `group`.
+    #[inline]
+    pub(crate) fn load_group(&self, group: usize, order: Ordering) -> u64 {
+        self.groups[group].load(order)
+    }
+
+    /// Stores group `group` (callers that share the array use [`compare_exchange_group`]).
+    ///
+    /// [`compare_exchange_group`]: SlotArray::compare_exchange_group
+    #[inline]
+    pub(crate) fn store_group(&self, group: usize, word: u64, order: Ordering) {
+        self.groups[group].store(word, order)
+    }
+
+    /// Compare-and-exchange of a whole group.
+    #[inline]
+    pub(crate) fn compare_exchange_group(
+        &self,
+        group: usize,
+        current: u64,
+        new: u64,
+        success: Ordering,
+        failure: Ordering,
+    ) -> Result<u64, u64> {
+        self.groups[group].compare_exchange(current, new, success, failure)
+    }
+
+    /// Reads slot `index` with the given ordering.
+    #[inline]
+    pub(crate) fn get(&self, index: usize, order: Ordering) -> u64 {
+        let (group, offset) = self.layout.locate(index);
+        self.layout.get(self.load_group(group, order), offset)
+    }
+
+    /// Writes slot `index` when no other thread can touch the array (`&mut self`).
+    #[inline]
+    pub(crate) fn set_exclusive(&mut self, index: usize, value: u64) {
+        let (group, offset) = self.layout.locate(index);
+        // Relaxed: `&mut self` means no other thread can observe the array right now; the
+        // synchronisation that later hands the array to other threads orders this store.
+        let word = self.groups[group].load(Ordering::Relaxed);
+        self.groups[group].store(self.layout.set(word, offset, value), Ordering::Relaxed);
+    }
+
+    /// Sets every slot to zero (`&mut self`).
+    pub(crate) fn clear_exclusive(&mut self) {
+        for group in self.groups.iter() {
+            // Relaxed: exclusive access, as in `set_exclusive`.
+            group.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// A cursor on slot `index`, holding a snapshot of its group.
+    #[inline]
+    pub(crate) fn cursor(&self, index: usize, order: Ordering) -> Cursor<'_> {
+        let (group, offset) = self.layout.locate(index);
+        Cursor {
+            array: self,
+            group,
+            offset,
+            word: self.load_group(group, order),
+            order,
+            bounded: false,
+        }
+    }
+
+    /// A cursor on slot `index` that reads only the given snapshot `word` of the slot's group
+    /// and refuses to leave that group: the lock-elision fast paths of paper 000 §3.2 answer from
+    /// one atomically loaded group or not at all.
+    #[inline]
+    pub(crate) fn cursor_in_group(&self, index: usize, word: u64) -> Cursor<'_> {
+        let (group, offset) = self.layout.locate(index);
+        Cursor {
+            array: self,
+            group,
+            offset,
+            word,
+            // Never used: a bounded cursor loads nothing.
+            order: Ordering::Relaxed,
+            bounded: true,
+        }
+    }
+}
+
+/// Walks slots left or right across groups, loading each group once.
+///
+/// The cursor keeps the word it loaded: slots of the current group are read from that snapshot,
+/// and the next group is loaded (with the cursor's ordering) only when the walk enters it.
+pub(crate) struct Cursor<'a> {
+    array: &'a SlotArray,
+    group: usize,
+    offset: u32,
+    word: u64,
+    order: Ordering,
+    /// Whether the cursor stays inside its group (see [`SlotArray::cursor_in_group`]).
+    bounded: bool,
+}
+
+impl Cursor<'_> {
+    /// The slot index under the cursor.
+    #[inline]
+    pub(crate) fn index(&self) -> usize {
+        self.group * self.array.layout.per_group as usize + self.offset as usize
+    }
+
+    /// The slot under the cursor, from the group snapshot.
+    #[inline]
+    pub(crate) fn slot(&self) -> u64 {
+        self.array.layout.get(self.word, self.offset)
+    }
+
+    /// The group index and the snapshot of it the cursor holds.
+    #[inline]
+    pub(crate) fn group(&self) -> (usize, u64) {
+        (self.group, self.word)
+    }
+
+    /// Moves one slot right. Returns `false` (and stays) at the last slot.
+    #[inline]
+    pub(crate) fn advance(&mut self) -> bool {
+        if self.index() + 1 >= self.array.slots {
+            return false;
+        }
+        if self.offset + 1 == self.array.layout.per_group {
+            if self.bounded {
+                return false;
+            }
+            self.offset = 0;
+            self.group += 1;
+            self.word = self.array.load_group(self.group, self.order);
+        } else {
+            self.offset += 1;
+        }
+        true
+    }
+
+    /// Moves one slot left. Returns `false` (and stays) at slot 0.
+    #[inline]
+    pub(crate) fn retreat(&mut self) -> bool {
+        if self.offset > 0 {
+            self.offset -= 1;
+            return true;
+        }
+        if self.group == 0 || self.bounded {
+            return false;
+        }
+        self.group -= 1;
+        self.offset = self.array.layout.per_group - 1;
+        self.word = self.array.load_group(self.group, self.order);
+        true
+    }
+
+    /// Reloads the current group (after the caller changed it or waited for another thread).
+    #[inline]
+    pub(crate) fn reload(&mut self) {
+        self.word = self.array.load_group(self.group, self.order);
+    }
+}
+
+/// How a [`Rewriter`] reads a group before changing it and publishes the result.
+///
+/// The sequential filter stores the new word; concurrent filters compare-and-exchange it,
+/// keeping slots outside the rewritten range as other threads left them, and wait out locks.
+pub(crate) trait Commit {
+    /// Loads group `group` before the rewriter changes slots in it.
+    fn load(&self, array: &SlotArray, group: usize) -> u64;
+
+    /// Publishes group `group`: the bits under `range` become those of `new`; `snapshot` is what
+    /// [`load`](Commit::load) returned.
+    fn commit(&self, array: &SlotArray, group: usize, snapshot: u64, new: u64, range: u64);
+}
+
+/// [`Commit`] for an array only this thread can see (`&mut` access to its owner).
+pub(crate) struct Exclusive;
+
+impl Commit for Exclusive {
+    #[inline]
+    fn load(&self, array: &SlotArray, group: usize) -> u64 {
+        // Relaxed: the owner holds `&mut`, so no other thread accesses the array.
+        array.load_group(group, Ordering::Relaxed)
+    }
+
+    #[inline]
+    fn commit(&self, array: &SlotArray, group: usize, _snapshot: u64, new: u64, _range: u64) {
+        // Relaxed: as in `load`.
+        array.store_group(group, new, Ordering::Relaxed);
+    }
+}
+
+/// Rewrites a run of slots in increasing index order, publishing each group once.
+///
+/// The shifts of a quotient filter (insert moves a stretch of slots one place right, remove one
+/// place left) are written slot by slot as `put(index, value)` in increasing order; the rewriter
+/// gathers the new values of one group in a local word and hands it to its [`Commit`] when the
+/// writes move on to the next group, so every group changes in one step (paper 000 §3.2, Block E:
+/// "keep groups consistent"). Bits under `keep` (per slot) stay as they were in the group: the
+/// status bits that belong to a slot position rather than to the element stored there.
+pub(crate) struct Rewriter<'a, C: Commit> {
+    array: &'a SlotArray,
+    commit: C,
+    keep: u64,
+    group: usize,
+    snapshot: u64,
+    word: u64,
+    range: u64,
+    active: bool,
+}
+
+impl<'a, C: Commit> Rewriter<'a, C> {
+    /// A rewriter over `array` that keeps the bits of `keep_pattern` in every slot it writes.
+    #[inline]
+    pub(crate) fn new(array: &'a SlotArray, commit: C, keep_pattern: u64) -> Self {
+        Rewriter {
+            array,
+            commit,
+            keep: keep_pattern,
+            group: 0,
+            snapshot: 0,
+            word: 0,
+            range: 0,
+            active: false,
+        }
+    }
+
+    /// The value slot `index` had when its group was loaded by this rewriter, if it was.
+    #[inline]
+    pub(crate) fn snapshot_of(&self, index: usize) -> Option<u64> {
+        let (group, offset) = self.array.layout.locate(index);
+        (self.active && group == self.group).then(|| self.array.layout.get(self.snapshot, offset))
+    }
+
+    /// Sets slot `index` to `value`, except for the kept bits. Indices must increase.
+    #[inline]
+    pub(crate) fn put(&mut self, index: usize, value: u64) {
+        self.write(index, value, self.keep);
+    }
+
+    /// Sets all of slot `index` to `value`, kept bits included. Indices must increase.
+    #[inline]
+    pub(crate) fn put_whole(&mut self, index: usize, value: u64) {
+        self.write(index, value, 0);
+    }
+
+    #[inline]
+    fn write(&mut self, index: usize, value: u64, keep: u64) {
+        let layout = self.array.layout;
+        let (group, offset) = layout.locate(index);
+        if !self.active || group != self.group {
+            debug_assert!(
+                !self.active || group > self.group,
+                "rewrites go left to right"
+            );
+            self.flush();
+            self.group = group;
+            self.snapshot = self.commit.load(self.array, group);
+            self.word = self.snapshot;
+            self.range = 0;
+            self.active = true;
+        }
+        let kept = layout.get(self.snapshot, offset) & keep;
+        self.word = layout.set(self.word, offset, kept | (value & !keep));
+        self.range |= layout.slot_mask() << (offset * layout.bits());
+    }
+
+    /// Publishes the group being written, if any.
+    #[inline]
+    fn flush(&mut self) {
+        if self.active {
+            self.commit
+                .commit(self.array, self.group, self.snapshot, self.word, self.range);
+            self.active = false;
+        }
+    }
+
+    /// Publishes the last group.
+    #[inline]
+    pub(crate) fn finish(mut self) {
+        self.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn locate_matches_division_for_every_width() {
+        for bits in 1..=64 {
+            let layout = SlotLayout::new(bits);
+            let d = layout.per_group() as usize;
+            for index in (0..5000).chain([MAX_SLOTS - 1, MAX_SLOTS - 2, (1 << 40) + 12345]) {
+                assert_eq!(
+                    layout.locate(index),
+                    (index / d, (index % d) as u32),
+                    "bits {bits}"
+                );
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn locate_is_exact_on_random_indices(bits in 1u32..=64, index in 0usize..MAX_SLOTS) {
+            let layout = SlotLayout::new(bits);
+            let d = layout.per_group() as usize;
+            prop_assert_eq!(layout.locate(index), (index / d, (index % d) as u32));
+        }
+
+        #[test]
+        fn set_then_get_round_trips_and_leaves_neighbours(
+            bits in 1u32..=64, word: u64, offset_seed: u32, value: u64,
+        ) {
+            let layout = SlotLayout::new(bits);
+            let offset = offset_seed % layout.per_group();
+            let value = value & layout.slot_mask();
+            let new = layout.set(word, offset, value);
+            prop_assert_eq!(layout.get(new, offset), value);
+            for other in (0..layout.per_group()).filter(|&o| o != offset) {
+                prop_assert_eq!(layout.get(new, other), layout.get(word, other));
+            }
+            let used = layout.range_mask(0, layout.per_group());
+            prop_assert_eq!(new & !used, word & !used);
+        }
+    }
+
+    #[test]
+    fn cursor_walks_across_groups_both_ways() {
+        let mut array = SlotArray::new(13, 50).unwrap();
+        for i in 0..50 {
+            array.set_exclusive(i, i as u64 * 3);
+        }
+        let mut cursor = array.cursor(0, Ordering::Relaxed);
+        for i in 0..50 {
+            assert_eq!((cursor.index(), cursor.slot()), (i, i as u64 * 3));
+            assert_eq!(cursor.advance(), i < 49);
+        }
+        for i in (0..50).rev() {
+            assert_eq!((cursor.index(), cursor.slot()), (i, i as u64 * 3));
+            assert_eq!(cursor.retreat(), i > 0);
+        }
+    }
+
+    #[test]
+    fn bounded_cursor_stays_in_its_group() {
+        let array = SlotArray::new(16, 12).unwrap();
+        let word = 0x0004_0003_0002_0001;
+        let mut cursor = array.cursor_in_group(5, word);
+        assert_eq!(cursor.slot(), 2);
+        assert!(cursor.advance() && cursor.advance());
+        assert_eq!(cursor.slot(), 4);
+        assert!(!cursor.advance());
+        assert!(cursor.retreat() && cursor.retreat() && cursor.retreat());
+        assert!(!cursor.retreat());
+        assert_eq!((cursor.index(), cursor.slot()), (4, 1));
+    }
+
+    #[test]
+    fn rewriter_writes_each_slot_and_keeps_the_kept_bits() {
+        let mut array = SlotArray::new(5, 40).unwrap();
+        for i in 0..40 {
+            array.set_exclusive(i, (i as u64 % 2) | 0b10100);
+        }
+        let mut rewriter = Rewriter::new(&array, Exclusive, 0b00001);
+        for i in 9..31 {
+            rewriter.put(i, 0b11110);
+        }
+        rewriter.finish();
+        for i in 0..40 {
+            let expect = if (9..31).contains(&i) {
+                0b11110
+            } else {
+                0b10100
+            } | (i as u64 % 2);
+            assert_eq!(array.get(i, Ordering::Relaxed), expect, "slot {i}");
+        }
+    }
+
+    #[test]
+    fn bad_sizes_are_errors() {
+        assert!(matches!(
+            SlotArray::new(0, 10),
+            Err(Error::InvalidParameters(_))
+        ));
+        assert!(matches!(
+            SlotArray::new(65, 10),
+            Err(Error::InvalidParameters(_))
+        ));
+        assert!(matches!(
+            SlotArray::new(8, 0),
+            Err(Error::InvalidParameters(_))
+        ));
+        assert!(matches!(
+            SlotArray::new(8, MAX_SLOTS + 1),
+            Err(Error::InvalidParameters(_))
+        ));
+    }
+}

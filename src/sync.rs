@@ -1,0 +1,41 @@
+//! The one place the crate takes its atomics and thread primitives from.
+//!
+//! Under `--cfg loom` every atomic and every spin-wait comes from [`loom`], so the model checker
+//! sees each shared access of the locking protocols (paper 000 §3.2); otherwise they are the
+//! standard library's. No other module names `std::sync::atomic` directly.
+
+#[cfg(loom)]
+pub(crate) use loom::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// Waits politely for another thread to release a status-bit lock.
+///
+/// Outside loom this is [`crossbeam_utils::Backoff`]: it spins with exponential backoff and then
+/// yields the time slice. Under loom every wait is a `yield_now`, which tells the model checker
+/// that this thread cannot make progress until another one runs.
+pub(crate) struct Waiter {
+    #[cfg(not(loom))]
+    backoff: crossbeam_utils::Backoff,
+}
+
+impl Waiter {
+    /// A fresh waiter, starting with the shortest spin.
+    #[inline]
+    pub(crate) fn new() -> Self {
+        Waiter {
+            #[cfg(not(loom))]
+            backoff: crossbeam_utils::Backoff::new(),
+        }
+    }
+
+    /// Waits one step; later steps wait longer.
+    #[inline]
+    pub(crate) fn wait(&self) {
+        #[cfg(not(loom))]
+        self.backoff.snooze();
+        #[cfg(loom)]
+        loom::thread::yield_now();
+    }
+}

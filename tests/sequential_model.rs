@@ -1,0 +1,193 @@
+//! `SequentialQf` against an exact model of its fingerprint set (proptest), plus growing,
+//! merging, `Full`, bad parameters and the measured false-positive rate.
+
+mod common;
+
+use common::{hash_of, ops, Model, Op};
+use conqf::{Error, Fingerprint, Merge, SequentialQf};
+use proptest::prelude::*;
+
+fn run_model(q: u32, r: u32, sequence: &[Op]) -> Result<(SequentialQf, Model), TestCaseError> {
+    let mut filter = SequentialQf::with_bits(q, r).unwrap();
+    let mut model = Model::default();
+    for &op in sequence {
+        match op {
+            Op::Insert(h) => {
+                let f = Model::fingerprint(h, q, r);
+                match filter.insert_hash(h) {
+                    Ok(stored) => {
+                        prop_assert_eq!(stored, model.set.insert(f), "insert {:?}", f);
+                    }
+                    Err(Error::Full) => prop_assert!(!model.set.contains(&f)),
+                    Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
+                }
+            }
+            Op::Remove(h) => {
+                let f = Model::fingerprint(h, q, r);
+                prop_assert_eq!(filter.remove_hash(h).unwrap(), model.set.remove(&f));
+            }
+            Op::Contains(h) => {
+                let f = Model::fingerprint(h, q, r);
+                prop_assert_eq!(filter.contains_hash(h), model.set.contains(&f));
+            }
+        }
+        if let Err(why) = filter.check_invariants() {
+            return Err(TestCaseError::fail(format!("after {op:?}: {why}")));
+        }
+        prop_assert_eq!(filter.len(), model.set.len());
+    }
+    // every fingerprint of the model answers, and the iterator lists exactly the model
+    for f in &model.set {
+        prop_assert!(filter.contains_hash(hash_of(f.quotient, f.remainder, q, r, 0)));
+    }
+    let listed: Vec<Fingerprint> = filter.fingerprints().collect();
+    prop_assert_eq!(listed, model.set.iter().copied().collect::<Vec<_>>());
+    Ok((filter, model))
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    #[test]
+    fn dense_small_table_matches_the_model(sequence in ops(4, 3, 16, 8, 120)) {
+        run_model(4, 3, &sequence)?;
+    }
+
+    #[test]
+    fn few_canonical_slots_make_long_clusters(sequence in ops(6, 5, 6, 32, 200)) {
+        run_model(6, 5, &sequence)?;
+    }
+
+    #[test]
+    fn wide_remainders_across_group_boundaries(sequence in ops(5, 20, 12, 1 << 20, 150)) {
+        // 23-bit slots: 2 per group, so every shift crosses groups.
+        run_model(5, 20, &sequence)?;
+    }
+
+    #[test]
+    fn one_slot_per_group(sequence in ops(3, 40, 8, 4, 100)) {
+        run_model(3, 40, &sequence)?;
+    }
+
+    #[test]
+    fn grow_keeps_the_fingerprint_set(sequence in ops(4, 6, 16, 64, 120)) {
+        let (mut filter, model) = run_model(4, 6, &sequence)?;
+        filter.grow().unwrap();
+        filter.check_invariants().map_err(TestCaseError::fail)?;
+        prop_assert_eq!((filter.quotient_bits(), filter.remainder_bits()), (5, 5));
+        prop_assert_eq!(filter.len(), model.set.len());
+        for f in &model.set {
+            prop_assert!(filter.contains_hash(hash_of(f.quotient, f.remainder, 4, 6, 0)));
+        }
+        // the refined fingerprints are the same bits
+        let refined: Vec<u64> = filter.fingerprints().map(|f| (f.quotient << 5) | f.remainder).collect();
+        let expected: Vec<u64> = model.set.iter().map(|f| (f.quotient << 6) | f.remainder).collect();
+        prop_assert_eq!(refined, expected);
+    }
+
+    #[test]
+    fn merge_is_the_union(a in ops(5, 5, 32, 32, 60), b in ops(4, 6, 16, 64, 60)) {
+        let (fa, ma) = run_model(5, 5, &a)?;
+        let (fb, mb) = run_model(4, 6, &b)?;
+        let merged = fa.merge(&fb).unwrap();
+        merged.check_invariants().map_err(TestCaseError::fail)?;
+        let mut union: Vec<u64> = ma.set.iter().map(|f| (f.quotient << 5) | f.remainder).collect();
+        union.extend(mb.set.iter().map(|f| (f.quotient << 6) | f.remainder));
+        union.sort_unstable();
+        union.dedup();
+        let r = merged.remainder_bits();
+        let got: Vec<u64> = merged.fingerprints().map(|f| (f.quotient << r) | f.remainder).collect();
+        prop_assert_eq!(got, union);
+    }
+}
+
+#[test]
+fn full_leaves_the_filter_usable() {
+    // 8 canonical slots + the overflow tail; every key lands in slot 7.
+    let (q, r) = (3, 10);
+    let mut filter = SequentialQf::with_bits(q, r).unwrap();
+    let mut stored = Vec::new();
+    let mut full_seen = false;
+    for rem in 0..1000u64 {
+        let h = hash_of(7, rem, q, r, 0);
+        match filter.insert_hash(h) {
+            Ok(true) => stored.push(h),
+            Err(Error::Full) => {
+                full_seen = true;
+                break;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(full_seen, "the overflow tail must run out");
+    filter.check_invariants().unwrap();
+    assert!(stored.iter().all(|&h| filter.contains_hash(h)));
+    // still usable: remove one, insert the one that failed
+    assert!(filter.remove_hash(stored[0]).unwrap());
+    let next = hash_of(7, stored.len() as u64, q, r, 0);
+    assert!(filter.insert_hash(next).unwrap());
+    filter.check_invariants().unwrap();
+    assert!(filter.contains_hash(next) && !filter.contains_hash(stored[0]));
+}
+
+#[test]
+fn bad_parameters_are_errors_not_panics() {
+    let bad = [
+        SequentialQf::new(0, 0.01),
+        SequentialQf::new(100, 0.0),
+        SequentialQf::new(100, 1.0),
+        SequentialQf::new(100, f64::NAN),
+        SequentialQf::new(usize::MAX, 0.01),
+        SequentialQf::with_bits(0, 10),
+        SequentialQf::with_bits(41, 10),
+        SequentialQf::with_bits(10, 0),
+        SequentialQf::with_bits(10, 55),
+        SequentialQf::with_bits(2, 62),
+    ];
+    for result in bad {
+        assert!(
+            matches!(result, Err(Error::InvalidParameters(_))),
+            "{result:?}"
+        );
+    }
+    let mut last_bit = SequentialQf::with_bits(4, 1).unwrap();
+    assert!(matches!(last_bit.grow(), Err(Error::InvalidParameters(_))));
+    let a = SequentialQf::with_bits(4, 8).unwrap();
+    let b = SequentialQf::with_bits(4, 9).unwrap();
+    assert!(matches!(a.merge(&b), Err(Error::Incompatible(_))));
+}
+
+#[test]
+fn new_meets_its_capacity_and_rate() {
+    let mut filter = SequentialQf::new(10_000, 0.01).unwrap();
+    for i in 0..10_000u64 {
+        filter.insert(&i).unwrap();
+    }
+    assert!(filter.capacity() >= 10_000);
+    assert!(filter.false_positive_rate() <= 0.01);
+    assert!((0..10_000u64).all(|i| filter.contains(&i)));
+}
+
+/// The measured false-positive rate on 10^6 absent keys is within the statistical bound of the
+/// expected rate `n / 2^(q + r)`.
+#[test]
+fn measured_false_positive_rate_matches_the_formula() {
+    let (q, r) = (16, 8);
+    let mut filter = SequentialQf::with_bits(q, r).unwrap();
+    let n = (0.75 * (1u64 << q) as f64) as u64;
+    for i in 0..n {
+        filter.insert(&i).unwrap();
+    }
+    let trials = 1_000_000u64;
+    let positives = (n..n + trials).filter(|i| filter.contains(i)).count() as f64;
+    // Distinct stored fingerprints give exactly len / 2^(q+r) per query.
+    let p = filter.len() as f64 / (1u64 << (q + r)) as f64;
+    let expected = p * trials as f64;
+    let sigma = (trials as f64 * p * (1.0 - p)).sqrt();
+    assert!(
+        (positives - expected).abs() < 5.0 * sigma,
+        "{positives} false positives, expected {expected:.0} ± {sigma:.0}"
+    );
+    let formula = filter.false_positive_rate() * trials as f64;
+    assert!((formula - expected).abs() < 0.01 * expected);
+}
