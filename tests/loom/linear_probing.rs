@@ -1,0 +1,1 @@
+//! Loom models of `LinearProbingQf` (to be written).

@@ -1,0 +1,1 @@
+//! Loom models of `LocallyLockedQf` (to be written).

@@ -1,0 +1,6 @@
+//! Loom model checks of every locking protocol. Compiled only with `--cfg loom`:
+//! `RUSTFLAGS="--cfg loom" cargo test --release --test loom`.
+#![cfg(loom)]
+
+mod linear_probing;
+mod locally_locked;
