@@ -357,17 +357,14 @@ impl Cursor<'_> {
     }
 }
 
-/// How a [`Rewriter`] reads a group before changing it and publishes the result.
+/// How a [`Rewriter`] publishes a group it changed.
 ///
 /// The sequential filter stores the new word; concurrent filters compare-and-exchange it,
-/// keeping slots outside the rewritten range as other threads left them, and wait out locks.
+/// keeping the slots outside the rewritten lanes as other threads left them, and wait out locks.
 pub(crate) trait Commit {
-    /// Loads group `group` before the rewriter changes slots in it.
-    fn load(&self, array: &SlotArray, group: usize) -> u64;
-
-    /// Publishes group `group`: the bits under `range` become those of `new`; `snapshot` is what
-    /// [`load`](Commit::load) returned.
-    fn commit(&self, array: &SlotArray, group: usize, snapshot: u64, new: u64, range: u64);
+    /// Publishes group `group`: `compose` maps the word as it is now to the new word, and
+    /// `range` masks the lanes it rewrites.
+    fn commit(&self, array: &SlotArray, group: usize, range: u64, compose: impl Fn(u64) -> u64);
 }
 
 /// [`Commit`] for an array only this thread can see (`&mut` access to its owner).
@@ -375,39 +372,38 @@ pub(crate) struct Exclusive;
 
 impl Commit for Exclusive {
     #[inline]
-    fn load(&self, array: &SlotArray, group: usize) -> u64 {
+    fn commit(&self, array: &SlotArray, group: usize, _range: u64, compose: impl Fn(u64) -> u64) {
         // Relaxed: the owner holds `&mut`, so no other thread accesses the array.
-        array.load_group(group, Ordering::Relaxed)
-    }
-
-    #[inline]
-    fn commit(&self, array: &SlotArray, group: usize, _snapshot: u64, new: u64, _range: u64) {
-        // Relaxed: as in `load`.
-        array.store_group(group, new, Ordering::Relaxed);
+        let word = array.load_group(group, Ordering::Relaxed);
+        array.store_group(group, compose(word), Ordering::Relaxed);
     }
 }
 
-/// Rewrites a run of slots in increasing index order, publishing each group once.
+/// Rewrites slots in increasing index order, publishing each group once.
 ///
 /// The shifts of a quotient filter (insert moves a stretch of slots one place right, remove one
 /// place left) are written slot by slot as `put(index, value)` in increasing order; the rewriter
-/// gathers the new values of one group in a local word and hands it to its [`Commit`] when the
-/// writes move on to the next group, so every group changes in one step (paper 000 §3.2, Block E:
-/// "keep groups consistent"). Bits under `keep` (per slot) stay as they were in the group: the
-/// status bits that belong to a slot position rather than to the element stored there.
+/// gathers the new values of one group and hands them to its [`Commit`] when the writes move on
+/// to the next group, so every group changes in one step (paper 000 §3.2, Block E: "keep groups
+/// consistent"). [`put`](Rewriter::put) leaves the bits under the `keep` pattern as they are in
+/// the group when it is committed: the status bits that belong to a slot position rather than to
+/// the element stored there. [`put_whole`](Rewriter::put_whole) sets every bit.
 pub(crate) struct Rewriter<'a, C: Commit> {
     array: &'a SlotArray,
     commit: C,
     keep: u64,
     group: usize,
-    snapshot: u64,
-    word: u64,
+    /// New bits of the rewritten lanes (kept bits clear where `put` wrote).
+    values: u64,
+    /// Lanes rewritten in the current group.
     range: u64,
+    /// Bits of the current word that survive in rewritten lanes (kept bits of `put` lanes).
+    survive: u64,
     active: bool,
 }
 
 impl<'a, C: Commit> Rewriter<'a, C> {
-    /// A rewriter over `array` that keeps the bits of `keep_pattern` in every slot it writes.
+    /// A rewriter over `array` whose [`put`](Rewriter::put) keeps the bits of `keep_pattern`.
     #[inline]
     pub(crate) fn new(array: &'a SlotArray, commit: C, keep_pattern: u64) -> Self {
         Rewriter {
@@ -415,18 +411,17 @@ impl<'a, C: Commit> Rewriter<'a, C> {
             commit,
             keep: keep_pattern,
             group: 0,
-            snapshot: 0,
-            word: 0,
+            values: 0,
             range: 0,
+            survive: 0,
             active: false,
         }
     }
 
-    /// The value slot `index` had when its group was loaded by this rewriter, if it was.
+    /// The commit strategy.
     #[inline]
-    pub(crate) fn snapshot_of(&self, index: usize) -> Option<u64> {
-        let (group, offset) = self.array.layout.locate(index);
-        (self.active && group == self.group).then(|| self.array.layout.get(self.snapshot, offset))
+    pub(crate) fn commit_strategy(&self) -> &C {
+        &self.commit
     }
 
     /// Sets slot `index` to `value`, except for the kept bits. Indices must increase.
@@ -452,22 +447,28 @@ impl<'a, C: Commit> Rewriter<'a, C> {
             );
             self.flush();
             self.group = group;
-            self.snapshot = self.commit.load(self.array, group);
-            self.word = self.snapshot;
+            self.values = 0;
             self.range = 0;
+            self.survive = 0;
             self.active = true;
         }
-        let kept = layout.get(self.snapshot, offset) & keep;
-        self.word = layout.set(self.word, offset, kept | (value & !keep));
-        self.range |= layout.slot_mask() << (offset * layout.bits());
+        let shift = offset * layout.bits();
+        let lane = layout.slot_mask() << shift;
+        debug_assert!(self.range & lane == 0, "each slot is written once");
+        self.range |= lane;
+        self.survive |= (keep & layout.slot_mask()) << shift;
+        self.values |= ((value & !keep) & layout.slot_mask()) << shift;
     }
 
     /// Publishes the group being written, if any.
     #[inline]
     fn flush(&mut self) {
         if self.active {
+            let (range, survive, values) = (self.range, self.survive, self.values);
             self.commit
-                .commit(self.array, self.group, self.snapshot, self.word, self.range);
+                .commit(self.array, self.group, range, move |now| {
+                    (now & !range) | (now & survive) | values
+                });
             self.active = false;
         }
     }

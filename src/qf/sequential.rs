@@ -12,7 +12,7 @@ use crate::sync::Ordering;
 
 use super::overflow_slots;
 use super::scan::{build_sorted, check_table, Fingerprints};
-use super::slot::{Slot, OCCUPIED, STATUS_BITS};
+use super::slot::STATUS_BITS;
 use super::walk::{self, InsertStep, KEEP_OCCUPIED};
 
 /// The fill up to which [`SequentialQf::new`] plans: beyond it clusters grow long.
@@ -130,7 +130,7 @@ impl SequentialQf {
         } = self.fingerprint(hash);
         // Relaxed: reads of a table no other thread writes (`&mut self` for every write).
         let mut cursor = self.slots.cursor(quotient as usize, Ordering::Relaxed);
-        walk::lookup(&mut cursor, remainder).unwrap_or(false)
+        walk::lookup(&mut cursor, remainder).is_some_and(|(found, _)| found)
     }
 
     /// Removes the fingerprint of `hash`: `Ok(true)` if it was stored.
@@ -152,10 +152,6 @@ impl SequentialQf {
         let mut rewriter = Rewriter::new(&self.slots, Exclusive, KEEP_OCCUPIED);
         walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, false);
         rewriter.finish();
-        if plan.was_alone {
-            let canonical = self.slots.get(quotient, Ordering::Relaxed);
-            self.slots.set_exclusive(quotient, canonical & !OCCUPIED);
-        }
         self.len -= 1;
         Ok(true)
     }
@@ -192,10 +188,8 @@ impl SequentialQf {
         };
         let mut read = self.slots.cursor(plan.position, Ordering::Relaxed);
         let mut rewriter = Rewriter::new(&self.slots, Exclusive, KEEP_OCCUPIED);
-        walk::shift_in(&mut read, &mut rewriter, &plan);
+        walk::shift_in(&mut read, &mut rewriter, &plan, None);
         rewriter.finish();
-        let canonical = self.slots.get(quotient, Ordering::Relaxed);
-        self.slots.set_exclusive(quotient, canonical | OCCUPIED);
         self.len += 1;
         Ok(true)
     }
@@ -331,15 +325,5 @@ impl std::fmt::Debug for SequentialQf {
             .field("remainder_bits", &self.remainder_bits)
             .field("len", &self.len)
             .finish_non_exhaustive()
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn slot_decoding_is_the_one_the_walk_uses() {
-        assert!(Slot::EMPTY.is_empty());
     }
 }

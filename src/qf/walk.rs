@@ -53,11 +53,13 @@ pub(crate) fn skip_runs(cursor: &mut Cursor<'_>, runs: usize) -> Option<()> {
 
 /// Moves a cursor on the filled canonical slot `quot` to where the run of `quot` starts, or
 /// would start if `quot` has no run yet (the slot after the runs of the canonical slots before
-/// it in the cluster).
+/// it in the cluster). Returns the index of the cluster start it passed.
 #[inline]
-pub(crate) fn seek_run(cursor: &mut Cursor<'_>) -> Option<()> {
+pub(crate) fn seek_run(cursor: &mut Cursor<'_>) -> Option<usize> {
     let runs_before = back_to_cluster_start(cursor)?;
-    skip_runs(cursor, runs_before)
+    let cluster_start = cursor.index();
+    skip_runs(cursor, runs_before)?;
+    Some(cluster_start)
 }
 
 /// Where a remainder is, or belongs, in a run.
@@ -102,21 +104,22 @@ pub(crate) fn search_run(cursor: &mut Cursor<'_>, remainder: u64) -> Option<RunS
     })
 }
 
-/// Whether `(quot, remainder)` is stored, reading from a cursor on slot `quot`.
+/// Whether `(quot, remainder)` is stored, reading from a cursor on slot `quot`; with it, the
+/// start of the cluster the walk went through (`None` if `quot` has no run).
 #[inline]
-pub(crate) fn lookup(cursor: &mut Cursor<'_>, remainder: u64) -> Option<bool> {
+pub(crate) fn lookup(cursor: &mut Cursor<'_>, remainder: u64) -> Option<(bool, Option<usize>)> {
     let canonical = slot_at(cursor);
     if !canonical.is_occupied() {
-        return Some(false);
+        return Some((false, None));
     }
     // Fast path: the cluster starts here, so the run does too.
-    if !canonical.is_cluster_start() {
-        seek_run(cursor)?;
-    }
-    Some(matches!(
-        search_run(cursor, remainder)?,
-        RunSearch::Found(_)
-    ))
+    let cluster_start = if canonical.is_cluster_start() {
+        cursor.index()
+    } else {
+        seek_run(cursor)?
+    };
+    let found = matches!(search_run(cursor, remainder)?, RunSearch::Found(_));
+    Some((found, Some(cluster_start)))
 }
 
 /// Moves the cursor to the first empty slot at or after it and returns its index.
@@ -135,6 +138,10 @@ pub(crate) fn seek_empty(cursor: &mut Cursor<'_>) -> Option<usize> {
 pub(crate) struct InsertPlan {
     /// The canonical slot, whose occupied bit the insert sets.
     pub(crate) quotient: usize,
+    /// The canonical slot as it was read (locks read through).
+    pub(crate) canonical: Slot,
+    /// The start of the cluster the new element joins (`quotient` if that slot was empty).
+    pub(crate) cluster_start: usize,
     /// Where the new element goes.
     pub(crate) position: usize,
     /// The first empty slot at or after `position`; the elements in `position..end` move one
@@ -170,13 +177,15 @@ pub(crate) fn plan_insert(
     if canonical.is_empty() {
         return Some(InsertStep::Place(InsertPlan {
             quotient,
+            canonical,
+            cluster_start: quotient,
             position: quotient,
             end: quotient,
             element: Slot::element(remainder, false, false),
             old_head_continues: false,
         }));
     }
-    seek_run(cursor)?;
+    let cluster_start = seek_run(cursor)?;
     let (position, continuation, old_head_continues) = if canonical.is_occupied() {
         match search_run(cursor, remainder)? {
             RunSearch::Found(_) => return Some(InsertStep::Duplicate),
@@ -188,6 +197,8 @@ pub(crate) fn plan_insert(
     let end = seek_empty(cursor)?;
     Some(InsertStep::Place(InsertPlan {
         quotient,
+        canonical,
+        cluster_start,
         position,
         end,
         element: Slot::element(remainder, continuation, position != quotient),
@@ -197,21 +208,40 @@ pub(crate) fn plan_insert(
 
 /// Writes an insert plan: the new element at `position`, the elements of `position..end` one
 /// slot right (each now shifted), the old run head marked as a continuation if the new element
-/// displaced it. Occupied bits stay with their positions; the caller sets the canonical slot's.
+/// displaced it, and the canonical slot's occupied bit. Occupied bits otherwise stay with their
+/// positions.
 ///
-/// `read` loads the old contents; the rewriter's commit decides how groups are published.
+/// The canonical slot's occupied bit is written with the first group, or before it when the
+/// canonical slot lies in an earlier group, so no group ever shows a run without its occupied
+/// bit. `read` is a cursor on `position` that loads the old contents. If `locked_start` names
+/// the insert position, the new element (then a cluster start) is written read-locked, since
+/// the concurrent filter holds the read lock on that cluster start.
 #[inline]
 pub(crate) fn shift_in<C: Commit>(
     read: &mut Cursor<'_>,
     rewriter: &mut Rewriter<'_, C>,
     plan: &InsertPlan,
+    locked_start: Option<usize>,
 ) {
+    let needs_occupied = !plan.canonical.is_occupied();
+    if needs_occupied && plan.quotient < plan.position {
+        // The canonical slot holds another run's element; only its occupied bit changes.
+        rewriter.put_whole(plan.quotient, plan.canonical.raw() | OCCUPIED);
+    }
     let mut carry = plan.element;
     for index in plan.position..=plan.end {
         let old = slot_at(read);
-        rewriter.put(index, carry.raw());
         if index == plan.end {
+            // The end slot was empty (or write-locked by this insert): nothing of it survives,
+            // and its occupied bit is clear unless it is the canonical slot itself.
+            let occupied = if index == plan.quotient { OCCUPIED } else { 0 };
+            rewriter.put_whole(index, carry.raw() | occupied);
             break;
+        }
+        if Some(index) == locked_start {
+            rewriter.put_whole(index, carry.raw() | READ_LOCK);
+        } else {
+            rewriter.put(index, carry.raw());
         }
         carry = Slot::from_raw(old.element_bits()).with_shifted(true);
         if index == plan.position && plan.old_head_continues {
@@ -227,6 +257,10 @@ pub(crate) fn shift_in<C: Commit>(
 pub(crate) struct RemovePlan {
     /// The canonical slot of the removed fingerprint.
     pub(crate) quotient: usize,
+    /// The canonical slot as it was read (locks read through).
+    pub(crate) canonical: Slot,
+    /// The start of the cluster holding the removed element.
+    pub(crate) cluster_start: usize,
     /// Where the removed element is.
     pub(crate) position: usize,
     /// Whether the removed element was the head of its run.
@@ -244,10 +278,11 @@ pub(crate) fn plan_remove(
     quotient: usize,
     remainder: u64,
 ) -> Option<Option<RemovePlan>> {
-    if !slot_at(cursor).is_occupied() {
+    let canonical = slot_at(cursor);
+    if !canonical.is_occupied() {
         return Some(None);
     }
-    seek_run(cursor)?;
+    let cluster_start = seek_run(cursor)?;
     let head = cursor.index();
     let RunSearch::Found(position) = search_run(cursor, remainder)? else {
         return Some(None);
@@ -256,18 +291,21 @@ pub(crate) fn plan_remove(
     let next_continues = cursor.advance() && slot_at(cursor).is_continuation();
     Some(Some(RemovePlan {
         quotient,
+        canonical,
+        cluster_start,
         position,
         was_head,
         was_alone: was_head && !next_continues,
     }))
 }
 
-/// Writes a removal: the element at `position` goes, and the shifted elements after it (up to
-/// the next empty slot or cluster start) move one slot left. An element that lands in its
+/// Writes a removal: the element at `position` goes, the shifted elements after it (up to the
+/// next empty slot or cluster start) move one slot left, and the canonical slot loses its
+/// occupied bit if its run is now empty (in the same group write as the element, or before it
+/// when the canonical slot lies in an earlier group). An element that lands in its
 /// canonical slot loses its shifted bit and starts a new cluster; `lock_new_cluster_start` says
 /// whether such a slot is written read-locked (the concurrent filter does, paper 000 §3.2
-/// "Deletions"). Occupied bits
-/// stay with their positions; the caller clears the canonical slot's if the run is now empty.
+/// "Deletions"). Other occupied bits stay with their positions.
 ///
 /// `read` is a cursor on `position + 1`, `occupied` one on `quotient`; returns the index of the
 /// slot that became empty.
@@ -279,6 +317,18 @@ pub(crate) fn shift_out<C: Commit>(
     plan: &RemovePlan,
     lock_new_cluster_start: bool,
 ) -> usize {
+    let clears_canonical = plan.was_alone;
+    if clears_canonical && plan.quotient < plan.position {
+        rewriter.put_whole(plan.quotient, plan.canonical.raw() & !OCCUPIED);
+    }
+    // The removed element's slot is the canonical one when the run headed by it started there.
+    let put = |rewriter: &mut Rewriter<'_, C>, index: usize, raw: u64| {
+        if clears_canonical && index == plan.quotient {
+            rewriter.put_whole(index, raw);
+        } else {
+            rewriter.put(index, raw);
+        }
+    };
     let mut target = plan.position;
     loop {
         let next = slot_at(read);
@@ -306,14 +356,14 @@ pub(crate) fn shift_out<C: Commit>(
             // The whole slot, occupied bit included: `010` replaces the start's `100`.
             rewriter.put_whole(target, moved.raw() | READ_LOCK);
         } else {
-            rewriter.put(target, moved.raw());
+            put(rewriter, target, moved.raw());
         }
         target += 1;
         if !read.advance() {
             break;
         }
     }
-    rewriter.put(target, Slot::EMPTY.raw());
+    put(rewriter, target, Slot::EMPTY.raw());
     target
 }
 
