@@ -8,6 +8,7 @@
 //! # Ok::<(), conqf::Error>(())
 //! ```
 
+mod counter;
 mod filter;
 mod hash;
 mod qf;
@@ -17,6 +18,7 @@ mod sync;
 
 pub use filter::{Count, Error, Filter, Merge, Remove};
 pub use hash::{hash_key, Fingerprint};
+pub use qf::locally_locked::LocallyLockedQf;
 pub use qf::scan::Fingerprints;
 pub use qf::sequential::SequentialQf;
 pub use sizing::{linear_probing_fpr, nonzero_qf_fpr, qf_fpr, MAX_QUOTIENT_BITS};

@@ -61,7 +61,7 @@ impl SlotLayout {
     }
 
     /// Slots per group.
-    #[inline]
+    #[cfg(test)]
     pub(crate) const fn per_group(&self) -> u32 {
         self.per_group
     }
@@ -127,7 +127,7 @@ impl SlotLayout {
     }
 
     /// The mask of the slots at offsets `from..to` inside a group (`to <= per_group`).
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn range_mask(&self, from: u32, to: u32) -> u64 {
         debug_assert!(from <= to && to <= self.per_group);
         low_mask(to * self.bits) & !low_mask(from * self.bits)
@@ -187,12 +187,6 @@ impl SlotArray {
         self.slots
     }
 
-    /// Number of groups.
-    #[inline]
-    pub(crate) fn group_count(&self) -> usize {
-        self.groups.len()
-    }
-
     /// Bytes of memory the groups take.
     pub(crate) fn memory_bytes(&self) -> usize {
         self.groups.len() * std::mem::size_of::<u64>()
@@ -240,14 +234,6 @@ impl SlotArray {
         // synchronisation that later hands the array to other threads orders this store.
         let word = self.groups[group].load(Ordering::Relaxed);
         self.groups[group].store(self.layout.set(word, offset, value), Ordering::Relaxed);
-    }
-
-    /// Sets every slot to zero (`&mut self`).
-    pub(crate) fn clear_exclusive(&mut self) {
-        for group in self.groups.iter() {
-            // Relaxed: exclusive access, as in `set_exclusive`.
-            group.store(0, Ordering::Relaxed);
-        }
     }
 
     /// A cursor on slot `index`, holding a snapshot of its group.
@@ -307,12 +293,6 @@ impl Cursor<'_> {
     #[inline]
     pub(crate) fn slot(&self) -> u64 {
         self.array.layout.get(self.word, self.offset)
-    }
-
-    /// The group index and the snapshot of it the cursor holds.
-    #[inline]
-    pub(crate) fn group(&self) -> (usize, u64) {
-        (self.group, self.word)
     }
 
     /// Moves one slot right. Returns `false` (and stays) at the last slot.
@@ -416,12 +396,6 @@ impl<'a, C: Commit> Rewriter<'a, C> {
             survive: 0,
             active: false,
         }
-    }
-
-    /// The commit strategy.
-    #[inline]
-    pub(crate) fn commit_strategy(&self) -> &C {
-        &self.commit
     }
 
     /// Sets slot `index` to `value`, except for the kept bits. Indices must increase.

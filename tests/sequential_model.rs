@@ -8,41 +8,7 @@ use conqf::{Error, Fingerprint, Merge, SequentialQf};
 use proptest::prelude::*;
 
 fn run_model(q: u32, r: u32, sequence: &[Op]) -> Result<(SequentialQf, Model), TestCaseError> {
-    let mut filter = SequentialQf::with_bits(q, r).unwrap();
-    let mut model = Model::default();
-    for &op in sequence {
-        match op {
-            Op::Insert(h) => {
-                let f = Model::fingerprint(h, q, r);
-                match filter.insert_hash(h) {
-                    Ok(stored) => {
-                        prop_assert_eq!(stored, model.set.insert(f), "insert {:?}", f);
-                    }
-                    Err(Error::Full) => prop_assert!(!model.set.contains(&f)),
-                    Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
-                }
-            }
-            Op::Remove(h) => {
-                let f = Model::fingerprint(h, q, r);
-                prop_assert_eq!(filter.remove_hash(h).unwrap(), model.set.remove(&f));
-            }
-            Op::Contains(h) => {
-                let f = Model::fingerprint(h, q, r);
-                prop_assert_eq!(filter.contains_hash(h), model.set.contains(&f));
-            }
-        }
-        if let Err(why) = filter.check_invariants() {
-            return Err(TestCaseError::fail(format!("after {op:?}: {why}")));
-        }
-        prop_assert_eq!(filter.len(), model.set.len());
-    }
-    // every fingerprint of the model answers, and the iterator lists exactly the model
-    for f in &model.set {
-        prop_assert!(filter.contains_hash(hash_of(f.quotient, f.remainder, q, r, 0)));
-    }
-    let listed: Vec<Fingerprint> = filter.fingerprints().collect();
-    prop_assert_eq!(listed, model.set.iter().copied().collect::<Vec<_>>());
-    Ok((filter, model))
+    common::run_model::<SequentialQf>(q, r, sequence)
 }
 
 proptest! {

@@ -36,10 +36,10 @@ pub(crate) const MAX_LOAD: f64 = 0.9;
 /// # Ok::<(), conqf::Error>(())
 /// ```
 pub struct SequentialQf {
-    slots: SlotArray,
-    quotient_bits: u32,
-    remainder_bits: u32,
-    len: usize,
+    pub(crate) slots: SlotArray,
+    pub(crate) quotient_bits: u32,
+    pub(crate) remainder_bits: u32,
+    pub(crate) len: usize,
 }
 
 impl SequentialQf {

@@ -66,3 +66,107 @@ impl Model {
         Fingerprint::split(hash, q, r)
     }
 }
+
+/// The filter interface the model tests drive, so one runner checks every variant.
+pub(crate) trait UnderTest: Sized {
+    fn with_bits(q: u32, r: u32) -> Self;
+    fn insert(&mut self, hash: u64) -> Result<bool, conqf::Error>;
+    fn remove(&mut self, hash: u64) -> Result<bool, conqf::Error>;
+    fn contains(&self, hash: u64) -> bool;
+    fn check(&self) -> Result<(), String>;
+    fn len(&self) -> usize;
+    fn fingerprints(&self) -> Vec<Fingerprint>;
+}
+
+impl UnderTest for conqf::SequentialQf {
+    fn with_bits(q: u32, r: u32) -> Self {
+        conqf::SequentialQf::with_bits(q, r).unwrap()
+    }
+    fn insert(&mut self, hash: u64) -> Result<bool, conqf::Error> {
+        self.insert_hash(hash)
+    }
+    fn remove(&mut self, hash: u64) -> Result<bool, conqf::Error> {
+        self.remove_hash(hash)
+    }
+    fn contains(&self, hash: u64) -> bool {
+        self.contains_hash(hash)
+    }
+    fn check(&self) -> Result<(), String> {
+        self.check_invariants()
+    }
+    fn len(&self) -> usize {
+        conqf::SequentialQf::len(self)
+    }
+    fn fingerprints(&self) -> Vec<Fingerprint> {
+        conqf::SequentialQf::fingerprints(self).collect()
+    }
+}
+
+impl UnderTest for conqf::LocallyLockedQf {
+    fn with_bits(q: u32, r: u32) -> Self {
+        conqf::LocallyLockedQf::with_bits(q, r).unwrap()
+    }
+    fn insert(&mut self, hash: u64) -> Result<bool, conqf::Error> {
+        conqf::Filter::insert_hash(self, hash)
+    }
+    fn remove(&mut self, hash: u64) -> Result<bool, conqf::Error> {
+        conqf::Remove::remove_hash(self, hash)
+    }
+    fn contains(&self, hash: u64) -> bool {
+        let answer = conqf::Filter::contains_hash(self, hash);
+        assert_eq!(answer, self.contains_hash_unsynchronized(hash));
+        answer
+    }
+    fn check(&self) -> Result<(), String> {
+        self.check_invariants()
+    }
+    fn len(&self) -> usize {
+        conqf::Filter::len(self)
+    }
+    fn fingerprints(&self) -> Vec<Fingerprint> {
+        conqf::LocallyLockedQf::fingerprints(self).collect()
+    }
+}
+
+/// Runs `sequence` on a fresh `F::with_bits(q, r)` and the exact model side by side: every
+/// answer must equal the model's and the invariants must hold after every step.
+pub(crate) fn run_model<F: UnderTest>(
+    q: u32,
+    r: u32,
+    sequence: &[Op],
+) -> Result<(F, Model), TestCaseError> {
+    let mut filter = F::with_bits(q, r);
+    let mut model = Model::default();
+    for &op in sequence {
+        match op {
+            Op::Insert(h) => {
+                let f = Model::fingerprint(h, q, r);
+                match filter.insert(h) {
+                    Ok(stored) => prop_assert_eq!(stored, model.set.insert(f), "insert {:?}", f),
+                    Err(conqf::Error::Full) => prop_assert!(!model.set.contains(&f)),
+                    Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
+                }
+            }
+            Op::Remove(h) => {
+                let f = Model::fingerprint(h, q, r);
+                prop_assert_eq!(filter.remove(h).unwrap(), model.set.remove(&f));
+            }
+            Op::Contains(h) => {
+                let f = Model::fingerprint(h, q, r);
+                prop_assert_eq!(filter.contains(h), model.set.contains(&f));
+            }
+        }
+        if let Err(why) = filter.check() {
+            return Err(TestCaseError::fail(format!("after {op:?}: {why}")));
+        }
+        prop_assert_eq!(filter.len(), model.set.len());
+    }
+    for f in &model.set {
+        prop_assert!(filter.contains(hash_of(f.quotient, f.remainder, q, r, 0)));
+    }
+    prop_assert_eq!(
+        filter.fingerprints(),
+        model.set.iter().copied().collect::<Vec<_>>()
+    );
+    Ok((filter, model))
+}

@@ -1,0 +1,61 @@
+//! A striped counter for `len()`: writers add to one of several cache-padded stripes, so threads
+//! inserting into different parts of a table rarely bounce the same cache line, and readers of the
+//! table never touch it (DESIGN.md, "Concurrency rules").
+
+use crossbeam_utils::CachePadded;
+
+use crate::sync::{AtomicUsize, Ordering};
+
+/// Stripes per counter: a power of two, about the thread counts this crate is measured at.
+const STRIPES: usize = 16;
+
+/// A count of stored items, split into stripes chosen by the caller (e.g. by slot index).
+pub(crate) struct StripedCounter {
+    stripes: Box<[CachePadded<AtomicUsize>]>,
+}
+
+impl StripedCounter {
+    /// A counter at zero.
+    pub(crate) fn new() -> Self {
+        StripedCounter {
+            stripes: (0..STRIPES)
+                .map(|_| CachePadded::new(AtomicUsize::new(0)))
+                .collect(),
+        }
+    }
+
+    /// Adds one, on the stripe that `hint` picks.
+    #[inline]
+    pub(crate) fn increment(&self, hint: usize) {
+        // Relaxed: the count orders nothing; `len` is a statistic that may lag concurrent
+        // operations (documented on `Filter::len`).
+        self.stripes[hint % STRIPES].fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Subtracts one, on the stripe that `hint` picks (stripes may wrap; the sum does not).
+    #[inline]
+    pub(crate) fn decrement(&self, hint: usize) {
+        // Relaxed: as in `increment`.
+        self.stripes[hint % STRIPES].fetch_sub(1, Ordering::Relaxed);
+    }
+
+    /// The sum of the stripes.
+    pub(crate) fn sum(&self) -> usize {
+        self.stripes
+            .iter()
+            // Relaxed: as in `increment`.
+            .fold(0usize, |sum, stripe| {
+                sum.wrapping_add(stripe.load(Ordering::Relaxed))
+            })
+    }
+
+    /// Sets the count (exclusive access, e.g. when converting a sequential filter).
+    pub(crate) fn reset(&self, value: usize) {
+        for stripe in self.stripes.iter() {
+            // Relaxed: called before the counter is shared.
+            stripe.store(0, Ordering::Relaxed);
+        }
+        // Relaxed: as above.
+        self.stripes[0].store(value, Ordering::Relaxed);
+    }
+}

@@ -1,0 +1,633 @@
+//! `LocallyLockedQf`: the concurrent quotient filter of paper 000 §3.2, which locks with the
+//! status bits already in the table, so it needs no memory beyond the sequential table and
+//! touches no extra cache line.
+//!
+//! # Protocol
+//!
+//! The table is exactly the 3-status-bit table of [`SequentialQf`](crate::SequentialQf), packed
+//! into 64-bit groups. Two status combinations never occur at rest and serve as locks
+//! (see [`slot`](super::slot)):
+//!
+//! * **write lock** `110`, put with a CAS into the first empty slot after a supercluster
+//!   (Algorithm 1, Block B). Only the holder may insert into or remove from that supercluster.
+//! * **read lock** `010`, replacing a cluster start's `100` (Blocks C and G). While it is held,
+//!   nobody changes the cluster: inserts that shift elements through it wait for it (Block E),
+//!   and a shifted cluster start stops being one, so its cluster joins the one the shifting
+//!   insert holds.
+//!
+//! Operations:
+//!
+//! * **insert**: lock-free if the whole insert happens inside the one group it loaded and that
+//!   group holds no lock (Block A and "Avoiding locks"); otherwise write-lock the supercluster
+//!   end, read-lock the cluster start, re-walk from the canonical slot under the locks to check
+//!   that the cluster start and the supercluster end are still the ones locked (a removal may
+//!   have split them; if not, unlock and restart), then shift right group by group, left to
+//!   right, waiting for read locks met on the way (Block E). The last element moves into the
+//!   write-locked slot, which releases that lock; then the read lock is released.
+//! * **contains**: lock-free if the answer can be read from the one group of the canonical slot
+//!   (Block F); otherwise read-lock the cluster start, re-walk under the lock (restart if the
+//!   cluster changed), answer, unlock (Blocks G-I).
+//! * **remove** (paper 000 §3.2 "Deletions"): write-lock the supercluster end, read-lock the
+//!   cluster start, check both under the locks, shift left. An element that lands in its
+//!   canonical slot starts a new cluster, which is written read-locked and unlocked at the end.
+//!
+//! Every group is written with one CAS that moves it from its state before the operation to its
+//! state after it, and every occupied bit changes in the same write as the run it describes (or,
+//! when the canonical slot is in an earlier group, before it). So a single group, loaded once, is
+//! always the restriction of a consistent table to that group, which is what makes the
+//! lock-elided fast paths correct.
+//!
+//! **No deadlock**: a thread waits for a write lock only while holding no lock (Block B); it
+//! waits for a read lock either holding nothing (queries) or holding the write lock of the same
+//! supercluster (inserts and removes, Blocks C and E). A read lock held by a query is released
+//! without waiting for anything; a read lock in a supercluster is held by a writer only if that
+//! writer holds the supercluster's write lock, which the waiting writer holds itself. So every
+//! chain of waits ends at a thread that waits for nothing.
+//!
+//! **No false negatives**: a key whose insert has returned is in the table until it is removed;
+//! a query either answers from one consistent group or walks a cluster it has read-locked, which
+//! nobody changes meanwhile.
+
+use std::hash::Hash;
+
+use crate::counter::StripedCounter;
+use crate::filter::{Error, Filter, Remove};
+use crate::hash::{hash_key, Fingerprint};
+use crate::sizing;
+use crate::storage::{Commit, Rewriter, SlotArray};
+use crate::sync::{Ordering, Waiter};
+
+use super::scan::{check_table, Fingerprints};
+use super::sequential::{SequentialQf, MAX_LOAD};
+use super::slot::{
+    Slot, CONTINUATION, OCCUPIED, READ_LOCK, SHIFTED, STATUS_BITS, STATUS_MASK, WRITE_LOCK,
+};
+use super::walk::{self, InsertStep, KEEP_OCCUPIED};
+
+/// A concurrent quotient filter locked through its own status bits (paper 000 §3.2).
+///
+/// All methods take `&self`; share it with an [`Arc`](std::sync::Arc).
+///
+/// ```
+/// use conqf::{Filter, LocallyLockedQf, Remove};
+/// use std::sync::Arc;
+///
+/// let filter = Arc::new(LocallyLockedQf::new(100_000, 0.001)?);
+/// std::thread::scope(|s| {
+///     for t in 0..2u64 {
+///         let filter = &filter;
+///         s.spawn(move || {
+///             for i in 0..1000u64 {
+///                 filter.insert(&(t * 1000 + i)).unwrap();
+///             }
+///         });
+///     }
+/// });
+/// assert!((0..2000u64).all(|k| filter.contains(&k)));
+/// assert_eq!(filter.remove(&7u64)?, true);
+/// # Ok::<(), conqf::Error>(())
+/// ```
+pub struct LocallyLockedQf {
+    slots: SlotArray,
+    quotient_bits: u32,
+    remainder_bits: u32,
+    len: StripedCounter,
+    /// The continuation bit of every lane: finds lock statuses in a word at once.
+    continuation_lanes: u64,
+}
+
+impl LocallyLockedQf {
+    /// A filter that holds `capacity` keys at a false-positive rate of at most `fpr`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
+    /// would be too large.
+    pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
+        let (q, r) = sizing::qf_parameters(capacity, fpr, MAX_LOAD)?;
+        Self::with_bits(q, r)
+    }
+
+    /// A filter with `2^quotient_bits` slots of `remainder_bits` remainder bits each.
+    ///
+    /// # Errors
+    /// As [`SequentialQf::with_bits`].
+    pub fn with_bits(quotient_bits: u32, remainder_bits: u32) -> Result<Self, Error> {
+        Ok(Self::from_sequential(SequentialQf::with_bits(
+            quotient_bits,
+            remainder_bits,
+        )?))
+    }
+
+    /// The concurrent filter over a sequential filter's table (no copy: the layouts are the
+    /// same).
+    pub fn from_sequential(filter: SequentialQf) -> Self {
+        let continuation_lanes = filter.slots.layout().lanes(CONTINUATION);
+        let len = StripedCounter::new();
+        len.reset(filter.len);
+        LocallyLockedQf {
+            slots: filter.slots,
+            quotient_bits: filter.quotient_bits,
+            remainder_bits: filter.remainder_bits,
+            len,
+            continuation_lanes,
+        }
+    }
+
+    /// The sequential filter over this table (no copy), e.g. to grow or merge it.
+    pub fn into_sequential(self) -> SequentialQf {
+        let len = self.len.sum();
+        SequentialQf {
+            slots: self.slots,
+            quotient_bits: self.quotient_bits,
+            remainder_bits: self.remainder_bits,
+            len,
+        }
+    }
+
+    /// Quotient bits `q`: the table has `2^q` canonical slots.
+    pub fn quotient_bits(&self) -> u32 {
+        self.quotient_bits
+    }
+
+    /// Remainder bits `r` stored per slot.
+    pub fn remainder_bits(&self) -> u32 {
+        self.remainder_bits
+    }
+
+    /// The stored fingerprints in increasing order. Only meaningful while no thread writes.
+    pub fn fingerprints(&self) -> Fingerprints<'_> {
+        // Acquire: pairs with the writers' releases, for a caller that synchronised with them
+        // (e.g. joined them) and then iterates.
+        Fingerprints::new(&self.slots, Ordering::Acquire)
+    }
+
+    /// Checks the table's invariants (no lock left, status bits, run order, the count). Only
+    /// meaningful while no thread writes; for tests and debugging.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let stored = check_table(&self.slots, self.remainder_bits)?;
+        let len = self.len.sum();
+        if stored != len {
+            return Err(format!("{stored} fingerprints stored but len is {len}"));
+        }
+        Ok(())
+    }
+
+    /// Whether the fingerprint of `hash` is stored, read without any lock or check.
+    ///
+    /// Correct only while no thread inserts or removes (e.g. after a build phase): the table is
+    /// the sequential one, so the lock-free sequential walk answers exactly (paper 000 §3.2). With
+    /// concurrent writers it may miss keys, but it never loops or reads out of bounds.
+    pub fn contains_hash_unsynchronized(&self, hash: u64) -> bool {
+        let (quotient, remainder) = self.fingerprint(hash);
+        // Acquire: as in `fingerprints`.
+        let mut cursor = self.slots.cursor(quotient, Ordering::Acquire);
+        walk::lookup(&mut cursor, remainder).is_some_and(|(found, _)| found)
+    }
+
+    /// [`contains_hash_unsynchronized`](Self::contains_hash_unsynchronized) for a key.
+    pub fn contains_unsynchronized<K: Hash + ?Sized>(&self, key: &K) -> bool {
+        self.contains_hash_unsynchronized(hash_key(key))
+    }
+
+    #[inline]
+    fn fingerprint(&self, hash: u64) -> (usize, u64) {
+        let f = Fingerprint::split(hash, self.quotient_bits, self.remainder_bits);
+        (f.quotient as usize, f.remainder)
+    }
+
+    /// Whether any slot of `word` holds a lock status (`010` or `110`: continuation without
+    /// shifted).
+    #[inline]
+    fn has_lock(&self, word: u64) -> bool {
+        let continuation = word & self.continuation_lanes;
+        let shifted = (word >> 1) & self.continuation_lanes;
+        continuation & !shifted != 0
+    }
+
+    // ----- Block A: insert inside one group -------------------------------------------------
+
+    /// Inserts without locks if the insert happens inside the group of the canonical slot and
+    /// that group holds no lock. `None`: take the locked path.
+    fn insert_in_group(&self, quotient: usize, remainder: u64) -> Option<Result<bool, Error>> {
+        let (group, _) = self.slots.layout().locate(quotient);
+        // Acquire: the group's content is what we build on; pairs with the Release of the
+        // writer that published it.
+        let word = self.slots.load_group(group, Ordering::Acquire);
+        if self.has_lock(word) {
+            return None;
+        }
+        let mut cursor = self.slots.cursor_in_group(quotient, word);
+        let plan = match walk::plan_insert(&mut cursor, quotient, remainder)? {
+            InsertStep::Duplicate => return Some(Ok(false)),
+            InsertStep::Place(plan) => plan,
+        };
+        if plan.end + 1 >= self.slots.len() {
+            return None;
+        }
+        let mut read = self.slots.cursor_in_group(plan.position, word);
+        let preview = Preview::new(group, word);
+        let mut rewriter = Rewriter::new(&self.slots, &preview, KEEP_OCCUPIED);
+        walk::shift_in(&mut read, &mut rewriter, &plan, None);
+        rewriter.finish();
+        let new = preview.result.get();
+        // Release: publishes the new element with the group; failure needs no ordering because
+        // the fast path is simply abandoned.
+        self.slots
+            .compare_exchange_group(group, word, new, Ordering::Release, Ordering::Relaxed)
+            .ok()?;
+        self.len.increment(quotient);
+        Some(Ok(true))
+    }
+
+    // ----- Blocks B and C: locking ----------------------------------------------------------
+
+    /// Changes slot `index` with `change` (old slot -> new slot, or `None` to give up) in one CAS
+    /// of its group, retrying while other slots of the group change. Returns whether it changed.
+    fn update_slot(&self, index: usize, change: impl Fn(u64) -> Option<u64>) -> bool {
+        let layout = *self.slots.layout();
+        let (group, offset) = layout.locate(index);
+        // Acquire: the decision is based on the slot's current value.
+        let mut word = self.slots.load_group(group, Ordering::Acquire);
+        loop {
+            let Some(slot) = change(layout.get(word, offset)) else {
+                return false;
+            };
+            let new = layout.set(word, offset, slot);
+            // AcqRel: this helper both takes locks (Acquire: see everything the previous holder
+            // wrote before releasing) and releases them (Release: publish our writes).
+            match self.slots.compare_exchange_group(
+                group,
+                word,
+                new,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(now) => word = now,
+            }
+        }
+    }
+
+    /// Block B: write-locks the first empty slot at or after `quotient`, waiting for write locks
+    /// met on the way. Returns its index.
+    fn lock_supercluster_end(&self, quotient: usize) -> usize {
+        let waiter = Waiter::new();
+        // Acquire: the scan decides where the supercluster ends from what it reads.
+        let mut cursor = self.slots.cursor(quotient, Ordering::Acquire);
+        loop {
+            let raw = cursor.slot();
+            if raw == WRITE_LOCK {
+                // Another insert or removal works on this supercluster.
+                waiter.wait();
+                cursor.reload();
+                continue;
+            }
+            if raw == 0 {
+                let index = cursor.index();
+                if self.update_slot(index, |now| (now == 0).then_some(WRITE_LOCK)) {
+                    return index;
+                }
+                cursor.reload();
+                continue;
+            }
+            // The last slot is never filled, so a filled slot always has a successor.
+            let moved = cursor.advance();
+            debug_assert!(moved, "the last slot is always empty or write-locked");
+        }
+    }
+
+    /// Blocks C and G: read-locks the start of the cluster holding `quotient`, waiting while it
+    /// is read-locked. `None` if the walk meets an empty slot (a removal emptied the cluster).
+    fn lock_cluster_start(&self, quotient: usize) -> Option<usize> {
+        let waiter = Waiter::new();
+        let mut index = quotient;
+        loop {
+            // Acquire: the walk reads status bits to decide where to lock.
+            let raw = self.slots.get(index, Ordering::Acquire);
+            match raw & STATUS_MASK {
+                READ_LOCK => waiter.wait(),
+                OCCUPIED => {
+                    let locked = (raw & !STATUS_MASK) | READ_LOCK;
+                    if self.update_slot(index, |now| (now == raw).then_some(locked)) {
+                        return Some(index);
+                    }
+                }
+                0 | WRITE_LOCK => return None,
+                _ => index = index.checked_sub(1)?,
+            }
+        }
+    }
+
+    /// Releases the read lock on `index`.
+    fn unlock_read(&self, index: usize) {
+        let released = self.update_slot(index, |now| {
+            (now & STATUS_MASK == READ_LOCK).then_some((now & !STATUS_MASK) | OCCUPIED)
+        });
+        debug_assert!(released, "slot {index} was not read-locked");
+    }
+
+    /// Releases every read lock in `from..=to` (all held by the caller: a removal's own cluster).
+    fn unlock_reads_in(&self, from: usize, to: usize) {
+        for index in from..=to {
+            // Acquire: as in `lock_cluster_start`.
+            if self.slots.get(index, Ordering::Acquire) & STATUS_MASK == READ_LOCK {
+                self.unlock_read(index);
+            }
+        }
+    }
+
+    /// Releases the write lock on `index`, leaving it empty.
+    fn unlock_write(&self, index: usize) {
+        let released = self.update_slot(index, |now| (now == WRITE_LOCK).then_some(0));
+        debug_assert!(released, "slot {index} was not write-locked");
+    }
+
+    /// Whether the walk from `quotient` reaches the cluster start `start` and the supercluster
+    /// end `end`: the locks still protect the stretch the operation will change.
+    fn locks_still_cover(&self, quotient: usize, start: usize, end: usize) -> bool {
+        // Acquire: as in `lock_cluster_start`.
+        let mut cursor = self.slots.cursor(quotient, Ordering::Acquire);
+        if walk::back_to_cluster_start(&mut cursor).is_none() || cursor.index() != start {
+            return false;
+        }
+        let mut cursor = self.slots.cursor(quotient, Ordering::Acquire);
+        walk::seek_empty(&mut cursor) == Some(end)
+    }
+
+    // ----- Blocks B-E: the locked insert ----------------------------------------------------
+
+    /// The locked insert. `None`: the locks no longer cover the cluster; restart.
+    fn insert_locked(&self, quotient: usize, remainder: u64) -> Option<Result<bool, Error>> {
+        let end = self.lock_supercluster_end(quotient);
+        if end == quotient {
+            // The canonical slot was empty: it becomes a one-element cluster.
+            let element = Slot::element(remainder, false, false).raw() | OCCUPIED;
+            let stored = self.update_slot(end, |now| (now == WRITE_LOCK).then_some(element));
+            debug_assert!(stored, "we hold the write lock");
+            self.len.increment(quotient);
+            return Some(Ok(true));
+        }
+        let Some(start) = self.lock_cluster_start(quotient) else {
+            self.unlock_write(end);
+            return None;
+        };
+        if !self.locks_still_cover(quotient, start, end) {
+            self.unlock_read(start);
+            self.unlock_write(end);
+            return None;
+        }
+        // Acquire: reads of the locked stretch; the locks' Acquire already ordered them.
+        let mut cursor = self.slots.cursor(quotient, Ordering::Acquire);
+        let plan = match walk::plan_insert(&mut cursor, quotient, remainder) {
+            Some(InsertStep::Place(plan)) => plan,
+            step => {
+                debug_assert_eq!(step, Some(InsertStep::Duplicate));
+                self.unlock_read(start);
+                self.unlock_write(end);
+                return Some(Ok(false));
+            }
+        };
+        debug_assert_eq!((plan.cluster_start, plan.end), (start, end));
+        if end + 1 >= self.slots.len() {
+            // The run would reach the last slot, which stays empty.
+            self.unlock_read(start);
+            self.unlock_write(end);
+            return Some(Err(Error::Full));
+        }
+        // Block E.
+        let mut read = self.slots.cursor(plan.position, Ordering::Acquire);
+        let commit = Locked::new(self, start);
+        let mut rewriter = Rewriter::new(&self.slots, commit, KEEP_OCCUPIED);
+        walk::shift_in(&mut read, &mut rewriter, &plan, Some(start));
+        rewriter.finish();
+        // The shift filled the write-locked slot, which released it.
+        self.unlock_read(start);
+        self.len.increment(quotient);
+        Some(Ok(true))
+    }
+
+    // ----- Blocks F-I: contains -------------------------------------------------------------
+
+    /// Block F: answers from the group of the canonical slot alone, if it can.
+    #[inline]
+    fn contains_in_group(&self, quotient: usize, remainder: u64) -> Option<bool> {
+        let (group, _) = self.slots.layout().locate(quotient);
+        // Acquire: pairs with the Release of the writer that published the group.
+        let word = self.slots.load_group(group, Ordering::Acquire);
+        let mut cursor = self.slots.cursor_in_group(quotient, word);
+        walk::lookup(&mut cursor, remainder).map(|(found, _)| found)
+    }
+
+    /// Blocks G-I: the locked query. `None`: the cluster changed; restart.
+    fn contains_locked(&self, quotient: usize, remainder: u64) -> Option<bool> {
+        let start = self.lock_cluster_start(quotient)?;
+        // Acquire: reads of the locked cluster; the lock's Acquire already ordered them.
+        let mut cursor = self.slots.cursor(quotient, Ordering::Acquire);
+        let answer = walk::lookup(&mut cursor, remainder);
+        self.unlock_read(start);
+        match answer? {
+            (found, Some(seen)) if seen == start => Some(found),
+            (false, None) => Some(false),
+            _ => None,
+        }
+    }
+
+    // ----- Deletions ------------------------------------------------------------------------
+
+    /// The locked removal. `None`: the locks no longer cover the cluster; restart.
+    fn remove_locked(&self, quotient: usize, remainder: u64) -> Option<Result<bool, Error>> {
+        let end = self.lock_supercluster_end(quotient);
+        if end == quotient {
+            // The canonical slot is empty: nothing to remove.
+            self.unlock_write(end);
+            return Some(Ok(false));
+        }
+        let Some(start) = self.lock_cluster_start(quotient) else {
+            self.unlock_write(end);
+            return None;
+        };
+        if !self.locks_still_cover(quotient, start, end) {
+            self.unlock_read(start);
+            self.unlock_write(end);
+            return None;
+        }
+        // Acquire: as in `insert_locked`.
+        let mut cursor = self.slots.cursor(quotient, Ordering::Acquire);
+        let plan = match walk::plan_remove(&mut cursor, quotient, remainder) {
+            Some(Some(plan)) => plan,
+            _ => {
+                self.unlock_read(start);
+                self.unlock_write(end);
+                return Some(Ok(false));
+            }
+        };
+        let mut read = self.slots.cursor(plan.position + 1, Ordering::Acquire);
+        let mut occupied = self.slots.cursor(quotient, Ordering::Acquire);
+        let mut rewriter = Rewriter::new(&self.slots, Locked::new(self, start), KEEP_OCCUPIED);
+        let emptied = walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, true);
+        rewriter.finish();
+        // Our cluster start (if it still holds an element) and the cluster starts the shift
+        // created, all read-locked by us, then the supercluster end.
+        self.unlock_reads_in(start, emptied);
+        self.unlock_write(end);
+        self.len.decrement(quotient);
+        Some(Ok(true))
+    }
+}
+
+/// [`Commit`] for the locked shifts: compare-and-exchange each group, keeping other threads'
+/// changes to lanes outside the rewritten range, and wait while a read lock other than our own
+/// sits in the range (Block E: "if it is read locked then wait until released").
+struct Locked<'a> {
+    filter: &'a LocallyLockedQf,
+    /// The cluster start this operation holds read-locked.
+    own: usize,
+}
+
+impl<'a> Locked<'a> {
+    fn new(filter: &'a LocallyLockedQf, own: usize) -> Self {
+        Locked { filter, own }
+    }
+
+    /// The lanes of `word` inside `range` that hold a read lock, other than our own.
+    fn foreign_read_locks(&self, group: usize, word: u64, range: u64) -> u64 {
+        let lanes = self.filter.continuation_lanes;
+        let continuation = word & lanes;
+        let shifted = (word >> 1) & lanes;
+        let occupied = (word << 1) & lanes;
+        let mut locks = continuation & !shifted & !occupied & range;
+        let layout = self.filter.slots.layout();
+        let (own_group, own_offset) = layout.locate(self.own);
+        if own_group == group {
+            locks &= !(layout.slot_mask() << (own_offset * layout.bits()));
+        }
+        locks
+    }
+}
+
+impl Commit for Locked<'_> {
+    fn commit(&self, array: &SlotArray, group: usize, range: u64, compose: impl Fn(u64) -> u64) {
+        let waiter = Waiter::new();
+        // Acquire: we wait on read locks in this word and must see their holders' releases.
+        let mut word = array.load_group(group, Ordering::Acquire);
+        loop {
+            if self.foreign_read_locks(group, word, range) != 0 {
+                waiter.wait();
+                // Acquire: as above.
+                word = array.load_group(group, Ordering::Acquire);
+                continue;
+            }
+            // Release: publishes the shifted slots; Acquire on failure: the next attempt
+            // inspects the fresh word for locks.
+            match array.compare_exchange_group(
+                group,
+                word,
+                compose(word),
+                Ordering::Release,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return,
+                Err(now) => word = now,
+            }
+        }
+    }
+}
+
+/// [`Commit`] that only computes the new word of one group from a snapshot, for the fast path,
+/// which then publishes it with a single CAS against that snapshot.
+struct Preview {
+    group: usize,
+    snapshot: u64,
+    result: std::cell::Cell<u64>,
+}
+
+impl Preview {
+    fn new(group: usize, snapshot: u64) -> Self {
+        Preview {
+            group,
+            snapshot,
+            result: std::cell::Cell::new(snapshot),
+        }
+    }
+}
+
+impl Commit for &Preview {
+    fn commit(&self, _array: &SlotArray, group: usize, _range: u64, compose: impl Fn(u64) -> u64) {
+        debug_assert_eq!(group, self.group, "a fast-path insert stays in its group");
+        self.result.set(compose(self.snapshot));
+    }
+}
+
+impl Filter for LocallyLockedQf {
+    fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
+        let (quotient, remainder) = self.fingerprint(hash);
+        loop {
+            if let Some(result) = self.insert_in_group(quotient, remainder) {
+                return result;
+            }
+            if let Some(result) = self.insert_locked(quotient, remainder) {
+                return result;
+            }
+        }
+    }
+
+    fn contains_hash(&self, hash: u64) -> bool {
+        let (quotient, remainder) = self.fingerprint(hash);
+        loop {
+            if let Some(found) = self.contains_in_group(quotient, remainder) {
+                return found;
+            }
+            if let Some(found) = self.contains_locked(quotient, remainder) {
+                return found;
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len.sum()
+    }
+
+    fn capacity(&self) -> usize {
+        ((1u64 << self.quotient_bits) as f64 * MAX_LOAD) as usize
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.slots.memory_bytes()
+    }
+
+    fn false_positive_rate(&self) -> f64 {
+        let load = self.len.sum() as f64 / (1u64 << self.quotient_bits) as f64;
+        sizing::qf_fpr(load, self.remainder_bits)
+    }
+}
+
+impl Remove for LocallyLockedQf {
+    fn remove_hash(&self, hash: u64) -> Result<bool, Error> {
+        let (quotient, remainder) = self.fingerprint(hash);
+        loop {
+            if self.contains_in_group(quotient, remainder) == Some(false) {
+                return Ok(false);
+            }
+            if let Some(result) = self.remove_locked(quotient, remainder) {
+                return result;
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for LocallyLockedQf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocallyLockedQf")
+            .field("quotient_bits", &self.quotient_bits)
+            .field("remainder_bits", &self.remainder_bits)
+            .field("len", &self.len.sum())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Compile-time check of the lock encodings this module relies on.
+const _: () = {
+    assert!(READ_LOCK & SHIFTED == 0 && READ_LOCK & OCCUPIED == 0);
+    assert!(WRITE_LOCK == OCCUPIED | CONTINUATION);
+    assert!(STATUS_BITS == 3);
+};
