@@ -1,0 +1,216 @@
+//! Thread scaling, paper 000 Figure 2: fill `2^q` slots to 72% with all threads, then look up
+//! keys never inserted and keys inserted, with 1, 2, ... threads; throughput per element.
+//!
+//! `SequentialQf` called directly on one thread is the baseline every speedup is measured
+//! against. The concurrent part is written once, generically over `conqf::Filter`
+//! ([`concurrent`]), so each concurrent filter joins with one line in [`benches`]; today the only
+//! one is `SequentialQf` behind a global `Mutex`. The random-read limit is measured at every
+//! thread count too.
+//!
+//! Environment: `CONQF_THREADS=1,2,4` picks the thread counts (default 1 up to the available
+//! parallelism); `CONQF_SCALE=quick|default|paper` the size (2^16, 2^22 or 2^25 slots).
+//!
+//! Run: `cargo bench --bench thread_scaling`. Keys are hashed before every timed loop.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use common::{
+    count_hits, insert_all, items_at, key_hashes, parallel, parallel_random_reads, piece,
+    table_count_hits, table_insert_all, Locked, ReadArray, Scale, FIG2_FILL, REMAINDER_BITS,
+};
+use conqf::{Error, Filter, SequentialQf};
+use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
+
+/// The workload every filter gets.
+struct Setup {
+    quotient_bits: u32,
+    positives: Vec<u64>,
+    negatives: Vec<u64>,
+    threads: Vec<usize>,
+}
+
+/// The thread counts from `CONQF_THREADS` (comma-separated), else `1..=available_parallelism`.
+fn thread_counts() -> Vec<usize> {
+    match std::env::var("CONQF_THREADS") {
+        Ok(text) => text
+            .split(',')
+            .map(|part| match part.trim().parse::<usize>() {
+                Ok(threads) if threads > 0 => threads,
+                _ => panic!("CONQF_THREADS={text:?}: expected positive integers like 1,2,4"),
+            })
+            .collect(),
+        Err(_) => {
+            let available = std::thread::available_parallelism().map_or(1, |n| n.get());
+            (1..=available).collect()
+        }
+    }
+}
+
+/// A benchmark group with the settings of this file: one iteration is a whole phase (millions of
+/// operations), so few flat samples suffice.
+fn group<'a>(
+    c: &'a mut Criterion,
+    phase: &str,
+    elements: usize,
+) -> BenchmarkGroup<'a, criterion::measurement::WallTime> {
+    let mut group = c.benchmark_group(format!("fig2/{phase}"));
+    group
+        .throughput(Throughput::Elements(elements as u64))
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+    group
+}
+
+/// The baseline: `SequentialQf` on one thread, called directly (no lock, no spawned thread).
+fn sequential_baseline(c: &mut Criterion, setup: &Setup) {
+    let new = || SequentialQf::with_bits(setup.quotient_bits, REMAINDER_BITS).expect("valid");
+    let mut g = group(c, "insert", setup.positives.len());
+    g.bench_function(BenchmarkId::new("SequentialQf", 1), |b| {
+        b.iter_custom(|iters| {
+            let mut total = Duration::ZERO;
+            for _ in 0..iters {
+                let mut filter = new();
+                let start = Instant::now();
+                black_box(table_insert_all(&mut filter, &setup.positives));
+                total += start.elapsed();
+            }
+            total
+        })
+    });
+    g.finish();
+
+    let mut filter = new();
+    assert_eq!(table_insert_all(&mut filter, &setup.positives), 0);
+    for (phase, hashes) in [
+        ("lookup_negative", &setup.negatives),
+        ("lookup_positive", &setup.positives),
+    ] {
+        let mut g = group(c, phase, hashes.len());
+        g.bench_function(BenchmarkId::new("SequentialQf", 1), |b| {
+            b.iter(|| table_count_hits(&filter, hashes))
+        });
+        g.finish();
+    }
+}
+
+/// Figure 2 for one concurrent filter at every thread count: `make` builds an empty filter of
+/// `2^q` slots.
+fn concurrent<F: Filter>(
+    c: &mut Criterion,
+    setup: &Setup,
+    name: &str,
+    make: impl Fn() -> Result<F, Error>,
+) {
+    let new = || make().unwrap_or_else(|error| panic!("{name}: {error}"));
+    let mut g = group(c, "insert", setup.positives.len());
+    for &threads in &setup.threads {
+        g.bench_function(BenchmarkId::new(name, threads), |b| {
+            b.iter_custom(|iters| {
+                let mut total = Duration::ZERO;
+                for _ in 0..iters {
+                    let filter = new();
+                    let (elapsed, failed) = parallel(threads, |i| {
+                        insert_all(&filter, piece(&setup.positives, i, threads))
+                    });
+                    black_box(failed);
+                    total += elapsed;
+                }
+                total
+            })
+        });
+    }
+    g.finish();
+
+    // One full filter serves the lookups at every thread count.
+    let filter = new();
+    assert_eq!(insert_all(&filter, &setup.positives), 0, "{name}: 72% fits");
+    for (phase, hashes) in [
+        ("lookup_negative", &setup.negatives),
+        ("lookup_positive", &setup.positives),
+    ] {
+        let mut g = group(c, phase, hashes.len());
+        for &threads in &setup.threads {
+            g.bench_function(BenchmarkId::new(name, threads), |b| {
+                b.iter_custom(|iters| {
+                    (0..iters)
+                        .map(|_| {
+                            let (elapsed, hits) = parallel(threads, |i| {
+                                count_hits(&filter, piece(hashes, i, threads))
+                            });
+                            black_box(hits);
+                            elapsed
+                        })
+                        .sum()
+                })
+            });
+        }
+        g.finish();
+    }
+}
+
+/// The physical limit at every thread count: as many independent random 8-byte reads as there
+/// are lookups, over an array of the `SequentialQf` table's size.
+fn random_read_limit(c: &mut Criterion, setup: &Setup) {
+    let bytes = SequentialQf::with_bits(setup.quotient_bits, REMAINDER_BITS)
+        .expect("valid")
+        .memory_bytes();
+    let array = ReadArray::new(bytes);
+    let reads = setup.positives.len();
+    let mut g = group(c, "limit", reads);
+    for &threads in &setup.threads {
+        g.bench_function(BenchmarkId::new("random_read", threads), |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| parallel_random_reads(&array, reads, threads))
+                    .sum()
+            })
+        });
+    }
+    g.finish();
+}
+
+fn benches(c: &mut Criterion) {
+    let scale = Scale::from_env().unwrap_or_else(|message| panic!("{message}"));
+    let quotient_bits = scale.quotient_bits();
+    let items = items_at(quotient_bits, FIG2_FILL);
+    let setup = Setup {
+        quotient_bits,
+        positives: key_hashes(common::POSITIVE_KEYS, items),
+        negatives: key_hashes(common::NEGATIVE_KEYS, items),
+        threads: thread_counts(),
+    };
+    let q = quotient_bits;
+    let r = REMAINDER_BITS;
+    eprintln!(
+        "thread_scaling: scale {}, 2^{q} slots, {items} keys, threads {:?}",
+        scale.name(),
+        setup.threads
+    );
+
+    sequential_baseline(c, &setup);
+
+    // The concurrent filters: one line each.
+    concurrent(c, &setup, "SequentialQf+Mutex", || {
+        SequentialQf::with_bits(q, r).map(Locked::new)
+    });
+    // JOIN HERE when they compile (one line each, same `q` and `r` unless noted):
+    //   LocallyLockedQf    -> with_bits(q, r)
+    //   LinearProbingQf    -> with_bits(q, r + 3)   (the paper's r = 10 + 3 extra bits)
+    //   AtomicBloomFilter  -> with_memory(<SequentialQf bytes>, 4)
+    //   TwoBitQf, ExternallyLockedQf, CountingQf -> with_bits(q, r)
+
+    random_read_limit(c, &setup);
+}
+
+fn main() {
+    // What `criterion_main!` expands to, without its undocumented public function.
+    let mut criterion = Criterion::default().configure_from_args();
+    benches(&mut criterion);
+    criterion.final_summary();
+}
