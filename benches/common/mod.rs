@@ -181,6 +181,14 @@ impl ReadArray {
         ReadArray { words: order }
     }
 
+    /// Reads every word once in order, so the array is as warm in the caches as a filter table
+    /// that was just filled (returns the sum, for `black_box`).
+    pub(crate) fn warm(&self) -> u64 {
+        self.words
+            .iter()
+            .fold(0u64, |sum, &word| sum.wrapping_add(word))
+    }
+
     /// Bytes of the array.
     pub(crate) fn bytes(&self) -> usize {
         self.words.len() * 8
@@ -324,33 +332,42 @@ pub(crate) fn piece<T>(items: &[T], index: usize, parts: usize) -> &[T] {
     &items[start..end]
 }
 
-/// Runs `work(i)` on `threads` threads at once and returns the wall time from the moment all of
-/// them are ready (a barrier, so thread start-up is not timed) until the last one finishes,
-/// together with their results in thread order.
+/// Runs `work(i)` on `threads` threads at once and returns the wall time from the first thread's
+/// start to the last thread's end, together with their results in thread order.
+///
+/// The threads wait at a barrier, so thread start-up is not timed, and each one reads the clock
+/// itself: the spawning thread may be descheduled (with as many workers as cores), so its own
+/// clock readings would not bracket the work.
 pub(crate) fn parallel<R: Send>(
     threads: usize,
     work: impl Fn(usize) -> R + Sync,
 ) -> (Duration, Vec<R>) {
     let threads = threads.max(1);
-    let ready = Barrier::new(threads + 1);
-    std::thread::scope(|scope| {
+    let ready = Barrier::new(threads);
+    let spans: Vec<(Instant, Instant, R)> = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..threads)
             .map(|index| {
                 let (ready, work) = (&ready, &work);
                 scope.spawn(move || {
                     ready.wait();
-                    work(index)
+                    let start = Instant::now();
+                    let result = work(index);
+                    (start, Instant::now(), result)
                 })
             })
             .collect();
-        ready.wait();
-        let start = Instant::now();
-        let results = handles
+        handles
             .into_iter()
             .map(|handle| handle.join().expect("a benchmark thread panicked"))
-            .collect();
-        (start.elapsed(), results)
-    })
+            .collect()
+    });
+    let first_start = spans.iter().map(|span| span.0).min();
+    let last_end = spans.iter().map(|span| span.1).max();
+    let elapsed = match (first_start, last_end) {
+        (Some(start), Some(end)) => end.saturating_duration_since(start),
+        _ => Duration::ZERO,
+    };
+    (elapsed, spans.into_iter().map(|span| span.2).collect())
 }
 
 /// Inserts every hash; returns how many inserts failed (`Full`).

@@ -1,0 +1,984 @@
+//! Reproduces the papers' figures as tables (and optionally a CSV file):
+//! `cargo run --release --example figures`.
+//!
+//! * `fig2`: paper 000 Figure 2, thread scaling: fill `2^q` slots to 72% with all threads, then
+//!   look up keys never inserted and keys inserted; throughput, speedup over `SequentialQf` on one
+//!   thread, measured false-positive rate and bits per item. Today: `SequentialQf` and `qfilter`
+//!   on one thread, and both behind a global `Mutex` at every thread count. The concurrent part
+//!   is generic over `conqf::Filter`, so each concurrent filter joins with one line in [`fig2`].
+//! * `fig3`: paper 000 Figure 3, single-threaded throughput against fill degree (every 10% up to
+//!   90%) for `SequentialQf` and `qfilter`.
+//!
+//! Both figures also measure the physical limit in the same run: independent random 8-byte reads
+//! and a dependent pointer chase over an array of the `SequentialQf` table's size.
+//! Keys are hashed before every timed loop. `--help` lists the options.
+
+#[path = "../benches/common/mod.rs"]
+mod common;
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use common::{
+    fig2_concurrent, fig2_sequential, items_at, key_hashes, median, parallel,
+    parallel_random_reads, per_second, qfilter_like, table_count_hits, table_insert_all, Fig2Run,
+    Locked, ReadArray, Scale, SeqTable, FIG2_FILL, REMAINDER_BITS,
+};
+use conqf::{Error, Filter, SequentialQf};
+
+const USAGE: &str = "\
+Reproduce the conqf papers' figures as tables.
+
+Usage: cargo run --release --example figures -- [OPTIONS]
+
+Options:
+  --threads LIST   thread counts for the thread-scaling figure, comma-separated
+                   (default: 1 up to the available parallelism, e.g. 1,2)
+  --scale SCALE    quick (2^16 slots, seconds), default (2^22 slots, a few minutes
+                   on 2 cores) or paper (2^25 slots, about 24M keys, as in the papers);
+                   the environment variable CONQF_SCALE sets it too, this option wins
+  --only LIST      run only these figures, comma-separated: fig2, fig3 (default: all)
+  --csv FILE       also write every measurement to FILE, one row each, with the columns
+                   figure,filter,threads,fill,phase,ops_per_sec,speedup,fpr,bits_per_item
+  -h, --help       print this help
+
+Figures:
+  fig2   paper 000 Figure 2: thread scaling at 72% fill (insert, unsuccessful and
+         successful lookups), speedup over SequentialQf on one thread
+  fig3   paper 000 Figure 3: single-threaded throughput against fill degree, 10% to 90%
+
+Every figure also measures the physical limit: independent random 8-byte reads and a
+dependent pointer chase over an array of the filter's size. Progress goes to stderr.
+";
+
+/// The figures this runner knows, in the order they run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Figure {
+    Fig2,
+    Fig3,
+}
+
+impl Figure {
+    const ALL: [Figure; 2] = [Figure::Fig2, Figure::Fig3];
+
+    fn name(self) -> &'static str {
+        match self {
+            Figure::Fig2 => "fig2",
+            Figure::Fig3 => "fig3",
+        }
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq)]
+struct Options {
+    threads: Vec<usize>,
+    scale: Scale,
+    figures: Vec<Figure>,
+    csv: Option<PathBuf>,
+    /// `2^quotient_bits` slots; set from the scale (tests make it tiny).
+    quotient_bits: u32,
+    /// Repetitions of each measurement (the median is reported); set from the scale.
+    repetitions: usize,
+}
+
+/// The outcome of parsing the command line.
+#[derive(Debug, PartialEq)]
+enum Command {
+    Run(Options),
+    Help,
+}
+
+/// Parses the arguments after the program name; `env_scale` is `CONQF_SCALE` if set.
+fn parse_args(
+    args: impl IntoIterator<Item = String>,
+    env_scale: Option<String>,
+) -> Result<Command, String> {
+    let mut threads = None;
+    let mut scale = None;
+    let mut figures = None;
+    let mut csv = None;
+    let mut args = args.into_iter();
+    while let Some(arg) = args.next() {
+        let (name, inline_value) = match arg.split_once('=') {
+            Some((name, value)) if name.starts_with("--") => (name.to_string(), Some(value)),
+            _ => (arg.clone(), None),
+        };
+        if name == "-h" || name == "--help" {
+            return Ok(Command::Help);
+        }
+        if !matches!(name.as_str(), "--threads" | "--scale" | "--only" | "--csv") {
+            return Err(if name.starts_with('-') {
+                format!("unknown option '{name}'")
+            } else {
+                format!("unexpected argument '{arg}'")
+            });
+        }
+        let value = match inline_value {
+            Some(value) => value.to_string(),
+            None => args.next().ok_or_else(|| format!("{name} needs a value"))?,
+        };
+        match name.as_str() {
+            "--threads" => threads = Some(parse_threads(&value)?),
+            "--scale" => {
+                scale = Some(Scale::parse(&value).ok_or_else(|| {
+                    format!("--scale '{value}' is not one of quick, default, paper")
+                })?)
+            }
+            "--only" => figures = Some(parse_figures(&value)?),
+            _ => {
+                if value.is_empty() {
+                    return Err("--csv needs a file name".to_string());
+                }
+                csv = Some(PathBuf::from(value));
+            }
+        }
+    }
+    let scale = match (scale, env_scale) {
+        (Some(scale), _) => scale,
+        (None, Some(text)) => Scale::parse(&text)
+            .ok_or_else(|| format!("CONQF_SCALE '{text}' is not one of quick, default, paper"))?,
+        (None, None) => Scale::Default,
+    };
+    let threads = threads.unwrap_or_else(|| {
+        let available = std::thread::available_parallelism().map_or(1, |n| n.get());
+        (1..=available).collect()
+    });
+    Ok(Command::Run(Options {
+        threads,
+        scale,
+        figures: figures.unwrap_or_else(|| Figure::ALL.to_vec()),
+        csv,
+        quotient_bits: scale.quotient_bits(),
+        repetitions: scale.repetitions(),
+    }))
+}
+
+/// `1,2,4` -> `[1, 2, 4]`: positive, without repeats, in the order given.
+fn parse_threads(text: &str) -> Result<Vec<usize>, String> {
+    let mut threads = Vec::new();
+    for part in text.split(',') {
+        match part.trim().parse::<usize>() {
+            Ok(count) if (1..=1024).contains(&count) => {
+                if !threads.contains(&count) {
+                    threads.push(count);
+                }
+            }
+            _ => {
+                return Err(format!(
+                    "--threads '{text}': '{part}' is not a thread count from 1 to 1024"
+                ))
+            }
+        }
+    }
+    Ok(threads)
+}
+
+/// `fig3,fig2` -> the figures, in the runner's order.
+fn parse_figures(text: &str) -> Result<Vec<Figure>, String> {
+    let mut chosen = Vec::new();
+    for part in text.split(',') {
+        let part = part.trim();
+        let figure = Figure::ALL
+            .into_iter()
+            .find(|figure| figure.name() == part)
+            .ok_or_else(|| format!("--only: unknown figure '{part}' (known: fig2, fig3)"))?;
+        chosen.push(figure);
+    }
+    Ok(Figure::ALL
+        .into_iter()
+        .filter(|figure| chosen.contains(figure))
+        .collect())
+}
+
+/// One measurement: a row of the CSV file.
+#[derive(Debug, Clone)]
+struct Row {
+    figure: &'static str,
+    filter: String,
+    threads: usize,
+    fill: Option<f64>,
+    phase: &'static str,
+    ops_per_sec: f64,
+    speedup: Option<f64>,
+    fpr: Option<f64>,
+    bits_per_item: Option<f64>,
+}
+
+const CSV_HEADER: &str = "figure,filter,threads,fill,phase,ops_per_sec,speedup,fpr,bits_per_item";
+
+fn csv_line(row: &Row) -> String {
+    let opt = |value: Option<f64>| value.map_or(String::new(), |v| format!("{v}"));
+    format!(
+        "{},{},{},{},{},{},{},{},{}",
+        row.figure,
+        row.filter,
+        row.threads,
+        opt(row.fill),
+        row.phase,
+        row.ops_per_sec,
+        opt(row.speedup),
+        opt(row.fpr),
+        opt(row.bits_per_item),
+    )
+}
+
+/// What the run found besides the rows: problems to report at the end.
+#[derive(Default)]
+struct Report {
+    rows: Vec<Row>,
+    /// False negatives are bugs: each one is listed and the run fails.
+    false_negatives: Vec<String>,
+}
+
+/// The phases of Figure 2, in table order.
+const FIG2_PHASES: [&str; 3] = ["insert", "lookup_negative", "lookup_positive"];
+
+/// Shared state of the Figure 2 experiment.
+struct Fig2<'a> {
+    options: &'a Options,
+    positives: Vec<u64>,
+    negatives: Vec<u64>,
+    /// `SequentialQf` on one thread, operations per second per phase: the speedup baseline.
+    baseline: [f64; 3],
+    report: &'a mut Report,
+}
+
+impl Fig2<'_> {
+    /// Records the median of `runs` as three rows.
+    fn record(&mut self, filter: &str, threads: usize, runs: &[Fig2Run]) -> [f64; 3] {
+        let times = [
+            median(runs.iter().map(|run| run.insert).collect()),
+            median(runs.iter().map(|run| run.negative).collect()),
+            median(runs.iter().map(|run| run.positive).collect()),
+        ];
+        let counts = [
+            self.positives.len(),
+            self.negatives.len(),
+            self.positives.len(),
+        ];
+        let last = runs.last().copied().unwrap_or_default();
+        if last.false_negatives > 0 {
+            self.report.false_negatives.push(format!(
+                "fig2 {filter} with {threads} threads: {} of {} inserted keys not found \
+                 ({} inserts failed)",
+                last.false_negatives,
+                self.positives.len(),
+                last.failed_inserts
+            ));
+        }
+        let fpr = last.false_positives as f64 / self.negatives.len().max(1) as f64;
+        let bits = last.bytes as f64 * 8.0 / last.len.max(1) as f64;
+        let mut ops = [0.0; 3];
+        for (i, phase) in FIG2_PHASES.into_iter().enumerate() {
+            ops[i] = per_second(counts[i], times[i]);
+            self.report.rows.push(Row {
+                figure: "fig2",
+                filter: filter.to_string(),
+                threads,
+                fill: Some(FIG2_FILL),
+                phase,
+                ops_per_sec: ops[i],
+                speedup: (self.baseline[i] > 0.0).then(|| ops[i] / self.baseline[i]),
+                fpr: Some(fpr),
+                bits_per_item: Some(bits),
+            });
+        }
+        ops
+    }
+
+    /// A single-threaded table on one thread, called directly.
+    fn sequential<T: SeqTable>(&mut self, name: &str, make: impl Fn() -> T) {
+        progress(format_args!(
+            "fig2: {name}, 1 thread, {}",
+            plural(self.options.repetitions, "repetition")
+        ));
+        let runs: Vec<Fig2Run> = (0..self.options.repetitions)
+            .map(|_| fig2_sequential(&mut make(), &self.positives, &self.negatives))
+            .collect();
+        self.record(name, 1, &runs);
+    }
+
+    /// A concurrent filter at every thread count; `make` builds an empty one.
+    fn concurrent<F: Filter>(&mut self, name: &str, make: impl Fn() -> Result<F, Error>) {
+        for &threads in &self.options.threads.clone() {
+            progress(format_args!(
+                "fig2: {name}, {}, {}",
+                plural(threads, "thread"),
+                plural(self.options.repetitions, "repetition")
+            ));
+            let mut runs = Vec::new();
+            for _ in 0..self.options.repetitions {
+                match make() {
+                    Ok(filter) => runs.push(fig2_concurrent(
+                        &filter,
+                        &self.positives,
+                        &self.negatives,
+                        threads,
+                    )),
+                    Err(error) => {
+                        eprintln!("fig2: {name} could not be built: {error}; skipped");
+                        return;
+                    }
+                }
+            }
+            self.record(name, threads, &runs);
+        }
+    }
+}
+
+/// Paper 000 Figure 2: thread scaling at 72% fill.
+fn fig2(options: &Options, report: &mut Report) {
+    let q = options.quotient_bits;
+    let r = REMAINDER_BITS;
+    let items = items_at(q, FIG2_FILL);
+    progress(format_args!("fig2: hashing 2 x {items} keys"));
+    let mut fig = Fig2 {
+        options,
+        positives: key_hashes(common::POSITIVE_KEYS, items),
+        negatives: key_hashes(common::NEGATIVE_KEYS, items),
+        baseline: [0.0; 3],
+        report,
+    };
+    let first_row = fig.report.rows.len();
+
+    // The baseline first: every speedup is over it.
+    fig.sequential("SequentialQf", || {
+        SequentialQf::with_bits(q, r).expect("valid parameters")
+    });
+    let baseline_rows = &fig.report.rows[first_row..];
+    fig.baseline = [0, 1, 2].map(|i| baseline_rows[i].ops_per_sec);
+    for row in &mut fig.report.rows[first_row..] {
+        row.speedup = Some(1.0);
+    }
+    fig.sequential("qfilter", || qfilter_like(q, r));
+
+    // The concurrent filters: one line each.
+    fig.concurrent("SequentialQf+Mutex", || {
+        SequentialQf::with_bits(q, r).map(Locked::new)
+    });
+    fig.concurrent("qfilter+Mutex", || Ok(Locked::new(qfilter_like(q, r))));
+    // JOIN HERE when they compile (one line each, same `q` and `r` unless noted):
+    //   LocallyLockedQf    -> with_bits(q, r)
+    //   LinearProbingQf    -> with_bits(q, r + 3)   (the paper's r = 10 + 3 extra bits)
+    //   AtomicBloomFilter  -> with_memory(<SequentialQf memory_bytes>, 4)
+    //   TwoBitQf, ExternallyLockedQf, CountingQf -> with_bits(q, r)
+
+    let bytes = SequentialQf::with_bits(q, r)
+        .expect("valid parameters")
+        .memory_bytes();
+    limits(
+        "fig2",
+        Some(FIG2_FILL),
+        bytes,
+        items,
+        &options.threads,
+        options.repetitions,
+        fig.report,
+    );
+    print_fig2(options, items, bytes, &fig.report.rows[first_row..]);
+}
+
+/// The physical limit at each thread count: `reads` independent random 8-byte reads and
+/// `reads` dependent pointer-chase steps over `bytes` bytes, split over the threads.
+fn limits(
+    figure: &'static str,
+    fill: Option<f64>,
+    bytes: usize,
+    reads: usize,
+    threads: &[usize],
+    repetitions: usize,
+    report: &mut Report,
+) {
+    progress(format_args!(
+        "{figure}: random-read and pointer-chase limits over {bytes} bytes"
+    ));
+    let array = ReadArray::new(bytes);
+    let cycle = ReadArray::cycle(bytes);
+    for &threads in threads {
+        let random = median(
+            (0..repetitions)
+                .map(|_| {
+                    std::hint::black_box(array.warm());
+                    parallel_random_reads(&array, reads, threads)
+                })
+                .collect(),
+        );
+        let chase = median(
+            (0..repetitions)
+                .map(|_| {
+                    std::hint::black_box(cycle.warm());
+                    let (elapsed, ends) = parallel(threads, |i| {
+                        let steps = reads * (i + 1) / threads - reads * i / threads;
+                        cycle.chase(i * 7919, steps)
+                    });
+                    std::hint::black_box(ends);
+                    elapsed
+                })
+                .collect(),
+        );
+        for (phase, time) in [("random_read", random), ("pointer_chase", chase)] {
+            report.rows.push(Row {
+                figure,
+                filter: "limit".to_string(),
+                threads,
+                fill,
+                phase,
+                ops_per_sec: per_second(reads, time),
+                speedup: None,
+                fpr: None,
+                bits_per_item: None,
+            });
+        }
+    }
+}
+
+/// Fill degrees of Figure 3: 10%, 20%, ..., 90%.
+const FIG3_LEVELS: usize = 9;
+
+/// Operations timed per fill level and phase: the paper's 100k, or a whole 10% band of a
+/// smaller table.
+const FIG3_OPERATIONS: usize = 100_000;
+
+/// One table's curve for Figure 3, as in the paper: at each fill level the table is filled
+/// (untimed) to just below the level, then the last `m` inserts up to the level are timed, then
+/// `m` lookups of keys never inserted and `m` lookups of inserted keys. Medians over the
+/// repetitions; returns operations per second per level and phase.
+fn fig3_curve<T: SeqTable>(
+    options: &Options,
+    name: &str,
+    make: impl Fn() -> T,
+    keys: &Fig3Keys,
+    report: &mut Report,
+) -> Vec<[f64; 3]> {
+    progress(format_args!(
+        "fig3: {name}, fill 10% to 90%, {}",
+        plural(options.repetitions, "repetition")
+    ));
+    let m = keys.operations;
+    let mut times = vec![[Vec::new(), Vec::new(), Vec::new()]; FIG3_LEVELS];
+    let mut stats = vec![(0usize, 0usize, 0usize); FIG3_LEVELS];
+    for _ in 0..options.repetitions {
+        let mut table = make();
+        let mut failed = 0;
+        for level in 0..FIG3_LEVELS {
+            let (from, to) = (keys.bounds[level], keys.bounds[level + 1]);
+            failed += table_insert_all(&mut table, &keys.inserts[from..to - m]);
+            let start = Instant::now();
+            failed += table_insert_all(&mut table, &keys.inserts[to - m..to]);
+            times[level][0].push(start.elapsed());
+            let start = Instant::now();
+            let false_positives = table_count_hits(&table, &keys.negatives);
+            times[level][1].push(start.elapsed());
+            let start = Instant::now();
+            let hits = table_count_hits(&table, &keys.positives[level]);
+            times[level][2].push(start.elapsed());
+            let missed = keys.positives[level].len() - hits;
+            stats[level] = (false_positives, table.table_bytes(), table.table_len());
+            if missed > 0 {
+                report.false_negatives.push(format!(
+                    "fig3 {name} at {}% fill: {missed} inserted keys not found \
+                     ({failed} inserts failed so far)",
+                    (level + 1) * 10
+                ));
+            }
+        }
+    }
+    let mut curve = Vec::new();
+    for (level, level_times) in times.iter_mut().enumerate() {
+        let (false_positives, bytes, len) = stats[level];
+        let mut ops = [0.0; 3];
+        for (i, phase) in FIG2_PHASES.into_iter().enumerate() {
+            ops[i] = per_second(m, median(std::mem::take(&mut level_times[i])));
+            report.rows.push(Row {
+                figure: "fig3",
+                filter: name.to_string(),
+                threads: 1,
+                fill: Some((level + 1) as f64 / 10.0),
+                phase,
+                ops_per_sec: ops[i],
+                speedup: None,
+                fpr: Some(false_positives as f64 / keys.negatives.len().max(1) as f64),
+                bits_per_item: Some(bytes as f64 * 8.0 / len.max(1) as f64),
+            });
+        }
+        curve.push(ops);
+    }
+    curve
+}
+
+/// The keys of Figure 3, hashed before any timing.
+struct Fig3Keys {
+    /// All keys inserted up to 90%, in order; level `l` ends at `bounds[l + 1]`.
+    inserts: Vec<u64>,
+    bounds: Vec<usize>,
+    /// Operations timed per level and phase (`m`).
+    operations: usize,
+    /// `m` keys never inserted, looked up at every level.
+    negatives: Vec<u64>,
+    /// Per level, `m` inserted keys spread evenly over everything inserted so far.
+    positives: Vec<Vec<u64>>,
+}
+
+impl Fig3Keys {
+    fn new(quotient_bits: u32) -> Self {
+        let bounds: Vec<usize> = (0..=FIG3_LEVELS)
+            .map(|level| items_at(quotient_bits, level as f64 / 10.0))
+            .collect();
+        let inserts = key_hashes(common::POSITIVE_KEYS, bounds[FIG3_LEVELS]);
+        let operations = (1..=FIG3_LEVELS)
+            .map(|level| bounds[level] - bounds[level - 1])
+            .min()
+            .unwrap_or(0)
+            .clamp(1, FIG3_OPERATIONS);
+        let positives = (1..=FIG3_LEVELS)
+            .map(|level| {
+                let inserted = bounds[level];
+                (0..operations)
+                    .map(|j| inserts[j * inserted / operations])
+                    .collect()
+            })
+            .collect();
+        Fig3Keys {
+            negatives: key_hashes(common::NEGATIVE_KEYS, operations),
+            inserts,
+            bounds,
+            operations,
+            positives,
+        }
+    }
+}
+
+/// Paper 000 Figure 3: single-threaded throughput against fill degree.
+fn fig3(options: &Options, report: &mut Report) {
+    let q = options.quotient_bits;
+    let r = REMAINDER_BITS;
+    progress(format_args!("fig3: hashing keys for 2^{q} slots"));
+    let keys = Fig3Keys::new(q);
+    let first_row = report.rows.len();
+    let ours = fig3_curve(
+        options,
+        "SequentialQf",
+        || SequentialQf::with_bits(q, r).expect("valid parameters"),
+        &keys,
+        report,
+    );
+    fig3_curve(options, "qfilter", || qfilter_like(q, r), &keys, report);
+    // Speedup over SequentialQf at the same fill and phase.
+    for row in &mut report.rows[first_row..] {
+        let level = (row.fill.unwrap_or(0.0) * 10.0).round() as usize - 1;
+        let phase = FIG2_PHASES
+            .iter()
+            .position(|&p| p == row.phase)
+            .unwrap_or(0);
+        row.speedup = Some(row.ops_per_sec / ours[level][phase]);
+    }
+    let bytes = SequentialQf::with_bits(q, r)
+        .expect("valid parameters")
+        .memory_bytes();
+    limits(
+        "fig3",
+        None,
+        bytes,
+        keys.negatives.len(),
+        &[1],
+        options.repetitions,
+        report,
+    );
+    print_fig3(options, bytes, keys.operations, &report.rows[first_row..]);
+}
+
+/// `1 thread`, `2 threads`.
+fn plural(count: usize, noun: &str) -> String {
+    if count == 1 {
+        format!("1 {noun}")
+    } else {
+        format!("{count} {noun}s")
+    }
+}
+
+/// A progress line on stderr.
+fn progress(what: std::fmt::Arguments<'_>) {
+    eprintln!("[figures] {what}");
+}
+
+/// Millions of operations per second, for the tables.
+fn mops(ops_per_sec: f64) -> String {
+    format!("{:.1}", ops_per_sec / 1e6)
+}
+
+/// Prints rows of cells with every column as wide as its widest cell.
+fn print_table(title: &str, header: &[&str], body: &[Vec<String>]) {
+    let mut widths: Vec<usize> = header.iter().map(|cell| cell.len()).collect();
+    for line in body {
+        for (width, cell) in widths.iter_mut().zip(line) {
+            *width = (*width).max(cell.len());
+        }
+    }
+    let mut out = format!("\n{title}\n");
+    let render = |out: &mut String, cells: &mut dyn Iterator<Item = &str>| {
+        for (i, (cell, width)) in cells.zip(&widths).enumerate() {
+            if i == 0 {
+                let _ = write!(out, "{cell:<width$}");
+            } else {
+                let _ = write!(out, "  {cell:>width$}");
+            }
+        }
+        out.push('\n');
+    };
+    render(&mut out, &mut header.iter().copied());
+    let rule: Vec<String> = widths.iter().map(|&width| "-".repeat(width)).collect();
+    render(&mut out, &mut rule.iter().map(String::as_str));
+    for line in body {
+        render(&mut out, &mut line.iter().map(String::as_str));
+    }
+    print!("{out}");
+}
+
+fn find<'a>(rows: &'a [Row], filter: &str, threads: usize, phase: &str) -> Option<&'a Row> {
+    rows.iter()
+        .find(|row| row.filter == filter && row.threads == threads && row.phase == phase)
+}
+
+fn print_fig2(options: &Options, items: usize, bytes: usize, rows: &[Row]) {
+    let title = format!(
+        "Figure 2 (paper 000): thread scaling at 72% fill; 2^{} slots, r = {REMAINDER_BITS}, \
+         {items} keys, scale {}\nthroughput in million operations per second (speedup over \
+         SequentialQf on 1 thread); lookups also as a share of the random-read limit over \
+         {bytes} bytes at the same thread count",
+        options.quotient_bits,
+        options.scale.name()
+    );
+    let mut filters: Vec<(&str, usize)> = Vec::new();
+    for row in rows.iter().filter(|row| row.filter != "limit") {
+        if !filters.contains(&(row.filter.as_str(), row.threads)) {
+            filters.push((row.filter.as_str(), row.threads));
+        }
+    }
+    let cell = |row: Option<&Row>| {
+        row.map_or("-".to_string(), |row| {
+            format!(
+                "{} ({:.2}x)",
+                mops(row.ops_per_sec),
+                row.speedup.unwrap_or(0.0)
+            )
+        })
+    };
+    let share = |row: Option<&Row>, limit: Option<&Row>| match (row, limit) {
+        (Some(row), Some(limit)) => format!("{:.0}%", 100.0 * row.ops_per_sec / limit.ops_per_sec),
+        _ => "-".to_string(),
+    };
+    let mut body = Vec::new();
+    for (filter, threads) in filters {
+        let insert = find(rows, filter, threads, "insert");
+        let negative = find(rows, filter, threads, "lookup_negative");
+        let positive = find(rows, filter, threads, "lookup_positive");
+        let limit = find(rows, "limit", threads, "random_read");
+        body.push(vec![
+            filter.to_string(),
+            threads.to_string(),
+            cell(insert),
+            cell(negative),
+            cell(positive),
+            share(negative, limit),
+            share(positive, limit),
+            insert
+                .and_then(|r| r.fpr)
+                .map_or("-".into(), |f| format!("{f:.2e}")),
+            insert
+                .and_then(|r| r.bits_per_item)
+                .map_or("-".into(), |b| format!("{b:.1}")),
+        ]);
+    }
+    for &threads in &options.threads {
+        for phase in ["random_read", "pointer_chase"] {
+            if let Some(row) = find(rows, "limit", threads, phase) {
+                body.push(vec![
+                    format!("limit: {}", phase.replace('_', " ")),
+                    threads.to_string(),
+                    "-".into(),
+                    mops(row.ops_per_sec),
+                    mops(row.ops_per_sec),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                    "-".into(),
+                ]);
+            }
+        }
+    }
+    print_table(
+        &title,
+        &[
+            "filter",
+            "threads",
+            "insert",
+            "lookup-",
+            "lookup+",
+            "lookup- of limit",
+            "lookup+ of limit",
+            "FPR",
+            "bits/item",
+        ],
+        &body,
+    );
+}
+
+fn print_fig3(options: &Options, bytes: usize, operations: usize, rows: &[Row]) {
+    let title = format!(
+        "Figure 3 (paper 000): single-threaded throughput against fill; 2^{} slots, \
+         r = {REMAINDER_BITS}, scale {}\nmillion operations per second over {} operations per \
+         point (as the paper's 100k): insert = the last inserts up to the fill, lookup- = keys \
+         never inserted, lookup+ = inserted keys",
+        options.quotient_bits,
+        options.scale.name(),
+        operations
+    );
+    let filters = ["SequentialQf", "qfilter"];
+    let mut header = vec!["fill".to_string()];
+    for filter in filters {
+        for phase in ["insert", "lookup-", "lookup+"] {
+            header.push(format!("{filter} {phase}"));
+        }
+        header.push(format!("{filter} FPR"));
+    }
+    let mut body = Vec::new();
+    for level in 1..=FIG3_LEVELS {
+        let fill = level as f64 / 10.0;
+        let mut line = vec![format!("{}%", level * 10)];
+        for filter in filters {
+            let at = |phase: &str| {
+                rows.iter().find(|row| {
+                    row.filter == filter
+                        && row.phase == phase
+                        && row.fill.is_some_and(|f| (f - fill).abs() < 1e-9)
+                })
+            };
+            for phase in FIG2_PHASES {
+                line.push(at(phase).map_or("-".into(), |row| mops(row.ops_per_sec)));
+            }
+            line.push(
+                at("lookup_negative")
+                    .and_then(|row| row.fpr)
+                    .map_or("-".into(), |f| format!("{f:.2e}")),
+            );
+        }
+        body.push(line);
+    }
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    print_table(&title, &header, &body);
+    for phase in ["random_read", "pointer_chase"] {
+        if let Some(row) = find(rows, "limit", 1, phase) {
+            println!(
+                "limit ({} over {bytes} bytes, 1 thread): {} million reads per second",
+                phase.replace('_', " "),
+                mops(row.ops_per_sec)
+            );
+        }
+    }
+}
+
+/// Runs the chosen figures, prints their tables and writes the CSV file; returns the rows.
+///
+/// # Errors
+/// A message if the CSV file cannot be written or a filter lost an inserted key.
+fn run(options: &Options) -> Result<Vec<Row>, String> {
+    // Create the CSV file first, so a bad path fails before minutes of measuring.
+    let csv = match &options.csv {
+        Some(path) => Some(
+            std::fs::File::create(path)
+                .map(|file| (path, file))
+                .map_err(|error| format!("cannot create {}: {error}", path.display()))?,
+        ),
+        None => None,
+    };
+    let started = Instant::now();
+    let mut report = Report::default();
+    for &figure in &options.figures {
+        match figure {
+            Figure::Fig2 => fig2(options, &mut report),
+            Figure::Fig3 => fig3(options, &mut report),
+        }
+    }
+    progress(format_args!(
+        "done in {:.1} s",
+        started.elapsed().as_secs_f64()
+    ));
+    if let Some((path, mut file)) = csv {
+        use std::io::Write as _;
+        let mut text = format!("{CSV_HEADER}\n");
+        for row in &report.rows {
+            text.push_str(&csv_line(row));
+            text.push('\n');
+        }
+        file.write_all(text.as_bytes())
+            .map_err(|error| format!("cannot write {}: {error}", path.display()))?;
+        progress(format_args!(
+            "wrote {} rows to {}",
+            report.rows.len(),
+            path.display()
+        ));
+    }
+    if !report.false_negatives.is_empty() {
+        return Err(format!(
+            "false negatives (a filter lost inserted keys):\n  {}",
+            report.false_negatives.join("\n  ")
+        ));
+    }
+    Ok(report.rows)
+}
+
+fn main() {
+    let env_scale = std::env::var("CONQF_SCALE").ok();
+    let options = match parse_args(std::env::args().skip(1), env_scale) {
+        Ok(Command::Run(options)) => options,
+        Ok(Command::Help) => {
+            print!("{USAGE}");
+            return;
+        }
+        Err(message) => {
+            eprintln!("error: {message}\n\nRun with --help for the options.");
+            std::process::exit(2);
+        }
+    };
+    if let Err(message) = run(&options) {
+        eprintln!("error: {message}");
+        std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The runner's logic, run in-process at a tiny size (`cargo test` runs these because the
+    //! example is declared with `test = true`). No timing assertions: only that every claimed
+    //! row is there with a positive throughput and an FPR in [0, 1].
+
+    use super::*;
+
+    fn args(text: &str) -> Vec<String> {
+        text.split_whitespace().map(String::from).collect()
+    }
+
+    fn options(text: &str) -> Options {
+        match parse_args(args(text), None) {
+            Ok(Command::Run(options)) => options,
+            other => panic!("{text}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn parses_every_option_in_both_spellings() {
+        let parsed = options("--threads 1,2,2,4 --scale quick --only fig3 --csv out.csv");
+        assert_eq!(parsed.threads, vec![1, 2, 4]);
+        assert_eq!(parsed.scale, Scale::Quick);
+        assert_eq!(parsed.quotient_bits, 16);
+        assert_eq!(parsed.figures, vec![Figure::Fig3]);
+        assert_eq!(parsed.csv, Some(PathBuf::from("out.csv")));
+        let parsed = options("--threads=3 --scale=paper --only=fig3,fig2");
+        assert_eq!(parsed.threads, vec![3]);
+        assert_eq!(parsed.scale, Scale::Paper);
+        assert_eq!(parsed.figures, vec![Figure::Fig2, Figure::Fig3]);
+        assert_eq!(parse_args(args("--help"), None), Ok(Command::Help));
+        assert_eq!(
+            parse_args(args("--scale quick -h"), None),
+            Ok(Command::Help)
+        );
+    }
+
+    #[test]
+    fn the_environment_sets_the_scale_and_the_option_wins() {
+        let from_env = parse_args(Vec::new(), Some("quick".into()));
+        assert!(matches!(from_env, Ok(Command::Run(o)) if o.scale == Scale::Quick));
+        let option_wins = parse_args(args("--scale paper"), Some("quick".into()));
+        assert!(matches!(option_wins, Ok(Command::Run(o)) if o.scale == Scale::Paper));
+        assert!(parse_args(Vec::new(), Some("huge".into())).is_err());
+        let default = options("");
+        assert_eq!(default.scale, Scale::Default);
+        assert_eq!(default.figures, Figure::ALL.to_vec());
+        assert_eq!(default.threads[0], 1);
+    }
+
+    #[test]
+    fn rejects_bad_options_with_a_message() {
+        for bad in [
+            "--threads",
+            "--threads 0",
+            "--threads 1,x",
+            "--threads=",
+            "--scale huge",
+            "--only fig9",
+            "--only",
+            "--csv=",
+            "--frobnicate",
+            "stray",
+        ] {
+            let result = parse_args(args(bad), None);
+            assert!(
+                matches!(&result, Err(message) if !message.is_empty()),
+                "{bad}: {result:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_tiny_run_writes_a_row_for_every_filter_and_figure() {
+        let path = std::env::temp_dir().join(format!("conqf-figures-{}.csv", std::process::id()));
+        let mut opts = options(&format!(
+            "--scale quick --threads 1,2 --only fig2,fig3 --csv {}",
+            path.display()
+        ));
+        opts.quotient_bits = 10;
+        let rows = run(&opts).expect("the run succeeds");
+        let text = std::fs::read_to_string(&path).expect("the CSV file exists");
+        let _ = std::fs::remove_file(&path);
+
+        let mut lines = text.lines();
+        assert_eq!(lines.next(), Some(CSV_HEADER));
+        let parsed: Vec<Vec<&str>> = lines.map(|line| line.split(',').collect()).collect();
+        assert_eq!(parsed.len(), rows.len());
+        for cells in &parsed {
+            assert_eq!(cells.len(), 9, "{cells:?}");
+            let ops: f64 = cells[5].parse().expect("ops_per_sec is a number");
+            assert!(ops > 0.0 && ops.is_finite(), "{cells:?}");
+            if !cells[7].is_empty() {
+                let fpr: f64 = cells[7].parse().expect("fpr is a number");
+                assert!((0.0..=1.0).contains(&fpr), "{cells:?}");
+            }
+        }
+        let has = |figure: &str, filter: &str, threads: &str, phase: &str| {
+            parsed
+                .iter()
+                .any(|c| c[0] == figure && c[1] == filter && c[2] == threads && c[4] == phase)
+        };
+        for phase in FIG2_PHASES {
+            assert!(has("fig2", "SequentialQf", "1", phase));
+            assert!(has("fig2", "qfilter", "1", phase));
+            for threads in ["1", "2"] {
+                assert!(has("fig2", "SequentialQf+Mutex", threads, phase));
+                assert!(has("fig2", "qfilter+Mutex", threads, phase));
+            }
+        }
+        for threads in ["1", "2"] {
+            assert!(has("fig2", "limit", threads, "random_read"));
+            assert!(has("fig2", "limit", threads, "pointer_chase"));
+        }
+        for filter in ["SequentialQf", "qfilter"] {
+            for phase in FIG2_PHASES {
+                let fills = parsed
+                    .iter()
+                    .filter(|c| c[0] == "fig3" && c[1] == filter && c[4] == phase)
+                    .count();
+                assert_eq!(fills, FIG3_LEVELS, "{filter} {phase}");
+            }
+        }
+        assert!(has("fig3", "limit", "1", "random_read"));
+        assert!(has("fig3", "limit", "1", "pointer_chase"));
+        // The baseline's speedup over itself is exactly 1.
+        let baseline = rows
+            .iter()
+            .find(|row| row.figure == "fig2" && row.filter == "SequentialQf")
+            .expect("a baseline row");
+        assert_eq!(baseline.speedup, Some(1.0));
+    }
+}
