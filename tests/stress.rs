@@ -1,0 +1,182 @@
+//! Real threads against an exact model: `LocallyLockedQf` under concurrent inserts, queries and
+//! removes of disjoint and overlapping key sets, on a small, heavily loaded table (long
+//! superclusters, lock contention) and on a large one. Bounded to run in seconds in CI.
+//!
+//! Every key has a distinct fingerprint, so the filter must answer exactly: a key inserted and
+//! not removed is found (no false negative), a removed key is gone, and at the end the table
+//! holds exactly the model's fingerprints.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use common::hash_of;
+use conqf::{Filter, Fingerprint, LocallyLockedQf, Remove};
+use rand::seq::SliceRandom;
+use rand::{Rng, SeedableRng};
+
+/// `count` distinct fingerprints whose quotients fall into `quotients` canonical slots spread
+/// over the table, as hashes.
+fn distinct_hashes(q: u32, r: u32, quotients: u64, count: usize, seed: u64) -> Vec<u64> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let stride = (1u64 << q) / quotients;
+    let mut seen = BTreeSet::new();
+    let mut hashes = Vec::with_capacity(count);
+    while hashes.len() < count {
+        let quotient = rng.random_range(0..quotients) * stride;
+        let remainder = rng.random_range(0..1u64 << r);
+        if seen.insert((quotient, remainder)) {
+            hashes.push(hash_of(quotient, remainder, q, r, rng.random()));
+        }
+    }
+    hashes
+}
+
+fn fingerprint(hash: u64, q: u32, r: u32) -> Fingerprint {
+    Fingerprint::split(hash, q, r)
+}
+
+/// The workload. Each thread owns a disjoint slice of keys: it inserts them, checks each one
+/// right after its insert, removes every third one, checks again. All threads also insert the
+/// same shared keys (exactly one insert of each may return `Ok(true)`), and one more thread
+/// keeps querying the stable keys that writers have published as inserted. `churn` rounds of
+/// removing and re-inserting the removable keys keep the writers busy meanwhile.
+fn hammer(
+    q: u32,
+    r: u32,
+    quotients: u64,
+    per_thread: usize,
+    shared: usize,
+    threads: usize,
+    churn: usize,
+) {
+    let filter = LocallyLockedQf::with_bits(q, r).unwrap();
+    let all = distinct_hashes(
+        q,
+        r,
+        quotients,
+        per_thread * threads + shared,
+        42 + q as u64,
+    );
+    let (own, common_keys) = all.split_at(per_thread * threads);
+    let published: Vec<AtomicUsize> = (0..threads).map(|_| AtomicUsize::new(0)).collect();
+    let first_inserts = AtomicUsize::new(0);
+    let writers_done = AtomicUsize::new(0);
+
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let keys = &own[t * per_thread..(t + 1) * per_thread];
+            let (filter, published, first_inserts, writers_done) =
+                (&filter, &published, &first_inserts, &writers_done);
+            s.spawn(move || {
+                let mut shared_order = common_keys.to_vec();
+                shared_order.shuffle(&mut rand::rngs::StdRng::seed_from_u64(t as u64));
+                let mut shared_iter = shared_order.iter();
+                for (i, &key) in keys.iter().enumerate() {
+                    assert_eq!(filter.insert_hash(key), Ok(true), "thread {t} key {i}");
+                    assert!(
+                        filter.contains_hash(key),
+                        "false negative right after insert"
+                    );
+                    // Keys at indices 3k+1 and 3k+2 are never removed: publish the prefix.
+                    published[t].store(i + 1, Ordering::Release);
+                    if let Some(&k) = shared_iter.next() {
+                        if filter.insert_hash(k).unwrap() {
+                            first_inserts.fetch_add(1, Ordering::Relaxed);
+                        }
+                        assert!(filter.contains_hash(k));
+                    }
+                }
+                for &k in shared_iter {
+                    if filter.insert_hash(k).unwrap() {
+                        first_inserts.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                // Churn: the removable keys leave and come back while the others must stay
+                // visible to the checker.
+                for _ in 0..churn {
+                    for &key in keys.iter().step_by(3) {
+                        assert_eq!(filter.remove_hash(key), Ok(true));
+                        assert!(!filter.contains_hash(key), "removed key still found");
+                    }
+                    for &key in keys.iter().step_by(3) {
+                        assert_eq!(filter.insert_hash(key), Ok(true));
+                        assert!(filter.contains_hash(key), "false negative after re-insert");
+                    }
+                }
+                for (i, &key) in keys.iter().enumerate() {
+                    if i % 3 == 0 {
+                        assert_eq!(filter.remove_hash(key), Ok(true));
+                        assert!(!filter.contains_hash(key), "removed key still found");
+                        assert_eq!(filter.remove_hash(key), Ok(false));
+                    }
+                }
+                for (i, &key) in keys.iter().enumerate() {
+                    assert_eq!(filter.contains_hash(key), i % 3 != 0, "thread {t} key {i}");
+                }
+                writers_done.fetch_add(1, Ordering::Release);
+            });
+        }
+        // The checker: every published key that is never removed must be found, whatever the
+        // writers are doing.
+        let (filter, published, writers_done) = (&filter, &published, &writers_done);
+        s.spawn(move || {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+            let mut checks = 0u64;
+            while writers_done.load(Ordering::Acquire) < threads || checks < 10_000 {
+                let t = rng.random_range(0..threads);
+                let upto = published[t].load(Ordering::Acquire);
+                if upto == 0 {
+                    std::thread::yield_now();
+                    continue;
+                }
+                let i = rng.random_range(0..upto);
+                if i % 3 != 0 {
+                    let key = own[t * per_thread + i];
+                    assert!(
+                        filter.contains_hash(key),
+                        "false negative: thread {t} key {i}"
+                    );
+                }
+                checks += 1;
+            }
+        });
+    });
+
+    assert_eq!(first_inserts.load(Ordering::Relaxed), shared);
+    filter.check_invariants().unwrap();
+    let mut expected: Vec<Fingerprint> = own
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| (i % per_thread) % 3 != 0)
+        .map(|(_, &h)| fingerprint(h, q, r))
+        .chain(common_keys.iter().map(|&h| fingerprint(h, q, r)))
+        .collect();
+    expected.sort_unstable();
+    let stored: Vec<Fingerprint> = filter.fingerprints().collect();
+    assert_eq!(stored, expected);
+}
+
+#[test]
+fn small_heavily_loaded_table_with_long_superclusters() {
+    // 256 canonical slots, 16 of them hit: clusters of ~12 elements merge into superclusters
+    // spanning most of the table; 8-bit remainders in 11-bit slots, 5 per group.
+    for _ in 0..40 {
+        hammer(8, 8, 16, 50, 20, 4, 50);
+    }
+}
+
+#[test]
+fn small_table_one_slot_per_group() {
+    // 35-bit slots: every shift crosses groups, every operation takes the locked path.
+    for _ in 0..40 {
+        hammer(7, 32, 8, 30, 10, 4, 50);
+    }
+}
+
+#[test]
+fn large_table_at_seventy_percent() {
+    // 2^16 canonical slots filled to ~70% with random quotients.
+    hammer(16, 10, 1 << 16, 15_000, 1_000, 3, 3);
+}
