@@ -18,6 +18,7 @@ mod sync;
 
 pub use filter::{Count, Error, Filter, Merge, Remove};
 pub use hash::{hash_key, Fingerprint};
+pub use qf::linear_probing::{LinearProbingBuilder, LinearProbingQf};
 pub use qf::locally_locked::LocallyLockedQf;
 pub use qf::scan::Fingerprints;
 pub use qf::sequential::SequentialQf;
