@@ -8,6 +8,7 @@
 //! # Ok::<(), conqf::Error>(())
 //! ```
 
+mod bloom;
 mod counter;
 mod filter;
 mod hash;
@@ -16,6 +17,7 @@ mod sizing;
 mod storage;
 mod sync;
 
+pub use bloom::AtomicBloomFilter;
 pub use filter::{Count, Error, Filter, Merge, Remove};
 pub use hash::{hash_key, Fingerprint};
 pub use qf::linear_probing::{LinearProbingBuilder, LinearProbingQf};

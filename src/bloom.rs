@@ -1,0 +1,265 @@
+//! `AtomicBloomFilter`: the lock-free Bloom filter that paper 000 §5 compares its quotient
+//! filters with.
+//!
+//! The table is `m` bits in 64-bit atomic words. A key sets `k` bits with `fetch_or` and is
+//! reported present if all `k` are set. Bits are only ever set, never cleared, so once an insert
+//! has returned, every query that starts later finds all of its bits: no false negatives, and
+//! no thread ever waits for another.
+//!
+//! The `k` bit positions come from the key's one 64-bit hash by double hashing (Kirsch and
+//! Mitzenmacher): `g_i = h1 + i * h2` with `h1` the hash and `h2` a re-mix of it, each `g_i`
+//! mapped onto `0..m` by a multiply-shift (`g_i * m / 2^64`), which needs no division. Bit
+//! positions are spread over the whole table (no blocking), so the textbook false-positive rate
+//! `(1 - e^{-kn/m})^k` applies as it is.
+//!
+//! For the paper's comparison, [`AtomicBloomFilter::with_memory`] takes the memory of the quotient
+//! filter it is measured against and the hash-function count (4 in paper 000 §5);
+//! [`AtomicBloomFilter::new`] picks both for a capacity and a target rate.
+
+use std::fmt;
+
+use crate::counter::StripedCounter;
+use crate::filter::{Error, Filter};
+use crate::hash::remix;
+use crate::sizing;
+use crate::sync::{AtomicU64, Ordering};
+
+/// The most hash functions a filter may use.
+const MAX_HASH_FUNCTIONS: u32 = 64;
+
+/// The largest table, in bits (32 TiB): far beyond any machine, and small enough that every
+/// size computation below is exact.
+const MAX_BITS: u64 = 1 << 48;
+
+/// A Bloom filter that many threads insert into and query at once, lock-free (`fetch_or`).
+///
+/// It cannot remove keys or grow, and it is never full: past its capacity the false-positive
+/// rate just rises.
+///
+/// ```
+/// use conqf::{AtomicBloomFilter, Filter};
+///
+/// let filter = AtomicBloomFilter::new(10_000, 0.01)?;
+/// std::thread::scope(|s| {
+///     for t in 0..2u64 {
+///         let filter = &filter;
+///         s.spawn(move || {
+///             for i in 0..1000u64 {
+///                 filter.insert(&(t * 1000 + i)).unwrap();
+///             }
+///         });
+///     }
+/// });
+/// assert!((0..2000u64).all(|k| filter.contains(&k)));
+///
+/// // The paper's baseline: the memory of a QF with 2^16 slots of 13 bits, 4 hash functions.
+/// let baseline = AtomicBloomFilter::with_memory((1 << 16) * 13 / 8, 4)?;
+/// assert_eq!(baseline.hash_functions(), 4);
+/// # Ok::<(), conqf::Error>(())
+/// ```
+pub struct AtomicBloomFilter {
+    words: Box<[AtomicU64]>,
+    /// `m`: the number of bits, `64 * words.len()`.
+    bits: u64,
+    hash_functions: u32,
+    capacity: usize,
+    /// Inserts that set at least one new bit; only inserts touch it.
+    len: StripedCounter,
+}
+
+impl AtomicBloomFilter {
+    /// A filter that holds `capacity` keys at a false-positive rate of at most `fpr`, with the
+    /// fewest bits any hash-function count achieves it with (`k` is `log2(1/fpr)` rounded down
+    /// or up, at most 64).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
+    /// would be too large.
+    pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
+        sizing::check_capacity_and_fpr(capacity, fpr)?;
+        let n = capacity as f64;
+        let ideal = (1.0 / fpr).log2();
+        let (mut best_k, mut best_bits) = (0, f64::INFINITY);
+        for k in [ideal.floor(), ideal.ceil()] {
+            let k = k.clamp(1.0, MAX_HASH_FUNCTIONS as f64);
+            // (1 - e^{-kn/m})^k <= fpr  <=>  m >= -k n / ln(1 - fpr^{1/k}).
+            let bits = -k * n / (-(fpr.ln() / k).exp()).ln_1p();
+            if bits < best_bits {
+                (best_k, best_bits) = (k as u32, bits);
+            }
+        }
+        let bits = best_bits.ceil().max(64.0);
+        if !bits.is_finite() || bits > MAX_BITS as f64 {
+            return Err(Error::InvalidParameters(format!(
+                "{capacity} keys at a false-positive rate of {fpr} need more than 2^48 bits"
+            )));
+        }
+        let words = (bits as u64).div_ceil(64) as usize;
+        Self::build(words, best_k, capacity)
+    }
+
+    /// A filter of `bytes` bytes (rounded down to whole 64-bit words) with `hash_functions` hash
+    /// functions, e.g. the memory of a quotient filter and 4 functions as in paper 000 §5.
+    ///
+    /// Its [`capacity`](Filter::capacity) is the number of keys at which `hash_functions` is the
+    /// optimal count, `m ln 2 / k`, when half of the bits are set.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if `bytes < 8`, the table would exceed 2^48 bits, or
+    /// `hash_functions` is not in `1..=64`.
+    pub fn with_memory(bytes: usize, hash_functions: u32) -> Result<Self, Error> {
+        if !(1..=MAX_HASH_FUNCTIONS).contains(&hash_functions) {
+            return Err(Error::InvalidParameters(format!(
+                "{hash_functions} hash functions is not in 1..={MAX_HASH_FUNCTIONS}"
+            )));
+        }
+        let words = bytes / 8;
+        if words == 0 || words as u64 > MAX_BITS / 64 {
+            return Err(Error::InvalidParameters(format!(
+                "{bytes} bytes is outside 8 bytes..=2^48 bits"
+            )));
+        }
+        let bits = words as f64 * 64.0;
+        let capacity = ((bits * std::f64::consts::LN_2 / hash_functions as f64) as usize).max(1);
+        Self::build(words, hash_functions, capacity)
+    }
+
+    fn build(words: usize, hash_functions: u32, capacity: usize) -> Result<Self, Error> {
+        let mut table = Vec::new();
+        table.try_reserve_exact(words).map_err(|_| {
+            Error::InvalidParameters(format!("cannot allocate {} bytes", words.saturating_mul(8)))
+        })?;
+        table.extend((0..words).map(|_| AtomicU64::new(0)));
+        Ok(AtomicBloomFilter {
+            words: table.into_boxed_slice(),
+            bits: words as u64 * 64,
+            hash_functions,
+            capacity,
+            len: StripedCounter::new(),
+        })
+    }
+
+    /// The number of hash functions `k`: bits set per key.
+    pub fn hash_functions(&self) -> u32 {
+        self.hash_functions
+    }
+
+    /// The number of bits `m`.
+    pub fn bits(&self) -> u64 {
+        self.bits
+    }
+
+    /// The word and the bit mask of the `i`-th bit of a key with hashes `h1` and `h2`.
+    #[inline]
+    fn position(&self, h1: u64, h2: u64, i: u32) -> (usize, u64) {
+        let g = h1.wrapping_add(h2.wrapping_mul(i as u64));
+        // Multiply-shift maps g uniformly onto 0..m: floor(g * m / 2^64).
+        let bit = ((g as u128 * self.bits as u128) >> 64) as u64;
+        ((bit / 64) as usize, 1u64 << (bit % 64))
+    }
+}
+
+impl Filter for AtomicBloomFilter {
+    /// Sets the key's bits; `Ok(true)` if any of them was not yet set. Never returns an error.
+    fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
+        let h2 = remix(hash);
+        let mut added = false;
+        for i in 0..self.hash_functions {
+            let (word, mask) = self.position(hash, h2, i);
+            // Acquire: a bit found set counts towards `Ok(false)` ("already present"), an answer
+            // ordered after the insert that set it, as for a query. Testing first skips the
+            // read-modify-write, and its cache-line transfer, for bits already set.
+            if self.words[word].load(Ordering::Acquire) & mask == 0 {
+                // Release: a query whose Acquire load sees this bit is ordered after this insert,
+                // so if thread A inserts k1 then k2 and thread B finds k2, B then finds k1 too.
+                // Acquire: as for the load above, when another thread set the bit meanwhile.
+                let before = self.words[word].fetch_or(mask, Ordering::AcqRel);
+                added |= before & mask == 0;
+            }
+        }
+        if added {
+            self.len.increment(hash as usize);
+        }
+        Ok(added)
+    }
+
+    fn contains_hash(&self, hash: u64) -> bool {
+        let h2 = remix(hash);
+        (0..self.hash_functions).all(|i| {
+            let (word, mask) = self.position(hash, h2, i);
+            // Acquire: a positive answer is ordered after the inserts that set the bits (see
+            // `insert_hash`). No false negative needs it: a load that happens after a
+            // `fetch_or` sees its bit under any ordering, by coherence.
+            self.words[word].load(Ordering::Acquire) & mask != 0
+        })
+    }
+
+    /// The number of inserts that set at least one new bit (a key whose bits were all set
+    /// already, a false positive, is not counted).
+    fn len(&self) -> usize {
+        self.len.sum()
+    }
+
+    /// The key count [`new`](Self::new) was sized for, or for
+    /// [`with_memory`](Self::with_memory) the count at which its `k` is optimal.
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.words.len() * std::mem::size_of::<u64>()
+    }
+
+    /// `(1 - e^{-kn/m})^k` at the current count `n = len()`.
+    fn false_positive_rate(&self) -> f64 {
+        let k = self.hash_functions as f64;
+        let n = self.len() as f64;
+        (1.0 - (-k * n / self.bits as f64).exp()).powf(k)
+    }
+}
+
+impl fmt::Debug for AtomicBloomFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AtomicBloomFilter")
+            .field("bits", &self.bits)
+            .field("hash_functions", &self.hash_functions)
+            .field("len", &self.len())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fpr(bits: f64, k: u32, n: f64) -> f64 {
+        (1.0 - (-(k as f64) * n / bits).exp()).powi(k as i32)
+    }
+
+    #[test]
+    fn new_meets_the_target_with_near_optimal_memory() {
+        for &(capacity, target) in &[(1000usize, 0.01), (100_000, 0.001), (10, 0.5), (7, 1e-9)] {
+            let filter = AtomicBloomFilter::new(capacity, target).unwrap();
+            let (m, k, n) = (
+                filter.bits() as f64,
+                filter.hash_functions(),
+                capacity as f64,
+            );
+            assert!(fpr(m, k, n) <= target, "{capacity} {target}");
+            // The optimum is n log2(1/p) / ln 2 bits; integer k and whole words cost a little.
+            let optimum = n * (1.0 / target).log2() / std::f64::consts::LN_2;
+            assert!(m <= optimum * 1.05 + 64.0, "{m} bits for optimum {optimum}");
+        }
+    }
+
+    #[test]
+    fn positions_stay_in_the_table() {
+        let filter = AtomicBloomFilter::with_memory(24, 7).unwrap();
+        for hash in [0, 1, u64::MAX, u64::MAX / 3, 1 << 63] {
+            for i in 0..7 {
+                let (word, mask) = filter.position(hash, remix(hash), i);
+                assert!(word < 3 && mask.count_ones() == 1);
+            }
+        }
+    }
+}

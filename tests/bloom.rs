@@ -1,0 +1,137 @@
+//! `AtomicBloomFilter`: no false negatives (one thread and many), the measured false-positive
+//! rate against `(1 - e^{-kn/m})^k`, and bad parameters.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use conqf::{AtomicBloomFilter, Error, Filter};
+
+/// The analytical rate `(1 - e^{-kn/m})^k`.
+fn analytical(filter: &AtomicBloomFilter, n: usize) -> f64 {
+    let k = filter.hash_functions() as f64;
+    (1.0 - (-k * n as f64 / filter.bits() as f64).exp()).powf(k)
+}
+
+#[test]
+fn no_false_negatives() {
+    let filter = AtomicBloomFilter::new(50_000, 0.01).unwrap();
+    let mut new = 0;
+    for i in 0..50_000u64 {
+        new += usize::from(filter.insert(&i).unwrap());
+        assert!(filter.contains(&i));
+    }
+    assert!((0..50_000u64).all(|i| filter.contains(&i)));
+    // Every key sets its bits already: inserting again adds nothing.
+    assert!((0..50_000u64).all(|i| filter.insert(&i) == Ok(false)));
+    assert_eq!(filter.len(), new);
+    // Only keys whose bits were all set by others (false positives) are not counted.
+    assert!(new > 49_000, "{new}");
+    assert!(filter.false_positive_rate() <= 0.01);
+    assert!(filter.memory_bytes() * 8 >= filter.bits() as usize);
+}
+
+#[test]
+fn threads_never_lose_a_finished_insert() {
+    const THREADS: usize = 4;
+    const OWN: usize = 20_000;
+    let filter = AtomicBloomFilter::with_memory(1 << 17, 4).unwrap();
+    let key = |t: usize, i: usize| ((t as u64) << 32) | i as u64;
+    let progress: Vec<AtomicUsize> = (0..THREADS).map(|_| AtomicUsize::new(0)).collect();
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let (filter, progress) = (&filter, &progress);
+            s.spawn(move || {
+                for i in 0..OWN {
+                    filter.insert(&key(t, i)).unwrap();
+                    // Every thread also inserts the same shared keys.
+                    filter.insert(&(u64::MAX - (i % 1000) as u64)).unwrap();
+                    // Release: publishes "keys 0..=i are inserted".
+                    progress[t].store(i + 1, Ordering::Release);
+                    let other = (t + 1) % THREADS;
+                    // Acquire: every insert counted in `done` happened before this query.
+                    let done = progress[other].load(Ordering::Acquire);
+                    if done > 0 {
+                        let k = key(other, (i * 31) % done);
+                        assert!(filter.contains(&k), "finished key {k:x} missed");
+                    }
+                }
+            });
+        }
+    });
+    for t in 0..THREADS {
+        assert!((0..OWN).all(|i| filter.contains(&key(t, i))));
+    }
+    assert!((0..1000u64).all(|i| filter.contains(&(u64::MAX - i))));
+    assert!(filter.len() <= THREADS * OWN + 1000);
+}
+
+/// The measured rate on 400 000 absent keys is within 5 sigma (plus 5% for the finite table) of
+/// the analytical rate, for a filter sized by `new` and for the paper's 4-hash-function baseline
+/// with a quotient filter's memory at 50% and 72% of its slots.
+#[test]
+fn measured_false_positive_rate_matches_the_formula() {
+    let queries = 400_000u64;
+    let measure = |filter: &AtomicBloomFilter, n: usize| {
+        for i in 0..n as u64 {
+            filter.insert(&i).unwrap();
+        }
+        let positives = (0..queries)
+            .filter(|i| filter.contains(&(u64::MAX - i)))
+            .count();
+        let measured = positives as f64 / queries as f64;
+        let expected = analytical(filter, n);
+        let sigma = (expected * (1.0 - expected) / queries as f64).sqrt();
+        println!(
+            "m {} k {} n {n}: measured {measured:.6}, analytical {expected:.6}",
+            filter.bits(),
+            filter.hash_functions()
+        );
+        assert!(
+            (measured - expected).abs() <= 0.05 * expected + 5.0 * sigma,
+            "measured {measured} vs analytical {expected}"
+        );
+        measured
+    };
+    let sized = AtomicBloomFilter::new(20_000, 0.01).unwrap();
+    assert!(measure(&sized, 20_000) <= 0.011);
+    // A QF of 2^16 slots of 13 bits has 2^16 * 13 / 8 bytes.
+    let qf_bytes = (1usize << 16) * 13 / 8;
+    for load in [0.5, 0.72] {
+        let baseline = AtomicBloomFilter::with_memory(qf_bytes, 4).unwrap();
+        assert_eq!(baseline.memory_bytes(), qf_bytes);
+        let n = (load * (1u64 << 16) as f64) as usize;
+        measure(&baseline, n);
+        assert!(
+            (baseline.false_positive_rate() - analytical(&baseline, baseline.len())).abs() < 1e-15
+        );
+    }
+}
+
+#[test]
+fn bad_parameters_are_errors_not_panics() {
+    let bad = [
+        AtomicBloomFilter::new(0, 0.01),
+        AtomicBloomFilter::new(100, 0.0),
+        AtomicBloomFilter::new(100, 1.0),
+        AtomicBloomFilter::new(100, -1.0),
+        AtomicBloomFilter::new(100, f64::NAN),
+        AtomicBloomFilter::new(100, f64::INFINITY),
+        AtomicBloomFilter::new(usize::MAX, 0.01),
+        AtomicBloomFilter::with_memory(7, 4),
+        AtomicBloomFilter::with_memory(1024, 0),
+        AtomicBloomFilter::with_memory(1024, 65),
+        AtomicBloomFilter::with_memory(usize::MAX, 4),
+    ];
+    for result in bad {
+        assert!(
+            matches!(result, Err(Error::InvalidParameters(_))),
+            "{result:?}"
+        );
+    }
+    // The extremes that are valid.
+    let tiny = AtomicBloomFilter::with_memory(8, 64).unwrap();
+    assert_eq!((tiny.bits(), tiny.memory_bytes()), (64, 8));
+    assert_eq!(tiny.insert(&1u8), Ok(true));
+    assert!(tiny.contains(&1u8));
+    assert!(AtomicBloomFilter::new(1, 1e-300).is_ok());
+    assert!(AtomicBloomFilter::new(1, 0.999).is_ok());
+}
