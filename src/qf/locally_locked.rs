@@ -631,3 +631,54 @@ const _: () = {
     assert!(WRITE_LOCK == OCCUPIED | CONTINUATION);
     assert!(STATUS_BITS == 3);
 };
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    fn key(quotient: u64, remainder: u64) -> u64 {
+        ((quotient << 13) | remainder) << (64 - 16)
+    }
+
+    /// Slots of 16 bits, 4 per group; quotient 2's run fills slots 2-4 and quotient 5 starts a
+    /// cluster at slot 5, so slot 6 ends the supercluster.
+    fn filter() -> LocallyLockedQf {
+        let mut sequential = SequentialQf::with_bits(3, 13).unwrap();
+        for k in [key(2, 1), key(2, 2), key(2, 3), key(5, 1)] {
+            sequential.insert_hash(k).unwrap();
+        }
+        LocallyLockedQf::from_sequential(sequential)
+    }
+
+    #[test]
+    fn fast_path_insert_refuses_a_group_holding_a_write_lock() {
+        let filter = filter();
+        // As if a locked insert into quotient 2 held the supercluster's end.
+        assert!(filter.update_slot(6, |now| (now == 0).then_some(WRITE_LOCK)));
+        assert_eq!(filter.insert_in_group(5, 9), None);
+        assert_eq!(filter.slots.get(6, Ordering::Relaxed), WRITE_LOCK);
+        filter.unlock_write(6);
+        assert_eq!(filter.insert_in_group(5, 9), Some(Ok(true)));
+        filter.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn fast_path_insert_refuses_a_group_holding_a_read_lock() {
+        let filter = filter();
+        assert_eq!(filter.lock_cluster_start(5), Some(5));
+        assert_eq!(filter.insert_in_group(5, 9), None);
+        // Queries still answer from the group, reading through the lock.
+        assert_eq!(filter.contains_in_group(5, 1), Some(true));
+        filter.unlock_read(5);
+        filter.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn locked_paths_restart_when_the_cluster_moved() {
+        let filter = filter();
+        // The cluster of quotient 3 starts at slot 2; pretending it starts at 5 must fail.
+        assert!(filter.locks_still_cover(3, 2, 6));
+        assert!(!filter.locks_still_cover(3, 5, 6));
+        assert!(!filter.locks_still_cover(3, 2, 7));
+    }
+}
