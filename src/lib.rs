@@ -1,12 +1,64 @@
-//! Concurrent approximate membership query filters built on quotient filters.
+//! Concurrent approximate membership query (AMQ) filters built on quotient filters.
+//!
+//! An AMQ filter answers "may this key have been inserted?" in a few bits per key: never a false
+//! negative, and a false positive with a small probability you choose. This crate implements the
+//! concurrent quotient filters of Maier, Sanders and Williger (*Concurrent Expandable AMQs on the
+//! Basis of Quotient Filters*), with the baselines their paper measures against.
+//!
+//! | type | concurrency | remove |
+//! | --- | --- | --- |
+//! | [`SequentialQf`] | one thread (`&mut self` writes); the baseline | yes |
+//! | [`LocallyLockedQf`] | locks in the table's own status bits; lock-free when an operation stays in one 64-bit group | yes |
+//! | [`LinearProbingQf`] | lock-free, one CAS per insert | no |
+//! | [`AtomicBloomFilter`] | lock-free `fetch_or` | no |
+//!
+//! Concurrent filters implement [`Filter`] (and [`Remove`] where they can delete) with `&self`
+//! methods: share one in an [`Arc`](std::sync::Arc). Keys are hashed once with xxh3
+//! ([`hash_key`]), identically on every platform; the `*_hash` methods take a hash you already
+//! have.
 //!
 //! ```
-//! use conqf::SequentialQf;
-//! let mut filter = SequentialQf::new(10_000, 0.001)?;
-//! filter.insert("apple")?;
-//! assert!(filter.contains("apple"));
+//! use conqf::{Filter, LocallyLockedQf, Remove};
+//! use std::sync::Arc;
+//!
+//! let filter = Arc::new(LocallyLockedQf::new(1_000_000, 0.001)?); // capacity, target FPR
+//! assert_eq!(filter.insert(&"apple")?, true); // stored
+//! assert_eq!(filter.insert(&"apple")?, false); // that fingerprint was already there
+//! assert!(filter.contains(&"apple")); // never a false negative
+//! assert_eq!(filter.remove(&"apple")?, true); // one stored copy removed
 //! # Ok::<(), conqf::Error>(())
 //! ```
+//!
+//! # Errors, never panics
+//!
+//! Constructors validate their arguments and return [`Error::InvalidParameters`]; an insert into
+//! a full table returns [`Error::Full`] and leaves the filter unchanged and usable.
+//!
+//! # Consistency
+//!
+//! What a concurrent filter guarantees while threads race, for a key `k` (more precisely, for
+//! `k`'s fingerprint):
+//!
+//! * **No false negatives.** Once `insert(k)` has returned `Ok`, every `contains(k)` that starts
+//!   after it (after in the sense of Rust's memory model: the inserting thread's return happens
+//!   before the query's start, e.g. through a join, a channel, a mutex or any Release/Acquire
+//!   pair) returns `true`, until `k` is removed. Concurrent inserts, removes of other keys, and
+//!   the shifting of runs they cause never hide `k`: queries either answer from one atomically
+//!   loaded 64-bit group, which is always a consistent piece of the table, or read-lock the
+//!   cluster they read.
+//! * **Racing with the insert or remove of `k` itself**, `contains(k)` may return either answer:
+//!   the operations are linearizable per key, so the answer is the one before or the one after.
+//! * **Set semantics.** Of several threads inserting the same fingerprint at once, exactly one
+//!   gets `Ok(true)`; the others get `Ok(false)`. A `remove` deletes one stored copy; removing a
+//!   key that was never inserted but shares a fingerprint with one that was removes that one.
+//! * **`len`, `false_positive_rate`** are statistics: with concurrent writers they may lag
+//!   operations that have not returned yet. Iteration ([`LocallyLockedQf::fingerprints`]) and
+//!   [`LocallyLockedQf::contains_hash_unsynchronized`] are exact only while no thread writes.
+//!
+//! # Cargo features and testing
+//!
+//! The locking protocols are model-checked with [loom](https://docs.rs/loom):
+//! `RUSTFLAGS="--cfg loom" cargo test --release --test loom`.
 
 mod bloom;
 mod counter;

@@ -10,7 +10,8 @@
 use crate::filter::Error;
 
 /// The largest quotient the constructors accept: `2^40` slots is far beyond any machine's memory
-/// at these slot widths, and keeps every slot index exact in [`SlotLayout`](crate::storage).
+/// at these slot widths, and keeps every slot index within the exact range of the packed-slot
+/// index arithmetic.
 pub const MAX_QUOTIENT_BITS: u32 = 40;
 
 /// Checks the `(capacity, fpr)` pair every `new` constructor takes.
