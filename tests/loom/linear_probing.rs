@@ -1,1 +1,238 @@
-//! Loom models of `LinearProbingQf` (to be written).
+//! Loom models of `LinearProbingQf` (paper 000 §3.1): each is named after the hazard it checks.
+//!
+//! Tables have 8 addressable slots (plus the overflow tail) of 16 bits, 4 per group, so slots
+//! 0-3 are group 0 and slots 4-7 group 1. Every key's fingerprint is chosen, so keys collide on
+//! purpose. After every interleaving: no lost insert, each fingerprint stored once, no false
+//! negative, and the table's invariants hold.
+
+use conqf::{Error, Filter, LinearProbingQf};
+use loom::sync::atomic::{AtomicBool, Ordering};
+use loom::sync::Arc;
+use loom::thread;
+
+const Q: u32 = 3;
+const R: u32 = 16;
+
+/// The hash of fingerprint `(quotient, remainder)`; remainders are non-zero, so the filter uses
+/// them as they are.
+fn key(quotient: u64, remainder: u64) -> u64 {
+    assert_ne!(remainder, 0);
+    ((quotient << R) | remainder) << (64 - Q - R)
+}
+
+/// A filter with no load cap below its 8 slots, holding `keys` (inserted before any race).
+fn filter_with(keys: &[u64]) -> Arc<LinearProbingQf> {
+    let filter = LinearProbingQf::builder()
+        .max_load(1.0)
+        .build_with_bits(Q, R)
+        .unwrap();
+    for &k in keys {
+        assert_eq!(filter.insert_hash(k), Ok(true));
+    }
+    Arc::new(filter)
+}
+
+/// Runs `f` under every interleaving loom explores. No preemption bound: these models are
+/// small enough to explore exhaustively (all of them together take well under a second).
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = None;
+    builder.check(f);
+}
+
+/// Two inserts with different remainders race for the same first empty slot: the CAS loser
+/// must move on to the next slot, not overwrite the winner or give up.
+#[test]
+fn racing_inserts_for_one_empty_slot_both_store() {
+    model(|| {
+        let filter = filter_with(&[key(1, 9)]);
+        let other = filter.clone();
+        let t = thread::spawn(move || other.insert_hash(key(1, 5)));
+        let mine = filter.insert_hash(key(1, 6));
+        let theirs = t.join().unwrap();
+        assert_eq!((mine, theirs), (Ok(true), Ok(true)));
+        for k in [key(1, 9), key(1, 5), key(1, 6)] {
+            assert!(filter.contains_hash(k));
+        }
+        assert_eq!(filter.len(), 3);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// The same fingerprint inserted twice at once: the CAS loser must re-read the slot, find its
+/// own remainder and answer `Ok(false)` instead of storing a second copy.
+#[test]
+fn racing_duplicate_inserts_store_once() {
+    model(|| {
+        let filter = filter_with(&[key(1, 9)]);
+        let other = filter.clone();
+        let t = thread::spawn(move || other.insert_hash(key(1, 5)));
+        let mine = filter.insert_hash(key(1, 5));
+        let theirs = t.join().unwrap();
+        let mut results = [mine, theirs];
+        results.sort_by_key(|r| format!("{r:?}"));
+        assert_eq!(results, [Ok(false), Ok(true)]);
+        assert!(filter.contains_hash(key(1, 5)));
+        assert_eq!(filter.len(), 2);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// One insert scans out of group 0 (slots 2 and 3 are full) into group 1 while another fills
+/// slot 4, group 1's first slot, directly: the scanner's view of group 1 may be stale, and it
+/// must still land in a free slot without losing either key.
+#[test]
+fn insert_crossing_a_group_boundary_races_one_in_the_next_group() {
+    model(|| {
+        let filter = filter_with(&[key(2, 1), key(3, 2)]);
+        let other = filter.clone();
+        let t = thread::spawn(move || other.insert_hash(key(4, 8)));
+        let mine = filter.insert_hash(key(2, 7));
+        let theirs = t.join().unwrap();
+        assert_eq!((mine, theirs), (Ok(true), Ok(true)));
+        for k in [key(2, 1), key(3, 2), key(2, 7), key(4, 8)] {
+            assert!(filter.contains_hash(k));
+        }
+        assert_eq!(filter.len(), 4);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// The same remainder from two canonical slots whose stretches meet at slot 4, across the group
+/// boundary: whichever stores it first, the other finds it in its stretch (`Ok(false)`, the
+/// filter's inherent fingerprint collision), so it is stored once and both keys answer `true`.
+#[test]
+fn same_remainder_from_neighbouring_stretches_across_groups_is_stored_once() {
+    model(|| {
+        let filter = filter_with(&[key(2, 1), key(3, 2)]);
+        let other = filter.clone();
+        let t = thread::spawn(move || other.insert_hash(key(4, 7)));
+        let mine = filter.insert_hash(key(2, 7));
+        let theirs = t.join().unwrap();
+        assert!(matches!(
+            (mine, theirs),
+            (Ok(true), Ok(false)) | (Ok(false), Ok(true))
+        ));
+        assert!(filter.contains_hash(key(2, 7)) && filter.contains_hash(key(4, 7)));
+        assert_eq!(filter.len(), 3);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// A query that starts after an insert finished (a flag, set after the insert returns, orders
+/// them) must find the key, even while another insert changes the same groups.
+#[test]
+fn contains_never_misses_a_finished_insert() {
+    model(|| {
+        let filter = filter_with(&[key(2, 1), key(3, 2)]);
+        let finished = Arc::new(AtomicBool::new(false));
+        let (other, flag) = (filter.clone(), finished.clone());
+        let t = thread::spawn(move || {
+            let stored = other.insert_hash(key(2, 7));
+            // Release: the insert happens before any query that sees the flag set.
+            flag.store(true, Ordering::Release);
+            stored
+        });
+        let mine = filter.insert_hash(key(4, 8));
+        // Acquire: pairs with the Release above.
+        let seen = finished.load(Ordering::Acquire);
+        let found = filter.contains_hash(key(2, 7));
+        assert!(!seen || found, "a finished insert was missed");
+        assert!(
+            filter.contains_hash(key(4, 8)),
+            "this thread's own insert was missed"
+        );
+        let theirs = t.join().unwrap();
+        assert_eq!((mine, theirs), (Ok(true), Ok(true)));
+        assert!(filter.contains_hash(key(2, 7)));
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// A positive answer must be ordered after the insert it found: if thread A inserts `k1` and
+/// then `k2`, a thread that finds `k2` must then find `k1` (message passing through the filter;
+/// this needs the Release CAS and the Acquire loads, not just coherence).
+///
+/// The reader is a second spawned thread rather than the main one: loom's DPOR remembers only
+/// the last access to each atomic, so a main-thread load made before the writer's own load and
+/// CAS of the same group would not be revisited, and a `yield_now` would stop loom from
+/// returning the stale values this model is about.
+#[test]
+fn positive_answer_orders_earlier_inserts() {
+    model(|| {
+        let filter = filter_with(&[]);
+        let (writer, reader) = (filter.clone(), filter.clone());
+        let a = thread::spawn(move || {
+            assert_eq!(writer.insert_hash(key(0, 5)), Ok(true)); // group 0
+            assert_eq!(writer.insert_hash(key(5, 6)), Ok(true)); // group 1
+        });
+        let b = thread::spawn(move || {
+            if reader.contains_hash(key(5, 6)) {
+                assert!(
+                    reader.contains_hash(key(0, 5)),
+                    "k2 found but earlier k1 missed"
+                );
+            }
+        });
+        a.join().unwrap();
+        b.join().unwrap();
+        assert!(filter.contains_hash(key(0, 5)) && filter.contains_hash(key(5, 6)));
+    });
+}
+
+/// The same through an insert that answers `Ok(false)`: if thread A inserts `k1` and then
+/// `k2`, a thread whose insert of `k2` finds A's copy must then find `k1` (the scan's loads and
+/// the failed CAS are Acquire).
+#[test]
+fn duplicate_answer_orders_earlier_inserts() {
+    model(|| {
+        let filter = filter_with(&[]);
+        let (writer, reader) = (filter.clone(), filter.clone());
+        let a = thread::spawn(move || {
+            assert_eq!(writer.insert_hash(key(0, 5)), Ok(true)); // group 0
+                                                                 // Group 1; Ok(false) if B stored k2 first.
+            writer.insert_hash(key(5, 6)).unwrap();
+        });
+        let b = thread::spawn(move || {
+            if reader.insert_hash(key(5, 6)) == Ok(false) {
+                assert!(
+                    reader.contains_hash(key(0, 5)),
+                    "k2 present but earlier k1 missed"
+                );
+            }
+        });
+        a.join().unwrap();
+        b.join().unwrap();
+        assert!(filter.contains_hash(key(0, 5)) && filter.contains_hash(key(5, 6)));
+    });
+}
+
+/// Two inserts race for the last place under the load cap (one key): exactly one stores, the
+/// other gets `Full` and changes nothing.
+#[test]
+fn racing_for_the_last_place_under_the_cap() {
+    model(|| {
+        let filter = Arc::new(
+            LinearProbingQf::builder()
+                .max_load(0.125)
+                .build_with_bits(Q, R)
+                .unwrap(),
+        );
+        assert_eq!(filter.capacity(), 1);
+        let other = filter.clone();
+        let t = thread::spawn(move || other.insert_hash(key(1, 5)));
+        let mine = filter.insert_hash(key(6, 9));
+        let theirs = t.join().unwrap();
+        match (mine, theirs) {
+            (Ok(true), Err(Error::Full)) => {
+                assert!(filter.contains_hash(key(6, 9)) && !filter.contains_hash(key(1, 5)))
+            }
+            (Err(Error::Full), Ok(true)) => {
+                assert!(filter.contains_hash(key(1, 5)) && !filter.contains_hash(key(6, 9)))
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(filter.len(), 1);
+        filter.check_invariants().unwrap();
+    });
+}
