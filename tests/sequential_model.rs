@@ -4,7 +4,7 @@
 mod common;
 
 use common::{hash_of, ops, Model, Op};
-use conqf::{Error, Fingerprint, Merge, SequentialQf};
+use conqf::{Error, Merge, SequentialQf};
 use proptest::prelude::*;
 
 fn run_model(q: u32, r: u32, sequence: &[Op]) -> Result<(SequentialQf, Model), TestCaseError> {
