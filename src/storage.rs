@@ -239,15 +239,8 @@ impl SlotArray {
     /// A cursor on slot `index`, holding a snapshot of its group.
     #[inline]
     pub(crate) fn cursor(&self, index: usize, order: Ordering) -> Cursor<'_> {
-        let (group, offset) = self.layout.locate(index);
-        Cursor {
-            array: self,
-            group,
-            offset,
-            word: self.load_group(group, order),
-            order,
-            bounded: false,
-        }
+        let (group, _) = self.layout.locate(index);
+        Cursor::new(self, index, self.load_group(group, order), order, false)
     }
 
     /// A cursor on slot `index` that reads only the given snapshot `word` of the slot's group
@@ -255,78 +248,100 @@ impl SlotArray {
     /// one atomically loaded group or not at all.
     #[inline]
     pub(crate) fn cursor_in_group(&self, index: usize, word: u64) -> Cursor<'_> {
-        let (group, offset) = self.layout.locate(index);
-        Cursor {
-            array: self,
-            group,
-            offset,
-            word,
-            // Never used: a bounded cursor loads nothing.
-            order: Ordering::Relaxed,
-            bounded: true,
-        }
+        // The ordering is never used: a bounded cursor loads nothing.
+        Cursor::new(self, index, word, Ordering::Relaxed, true)
     }
 }
 
 /// Walks slots left or right across groups, loading each group once.
 ///
 /// The cursor keeps the word it loaded: slots of the current group are read from that snapshot,
-/// and the next group is loaded (with the cursor's ordering) only when the walk enters it.
+/// and the next group is loaded (with the cursor's ordering) only when the walk enters it. It
+/// tracks the slot index and the slot's bit position incrementally, so a step costs a shift, a
+/// mask and a compare: this is the inner loop of every quotient filter walk.
 pub(crate) struct Cursor<'a> {
     array: &'a SlotArray,
-    group: usize,
-    offset: u32,
     word: u64,
+    index: usize,
+    group: usize,
+    /// Bit position of the current slot in `word`.
+    shift: u32,
+    bits: u32,
+    /// Bit position of the last slot of a group.
+    last_shift: u32,
+    mask: u64,
     order: Ordering,
     /// Whether the cursor stays inside its group (see [`SlotArray::cursor_in_group`]).
     bounded: bool,
+}
+
+impl<'a> Cursor<'a> {
+    #[inline]
+    fn new(array: &'a SlotArray, index: usize, word: u64, order: Ordering, bounded: bool) -> Self {
+        let layout = array.layout;
+        let (group, offset) = layout.locate(index);
+        Cursor {
+            array,
+            word,
+            index,
+            group,
+            shift: offset * layout.bits,
+            bits: layout.bits,
+            last_shift: (layout.per_group - 1) * layout.bits,
+            mask: layout.slot_mask(),
+            order,
+            bounded,
+        }
+    }
 }
 
 impl Cursor<'_> {
     /// The slot index under the cursor.
     #[inline]
     pub(crate) fn index(&self) -> usize {
-        self.group * self.array.layout.per_group as usize + self.offset as usize
+        self.index
     }
 
     /// The slot under the cursor, from the group snapshot.
     #[inline]
     pub(crate) fn slot(&self) -> u64 {
-        self.array.layout.get(self.word, self.offset)
+        (self.word >> self.shift) & self.mask
     }
 
     /// Moves one slot right. Returns `false` (and stays) at the last slot.
     #[inline]
     pub(crate) fn advance(&mut self) -> bool {
-        if self.index() + 1 >= self.array.slots {
+        if self.index + 1 >= self.array.slots {
             return false;
         }
-        if self.offset + 1 == self.array.layout.per_group {
+        if self.shift == self.last_shift {
             if self.bounded {
                 return false;
             }
-            self.offset = 0;
+            self.shift = 0;
             self.group += 1;
             self.word = self.array.load_group(self.group, self.order);
         } else {
-            self.offset += 1;
+            self.shift += self.bits;
         }
+        self.index += 1;
         true
     }
 
     /// Moves one slot left. Returns `false` (and stays) at slot 0.
     #[inline]
     pub(crate) fn retreat(&mut self) -> bool {
-        if self.offset > 0 {
-            self.offset -= 1;
-            return true;
+        if self.shift > 0 {
+            self.shift -= self.bits;
+        } else {
+            if self.group == 0 || self.bounded {
+                return false;
+            }
+            self.group -= 1;
+            self.shift = self.last_shift;
+            self.word = self.array.load_group(self.group, self.order);
         }
-        if self.group == 0 || self.bounded {
-            return false;
-        }
-        self.group -= 1;
-        self.offset = self.array.layout.per_group - 1;
-        self.word = self.array.load_group(self.group, self.order);
+        self.index -= 1;
         true
     }
 
