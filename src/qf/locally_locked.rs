@@ -218,7 +218,7 @@ impl LocallyLockedQf {
         }
         let mut cursor = self.slots.cursor_in_group(quotient, word);
         let plan = match walk::plan_insert(&mut cursor, quotient, remainder)? {
-            InsertStep::Duplicate => return Some(Ok(false)),
+            InsertStep::Duplicate { .. } => return Some(Ok(false)),
             InsertStep::Place(plan) => plan,
         };
         if plan.end + 1 >= self.slots.len() {
@@ -300,20 +300,28 @@ impl LocallyLockedQf {
     /// is read-locked. `None` if the walk meets an empty slot (a removal emptied the cluster).
     fn lock_cluster_start(&self, quotient: usize) -> Option<usize> {
         let waiter = Waiter::new();
-        let mut index = quotient;
+        // Acquire: the walk reads status bits to decide where to lock.
+        let mut cursor = self.slots.cursor(quotient, Ordering::Acquire);
         loop {
-            // Acquire: the walk reads status bits to decide where to lock.
-            let raw = self.slots.get(index, Ordering::Acquire);
+            let raw = cursor.slot();
             match raw & STATUS_MASK {
-                READ_LOCK => waiter.wait(),
+                READ_LOCK => {
+                    waiter.wait();
+                    cursor.reload();
+                }
                 OCCUPIED => {
                     let locked = (raw & !STATUS_MASK) | READ_LOCK;
-                    if self.update_slot(index, |now| (now == raw).then_some(locked)) {
-                        return Some(index);
+                    if self.update_slot(cursor.index(), |now| (now == raw).then_some(locked)) {
+                        return Some(cursor.index());
                     }
+                    cursor.reload();
                 }
                 0 | WRITE_LOCK => return None,
-                _ => index = index.checked_sub(1)?,
+                _ => {
+                    if !cursor.retreat() {
+                        return None;
+                    }
+                }
             }
         }
     }
@@ -371,23 +379,23 @@ impl LocallyLockedQf {
             self.unlock_write(end);
             return None;
         };
-        if !self.locks_still_cover(quotient, start, end) {
-            self.unlock_read(start);
-            self.unlock_write(end);
-            return None;
-        }
+        // Block D, and the check that the locks still cover the stretch: a removal between our
+        // scans may have split the cluster or the supercluster (paper 000 §3.2, "Deletions").
         // Acquire: reads of the locked stretch; the locks' Acquire already ordered them.
         let mut cursor = self.slots.cursor(quotient, Ordering::Acquire);
         let plan = match walk::plan_insert(&mut cursor, quotient, remainder) {
-            Some(InsertStep::Place(plan)) => plan,
-            step => {
-                debug_assert_eq!(step, Some(InsertStep::Duplicate));
+            Some(InsertStep::Place(plan)) if plan.cluster_start == start && plan.end == end => plan,
+            Some(InsertStep::Duplicate { cluster_start }) if cluster_start == start => {
                 self.unlock_read(start);
                 self.unlock_write(end);
                 return Some(Ok(false));
             }
+            _ => {
+                self.unlock_read(start);
+                self.unlock_write(end);
+                return None;
+            }
         };
-        debug_assert_eq!((plan.cluster_start, plan.end), (start, end));
         if end + 1 >= self.slots.len() {
             // The run would reach the last slot, which stays empty.
             self.unlock_read(start);

@@ -181,7 +181,7 @@ impl SequentialQf {
         let quotient = fingerprint.quotient as usize;
         let mut cursor = self.slots.cursor(quotient, Ordering::Relaxed);
         let plan = match walk::plan_insert(&mut cursor, quotient, fingerprint.remainder) {
-            Some(InsertStep::Duplicate) => return Ok(false),
+            Some(InsertStep::Duplicate { .. }) => return Ok(false),
             Some(InsertStep::Place(plan)) if plan.end + 1 < self.slots.len() => plan,
             // The run would reach the last slot, which stays empty.
             _ => return Err(Error::Full),

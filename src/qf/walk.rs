@@ -157,8 +157,11 @@ pub(crate) struct InsertPlan {
 /// What inserting a fingerprint needs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum InsertStep {
-    /// The fingerprint is stored already.
-    Duplicate,
+    /// The fingerprint is stored already, in the cluster that starts here.
+    Duplicate {
+        /// The start of the cluster the walk went through.
+        cluster_start: usize,
+    },
     /// Apply this plan.
     Place(InsertPlan),
 }
@@ -188,7 +191,7 @@ pub(crate) fn plan_insert(
     let cluster_start = seek_run(cursor)?;
     let (position, continuation, old_head_continues) = if canonical.is_occupied() {
         match search_run(cursor, remainder)? {
-            RunSearch::Found(_) => return Some(InsertStep::Duplicate),
+            RunSearch::Found(_) => return Some(InsertStep::Duplicate { cluster_start }),
             RunSearch::Absent { position, at_head } => (position, !at_head, at_head),
         }
     } else {
