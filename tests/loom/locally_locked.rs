@@ -3,7 +3,9 @@
 //! Tables have 8 canonical slots of 13-bit remainders (16-bit slots, 4 per group), so clusters
 //! cross group boundaries after a few elements; every key's fingerprint is chosen, so keys
 //! collide on purpose. After every interleaving: no lost insert, no false negative, the
-//! invariants of the sequential table hold, and (loom checks this itself) no deadlock.
+//! invariants of the sequential table hold, and (loom checks this itself) no deadlock. The racing
+//! operations run on two spawned threads while the main thread only builds, joins and checks:
+//! loom explores reorderings between spawned threads more thoroughly than against the main one.
 
 use conqf::{Filter, LocallyLockedQf, Remove, SequentialQf};
 use loom::sync::Arc;
@@ -40,10 +42,10 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 fn racing_inserts_into_one_cluster_lose_nothing() {
     model(|| {
         let filter = filter_with(&[key(2, 50), key(2, 60), key(3, 50)]);
-        let other = filter.clone();
-        let t = thread::spawn(move || other.insert_hash(key(2, 10)).unwrap());
-        let mine = filter.insert_hash(key(3, 10)).unwrap();
-        let theirs = t.join().unwrap();
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(2, 10)).unwrap());
+        let u = thread::spawn(move || y.insert_hash(key(3, 10)).unwrap());
+        let (theirs, mine) = (t.join().unwrap(), u.join().unwrap());
         assert!(mine && theirs);
         for k in [key(2, 10), key(2, 50), key(2, 60), key(3, 10), key(3, 50)] {
             assert!(filter.contains_hash(k));
@@ -57,10 +59,10 @@ fn racing_inserts_into_one_cluster_lose_nothing() {
 fn racing_duplicate_inserts_store_once() {
     model(|| {
         let filter = filter_with(&[key(1, 3), key(1, 4), key(2, 9)]);
-        let other = filter.clone();
-        let t = thread::spawn(move || other.insert_hash(key(1, 5)).unwrap());
-        let mine = filter.insert_hash(key(1, 5)).unwrap();
-        let theirs = t.join().unwrap();
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(1, 5)).unwrap());
+        let u = thread::spawn(move || y.insert_hash(key(1, 5)).unwrap());
+        let (theirs, mine) = (t.join().unwrap(), u.join().unwrap());
         assert!(mine ^ theirs, "exactly one insert stores the fingerprint");
         assert_eq!(filter.len(), 4);
         filter.check_invariants().unwrap();
@@ -73,10 +75,13 @@ fn racing_duplicate_inserts_store_once() {
 fn contains_during_a_shift_across_groups_never_misses() {
     model(|| {
         let filter = filter_with(&[key(2, 20), key(2, 30), key(3, 40)]);
-        let other = filter.clone();
-        let t = thread::spawn(move || other.insert_hash(key(2, 5)).unwrap());
-        assert!(filter.contains_hash(key(3, 40)));
-        assert!(filter.contains_hash(key(2, 30)));
+        let (theirs_filter, mine) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || theirs_filter.insert_hash(key(2, 5)).unwrap());
+        let u = thread::spawn(move || {
+            assert!(mine.contains_hash(key(3, 40)));
+            assert!(mine.contains_hash(key(2, 30)));
+        });
+        u.join().unwrap();
         assert!(t.join().unwrap());
         filter.check_invariants().unwrap();
     });
@@ -88,10 +93,13 @@ fn contains_during_a_shift_across_groups_never_misses() {
 fn insert_at_a_locked_cluster_start_keeps_the_old_head_visible() {
     model(|| {
         let filter = filter_with(&[key(1, 40), key(1, 41), key(1, 42), key(2, 7)]);
-        let other = filter.clone();
-        let t = thread::spawn(move || other.insert_hash(key(1, 1)).unwrap());
-        assert!(filter.contains_hash(key(1, 40)));
-        assert!(filter.contains_hash(key(2, 7)));
+        let (theirs_filter, mine) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || theirs_filter.insert_hash(key(1, 1)).unwrap());
+        let u = thread::spawn(move || {
+            assert!(mine.contains_hash(key(1, 40)));
+            assert!(mine.contains_hash(key(2, 7)));
+        });
+        u.join().unwrap();
         assert!(t.join().unwrap());
         filter.check_invariants().unwrap();
     });
@@ -103,10 +111,13 @@ fn insert_at_a_locked_cluster_start_keeps_the_old_head_visible() {
 fn contains_during_a_removal_never_misses() {
     model(|| {
         let filter = filter_with(&[key(2, 1), key(2, 2), key(3, 3), key(4, 4)]);
-        let other = filter.clone();
-        let t = thread::spawn(move || other.remove_hash(key(2, 1)).unwrap());
-        assert!(filter.contains_hash(key(4, 4)));
-        assert!(filter.contains_hash(key(3, 3)));
+        let (theirs_filter, mine) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || theirs_filter.remove_hash(key(2, 1)).unwrap());
+        let u = thread::spawn(move || {
+            assert!(mine.contains_hash(key(4, 4)));
+            assert!(mine.contains_hash(key(3, 3)));
+        });
+        u.join().unwrap();
         assert!(t.join().unwrap());
         assert!(!filter.contains_hash(key(2, 1)));
         filter.check_invariants().unwrap();
@@ -120,9 +131,12 @@ fn removal_splitting_a_cluster_races_an_insert() {
     model(|| {
         // 2:[a] 3:[b] 4:[c] with a run of 2 at slot 2 pushing 3 and 4 right.
         let filter = filter_with(&[key(2, 1), key(2, 2), key(3, 3), key(4, 4)]);
-        let other = filter.clone();
-        let t = thread::spawn(move || other.remove_hash(key(2, 2)).unwrap());
-        assert!(filter.insert_hash(key(4, 9)).unwrap());
+        let (theirs_filter, mine) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || theirs_filter.remove_hash(key(2, 2)).unwrap());
+        let u = thread::spawn(move || {
+            assert!(mine.insert_hash(key(4, 9)).unwrap());
+        });
+        u.join().unwrap();
         assert!(t.join().unwrap());
         for k in [key(2, 1), key(3, 3), key(4, 4), key(4, 9)] {
             assert!(filter.contains_hash(k));
@@ -137,9 +151,12 @@ fn removal_splitting_a_cluster_races_an_insert() {
 fn racing_removals_in_one_supercluster() {
     model(|| {
         let filter = filter_with(&[key(2, 1), key(2, 2), key(3, 3), key(3, 4)]);
-        let other = filter.clone();
-        let t = thread::spawn(move || other.remove_hash(key(2, 1)).unwrap());
-        assert!(filter.remove_hash(key(3, 4)).unwrap());
+        let (theirs_filter, mine) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || theirs_filter.remove_hash(key(2, 1)).unwrap());
+        let u = thread::spawn(move || {
+            assert!(mine.remove_hash(key(3, 4)).unwrap());
+        });
+        u.join().unwrap();
         assert!(t.join().unwrap());
         assert!(filter.contains_hash(key(2, 2)) && filter.contains_hash(key(3, 3)));
         assert_eq!(filter.len(), 2);
@@ -157,10 +174,13 @@ fn shift_through_a_read_locked_cluster_waits_for_the_reader() {
         // group 0 (slots 0-3) into group 1, so its query cannot answer from one group and
         // read-locks slot 3. Inserting (1, 7) shifts slots 3..=5 right.
         let filter = filter_with(&[key(1, 5), key(1, 6), key(3, 1), key(3, 2), key(3, 3)]);
-        let other = filter.clone();
-        let t = thread::spawn(move || other.insert_hash(key(1, 7)).unwrap());
-        assert!(filter.contains_hash(key(3, 3)));
-        assert!(filter.contains_hash(key(3, 1)));
+        let (theirs_filter, mine) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || theirs_filter.insert_hash(key(1, 7)).unwrap());
+        let u = thread::spawn(move || {
+            assert!(mine.contains_hash(key(3, 3)));
+            assert!(mine.contains_hash(key(3, 1)));
+        });
+        u.join().unwrap();
         assert!(t.join().unwrap());
         filter.check_invariants().unwrap();
     });
@@ -169,18 +189,20 @@ fn shift_through_a_read_locked_cluster_waits_for_the_reader() {
 /// A lock-free fast-path insert into a cluster that fits one group, while a locked insert of the
 /// same supercluster holds the write lock on the slot after it: the fast path must not mistake
 /// the write-locked slot for an empty one (Block A may only act on a group without locks).
-/// (Loom does not reach the schedule where the fast path loads the group after the lock is
-/// taken; the unit test `fast_path_insert_refuses_a_group_holding_a_write_lock` pins that case.)
+/// The unit test `fast_path_insert_refuses_a_group_holding_a_write_lock` pins the same case
+/// deterministically.
 #[test]
 fn fast_path_insert_never_takes_a_write_locked_slot() {
     model(|| {
         // Quotient 2's run fills slots 2-4 (crossing into group 1); quotient 5 starts its own
         // cluster at slot 5 in group 1; slot 6 ends the supercluster.
         let filter = filter_with(&[key(2, 1), key(2, 2), key(2, 3), key(5, 1)]);
-        let other = filter.clone();
-        let t = thread::spawn(move || other.insert_hash(key(2, 9)).unwrap());
-        assert!(filter.insert_hash(key(5, 9)).unwrap());
-        assert!(t.join().unwrap());
+        // Both inserts on spawned threads: loom reorders two spawned threads' accesses more
+        // freely than a spawned thread's against the main thread's.
+        let (a, b) = (filter.clone(), filter.clone());
+        let locked = thread::spawn(move || a.insert_hash(key(2, 9)).unwrap());
+        let fast = thread::spawn(move || b.insert_hash(key(5, 9)).unwrap());
+        assert!(locked.join().unwrap() && fast.join().unwrap());
         for k in [
             key(2, 1),
             key(2, 2),
