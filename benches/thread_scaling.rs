@@ -3,9 +3,11 @@
 //!
 //! `SequentialQf` called directly on one thread is the baseline every speedup is measured
 //! against. The concurrent part is written once, generically over `conqf::Filter`
-//! ([`concurrent`]), so each concurrent filter joins with one line in [`benches`]; today the only
-//! one is `SequentialQf` behind a global `Mutex`. The random-read limit is measured at every
-//! thread count too.
+//! ([`concurrent`]), so each concurrent filter joins with one line in [`benches`]:
+//! `SequentialQf` behind a global `Mutex`, `LocallyLockedQf`, `LinearProbingQf` (the paper's
+//! r = 10 + 3 bits, its load cap raised to the figure's 72%), `AtomicBloomFilter` and the
+//! `fastbloom` crate's atomic Bloom filter (both with the r = 10 table's memory and 4 hash
+//! functions, as paper 000 §5). The random-read limit is measured at every thread count too.
 //!
 //! Environment: `CONQF_THREADS=1,2,4` picks the thread counts (default 1 up to the available
 //! parallelism); `CONQF_SCALE=quick|default|paper` the size (2^16, 2^22 or 2^25 slots).
@@ -20,9 +22,10 @@ use std::time::{Duration, Instant};
 
 use common::{
     count_hits, insert_all, items_at, key_hashes, parallel, parallel_random_reads, piece,
-    table_count_hits, table_insert_all, Locked, ReadArray, Scale, FIG2_FILL, REMAINDER_BITS,
+    table_count_hits, table_insert_all, FastBloom, Locked, ReadArray, Scale, FIG2_FILL,
+    REMAINDER_BITS,
 };
-use conqf::{Error, Filter, SequentialQf};
+use conqf::{AtomicBloomFilter, Error, Filter, LinearProbingQf, LocallyLockedQf, SequentialQf};
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
 
 /// The workload every filter gets.
@@ -127,9 +130,17 @@ fn concurrent<F: Filter>(
     }
     g.finish();
 
-    // One full filter serves the lookups at every thread count.
+    // One full filter serves the lookups at every thread count. A filter may refuse a few
+    // inserts (`LinearProbingQf` when a stretch reaches the end of its overflow tail): they are
+    // counted and reported, and their keys' lookups still run.
     let filter = new();
-    assert_eq!(insert_all(&filter, &setup.positives), 0, "{name}: 72% fits");
+    let failed = insert_all(&filter, &setup.positives);
+    if failed > 0 {
+        eprintln!(
+            "warning: {name}: {failed} of {} inserts failed (full)",
+            setup.positives.len()
+        );
+    }
     for (phase, hashes) in [
         ("lookup_negative", &setup.negatives),
         ("lookup_positive", &setup.positives),
@@ -195,15 +206,29 @@ fn benches(c: &mut Criterion) {
 
     sequential_baseline(c, &setup);
 
+    // The Bloom filters get the memory of the r = 10 quotient filter and 4 hash functions.
+    let bytes = SequentialQf::with_bits(q, r).expect("valid").memory_bytes();
+
     // The concurrent filters: one line each.
     concurrent(c, &setup, "SequentialQf+Mutex", || {
         SequentialQf::with_bits(q, r).map(Locked::new)
     });
-    // JOIN HERE when they compile (one line each, same `q` and `r` unless noted):
-    //   LocallyLockedQf    -> with_bits(q, r)
-    //   LinearProbingQf    -> with_bits(q, r + 3)   (the paper's r = 10 + 3 extra bits)
-    //   AtomicBloomFilter  -> with_memory(<SequentialQf bytes>, 4)
-    //   TwoBitQf, ExternallyLockedQf, CountingQf -> with_bits(q, r)
+    concurrent(c, &setup, "LocallyLockedQf", || {
+        LocallyLockedQf::with_bits(q, r)
+    });
+    concurrent(c, &setup, "LinearProbingQf", || {
+        LinearProbingQf::builder()
+            .max_load(FIG2_FILL)
+            .build_with_bits(q, r + 3)
+    });
+    concurrent(c, &setup, "AtomicBloomFilter", || {
+        AtomicBloomFilter::with_memory(bytes, 4)
+    });
+    concurrent(c, &setup, "fastbloom", || {
+        Ok(FastBloom::with_memory(bytes, 4))
+    });
+    // Still to join when they exist (one line each, `with_bits(q, r)`): TwoBitQf,
+    // ExternallyLockedQf, CountingQf.
 
     random_read_limit(c, &setup);
 }

@@ -325,6 +325,92 @@ impl<T: SeqTable> Filter for Locked<T> {
     }
 }
 
+/// A concurrent filter called from one thread through the single-threaded interface, so the
+/// sequential experiments (paper 000 Figure 3) take the concurrent filters too.
+pub(crate) struct Direct<F>(pub(crate) F);
+
+impl<F: Filter + 'static> SeqTable for Direct<F> {
+    #[inline]
+    fn table_insert(&mut self, hash: u64) -> Result<bool, Error> {
+        self.0.insert_hash(hash)
+    }
+    #[inline]
+    fn table_contains(&self, hash: u64) -> bool {
+        self.0.contains_hash(hash)
+    }
+    fn table_len(&self) -> usize {
+        self.0.len()
+    }
+    fn table_capacity(&self) -> usize {
+        self.0.capacity()
+    }
+    fn table_bytes(&self) -> usize {
+        self.0.memory_bytes()
+    }
+    fn table_fpr(&self) -> f64 {
+        self.0.false_positive_rate()
+    }
+}
+
+/// The `fastbloom` crate's concurrent Bloom filter (`fastbloom::AtomicBloomFilter`, one
+/// `fetch_or` per bit), the Bloom filter users reach for, as a `conqf::Filter` peer.
+///
+/// It takes our 64-bit xxh3 hashes directly (`insert_hash`, `contains_hash` derive its `k` bit
+/// positions from them), so hashing stays out of the timed loops as for every other filter.
+/// It keeps no item count (a shared counter would be a contended write on every insert), so
+/// [`len`](Filter::len) estimates the number of distinct keys from the bits set, `X` of `m`:
+/// `n = -(m / k) ln(1 - X / m)` (Swamidass and Baldi), which is what bits per item is computed
+/// from. It is read only after the fill, when it costs one pass over the table.
+pub(crate) struct FastBloom(fastbloom::AtomicBloomFilter);
+
+impl FastBloom {
+    /// A filter of `bytes` bytes (whole 64-bit words, at least one) with `hash_functions` hash
+    /// functions: the same memory and `k` as `conqf::AtomicBloomFilter::with_memory`.
+    pub(crate) fn with_memory(bytes: usize, hash_functions: u32) -> Self {
+        let bits = (bytes / 8).max(1) * 64;
+        FastBloom(fastbloom::AtomicBloomFilter::with_num_bits(bits).hashes(hash_functions))
+    }
+
+    /// Hash functions per key.
+    pub(crate) fn hash_functions(&self) -> u32 {
+        self.0.num_hashes()
+    }
+}
+
+impl Filter for FastBloom {
+    #[inline]
+    fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
+        // `fastbloom` answers whether every bit was already set.
+        Ok(!self.0.insert_hash(hash))
+    }
+    #[inline]
+    fn contains_hash(&self, hash: u64) -> bool {
+        self.0.contains_hash(hash)
+    }
+    fn len(&self) -> usize {
+        let m = self.0.num_bits() as f64;
+        let set: u64 = self.0.iter().map(|word| u64::from(word.count_ones())).sum();
+        let k = f64::from(self.0.num_hashes());
+        let estimate = -(m / k) * (-(set as f64) / m).ln_1p();
+        if estimate.is_finite() {
+            estimate.round() as usize
+        } else {
+            usize::MAX
+        }
+    }
+    fn capacity(&self) -> usize {
+        // As `conqf::AtomicBloomFilter`: where `k` is the optimal count, half the bits set.
+        (self.0.num_bits() as f64 * std::f64::consts::LN_2 / f64::from(self.0.num_hashes()))
+            as usize
+    }
+    fn memory_bytes(&self) -> usize {
+        self.0.num_bits() / 8
+    }
+    fn false_positive_rate(&self) -> f64 {
+        self.0.expected_false_pos(self.len())
+    }
+}
+
 /// The `index`-th of `parts` nearly equal contiguous pieces of `items`.
 pub(crate) fn piece<T>(items: &[T], index: usize, parts: usize) -> &[T] {
     let start = items.len() * index / parts;
