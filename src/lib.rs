@@ -77,3 +77,8 @@ pub use qf::locally_locked::LocallyLockedQf;
 pub use qf::scan::Fingerprints;
 pub use qf::sequential::SequentialQf;
 pub use sizing::{linear_probing_fpr, nonzero_qf_fpr, qf_fpr, MAX_QUOTIENT_BITS};
+
+/// The README's code blocks, compiled and run as doctests so the quick start cannot rot.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
