@@ -1,13 +1,17 @@
-//! Reproduces the papers' figures as tables (and optionally a CSV file):
-//! `cargo run --release --example figures`.
+//! Reproduces the papers' figures as tables, SVG plots (`--plots DIR`, default
+//! `target/figures`) and optionally a CSV file: `cargo run --release --example figures`.
 //!
 //! * `fig2`: paper 000 Figure 2, thread scaling: fill `2^q` slots to 72% with all threads, then
 //!   look up keys never inserted and keys inserted; throughput, speedup over `SequentialQf` on one
-//!   thread, measured false-positive rate and bits per item. Today: `SequentialQf` and `qfilter`
-//!   on one thread, and both behind a global `Mutex` at every thread count. The concurrent part
-//!   is generic over `conqf::Filter`, so each concurrent filter joins with one line in [`fig2`].
+//!   thread, measured false-positive rate and bits per item. `SequentialQf` and `qfilter` on one
+//!   thread, called directly; at every thread count both behind a global `Mutex`,
+//!   `LocallyLockedQf`, `LinearProbingQf` (r = 10 + 3 bits, load cap raised to 72%),
+//!   `AtomicBloomFilter` and `fastbloom`'s atomic Bloom filter (both with the r = 10 table's
+//!   memory and 4 hash functions). The concurrent part is generic over `conqf::Filter`, so each
+//!   concurrent filter joins with one line in [`fig2`].
 //! * `fig3`: paper 000 Figure 3, single-threaded throughput against fill degree (every 10% up to
-//!   90%) for `SequentialQf` and `qfilter`.
+//!   90%; `LinearProbingQf` up to its 70% cap) for `SequentialQf`, `qfilter`, `LocallyLockedQf`,
+//!   `LinearProbingQf` and `AtomicBloomFilter`.
 //!
 //! Both figures also measure the physical limit in the same run: independent random 8-byte reads
 //! and a dependent pointer chase over an array of the `SequentialQf` table's size.
@@ -17,36 +21,41 @@
 mod common;
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use common::{
     fig2_concurrent, fig2_sequential, items_at, key_hashes, median, parallel,
-    parallel_random_reads, per_second, qfilter_like, table_count_hits, table_insert_all, Fig2Run,
-    Locked, ReadArray, Scale, SeqTable, FIG2_FILL, REMAINDER_BITS,
+    parallel_random_reads, per_second, qfilter_like, table_count_hits, table_insert_all, Direct,
+    FastBloom, Fig2Run, Locked, ReadArray, Scale, SeqTable, FIG2_FILL, REMAINDER_BITS,
 };
-use conqf::{Error, Filter, SequentialQf};
+use conqf::{AtomicBloomFilter, Error, Filter, LinearProbingQf, LocallyLockedQf, SequentialQf};
 
 const USAGE: &str = "\
-Reproduce the conqf papers' figures as tables.
+Reproduce the conqf papers' figures as tables and SVG plots.
 
 Usage: cargo run --release --example figures -- [OPTIONS]
 
 Options:
   --threads LIST   thread counts for the thread-scaling figure, comma-separated
                    (default: 1 up to the available parallelism, e.g. 1,2)
-  --scale SCALE    quick (2^16 slots, seconds), default (2^22 slots, a few minutes
-                   on 2 cores) or paper (2^25 slots, about 24M keys, as in the papers);
+  --scale SCALE    quick (2^16 slots, a second), default (2^22 slots, well under five
+                   minutes on 2 cores) or paper (2^25 slots, about 24M keys, as in the papers);
                    the environment variable CONQF_SCALE sets it too, this option wins
   --only LIST      run only these figures, comma-separated: fig2, fig3 (default: all)
   --csv FILE       also write every measurement to FILE, one row each, with the columns
                    figure,filter,threads,fill,phase,ops_per_sec,speedup,fpr,bits_per_item
+  --plots DIR      write one SVG plot per figure into DIR, created if missing
+                   (default: target/figures): fig2.svg, fig3.svg
   -h, --help       print this help
 
 Figures:
   fig2   paper 000 Figure 2: thread scaling at 72% fill (insert, unsuccessful and
-         successful lookups), speedup over SequentialQf on one thread
+         successful lookups), speedup over SequentialQf on one thread, measured FPR and
+         bits per item: SequentialQf and qfilter (1 thread, direct), both behind a Mutex,
+         LocallyLockedQf, LinearProbingQf, AtomicBloomFilter, fastbloom
   fig3   paper 000 Figure 3: single-threaded throughput against fill degree, 10% to 90%
+         (LinearProbingQf to 70%, its load cap)
 
 Every figure also measures the physical limit: independent random 8-byte reads and a
 dependent pointer chase over an array of the filter's size. Progress goes to stderr.
@@ -77,6 +86,8 @@ struct Options {
     scale: Scale,
     figures: Vec<Figure>,
     csv: Option<PathBuf>,
+    /// Where the SVG plots go.
+    plots: PathBuf,
     /// `2^quotient_bits` slots; set from the scale (tests make it tiny).
     quotient_bits: u32,
     /// Repetitions of each measurement (the median is reported); set from the scale.
@@ -99,6 +110,7 @@ fn parse_args(
     let mut scale = None;
     let mut figures = None;
     let mut csv = None;
+    let mut plots = None;
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         let (name, inline_value) = match arg.split_once('=') {
@@ -108,7 +120,10 @@ fn parse_args(
         if name == "-h" || name == "--help" {
             return Ok(Command::Help);
         }
-        if !matches!(name.as_str(), "--threads" | "--scale" | "--only" | "--csv") {
+        if !matches!(
+            name.as_str(),
+            "--threads" | "--scale" | "--only" | "--csv" | "--plots"
+        ) {
             return Err(if name.starts_with('-') {
                 format!("unknown option '{name}'")
             } else {
@@ -127,6 +142,12 @@ fn parse_args(
                 })?)
             }
             "--only" => figures = Some(parse_figures(&value)?),
+            "--plots" => {
+                if value.is_empty() {
+                    return Err("--plots needs a directory".to_string());
+                }
+                plots = Some(PathBuf::from(value));
+            }
             _ => {
                 if value.is_empty() {
                     return Err("--csv needs a file name".to_string());
@@ -150,6 +171,7 @@ fn parse_args(
         scale,
         figures: figures.unwrap_or_else(|| Figure::ALL.to_vec()),
         csv,
+        plots: plots.unwrap_or_else(|| PathBuf::from("target/figures")),
         quotient_bits: scale.quotient_bits(),
         repetitions: scale.repetitions(),
     }))
@@ -204,6 +226,8 @@ struct Row {
     speedup: Option<f64>,
     fpr: Option<f64>,
     bits_per_item: Option<f64>,
+    /// Inserts that returned `Full` in the run the FPR comes from (tables only, not the CSV).
+    failed_inserts: Option<usize>,
 }
 
 const CSV_HEADER: &str = "figure,filter,threads,fill,phase,ops_per_sec,speedup,fpr,bits_per_item";
@@ -292,6 +316,7 @@ impl Fig2<'_> {
                 speedup: (self.baseline[i] > 0.0).then(|| ops[i] / self.baseline[i]),
                 fpr: Some(fpr),
                 bits_per_item: Some(bits),
+                failed_inserts: Some(last.failed_inserts),
             });
         }
         ops
@@ -338,7 +363,8 @@ impl Fig2<'_> {
 }
 
 /// Paper 000 Figure 2: thread scaling at 72% fill.
-fn fig2(options: &Options, report: &mut Report) {
+/// Returns how to plot the figure.
+fn fig2(options: &Options, report: &mut Report) -> PlotFn {
     let q = options.quotient_bits;
     let r = REMAINDER_BITS;
     let items = items_at(q, FIG2_FILL);
@@ -363,20 +389,30 @@ fn fig2(options: &Options, report: &mut Report) {
     }
     fig.sequential("qfilter", || qfilter_like(q, r));
 
+    // The Bloom filters get the memory of the r = 10 quotient filter and 4 hash functions
+    // (paper 000 §5).
+    let bytes = SequentialQf::with_bits(q, r)
+        .expect("valid parameters")
+        .memory_bytes();
+
     // The concurrent filters: one line each.
     fig.concurrent("SequentialQf+Mutex", || {
         SequentialQf::with_bits(q, r).map(Locked::new)
     });
     fig.concurrent("qfilter+Mutex", || Ok(Locked::new(qfilter_like(q, r))));
-    // JOIN HERE when they compile (one line each, same `q` and `r` unless noted):
-    //   LocallyLockedQf    -> with_bits(q, r)
-    //   LinearProbingQf    -> with_bits(q, r + 3)   (the paper's r = 10 + 3 extra bits)
-    //   AtomicBloomFilter  -> with_memory(<SequentialQf memory_bytes>, 4)
-    //   TwoBitQf, ExternallyLockedQf, CountingQf -> with_bits(q, r)
+    fig.concurrent("LocallyLockedQf", || LocallyLockedQf::with_bits(q, r));
+    fig.concurrent("LinearProbingQf", || {
+        LinearProbingQf::builder()
+            .max_load(FIG2_FILL)
+            .build_with_bits(q, r + 3)
+    });
+    fig.concurrent("AtomicBloomFilter", || {
+        AtomicBloomFilter::with_memory(bytes, 4)
+    });
+    fig.concurrent("fastbloom", || Ok(FastBloom::with_memory(bytes, 4)));
+    // Still to join when they exist (one line each, `with_bits(q, r)`): TwoBitQf,
+    // ExternallyLockedQf, CountingQf.
 
-    let bytes = SequentialQf::with_bits(q, r)
-        .expect("valid parameters")
-        .memory_bytes();
     limits(
         "fig2",
         Some(FIG2_FILL),
@@ -386,8 +422,36 @@ fn fig2(options: &Options, report: &mut Report) {
         options.repetitions,
         fig.report,
     );
-    print_fig2(options, items, bytes, &fig.report.rows[first_row..]);
+    let fastbloom = FastBloom::with_memory(bytes, 4);
+    let notes = [
+        format!(
+            "LinearProbingQf: r = {} bits per slot (the paper's 10 + 3), load cap raised from \
+             its default 70% to the figure's 72%",
+            r + 3
+        ),
+        format!(
+            "AtomicBloomFilter: with_memory({bytes} bytes, 4 hash functions), the r = 10 \
+             table's memory (paper 000 §5)"
+        ),
+        format!(
+            "fastbloom: fastbloom::AtomicBloomFilter::with_num_bits({}).hashes(4): the same \
+             memory ({} bytes) and {} hash functions, not sized by FPR",
+            fastbloom.memory_bytes() * 8,
+            fastbloom.memory_bytes(),
+            fastbloom.hash_functions()
+        ),
+        format!(
+            "qfilter: sized for {items} items at FPR {:.2e} (it picks its own remainder \
+             bits); +Mutex = one global lock",
+            FIG2_FILL * (-f64::from(r)).exp2()
+        ),
+    ];
+    print_fig2(options, items, bytes, &notes, &fig.report.rows[first_row..]);
+    plot_fig2
 }
+
+/// Draws a figure from its rows; returns the SVG file's path.
+type PlotFn = fn(&Options, &[Row]) -> Result<PathBuf, String>;
 
 /// The physical limit at each thread count: `reads` independent random 8-byte reads and
 /// `reads` dependent pointer-chase steps over `bytes` bytes, split over the threads.
@@ -438,6 +502,7 @@ fn limits(
                 speedup: None,
                 fpr: None,
                 bits_per_item: None,
+                failed_inserts: None,
             });
         }
     }
@@ -446,33 +511,41 @@ fn limits(
 /// Fill degrees of Figure 3: 10%, 20%, ..., 90%.
 const FIG3_LEVELS: usize = 9;
 
+/// `LinearProbingQf` is measured up to 70% only: paper 000 §2.2 meant it for fills up to about
+/// 70%, and its default load cap refuses inserts past that.
+const FIG3_LINEAR_PROBING_LEVELS: usize = 7;
+
 /// Operations timed per fill level and phase: the paper's 100k, or a whole 10% band of a
 /// smaller table.
 const FIG3_OPERATIONS: usize = 100_000;
 
-/// One table's curve for Figure 3, as in the paper: at each fill level the table is filled
-/// (untimed) to just below the level, then the last `m` inserts up to the level are timed, then
-/// `m` lookups of keys never inserted and `m` lookups of inserted keys. Medians over the
-/// repetitions; returns operations per second per level and phase.
+/// One table's curve for Figure 3, as in the paper: at each fill level up to `levels` (10%
+/// each) the table is filled (untimed) to just below the level, then the last `m` inserts up to
+/// the level are timed, then `m` lookups of keys never inserted and `m` lookups of inserted
+/// keys. Medians over the repetitions; returns operations per second per level and phase.
 fn fig3_curve<T: SeqTable>(
     options: &Options,
     name: &str,
+    levels: usize,
     make: impl Fn() -> T,
     keys: &Fig3Keys,
     report: &mut Report,
 ) -> Vec<[f64; 3]> {
+    let levels = levels.min(FIG3_LEVELS);
     progress(format_args!(
-        "fig3: {name}, fill 10% to 90%, {}",
+        "fig3: {name}, fill 10% to {}%, {}",
+        levels * 10,
         plural(options.repetitions, "repetition")
     ));
     let m = keys.operations;
-    let mut times = vec![[Vec::new(), Vec::new(), Vec::new()]; FIG3_LEVELS];
-    let mut stats = vec![(0usize, 0usize, 0usize); FIG3_LEVELS];
-    let mut failed_in_last_run = 0;
+    let mut times = vec![[Vec::new(), Vec::new(), Vec::new()]; levels];
+    // Per level, from the last repetition: false positives, bytes, stored fingerprints, and
+    // inserts that failed up to the level.
+    let mut stats = vec![(0usize, 0usize, 0usize, 0usize); levels];
     for _ in 0..options.repetitions {
         let mut table = make();
         let mut failed = 0;
-        for level in 0..FIG3_LEVELS {
+        for level in 0..levels {
             let (from, to) = (keys.bounds[level], keys.bounds[level + 1]);
             failed += table_insert_all(&mut table, &keys.inserts[from..to - m]);
             let start = Instant::now();
@@ -485,7 +558,12 @@ fn fig3_curve<T: SeqTable>(
             let hits = table_count_hits(&table, &keys.positives[level]);
             times[level][2].push(start.elapsed());
             let missed = keys.positives[level].len() - hits;
-            stats[level] = (false_positives, table.table_bytes(), table.table_len());
+            stats[level] = (
+                false_positives,
+                table.table_bytes(),
+                table.table_len(),
+                failed,
+            );
             // As in fig2: only more misses than failed inserts prove a lost key.
             if missed > failed {
                 report.false_negatives.push(format!(
@@ -495,16 +573,17 @@ fn fig3_curve<T: SeqTable>(
                 ));
             }
         }
-        failed_in_last_run = failed;
     }
+    let failed_in_last_run = stats.last().map_or(0, |stat| stat.3);
     if failed_in_last_run > 0 {
         eprintln!(
-            "warning: fig3 {name}: {failed_in_last_run} inserts failed (full) up to 90% fill"
+            "warning: fig3 {name}: {failed_in_last_run} inserts failed (full) up to {}% fill",
+            levels * 10
         );
     }
     let mut curve = Vec::new();
     for (level, level_times) in times.iter_mut().enumerate() {
-        let (false_positives, bytes, len) = stats[level];
+        let (false_positives, bytes, len, failed) = stats[level];
         let mut ops = [0.0; 3];
         for (i, phase) in FIG2_PHASES.into_iter().enumerate() {
             ops[i] = per_second(m, median(std::mem::take(&mut level_times[i])));
@@ -518,6 +597,7 @@ fn fig3_curve<T: SeqTable>(
                 speedup: None,
                 fpr: Some(false_positives as f64 / keys.negatives.len().max(1) as f64),
                 bits_per_item: Some(bytes as f64 * 8.0 / len.max(1) as f64),
+                failed_inserts: Some(failed),
             });
         }
         curve.push(ops);
@@ -567,21 +647,38 @@ impl Fig3Keys {
     }
 }
 
-/// Paper 000 Figure 3: single-threaded throughput against fill degree.
-fn fig3(options: &Options, report: &mut Report) {
+/// Paper 000 Figure 3: single-threaded throughput against fill degree; returns how to plot it.
+fn fig3(options: &Options, report: &mut Report) -> PlotFn {
     let q = options.quotient_bits;
     let r = REMAINDER_BITS;
     progress(format_args!("fig3: hashing keys for 2^{q} slots"));
     let keys = Fig3Keys::new(q);
     let first_row = report.rows.len();
+    let bytes = SequentialQf::with_bits(q, r)
+        .expect("valid parameters")
+        .memory_bytes();
+    fn valid<T>(result: Result<T, Error>) -> T {
+        result.expect("valid parameters")
+    }
+    // One line each; the concurrent filters are called from this one thread.
     let ours = fig3_curve(
         options,
         "SequentialQf",
-        || SequentialQf::with_bits(q, r).expect("valid parameters"),
+        FIG3_LEVELS,
+        || valid(SequentialQf::with_bits(q, r)),
         &keys,
         report,
     );
-    fig3_curve(options, "qfilter", || qfilter_like(q, r), &keys, report);
+    let (o, k, levels) = (options, &keys, FIG3_LEVELS);
+    fig3_curve(o, "qfilter", levels, || qfilter_like(q, r), k, report);
+    let locally_locked = || Direct(valid(LocallyLockedQf::with_bits(q, r)));
+    fig3_curve(o, "LocallyLockedQf", levels, locally_locked, k, report);
+    // The paper's r = 10 + 3 bits with its default 70% load cap, measured up to the cap.
+    let linear_probing = || Direct(valid(LinearProbingQf::with_bits(q, r + 3)));
+    let lp_levels = FIG3_LINEAR_PROBING_LEVELS;
+    fig3_curve(o, "LinearProbingQf", lp_levels, linear_probing, k, report);
+    let bloom = || Direct(valid(AtomicBloomFilter::with_memory(bytes, 4)));
+    fig3_curve(o, "AtomicBloomFilter", levels, bloom, k, report);
     // Speedup over SequentialQf at the same fill and phase.
     for row in &mut report.rows[first_row..] {
         let level = (row.fill.unwrap_or(0.0) * 10.0).round() as usize - 1;
@@ -591,9 +688,6 @@ fn fig3(options: &Options, report: &mut Report) {
             .unwrap_or(0);
         row.speedup = Some(row.ops_per_sec / ours[level][phase]);
     }
-    let bytes = SequentialQf::with_bits(q, r)
-        .expect("valid parameters")
-        .memory_bytes();
     limits(
         "fig3",
         None,
@@ -604,6 +698,7 @@ fn fig3(options: &Options, report: &mut Report) {
         report,
     );
     print_fig3(options, bytes, keys.operations, &report.rows[first_row..]);
+    plot_fig3
 }
 
 /// `1 thread`, `2 threads`.
@@ -658,14 +753,16 @@ fn find<'a>(rows: &'a [Row], filter: &str, threads: usize, phase: &str) -> Optio
         .find(|row| row.filter == filter && row.threads == threads && row.phase == phase)
 }
 
-fn print_fig2(options: &Options, items: usize, bytes: usize, rows: &[Row]) {
+fn print_fig2(options: &Options, items: usize, bytes: usize, notes: &[String], rows: &[Row]) {
     let title = format!(
         "Figure 2 (paper 000): thread scaling at 72% fill; 2^{} slots, r = {REMAINDER_BITS}, \
          {items} keys, scale {}\nthroughput in million operations per second (speedup over \
          SequentialQf on 1 thread); lookups also as a share of the random-read limit over \
-         {bytes} bytes at the same thread count",
+         {bytes} bytes at the same thread count; failed = inserts refused (Full), whose keys \
+         are not counted as lost\n{}",
         options.quotient_bits,
-        options.scale.name()
+        options.scale.name(),
+        notes.join("\n")
     );
     let mut filters: Vec<(&str, usize)> = Vec::new();
     for row in rows.iter().filter(|row| row.filter != "limit") {
@@ -706,6 +803,9 @@ fn print_fig2(options: &Options, items: usize, bytes: usize, rows: &[Row]) {
             insert
                 .and_then(|r| r.bits_per_item)
                 .map_or("-".into(), |b| format!("{b:.1}")),
+            insert
+                .and_then(|r| r.failed_inserts)
+                .map_or("-".into(), |f| f.to_string()),
         ]);
     }
     for &threads in &options.threads {
@@ -717,6 +817,7 @@ fn print_fig2(options: &Options, items: usize, bytes: usize, rows: &[Row]) {
                     "-".into(),
                     mops(row.ops_per_sec),
                     mops(row.ops_per_sec),
+                    "-".into(),
                     "-".into(),
                     "-".into(),
                     "-".into(),
@@ -737,54 +838,82 @@ fn print_fig2(options: &Options, items: usize, bytes: usize, rows: &[Row]) {
             "lookup+ of limit",
             "FPR",
             "bits/item",
+            "failed",
         ],
         &body,
     );
 }
 
-fn print_fig3(options: &Options, bytes: usize, operations: usize, rows: &[Row]) {
-    let title = format!(
-        "Figure 3 (paper 000): single-threaded throughput against fill; 2^{} slots, \
-         r = {REMAINDER_BITS}, scale {}\nmillion operations per second over {} operations per \
-         point (as the paper's 100k): insert = the last inserts up to the fill, lookup- = keys \
-         never inserted, lookup+ = inserted keys",
-        options.quotient_bits,
-        options.scale.name(),
-        operations
-    );
-    let filters = ["SequentialQf", "qfilter"];
-    let mut header = vec!["fill".to_string()];
-    for filter in filters {
-        for phase in ["insert", "lookup-", "lookup+"] {
-            header.push(format!("{filter} {phase}"));
+/// The filters of some rows in the order they first appear, without the limits.
+fn filters_of(rows: &[Row]) -> Vec<&str> {
+    let mut filters: Vec<&str> = Vec::new();
+    for row in rows.iter().filter(|row| row.filter != "limit") {
+        if !filters.contains(&row.filter.as_str()) {
+            filters.push(&row.filter);
         }
-        header.push(format!("{filter} FPR"));
     }
-    let mut body = Vec::new();
-    for level in 1..=FIG3_LEVELS {
+    filters
+}
+
+fn print_fig3(options: &Options, bytes: usize, operations: usize, rows: &[Row]) {
+    let filters = filters_of(rows);
+    let at = |filter: &str, level: usize, phase: &str| {
         let fill = level as f64 / 10.0;
-        let mut line = vec![format!("{}%", level * 10)];
-        for filter in filters {
-            let at = |phase: &str| {
-                rows.iter().find(|row| {
-                    row.filter == filter
-                        && row.phase == phase
-                        && row.fill.is_some_and(|f| (f - fill).abs() < 1e-9)
-                })
-            };
-            for phase in FIG2_PHASES {
-                line.push(at(phase).map_or("-".into(), |row| mops(row.ops_per_sec)));
-            }
-            line.push(
-                at("lookup_negative")
-                    .and_then(|row| row.fpr)
-                    .map_or("-".into(), |f| format!("{f:.2e}")),
+        rows.iter().find(|row| {
+            row.filter == filter
+                && row.phase == phase
+                && row.fill.is_some_and(|f| (f - fill).abs() < 1e-9)
+        })
+    };
+    let mut header = vec!["fill"];
+    header.extend(filters.iter().copied());
+    let tables: [(&str, &str); 4] = [
+        (
+            "insert",
+            "inserts in million per second (the last inserts up to the fill)",
+        ),
+        (
+            "lookup_negative",
+            "unsuccessful lookups (keys never inserted) in million per second",
+        ),
+        (
+            "lookup_positive",
+            "successful lookups (inserted keys) in million per second",
+        ),
+        ("fpr", "measured false-positive rate"),
+    ];
+    for (i, (phase, what)) in tables.into_iter().enumerate() {
+        let mut title = format!("Figure 3{} (paper 000): {what}", ['a', 'b', 'c', 'd'][i]);
+        if i == 0 {
+            let _ = write!(
+                title,
+                "\nsingle-threaded, against fill; 2^{} slots, r = {REMAINDER_BITS}, scale {}, \
+                 {operations} operations per point (as the paper's 100k); LinearProbingQf \
+                 (r = 13) only up to its 70% load cap; AtomicBloomFilter with the r = 10 \
+                 table's {bytes} bytes and 4 hash functions; '*' = some inserts failed",
+                options.quotient_bits,
+                options.scale.name(),
             );
         }
-        body.push(line);
+        let mut body = Vec::new();
+        for level in 1..=FIG3_LEVELS {
+            let mut line = vec![format!("{}%", level * 10)];
+            for &filter in &filters {
+                line.push(if phase == "fpr" {
+                    at(filter, level, "lookup_negative")
+                        .and_then(|row| row.fpr)
+                        .map_or("-".into(), |f| format!("{f:.2e}"))
+                } else {
+                    at(filter, level, phase).map_or("-".into(), |row| {
+                        let failed = row.failed_inserts.unwrap_or(0) > 0 && phase == "insert";
+                        format!("{}{}", mops(row.ops_per_sec), if failed { "*" } else { "" })
+                    })
+                });
+            }
+            body.push(line);
+        }
+        print_table(&title, &header, &body);
     }
-    let header: Vec<&str> = header.iter().map(String::as_str).collect();
-    print_table(&title, &header, &body);
     for phase in ["random_read", "pointer_chase"] {
         if let Some(row) = find(rows, "limit", 1, phase) {
             println!(
@@ -794,6 +923,300 @@ fn print_fig3(options: &Options, bytes: usize, operations: usize, rows: &[Row]) 
             );
         }
     }
+}
+
+/// One line of a plot: a filter's throughput in million operations per second.
+struct Series {
+    name: String,
+    points: Vec<(f64, f64)>,
+}
+
+/// One panel of a plot: a phase.
+struct Panel {
+    title: &'static str,
+    series: Vec<Series>,
+}
+
+/// The filters in the order of [`COLORS`], so a filter has the same colour in every plot.
+const PLOT_FILTERS: [&str; 8] = [
+    "SequentialQf",
+    "qfilter",
+    "SequentialQf+Mutex",
+    "qfilter+Mutex",
+    "LocallyLockedQf",
+    "LinearProbingQf",
+    "AtomicBloomFilter",
+    "fastbloom",
+];
+
+/// Line colours: those of [`PLOT_FILTERS`], then for other filters in the order they appear
+/// (Tableau 10, then two darker ones).
+const COLORS: [(u8, u8, u8); 12] = [
+    (31, 119, 180),
+    (255, 127, 14),
+    (44, 160, 44),
+    (214, 39, 40),
+    (148, 103, 189),
+    (140, 86, 75),
+    (227, 119, 194),
+    (127, 127, 127),
+    (188, 189, 34),
+    (23, 190, 207),
+    (0, 0, 0),
+    (100, 60, 0),
+];
+
+/// What each panel of a figure shows.
+const PHASE_TITLES: [(&str, &str); 3] = [
+    ("insert", "inserts"),
+    ("lookup_negative", "unsuccessful lookups"),
+    ("lookup_positive", "successful lookups"),
+];
+
+/// Draws `panels` side by side into an SVG file, one line per filter (a filter measured at a
+/// single x, such as a 1-thread baseline, is drawn as a dashed horizontal line across the panel)
+/// and one legend for all panels on the right. `x_values` are the x values measured (they set
+/// the axis range); plotters places about `x_labels` labels, which `x_label` names (empty for a
+/// point that is not a measured value).
+fn draw_plot(
+    path: &Path,
+    title: &str,
+    x_label: &str,
+    x_values: &[f64],
+    x_labels: usize,
+    x_label_of: &dyn Fn(f64) -> String,
+    panels: &[Panel],
+) -> Result<(), String> {
+    use plotters::prelude::*;
+
+    let failed = |error: &dyn std::fmt::Display| format!("{}: {error}", path.display());
+    let mut names: Vec<&str> = Vec::new();
+    for series in panels.iter().flat_map(|panel| &panel.series) {
+        if !names.contains(&series.name.as_str()) {
+            names.push(&series.name);
+        }
+    }
+    let others: Vec<&str> = names
+        .iter()
+        .copied()
+        .filter(|name| !PLOT_FILTERS.contains(name))
+        .collect();
+    let color = |name: &str| {
+        let i = PLOT_FILTERS
+            .iter()
+            .position(|&n| n == name)
+            .unwrap_or_else(|| {
+                PLOT_FILTERS.len() + others.iter().position(|&n| n == name).unwrap_or(0)
+            });
+        let (r, g, b) = COLORS[i % COLORS.len()];
+        RGBColor(r, g, b)
+    };
+    let (lo, hi) = x_values
+        .iter()
+        .fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), &x| {
+            (lo.min(x), hi.max(x))
+        });
+    let (lo, hi) = if lo < hi {
+        (lo, hi)
+    } else {
+        (lo - 1.0, lo + 1.0)
+    };
+    let pad = (hi - lo) * 0.08;
+    let x_range = (lo - pad)..(hi + pad);
+
+    let legend_width = 300;
+    let panel_width = 420;
+    let width = panel_width * panels.len() as u32 + legend_width;
+    let root = SVGBackend::new(path, (width, 470)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| failed(&e))?;
+    let root = root
+        .titled(title, ("sans-serif", 20))
+        .map_err(|e| failed(&e))?;
+    let (plots, legend) = root.split_horizontally(width - legend_width);
+    for (area, panel) in plots.split_evenly((1, panels.len())).iter().zip(panels) {
+        let top = panel
+            .series
+            .iter()
+            .flat_map(|series| series.points.iter().map(|&(_, y)| y))
+            .fold(0.0f64, f64::max);
+        let top = if top > 0.0 { top * 1.1 } else { 1.0 };
+        let mut chart = ChartBuilder::on(area)
+            .caption(panel.title, ("sans-serif", 17))
+            .margin(12)
+            .x_label_area_size(45)
+            .y_label_area_size(55)
+            .build_cartesian_2d(x_range.clone(), 0.0..top)
+            .map_err(|e| failed(&e))?;
+        chart
+            .configure_mesh()
+            .x_labels(x_labels)
+            .x_desc(x_label)
+            .y_desc("million operations per second")
+            .x_label_formatter(&|x| x_label_of(*x))
+            .y_label_formatter(&|y| format!("{y:.0}"))
+            .label_style(("sans-serif", 13))
+            .axis_desc_style(("sans-serif", 14))
+            .max_light_lines(0)
+            .bold_line_style(BLACK.mix(0.12))
+            .draw()
+            .map_err(|e| failed(&e))?;
+        for series in &panel.series {
+            let style = color(&series.name).stroke_width(2);
+            if let [(_, y)] = series.points[..] {
+                chart
+                    .draw_series(DashedLineSeries::new(
+                        [(x_range.start, y), (x_range.end, y)],
+                        8,
+                        5,
+                        style,
+                    ))
+                    .map_err(|e| failed(&e))?;
+            } else {
+                chart
+                    .draw_series(LineSeries::new(series.points.iter().copied(), style))
+                    .map_err(|e| failed(&e))?;
+                chart
+                    .draw_series(
+                        series
+                            .points
+                            .iter()
+                            .map(|&point| Circle::new(point, 3, style.filled())),
+                    )
+                    .map_err(|e| failed(&e))?;
+            }
+        }
+    }
+    // The legend: a line sample and the filter's name, dashed for single-point series (which
+    // the plots of this runner only have for one thread).
+    let single: Vec<&str> = panels
+        .iter()
+        .flat_map(|panel| &panel.series)
+        .filter(|series| series.points.len() == 1)
+        .map(|series| series.name.as_str())
+        .collect();
+    for (i, &name) in names.iter().enumerate() {
+        let y = 60 + 24 * i as i32;
+        let style = color(name).stroke_width(2);
+        if single.contains(&name) {
+            for start in [10, 24] {
+                legend
+                    .draw(&PathElement::new([(start, y), (start + 9, y)], style))
+                    .map_err(|e| failed(&e))?;
+            }
+        } else {
+            legend
+                .draw(&PathElement::new([(10, y), (34, y)], style))
+                .map_err(|e| failed(&e))?;
+            legend
+                .draw(&Circle::new((22, y), 3, style.filled()))
+                .map_err(|e| failed(&e))?;
+        }
+        let label = if single.contains(&name) {
+            format!("{name} (1 thread)")
+        } else {
+            name.to_string()
+        };
+        legend
+            .draw(&Text::new(
+                label,
+                (42, y - 7),
+                ("sans-serif", 14).into_font(),
+            ))
+            .map_err(|e| failed(&e))?;
+    }
+    root.present().map_err(|e| failed(&e))?;
+    Ok(())
+}
+
+/// An axis label for the multiples of `step`, none for the points between them.
+fn integer_label(x: f64, step: f64) -> String {
+    let multiple = (x / step).round() * step;
+    if (x - multiple).abs() < 1e-6 * step {
+        format!("{multiple}")
+    } else {
+        String::new()
+    }
+}
+
+/// The Figure 2 plot: throughput per phase against threads, one line per filter; the filters
+/// measured on one thread only (the `SequentialQf` baseline, `qfilter`) as dashed lines.
+fn plot_fig2(options: &Options, rows: &[Row]) -> Result<PathBuf, String> {
+    let path = options.plots.join("fig2.svg");
+    let panels: Vec<Panel> = PHASE_TITLES
+        .iter()
+        .map(|&(phase, title)| Panel {
+            title,
+            series: filters_of(rows)
+                .into_iter()
+                .map(|filter| Series {
+                    name: filter.to_string(),
+                    points: rows
+                        .iter()
+                        .filter(|row| row.filter == filter && row.phase == phase)
+                        .map(|row| (row.threads as f64, row.ops_per_sec / 1e6))
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect();
+    let mut threads = options.threads.clone();
+    threads.sort_unstable();
+    let ticks: Vec<f64> = threads.iter().map(|&t| t as f64).collect();
+    let title = format!(
+        "Figure 2 (paper 000): thread scaling at 72% fill, 2^{} slots, scale {} \
+         (dashed: 1 thread)",
+        options.quotient_bits,
+        options.scale.name()
+    );
+    draw_plot(
+        &path,
+        &title,
+        "threads",
+        &ticks,
+        // Labels at every integer up to the most threads (plotters picks the label step).
+        threads.last().map_or(2, |&most| most + 1).min(17),
+        &|x| integer_label(x, 1.0),
+        &panels,
+    )?;
+    Ok(path)
+}
+
+/// The Figure 3 plot: single-threaded throughput per phase against fill, one line per filter.
+fn plot_fig3(options: &Options, rows: &[Row]) -> Result<PathBuf, String> {
+    let path = options.plots.join("fig3.svg");
+    let panels: Vec<Panel> = PHASE_TITLES
+        .iter()
+        .map(|&(phase, title)| Panel {
+            title,
+            series: filters_of(rows)
+                .into_iter()
+                .map(|filter| Series {
+                    name: filter.to_string(),
+                    points: rows
+                        .iter()
+                        .filter(|row| row.filter == filter && row.phase == phase)
+                        .filter_map(|row| Some((row.fill? * 100.0, row.ops_per_sec / 1e6)))
+                        .collect(),
+                })
+                .collect(),
+        })
+        .collect();
+    let ticks: Vec<f64> = (1..=FIG3_LEVELS).map(|level| level as f64 * 10.0).collect();
+    let title = format!(
+        "Figure 3 (paper 000): throughput against fill, 1 thread, 2^{} slots, scale {}",
+        options.quotient_bits,
+        options.scale.name()
+    );
+    draw_plot(
+        &path,
+        &title,
+        "fill degree (%)",
+        &ticks,
+        FIG3_LEVELS + 1,
+        &|x| integer_label(x, 10.0),
+        &panels,
+    )?;
+    Ok(path)
 }
 
 /// Runs the chosen figures, prints their tables and writes the CSV file; returns the rows.
@@ -810,13 +1233,18 @@ fn run(options: &Options) -> Result<Vec<Row>, String> {
         ),
         None => None,
     };
+    std::fs::create_dir_all(&options.plots)
+        .map_err(|error| format!("cannot create {}: {error}", options.plots.display()))?;
     let started = Instant::now();
     let mut report = Report::default();
     for &figure in &options.figures {
-        match figure {
+        let first_row = report.rows.len();
+        let plot = match figure {
             Figure::Fig2 => fig2(options, &mut report),
             Figure::Fig3 => fig3(options, &mut report),
-        }
+        };
+        let path = plot(options, &report.rows[first_row..])?;
+        progress(format_args!("plotted {}", path.display()));
     }
     progress(format_args!(
         "done in {:.1} s",
@@ -886,14 +1314,17 @@ mod tests {
 
     #[test]
     fn parses_every_option_in_both_spellings() {
-        let parsed = options("--threads 1,2,2,4 --scale quick --only fig3 --csv out.csv");
+        let parsed =
+            options("--threads 1,2,2,4 --scale quick --only fig3 --csv out.csv --plots plots/here");
         assert_eq!(parsed.threads, vec![1, 2, 4]);
         assert_eq!(parsed.scale, Scale::Quick);
         assert_eq!(parsed.quotient_bits, 16);
         assert_eq!(parsed.figures, vec![Figure::Fig3]);
         assert_eq!(parsed.csv, Some(PathBuf::from("out.csv")));
-        let parsed = options("--threads=3 --scale=paper --only=fig3,fig2");
+        assert_eq!(parsed.plots, PathBuf::from("plots/here"));
+        let parsed = options("--threads=3 --scale=paper --only=fig3,fig2 --plots=p");
         assert_eq!(parsed.threads, vec![3]);
+        assert_eq!(parsed.plots, PathBuf::from("p"));
         assert_eq!(parsed.scale, Scale::Paper);
         assert_eq!(parsed.figures, vec![Figure::Fig2, Figure::Fig3]);
         assert_eq!(parse_args(args("--help"), None), Ok(Command::Help));
@@ -914,6 +1345,8 @@ mod tests {
         assert_eq!(default.scale, Scale::Default);
         assert_eq!(default.figures, Figure::ALL.to_vec());
         assert_eq!(default.threads[0], 1);
+        assert_eq!(default.plots, PathBuf::from("target/figures"));
+        assert_eq!(default.csv, None);
     }
 
     #[test]
@@ -927,6 +1360,8 @@ mod tests {
             "--only fig9",
             "--only",
             "--csv=",
+            "--plots",
+            "--plots=",
             "--frobnicate",
             "stray",
         ] {
@@ -938,17 +1373,46 @@ mod tests {
         }
     }
 
+    /// The filters of Figure 2 measured on one thread only, directly.
+    const FIG2_SEQUENTIAL: [&str; 2] = ["SequentialQf", "qfilter"];
+
+    /// The filters of Figure 2 measured at every thread count.
+    const FIG2_CONCURRENT: [&str; 6] = [
+        "SequentialQf+Mutex",
+        "qfilter+Mutex",
+        "LocallyLockedQf",
+        "LinearProbingQf",
+        "AtomicBloomFilter",
+        "fastbloom",
+    ];
+
+    /// The filters of Figure 3 and the fill levels each must have.
+    const FIG3: [(&str, usize); 5] = [
+        ("SequentialQf", FIG3_LEVELS),
+        ("qfilter", FIG3_LEVELS),
+        ("LocallyLockedQf", FIG3_LEVELS),
+        ("LinearProbingQf", FIG3_LINEAR_PROBING_LEVELS),
+        ("AtomicBloomFilter", FIG3_LEVELS),
+    ];
+
     #[test]
     fn a_tiny_run_writes_a_row_for_every_filter_and_figure() {
-        let path = std::env::temp_dir().join(format!("conqf-figures-{}.csv", std::process::id()));
+        let dir = std::env::temp_dir().join(format!("conqf-figures-{}", std::process::id()));
+        let path = dir.join("figures.csv");
+        let plots = dir.join("plots");
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
         let mut opts = options(&format!(
-            "--scale quick --threads 1,2 --only fig2,fig3 --csv {}",
-            path.display()
+            "--scale quick --threads 1,2 --only fig2,fig3 --csv {} --plots {}",
+            path.display(),
+            plots.display()
         ));
         opts.quotient_bits = 10;
         let rows = run(&opts).expect("the run succeeds");
         let text = std::fs::read_to_string(&path).expect("the CSV file exists");
-        let _ = std::fs::remove_file(&path);
+        let svgs = ["fig2.svg", "fig3.svg"].map(|name| {
+            std::fs::read_to_string(plots.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+        });
+        let _ = std::fs::remove_dir_all(&dir);
 
         let mut lines = text.lines();
         assert_eq!(lines.next(), Some(CSV_HEADER));
@@ -962,6 +1426,10 @@ mod tests {
                 let fpr: f64 = cells[7].parse().expect("fpr is a number");
                 assert!((0.0..=1.0).contains(&fpr), "{cells:?}");
             }
+            if !cells[8].is_empty() {
+                let bits: f64 = cells[8].parse().expect("bits_per_item is a number");
+                assert!(bits > 0.0 && bits.is_finite(), "{cells:?}");
+            }
         }
         let has = |figure: &str, filter: &str, threads: &str, phase: &str| {
             parsed
@@ -969,33 +1437,89 @@ mod tests {
                 .any(|c| c[0] == figure && c[1] == filter && c[2] == threads && c[4] == phase)
         };
         for phase in FIG2_PHASES {
-            assert!(has("fig2", "SequentialQf", "1", phase));
-            assert!(has("fig2", "qfilter", "1", phase));
-            for threads in ["1", "2"] {
-                assert!(has("fig2", "SequentialQf+Mutex", threads, phase));
-                assert!(has("fig2", "qfilter+Mutex", threads, phase));
+            for filter in FIG2_SEQUENTIAL {
+                assert!(has("fig2", filter, "1", phase), "fig2 {filter} {phase}");
+                assert!(!has("fig2", filter, "2", phase), "fig2 {filter} {phase}");
+            }
+            for filter in FIG2_CONCURRENT {
+                for threads in ["1", "2"] {
+                    assert!(
+                        has("fig2", filter, threads, phase),
+                        "fig2 {filter} {threads}"
+                    );
+                }
             }
         }
         for threads in ["1", "2"] {
             assert!(has("fig2", "limit", threads, "random_read"));
             assert!(has("fig2", "limit", threads, "pointer_chase"));
         }
-        for filter in ["SequentialQf", "qfilter"] {
+        for (filter, levels) in FIG3 {
             for phase in FIG2_PHASES {
-                let fills = parsed
+                let fills: Vec<&str> = parsed
                     .iter()
                     .filter(|c| c[0] == "fig3" && c[1] == filter && c[4] == phase)
-                    .count();
-                assert_eq!(fills, FIG3_LEVELS, "{filter} {phase}");
+                    .map(|c| c[3])
+                    .collect();
+                let expected: Vec<String> = (1..=levels)
+                    .map(|level| format!("{}", level as f64 / 10.0))
+                    .collect();
+                assert_eq!(fills, expected, "fig3 {filter} {phase}");
             }
         }
         assert!(has("fig3", "limit", "1", "random_read"));
         assert!(has("fig3", "limit", "1", "pointer_chase"));
+        // Every row is of a filter the test knows: nothing is claimed that is not checked.
+        for cells in &parsed {
+            let known = match cells[0] {
+                "fig2" => {
+                    FIG2_SEQUENTIAL.contains(&cells[1])
+                        || FIG2_CONCURRENT.contains(&cells[1])
+                        || cells[1] == "limit"
+                }
+                "fig3" => FIG3.iter().any(|&(f, _)| f == cells[1]) || cells[1] == "limit",
+                _ => false,
+            };
+            assert!(known, "{cells:?}");
+        }
         // The baseline's speedup over itself is exactly 1.
         let baseline = rows
             .iter()
             .find(|row| row.figure == "fig2" && row.filter == "SequentialQf")
             .expect("a baseline row");
         assert_eq!(baseline.speedup, Some(1.0));
+        // One SVG per figure, each naming every filter of its figure in the legend (the ones
+        // measured on one thread only as such).
+        let fig2_labels: Vec<String> = FIG2_SEQUENTIAL
+            .iter()
+            .map(|filter| format!("{filter} (1 thread)"))
+            .chain(FIG2_CONCURRENT.iter().map(|filter| filter.to_string()))
+            .collect();
+        let fig3_labels: Vec<String> = FIG3.iter().map(|(filter, _)| filter.to_string()).collect();
+        for (svg, labels) in svgs.iter().zip([fig2_labels, fig3_labels]) {
+            assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(80)]);
+            assert!(svg.trim_end().ends_with("</svg>"));
+            for text in [
+                "million operations per second",
+                "inserts",
+                "successful lookups",
+            ] {
+                assert!(svg.contains(&format!(">\n{text}\n</text>")), "{text}");
+            }
+            for label in labels {
+                assert!(
+                    svg.contains(&format!(">\n{label}\n</text>")),
+                    "legend: {label}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn integer_labels_name_only_the_multiples() {
+        assert_eq!(integer_label(2.0, 1.0), "2");
+        assert_eq!(integer_label(1.5, 1.0), "");
+        assert_eq!(integer_label(30.000_000_1, 10.0), "30");
+        assert_eq!(integer_label(35.0, 10.0), "");
     }
 }
