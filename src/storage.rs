@@ -270,6 +270,12 @@ pub(crate) struct Cursor<'a> {
     /// Bit position of the last slot of a group.
     last_shift: u32,
     mask: u64,
+    /// Bit 0 of every lane: `lanes(1)`.
+    lane_lsb: u64,
+    /// `ceil(2^16 / bits)`: the lane holding bit `b` of a word is `(b * lane_magic) >> 16`.
+    lane_magic: u32,
+    /// Slots per group.
+    per_group: u32,
     order: Ordering,
     /// Whether the cursor stays inside its group (see [`SlotArray::cursor_in_group`]).
     bounded: bool,
@@ -289,6 +295,11 @@ impl<'a> Cursor<'a> {
             bits: layout.bits,
             last_shift: (layout.per_group - 1) * layout.bits,
             mask: layout.slot_mask(),
+            lane_lsb: layout.lanes(1),
+            // Exact for b < 64: the error of the rounded-up reciprocal, b * (bits - 1) / 2^16
+            // / bits, stays below the 1 / bits gap to the next multiple.
+            lane_magic: (1u32 << 16).div_ceil(layout.bits),
+            per_group: layout.per_group,
             order,
             bounded,
         }
@@ -349,6 +360,74 @@ impl Cursor<'_> {
     #[inline]
     pub(crate) fn reload(&mut self) {
         self.word = self.array.load_group(self.group, self.order);
+    }
+
+    // ----- Word-level stepping: a walk that tests many lanes with one mask operation --------
+
+    /// The snapshot of the current group.
+    #[inline]
+    pub(crate) fn word(&self) -> u64 {
+        self.word
+    }
+
+    /// Bit position of the current slot in [`word`](Cursor::word).
+    #[inline]
+    pub(crate) fn shift(&self) -> u32 {
+        self.shift
+    }
+
+    /// Bit 0 of every slot lane of a group.
+    #[inline]
+    pub(crate) fn lane_lsb(&self) -> u64 {
+        self.lane_lsb
+    }
+
+    /// Width of a slot in bits.
+    #[inline]
+    pub(crate) fn slot_bits(&self) -> u32 {
+        self.bits
+    }
+
+    /// Moves to the slot whose lane holds bit `bit` of the current group.
+    #[inline]
+    pub(crate) fn jump_to_bit(&mut self, bit: u32) {
+        let lane = (bit * self.lane_magic) >> 16;
+        debug_assert!(lane < self.per_group && lane == bit / self.bits);
+        let shift = lane * self.bits;
+        let current = (self.shift * self.lane_magic) >> 16;
+        self.index = self.index - current as usize + lane as usize;
+        self.shift = shift;
+    }
+
+    /// Moves to the last slot of the previous group. Returns `false` (and stays) in group 0 or
+    /// for a bounded cursor.
+    #[inline]
+    pub(crate) fn to_previous_group(&mut self) -> bool {
+        if self.group == 0 || self.bounded {
+            return false;
+        }
+        let lane = (self.shift * self.lane_magic) >> 16;
+        self.index -= lane as usize + 1;
+        self.group -= 1;
+        self.shift = self.last_shift;
+        self.word = self.array.load_group(self.group, self.order);
+        true
+    }
+
+    /// Moves to the first slot of the next group. Returns `false` (and stays) if that slot is
+    /// past the end of the array or the cursor is bounded.
+    #[inline]
+    pub(crate) fn to_next_group(&mut self) -> bool {
+        let lane = (self.shift * self.lane_magic) >> 16;
+        let next = self.index - lane as usize + self.per_group as usize;
+        if self.bounded || next >= self.array.slots {
+            return false;
+        }
+        self.index = next;
+        self.group += 1;
+        self.shift = 0;
+        self.word = self.array.load_group(self.group, self.order);
+        true
     }
 }
 

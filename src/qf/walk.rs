@@ -8,6 +8,7 @@
 //! `None` and the caller takes the locked path). Writes go through a
 //! [`Rewriter`](crate::storage::Rewriter), so shifting is also written once.
 
+use crate::hash::low_mask;
 use crate::storage::{Commit, Cursor, Rewriter};
 
 use super::slot::{Slot, OCCUPIED, READ_LOCK};
@@ -18,37 +19,78 @@ pub(crate) fn slot_at(cursor: &Cursor<'_>) -> Slot {
     Slot::unlocked(cursor.slot())
 }
 
+/// A whole group with its locks read through, as [`Slot::unlocked`] does for one slot: in every
+/// lane whose continuation bit is set without the shifted bit, the two low bits flip.
+#[inline]
+fn unlocked_word(word: u64, lane_lsb: u64) -> u64 {
+    let locks = (word >> 1) & !(word >> 2) & lane_lsb;
+    word ^ (locks | (locks << 1))
+}
+
 /// Moves a cursor on a filled slot left to the start of its cluster.
 ///
 /// Returns the number of occupied canonical slots strictly left of the starting slot and at or
 /// right of the cluster start: the number of runs that precede the starting slot's own run in
 /// the cluster. `None` if the cursor cannot move (bounded cursor, or a corrupt table).
+///
+/// Works a group at a time: the cluster start is the highest lane at or below the current one
+/// whose shifted bit is clear, and the occupied bits in between are one popcount.
 #[inline]
 pub(crate) fn back_to_cluster_start(cursor: &mut Cursor<'_>) -> Option<usize> {
+    let lsb = cursor.lane_lsb();
+    let shifted_lanes = lsb << 2;
+    // Occupied bits are counted in lanes below `count_below`; the start is searched at or below
+    // the current lane, i.e. below `search_below`.
+    let mut count_below = cursor.shift();
+    let mut search_below = cursor.shift() + cursor.slot_bits();
     let mut runs_before = 0;
-    while slot_at(cursor).is_shifted() {
-        if !cursor.retreat() {
+    loop {
+        let word = unlocked_word(cursor.word(), lsb);
+        let unshifted = !word & shifted_lanes & low_mask(search_below);
+        if unshifted != 0 {
+            let start_bit = 63 - unshifted.leading_zeros();
+            let between = low_mask(count_below) & !low_mask(start_bit - 2);
+            runs_before += (word & lsb & between).count_ones() as usize;
+            cursor.jump_to_bit(start_bit);
+            return Some(runs_before);
+        }
+        runs_before += (word & lsb & low_mask(count_below)).count_ones() as usize;
+        if !cursor.to_previous_group() {
             return None;
         }
-        runs_before += slot_at(cursor).is_occupied() as usize;
+        count_below = 64;
+        search_below = 64;
     }
-    Some(runs_before)
 }
 
-/// Moves a cursor on a run start over `runs` whole runs, onto the slot after the last of them.
+/// Moves a cursor on a run start over `runs` whole runs, onto the slot after the last of them:
+/// the `runs`-th slot to the right whose continuation bit is clear.
 #[inline]
 pub(crate) fn skip_runs(cursor: &mut Cursor<'_>, runs: usize) -> Option<()> {
-    for _ in 0..runs {
-        loop {
-            if !cursor.advance() {
-                return None;
-            }
-            if !slot_at(cursor).is_continuation() {
-                break;
-            }
-        }
+    if runs == 0 {
+        return Some(());
     }
-    Some(())
+    let lsb = cursor.lane_lsb();
+    let continuation_lanes = lsb << 1;
+    let mut remaining = runs as u32;
+    let mut after = cursor.shift() + cursor.slot_bits();
+    loop {
+        let word = unlocked_word(cursor.word(), lsb);
+        let mut boundaries = !word & continuation_lanes & !low_mask(after);
+        let found = boundaries.count_ones();
+        if found >= remaining {
+            for _ in 1..remaining {
+                boundaries &= boundaries - 1;
+            }
+            cursor.jump_to_bit(boundaries.trailing_zeros());
+            return Some(());
+        }
+        remaining -= found;
+        if !cursor.to_next_group() {
+            return None;
+        }
+        after = 0;
+    }
 }
 
 /// Moves a cursor on the filled canonical slot `quot` to where the run of `quot` starts, or
@@ -125,12 +167,21 @@ pub(crate) fn lookup(cursor: &mut Cursor<'_>, remainder: u64) -> Option<(bool, O
 /// Moves the cursor to the first empty slot at or after it and returns its index.
 #[inline]
 pub(crate) fn seek_empty(cursor: &mut Cursor<'_>) -> Option<usize> {
-    while !slot_at(cursor).is_empty() {
-        if !cursor.advance() {
+    let lsb = cursor.lane_lsb();
+    let mut from = cursor.shift();
+    loop {
+        let word = unlocked_word(cursor.word(), lsb);
+        let filled = (word | (word >> 1) | (word >> 2)) & lsb;
+        let empty = !filled & lsb & !low_mask(from);
+        if empty != 0 {
+            cursor.jump_to_bit(empty.trailing_zeros());
+            return Some(cursor.index());
+        }
+        if !cursor.to_next_group() {
             return None;
         }
+        from = 0;
     }
-    Some(cursor.index())
 }
 
 /// Everything an insert will write, decided before anything is written.
