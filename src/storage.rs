@@ -402,7 +402,7 @@ impl Cursor<'_> {
     /// Moves to the last slot of the previous group. Returns `false` (and stays) in group 0 or
     /// for a bounded cursor.
     #[inline]
-    pub(crate) fn to_previous_group(&mut self) -> bool {
+    pub(crate) fn enter_previous_group(&mut self) -> bool {
         if self.group == 0 || self.bounded {
             return false;
         }
@@ -417,7 +417,7 @@ impl Cursor<'_> {
     /// Moves to the first slot of the next group. Returns `false` (and stays) if that slot is
     /// past the end of the array or the cursor is bounded.
     #[inline]
-    pub(crate) fn to_next_group(&mut self) -> bool {
+    pub(crate) fn enter_next_group(&mut self) -> bool {
         let lane = (self.shift * self.lane_magic) >> 16;
         let next = self.index - lane as usize + self.per_group as usize;
         if self.bounded || next >= self.array.slots {

@@ -55,7 +55,7 @@ pub(crate) fn back_to_cluster_start(cursor: &mut Cursor<'_>) -> Option<usize> {
             return Some(runs_before);
         }
         runs_before += (word & lsb & low_mask(count_below)).count_ones() as usize;
-        if !cursor.to_previous_group() {
+        if !cursor.enter_previous_group() {
             return None;
         }
         count_below = 64;
@@ -86,7 +86,7 @@ pub(crate) fn skip_runs(cursor: &mut Cursor<'_>, runs: usize) -> Option<()> {
             return Some(());
         }
         remaining -= found;
-        if !cursor.to_next_group() {
+        if !cursor.enter_next_group() {
             return None;
         }
         after = 0;
@@ -177,7 +177,7 @@ pub(crate) fn seek_empty(cursor: &mut Cursor<'_>) -> Option<usize> {
             cursor.jump_to_bit(empty.trailing_zeros());
             return Some(cursor.index());
         }
-        if !cursor.to_next_group() {
+        if !cursor.enter_next_group() {
             return None;
         }
         from = 0;
