@@ -9,6 +9,7 @@
 //! | --- | --- | --- |
 //! | [`SequentialQf`] | one thread (`&mut self` writes); the baseline | yes |
 //! | [`LocallyLockedQf`] | locks in the table's own status bits; lock-free when an operation stays in one 64-bit group | yes |
+//! | [`ExternallyLockedQf`] | one spin lock per region of 4096 slots in a separate array (the paper's baseline) | yes |
 //! | [`LinearProbingQf`] | lock-free, one CAS per insert | no |
 //! | [`AtomicBloomFilter`] | lock-free `fetch_or` | no |
 //!
@@ -72,6 +73,7 @@ mod sync;
 pub use bloom::AtomicBloomFilter;
 pub use filter::{Count, Error, Filter, Merge, Remove};
 pub use hash::{hash_key, Fingerprint};
+pub use qf::externally_locked::ExternallyLockedQf;
 pub use qf::linear_probing::{LinearProbingBuilder, LinearProbingQf};
 pub use qf::locally_locked::LocallyLockedQf;
 pub use qf::scan::Fingerprints;

@@ -128,6 +128,30 @@ impl UnderTest for conqf::LocallyLockedQf {
     }
 }
 
+impl UnderTest for conqf::ExternallyLockedQf {
+    fn with_bits(q: u32, r: u32) -> Self {
+        conqf::ExternallyLockedQf::with_bits(q, r).unwrap()
+    }
+    fn insert(&mut self, hash: u64) -> Result<bool, conqf::Error> {
+        conqf::Filter::insert_hash(self, hash)
+    }
+    fn remove(&mut self, hash: u64) -> Result<bool, conqf::Error> {
+        conqf::Remove::remove_hash(self, hash)
+    }
+    fn contains(&self, hash: u64) -> bool {
+        conqf::Filter::contains_hash(self, hash)
+    }
+    fn check(&self) -> Result<(), String> {
+        self.check_invariants()
+    }
+    fn len(&self) -> usize {
+        conqf::Filter::len(self)
+    }
+    fn fingerprints(&self) -> Vec<Fingerprint> {
+        conqf::ExternallyLockedQf::fingerprints(self).collect()
+    }
+}
+
 /// Runs `sequence` on a fresh `F::with_bits(q, r)` and the exact model side by side: every
 /// answer must equal the model's and the invariants must hold after every step.
 pub(crate) fn run_model<F: UnderTest>(

@@ -1,0 +1,546 @@
+//! `ExternallyLockedQf`: the sequential 3-status-bit quotient filter behind a separate array of
+//! spin locks, one per region of consecutive slots. This is the "common scheme" that paper 000
+//! §3 argues against and §5 measures ("Externally locked quotient filter using an array with one
+//! lock per 4096 slots"): every operation pays a second memory access, to the lock array, besides
+//! the table. It is the baseline of the locally locked filter's speedup, so it is kept honest:
+//! the locks live in their own array (not in the table), every operation takes one, and there is
+//! no lock elision.
+//!
+//! # Layout
+//!
+//! The table is exactly the one of [`SequentialQf`] (slots packed into 64-bit groups, an
+//! overflow tail instead of wrap-around), so conversion either way is free. Beside it, one
+//! `AtomicBool` per region, packed one byte each as in the paper's plain lock array.
+//!
+//! **Regions are whole groups.** The requested region size is rounded up to `per_group * 2^k`
+//! slots (`per_group = floor(64 / (r + 3))` slots per group), so a group never straddles two
+//! regions and a slot's region is its group index shifted right by `k`. For the paper's `r = 10`
+//! (13-bit slots, 4 per group) the default of 4096 slots is exact. Because a lock covers whole
+//! groups, a thread holding the regions it writes is the only writer of those groups, so a shift
+//! publishes each group with a plain load and store (no CAS).
+//!
+//! # Protocol
+//!
+//! Every operation (insert, contains, remove) locks the region of its canonical slot and runs the
+//! plain sequential walk of [`walk`] from that slot. The walk reads a contiguous stretch of the
+//! table: left to the cluster start, then right to the end of the run (queries), the first empty
+//! slot (inserts) or the first empty slot after the removed element (removals, which shift
+//! left at most that far). The walk can read past the held regions; it never writes. Afterwards
+//! the operation checks that the stretch it read lies in held regions:
+//!
+//! * if so, everything it read is stable (nobody else writes a held region), so its answer is the
+//!   sequential one, and it writes its shift, which lies inside that same stretch;
+//! * if the stretch reaches into later regions, it locks those too, in ascending order, while
+//!   holding the ones it has, and walks again;
+//! * if the stretch starts in an earlier region (the cluster start is left of the canonical
+//!   slot's region), it releases everything and locks from the start's region upward, in
+//!   ascending order, and walks again (the table may have changed while nothing was held).
+//!
+//! A walk that fails outright (it read an inconsistent half-shifted stretch of a region it does
+//! not hold) widens the held range by one region on each side and walks again; with every region
+//! held it answers as [`SequentialQf`] does on a corrupt table.
+//!
+//! **No deadlock**: a thread waits for a lock only while every lock it holds belongs to a lower
+//! region (right extensions) or while it holds none (the first lock, left extensions). So every
+//! chain of waits goes to higher regions and ends.
+//!
+//! **No false negatives, per-key linearizability**: an operation writes only slots in regions it
+//! holds and its answer depends only on slots in regions it holds, all locked at once
+//! (two-phase locking: everything is acquired before the accepted walk, released after the
+//! writes). So operations on overlapping stretches are serialised in lock order, each sees the
+//! table as the previous one left it, and the table is always a sequential table once no
+//! operation holds a region.
+//!
+//! # Memory orderings
+//!
+//! Locking is an `Acquire` swap and unlocking a `Release` store, so everything the previous
+//! holder of a region wrote happens before the next holder reads it. Table loads and stores are
+//! therefore `Relaxed`: under the lock they are ordered by it, and loads of regions not held are
+//! only used to decide which regions to lock (their results are then discarded).
+
+use crate::counter::StripedCounter;
+use crate::filter::{Error, Filter, Remove};
+use crate::hash::Fingerprint;
+use crate::sizing;
+use crate::storage::{Commit, Rewriter, SlotArray};
+use crate::sync::{AtomicBool, Ordering, Waiter};
+
+use super::scan::{check_table, Fingerprints};
+use super::sequential::{SequentialQf, MAX_LOAD};
+use super::slot::Slot;
+use super::walk::{self, InsertStep, KEEP_OCCUPIED};
+
+/// A concurrent quotient filter guarded by an external array of region spin locks (paper 000
+/// §3, §5): the baseline [`LocallyLockedQf`](crate::LocallyLockedQf) is measured against.
+///
+/// All methods take `&self`; share it with an [`Arc`](std::sync::Arc).
+///
+/// ```
+/// use conqf::{ExternallyLockedQf, Filter, Remove};
+///
+/// let filter = ExternallyLockedQf::new(100_000, 0.001)?;
+/// std::thread::scope(|s| {
+///     for t in 0..2u64 {
+///         let filter = &filter;
+///         s.spawn(move || {
+///             for i in 0..1000u64 {
+///                 filter.insert(&(t * 1000 + i)).unwrap();
+///             }
+///         });
+///     }
+/// });
+/// assert!((0..2000u64).all(|k| filter.contains(&k)));
+/// assert_eq!(filter.remove(&7u64)?, true);
+/// # Ok::<(), conqf::Error>(())
+/// ```
+pub struct ExternallyLockedQf {
+    slots: SlotArray,
+    /// One spin lock per region; `true` while held.
+    locks: Box<[AtomicBool]>,
+    /// The region of group `g` is `g >> region_shift`.
+    region_shift: u32,
+    /// Slots per region (after rounding to whole groups).
+    region_slots: usize,
+    quotient_bits: u32,
+    remainder_bits: u32,
+    len: StripedCounter,
+}
+
+impl ExternallyLockedQf {
+    /// The region size of the paper's external-lock competitor: 4096 slots per lock.
+    pub const DEFAULT_REGION_SLOTS: usize = 4096;
+
+    /// A filter that holds `capacity` keys at a false-positive rate of at most `fpr`, with
+    /// regions of [`DEFAULT_REGION_SLOTS`](Self::DEFAULT_REGION_SLOTS).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
+    /// would be too large.
+    pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
+        let (q, r) = sizing::qf_parameters(capacity, fpr, MAX_LOAD)?;
+        Self::with_bits(q, r)
+    }
+
+    /// A filter with `2^quotient_bits` slots of `remainder_bits` remainder bits each, with
+    /// regions of [`DEFAULT_REGION_SLOTS`](Self::DEFAULT_REGION_SLOTS).
+    ///
+    /// # Errors
+    /// As [`SequentialQf::with_bits`].
+    pub fn with_bits(quotient_bits: u32, remainder_bits: u32) -> Result<Self, Error> {
+        Self::with_bits_and_region(quotient_bits, remainder_bits, Self::DEFAULT_REGION_SLOTS)
+    }
+
+    /// As [`with_bits`](Self::with_bits), with one lock per `region_slots` slots, rounded up to
+    /// a power-of-two number of whole groups (see [`region_slots`](Self::region_slots)).
+    ///
+    /// # Errors
+    /// As [`SequentialQf::with_bits`], and [`Error::InvalidParameters`] if `region_slots` is 0.
+    pub fn with_bits_and_region(
+        quotient_bits: u32,
+        remainder_bits: u32,
+        region_slots: usize,
+    ) -> Result<Self, Error> {
+        check_region(region_slots)?;
+        let sequential = SequentialQf::with_bits(quotient_bits, remainder_bits)?;
+        Self::from_sequential_with_region(sequential, region_slots)
+    }
+
+    /// The concurrent filter over a sequential filter's table (no copy: the layouts are the
+    /// same), with regions of [`DEFAULT_REGION_SLOTS`](Self::DEFAULT_REGION_SLOTS).
+    pub fn from_sequential(filter: SequentialQf) -> Self {
+        Self::build(filter, Self::DEFAULT_REGION_SLOTS)
+    }
+
+    /// [`from_sequential`](Self::from_sequential) with one lock per `region_slots` slots.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if `region_slots` is 0.
+    pub fn from_sequential_with_region(
+        filter: SequentialQf,
+        region_slots: usize,
+    ) -> Result<Self, Error> {
+        check_region(region_slots)?;
+        Ok(Self::build(filter, region_slots))
+    }
+
+    /// The sequential filter over this table (no copy), e.g. to grow or merge it.
+    pub fn into_sequential(self) -> SequentialQf {
+        let len = self.len.sum();
+        SequentialQf {
+            slots: self.slots,
+            quotient_bits: self.quotient_bits,
+            remainder_bits: self.remainder_bits,
+            len,
+        }
+    }
+
+    /// `region_slots >= 1`.
+    fn build(filter: SequentialQf, region_slots: usize) -> Self {
+        let layout = *filter.slots.layout();
+        let per_group = (64 / layout.bits()) as usize;
+        let groups = layout.groups_for(filter.slots.len());
+        // At most the whole table (`groups >= 1`), so the power of two cannot overflow.
+        let region_groups = region_slots
+            .div_ceil(per_group)
+            .clamp(1, groups)
+            .next_power_of_two();
+        let region_shift = region_groups.trailing_zeros();
+        let regions = ((groups - 1) >> region_shift) + 1;
+        let len = StripedCounter::new();
+        len.reset(filter.len);
+        ExternallyLockedQf {
+            slots: filter.slots,
+            locks: (0..regions).map(|_| AtomicBool::new(false)).collect(),
+            region_shift,
+            region_slots: region_groups * per_group,
+            quotient_bits: filter.quotient_bits,
+            remainder_bits: filter.remainder_bits,
+            len,
+        }
+    }
+
+    /// Quotient bits `q`: the table has `2^q` canonical slots.
+    pub fn quotient_bits(&self) -> u32 {
+        self.quotient_bits
+    }
+
+    /// Remainder bits `r` stored per slot.
+    pub fn remainder_bits(&self) -> u32 {
+        self.remainder_bits
+    }
+
+    /// Slots per lock: the requested region size rounded up to `per_group * 2^k` slots, where
+    /// `per_group = floor(64 / (r + 3))`, so regions are whole groups.
+    pub fn region_slots(&self) -> usize {
+        self.region_slots
+    }
+
+    /// Number of regions (locks).
+    pub fn regions(&self) -> usize {
+        self.locks.len()
+    }
+
+    /// The stored fingerprints in increasing order. Only meaningful while no thread writes.
+    pub fn fingerprints(&self) -> Fingerprints<'_> {
+        // Relaxed: the caller has synchronised with the writers (joined them, or any
+        // Release/Acquire pair after their last operation), which orders their stores first.
+        Fingerprints::new(&self.slots, Ordering::Relaxed)
+    }
+
+    /// Checks that no region is locked and the table's invariants (status bits, run order, the
+    /// count). Only meaningful while no thread works on the filter; for tests and debugging.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        for (region, lock) in self.locks.iter().enumerate() {
+            // Acquire: pairs with the last holder's Release, so the scan sees its writes.
+            if lock.load(Ordering::Acquire) {
+                return Err(format!("region {region} is still locked"));
+            }
+        }
+        let stored = check_table(&self.slots, self.remainder_bits)?;
+        let len = self.len.sum();
+        if stored != len {
+            return Err(format!("{stored} fingerprints stored but len is {len}"));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn fingerprint(&self, hash: u64) -> (usize, u64) {
+        let f = Fingerprint::split(hash, self.quotient_bits, self.remainder_bits);
+        (f.quotient as usize, f.remainder)
+    }
+
+    /// The region holding slot `index`.
+    #[inline]
+    fn region_of(&self, index: usize) -> usize {
+        self.slots.layout().locate(index).0 >> self.region_shift
+    }
+
+    /// Spins until this thread holds the lock of `region`.
+    #[inline]
+    fn lock(&self, region: usize) {
+        let lock = &self.locks[region];
+        // Acquire: everything the previous holder wrote before its Release unlock happens
+        // before our reads of the region.
+        if !lock.swap(true, Ordering::Acquire) {
+            return;
+        }
+        let waiter = Waiter::new();
+        loop {
+            // Relaxed: only a hint that the lock may be free; the swap below acquires it.
+            while lock.load(Ordering::Relaxed) {
+                waiter.wait();
+            }
+            // Acquire: as above.
+            if !lock.swap(true, Ordering::Acquire) {
+                return;
+            }
+        }
+    }
+
+    /// Releases the lock of `region`.
+    #[inline]
+    fn unlock(&self, region: usize) {
+        // Release: publishes our table writes in the region to its next holder.
+        self.locks[region].store(false, Ordering::Release);
+    }
+
+    /// Runs `op` holding the region of `quotient`, and more regions as `op` asks for them,
+    /// until it answers; releases everything before returning.
+    #[inline]
+    fn locked<T>(&self, quotient: usize, mut op: impl FnMut(&Held<'_>) -> Walked<T>) -> T {
+        let region = self.region_of(quotient);
+        let mut held = Held::lock(self, region, region);
+        loop {
+            match op(&held) {
+                Walked::Done(answer) => return answer,
+                Walked::Read { from, to } => {
+                    held.extend(self.region_of(from), self.region_of(to));
+                }
+                Walked::Failed => {
+                    let last = self.locks.len() - 1;
+                    held.extend(held.first.saturating_sub(1), (held.last + 1).min(last));
+                }
+            }
+        }
+    }
+}
+
+/// What a walk under a [`Held`] set of regions found.
+enum Walked<T> {
+    /// Everything the walk read is in held regions: this is the answer.
+    Done(T),
+    /// The walk read the slots `from..=to`, some of them outside the held regions.
+    Read { from: usize, to: usize },
+    /// The walk failed: it read an inconsistent stretch outside the held regions.
+    Failed,
+}
+
+/// The regions `first..=last`, all locked by this thread; unlocked on drop.
+struct Held<'a> {
+    filter: &'a ExternallyLockedQf,
+    first: usize,
+    last: usize,
+}
+
+impl<'a> Held<'a> {
+    /// Locks `first..=last` in ascending order.
+    fn lock(filter: &'a ExternallyLockedQf, first: usize, last: usize) -> Self {
+        for region in first..=last {
+            filter.lock(region);
+        }
+        Held {
+            filter,
+            first,
+            last,
+        }
+    }
+
+    /// Holds `first.min(self.first)..=last.max(self.last)`, locking in ascending order: regions
+    /// after the held ones are added while holding them (they are all lower); for regions before
+    /// them, everything is released first and locked again from the lowest.
+    fn extend(&mut self, first: usize, last: usize) {
+        let last = last.max(self.last);
+        if first < self.first {
+            self.release();
+            self.first = first;
+            for region in first..=last {
+                self.filter.lock(region);
+            }
+        } else {
+            for region in self.last + 1..=last {
+                self.filter.lock(region);
+            }
+        }
+        self.last = last;
+    }
+
+    fn release(&self) {
+        for region in self.first..=self.last {
+            self.filter.unlock(region);
+        }
+    }
+
+    /// Whether the slots `from..=to` all lie in held regions.
+    #[inline]
+    fn covers(&self, from: usize, to: usize) -> bool {
+        self.filter.region_of(from) >= self.first && self.filter.region_of(to) <= self.last
+    }
+
+    /// `answer` if the walk that produced it read only `from..=to` and those are held.
+    #[inline]
+    fn answer<T>(&self, from: usize, to: usize, answer: T) -> Walked<T> {
+        if self.covers(from, to) {
+            Walked::Done(answer)
+        } else {
+            Walked::Read { from, to }
+        }
+    }
+
+    /// A failed walk: with every region held the table itself is corrupt and `fallback` (what
+    /// the sequential filter answers) stands; otherwise lock more and walk again.
+    #[inline]
+    fn failed<T>(&self, fallback: T) -> Walked<T> {
+        if self.first == 0 && self.last == self.filter.locks.len() - 1 {
+            Walked::Done(fallback)
+        } else {
+            Walked::Failed
+        }
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
+
+/// [`Commit`] for groups in regions this thread holds: nobody else writes them (a region is a
+/// whole number of groups), so a load and a store publish a group.
+struct UnderLock;
+
+impl Commit for UnderLock {
+    #[inline]
+    fn commit(&self, array: &SlotArray, group: usize, _range: u64, compose: impl Fn(u64) -> u64) {
+        // Relaxed: we hold the group's region, so no other thread writes it; the lock's Acquire
+        // ordered the previous holder's stores before this load, and our unlock's Release orders
+        // this store before the next holder's loads. Threads that read it without the lock
+        // discard what they read.
+        let word = array.load_group(group, Ordering::Relaxed);
+        array.store_group(group, compose(word), Ordering::Relaxed);
+    }
+}
+
+impl Filter for ExternallyLockedQf {
+    fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
+        let (quotient, remainder) = self.fingerprint(hash);
+        self.locked(quotient, |held| {
+            // Relaxed: the plan is used only if every group it read is in a held region, whose
+            // lock's Acquire ordered the last writer's stores before these loads.
+            let mut cursor = self.slots.cursor(quotient, Ordering::Relaxed);
+            let plan = match walk::plan_insert(&mut cursor, quotient, remainder) {
+                Some(InsertStep::Duplicate { cluster_start }) => {
+                    let to = cursor.index().max(quotient);
+                    return held.answer(cluster_start, to, Ok(false));
+                }
+                Some(InsertStep::Place(plan)) => plan,
+                None => return held.failed(Err(Error::Full)),
+            };
+            // The walk read from the cluster start to the first empty slot; the shift writes
+            // inside that stretch.
+            let (from, to) = (plan.cluster_start, plan.end.max(quotient));
+            if !held.covers(from, to) {
+                return Walked::Read { from, to };
+            }
+            if plan.end + 1 >= self.slots.len() {
+                // The run would reach the last slot, which stays empty.
+                return Walked::Done(Err(Error::Full));
+            }
+            // Relaxed: reads of held regions, as above.
+            let mut read = self.slots.cursor(plan.position, Ordering::Relaxed);
+            let mut rewriter = Rewriter::new(&self.slots, UnderLock, KEEP_OCCUPIED);
+            walk::shift_in(&mut read, &mut rewriter, &plan, None);
+            rewriter.finish();
+            self.len.increment(quotient);
+            Walked::Done(Ok(true))
+        })
+    }
+
+    fn contains_hash(&self, hash: u64) -> bool {
+        let (quotient, remainder) = self.fingerprint(hash);
+        self.locked(quotient, |held| {
+            // Relaxed: as in `insert_hash`.
+            let mut cursor = self.slots.cursor(quotient, Ordering::Relaxed);
+            match walk::lookup(&mut cursor, remainder) {
+                Some((found, start)) => {
+                    let to = cursor.index().max(quotient);
+                    held.answer(start.unwrap_or(quotient), to, found)
+                }
+                None => held.failed(false),
+            }
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.len.sum()
+    }
+
+    fn capacity(&self) -> usize {
+        ((1u64 << self.quotient_bits) as f64 * MAX_LOAD) as usize
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.slots.memory_bytes() + std::mem::size_of_val(&*self.locks)
+    }
+
+    fn false_positive_rate(&self) -> f64 {
+        let load = self.len.sum() as f64 / (1u64 << self.quotient_bits) as f64;
+        sizing::qf_fpr(load, self.remainder_bits)
+    }
+}
+
+impl Remove for ExternallyLockedQf {
+    fn remove_hash(&self, hash: u64) -> Result<bool, Error> {
+        let (quotient, remainder) = self.fingerprint(hash);
+        self.locked(quotient, |held| {
+            // Relaxed: as in `insert_hash`.
+            let mut cursor = self.slots.cursor(quotient, Ordering::Relaxed);
+            let plan = match walk::plan_remove(&mut cursor, quotient, remainder) {
+                Some(Some(plan)) => plan,
+                Some(None) => {
+                    // Not stored. If the canonical slot has a run, the walk went back to the
+                    // cluster start first: walk back again to learn where that was (over held
+                    // regions both walks read the same slots, so they stop at the same start).
+                    let to = cursor.index().max(quotient);
+                    // Relaxed: as above.
+                    let mut back = self.slots.cursor(quotient, Ordering::Relaxed);
+                    if Slot::unlocked(back.slot()).is_occupied() {
+                        walk::back_to_cluster_start(&mut back);
+                    }
+                    return held.answer(back.index(), to, Ok(false));
+                }
+                None => return held.failed(Ok(false)),
+            };
+            // The cursor is past the removed element. The left shift stops at the next empty
+            // slot or cluster start, and reads one slot beyond what it moves: at most up to the
+            // next empty slot.
+            let Some(end) = walk::seek_empty(&mut cursor) else {
+                return held.failed(Ok(false));
+            };
+            let (from, to) = (plan.cluster_start, end.max(quotient));
+            if !held.covers(from, to) {
+                return Walked::Read { from, to };
+            }
+            // Relaxed: reads of held regions, as above.
+            let mut read = self.slots.cursor(plan.position + 1, Ordering::Relaxed);
+            let mut occupied = self.slots.cursor(quotient, Ordering::Relaxed);
+            let mut rewriter = Rewriter::new(&self.slots, UnderLock, KEEP_OCCUPIED);
+            walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, false);
+            rewriter.finish();
+            self.len.decrement(quotient);
+            Walked::Done(Ok(true))
+        })
+    }
+}
+
+/// Rejects an empty region.
+fn check_region(region_slots: usize) -> Result<(), Error> {
+    if region_slots == 0 {
+        return Err(Error::InvalidParameters(
+            "a lock region must hold at least one slot".into(),
+        ));
+    }
+    Ok(())
+}
+
+impl std::fmt::Debug for ExternallyLockedQf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExternallyLockedQf")
+            .field("quotient_bits", &self.quotient_bits)
+            .field("remainder_bits", &self.remainder_bits)
+            .field("region_slots", &self.region_slots)
+            .field("regions", &self.locks.len())
+            .field("len", &self.len.sum())
+            .finish_non_exhaustive()
+    }
+}
