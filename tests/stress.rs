@@ -1,6 +1,7 @@
-//! Real threads against an exact model: `LocallyLockedQf` under concurrent inserts, queries and
-//! removes of disjoint and overlapping key sets, on a small, heavily loaded table (long
-//! superclusters, lock contention) and on a large one. Bounded to run in seconds in CI.
+//! Real threads against an exact model: `LocallyLockedQf` and `ExternallyLockedQf` under
+//! concurrent inserts, queries and removes of disjoint and overlapping key sets, on a small,
+//! heavily loaded table (long superclusters, lock contention) and on a large one. Bounded to run
+//! in seconds in CI.
 //!
 //! Every key has a distinct fingerprint, so the filter must answer exactly: a key inserted and
 //! not removed is found (no false negative), a removed key is gone, and at the end the table
@@ -11,8 +12,8 @@ mod common;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::hash_of;
-use conqf::{Filter, Fingerprint, LocallyLockedQf, Remove};
+use common::{hash_of, UnderTest};
+use conqf::{ExternallyLockedQf, Filter, Fingerprint, LocallyLockedQf, Remove};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
@@ -41,8 +42,11 @@ fn fingerprint(hash: u64, q: u32, r: u32) -> Fingerprint {
 /// right after its insert, removes every third one, checks again. All threads also insert the
 /// same shared keys (exactly one insert of each may return `Ok(true)`), and one more thread
 /// keeps querying the stable keys that writers have published as inserted. `churn` rounds of
-/// removing and re-inserting the removable keys keep the writers busy meanwhile.
-fn hammer(
+/// removing and re-inserting the removable keys keep the writers busy meanwhile. `make` builds
+/// the filter from `(q, r)`.
+#[allow(clippy::too_many_arguments)]
+fn hammer<F: Filter + Remove + UnderTest>(
+    make: impl Fn(u32, u32) -> F,
     q: u32,
     r: u32,
     quotients: u64,
@@ -51,7 +55,7 @@ fn hammer(
     threads: usize,
     churn: usize,
 ) {
-    let filter = LocallyLockedQf::with_bits(q, r).unwrap();
+    let filter = make(q, r);
     let all = distinct_hashes(
         q,
         r,
@@ -145,7 +149,7 @@ fn hammer(
     });
 
     assert_eq!(first_inserts.load(Ordering::Relaxed), shared);
-    filter.check_invariants().unwrap();
+    filter.check().unwrap();
     let mut expected: Vec<Fingerprint> = own
         .iter()
         .enumerate()
@@ -154,7 +158,7 @@ fn hammer(
         .chain(common_keys.iter().map(|&h| fingerprint(h, q, r)))
         .collect();
     expected.sort_unstable();
-    let stored: Vec<Fingerprint> = filter.fingerprints().collect();
+    let stored: Vec<Fingerprint> = filter.fingerprints();
     assert_eq!(stored, expected);
 }
 
@@ -163,7 +167,7 @@ fn small_heavily_loaded_table_with_long_superclusters() {
     // 256 canonical slots, 16 of them hit: clusters of ~12 elements merge into superclusters
     // spanning most of the table; 8-bit remainders in 11-bit slots, 5 per group.
     for _ in 0..40 {
-        hammer(8, 8, 16, 50, 20, 4, 50);
+        hammer(locally_locked, 8, 8, 16, 50, 20, 4, 50);
     }
 }
 
@@ -171,12 +175,54 @@ fn small_heavily_loaded_table_with_long_superclusters() {
 fn small_table_one_slot_per_group() {
     // 35-bit slots: every shift crosses groups, every operation takes the locked path.
     for _ in 0..40 {
-        hammer(7, 32, 8, 30, 10, 4, 50);
+        hammer(locally_locked, 7, 32, 8, 30, 10, 4, 50);
     }
 }
 
 #[test]
 fn large_table_at_seventy_percent() {
     // 2^16 canonical slots filled to ~70% with random quotients.
-    hammer(16, 10, 1 << 16, 15_000, 1_000, 3, 3);
+    hammer(locally_locked, 16, 10, 1 << 16, 15_000, 1_000, 3, 3);
+}
+
+fn locally_locked(q: u32, r: u32) -> LocallyLockedQf {
+    LocallyLockedQf::with_bits(q, r).unwrap()
+}
+
+/// `ExternallyLockedQf` with one lock per `region` slots.
+fn externally_locked(region: usize) -> impl Fn(u32, u32) -> ExternallyLockedQf {
+    move |q, r| ExternallyLockedQf::with_bits_and_region(q, r, region).unwrap()
+}
+
+#[test]
+fn externally_locked_tiny_regions_under_long_superclusters() {
+    // The small loaded table of the locally locked test with regions of 2 groups (10 slots):
+    // its superclusters span two, three and more regions, so operations extend their locks
+    // both ways while others hold them.
+    for _ in 0..40 {
+        hammer(externally_locked(10), 8, 8, 16, 50, 20, 4, 50);
+    }
+}
+
+#[test]
+fn externally_locked_one_slot_per_group_and_region() {
+    // 35-bit slots, one per group, and a region per group: every shift crosses regions.
+    for _ in 0..40 {
+        hammer(externally_locked(1), 7, 32, 8, 30, 10, 4, 50);
+    }
+}
+
+#[test]
+fn externally_locked_large_table_default_regions() {
+    // 2^16 canonical slots at ~70% with the paper's 4096-slot regions (16 of them).
+    hammer(
+        externally_locked(4096),
+        16,
+        10,
+        1 << 16,
+        15_000,
+        1_000,
+        3,
+        3,
+    );
 }

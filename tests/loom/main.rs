@@ -2,5 +2,6 @@
 //! `RUSTFLAGS="--cfg loom" cargo test --release --test loom`.
 #![cfg(loom)]
 
+mod externally_locked;
 mod linear_probing;
 mod locally_locked;

@@ -1,0 +1,200 @@
+//! Loom models of `ExternallyLockedQf` (paper 000 §3, §5): the region locks on a tiny table.
+//!
+//! 8 canonical slots of 13-bit remainders (16-bit slots, 4 per group) and regions of 4 slots, one
+//! group each: region 0 is slots 0-3, region 1 slots 4-7 (the overflow tail has more regions,
+//! which these keys never reach). Every model puts a cluster across the boundary between regions
+//! 0 and 1, so operations extend their locks to the right (walking to the run or the empty slot
+//! in region 1) and to the left (a canonical slot in region 1 whose cluster starts in region 0:
+//! release, lock both from region 0 up, walk again). After every interleaving: no lost insert,
+//! no false negative, the sequential table's invariants hold, no region is left locked and
+//! (loom checks this itself) no deadlock. The racing operations run on two spawned threads.
+
+use conqf::{ExternallyLockedQf, Filter, Remove, SequentialQf};
+use loom::sync::Arc;
+use loom::thread;
+
+const Q: u32 = 3;
+const R: u32 = 13;
+const REGION: usize = 4;
+
+/// The hash of fingerprint `(quotient, remainder)`.
+fn key(quotient: u64, remainder: u64) -> u64 {
+    ((quotient << R) | remainder) << (64 - Q - R)
+}
+
+/// A filter holding `keys`, built without concurrency.
+fn filter_with(keys: &[u64]) -> Arc<ExternallyLockedQf> {
+    let mut sequential = SequentialQf::with_bits(Q, R).unwrap();
+    for &k in keys {
+        assert!(sequential.insert_hash(k).unwrap());
+    }
+    let filter = ExternallyLockedQf::from_sequential_with_region(sequential, REGION).unwrap();
+    assert_eq!(filter.region_slots(), REGION);
+    Arc::new(filter)
+}
+
+/// Explores every interleaving (no preemption bound): these models finish in seconds.
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = None;
+    builder.check(f);
+}
+
+/// Two inserts into one cluster that crosses from region 0 into region 1: (2, 10) locks
+/// region 0 and extends right to the empty slot in region 1; (4, 10) locks region 1 and
+/// extends left to the cluster start in region 0. Neither may be lost.
+#[test]
+fn inserts_across_the_region_boundary_lose_nothing() {
+    model(|| {
+        // Slots 2-3: run of 2; slot 4: run of 3 (shifted); slot 5: run of 4 (shifted).
+        let filter = filter_with(&[key(2, 50), key(2, 60), key(3, 50), key(4, 50)]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(2, 10)).unwrap());
+        let u = thread::spawn(move || y.insert_hash(key(4, 10)).unwrap());
+        assert!(t.join().unwrap() && u.join().unwrap());
+        for k in [
+            key(2, 10),
+            key(2, 50),
+            key(2, 60),
+            key(3, 50),
+            key(4, 10),
+            key(4, 50),
+        ] {
+            assert!(filter.contains_hash(k), "lost {k:#x}");
+        }
+        assert_eq!(filter.len(), 6);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// The same fingerprint inserted twice at once, its run crossing the boundary: exactly one
+/// insert stores it.
+#[test]
+fn racing_duplicate_inserts_store_once() {
+    model(|| {
+        let filter = filter_with(&[key(2, 1), key(2, 2), key(3, 9)]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(3, 5)).unwrap());
+        let u = thread::spawn(move || y.insert_hash(key(3, 5)).unwrap());
+        let (a, b) = (t.join().unwrap(), u.join().unwrap());
+        assert!(a ^ b, "exactly one insert stores the fingerprint");
+        assert_eq!(filter.len(), 4);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// A query from region 1 whose cluster starts in region 0, while an insert at the head of that
+/// cluster shifts everything right across the boundary: the query must find its key.
+#[test]
+fn contains_during_a_shift_across_regions_never_misses() {
+    model(|| {
+        // Slots 2-4: run of 2; slot 5: (4, 1), shifted from region 1's slot 4.
+        let filter = filter_with(&[key(2, 1), key(2, 2), key(2, 3), key(4, 1)]);
+        let (writer, reader) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || writer.insert_hash(key(2, 0)).unwrap());
+        let u = thread::spawn(move || {
+            assert!(reader.contains_hash(key(4, 1)));
+            // Moves from slot 3 (region 0) to slot 4 (region 1).
+            assert!(reader.contains_hash(key(2, 2)));
+        });
+        u.join().unwrap();
+        assert!(t.join().unwrap());
+        assert!(filter.contains_hash(key(2, 0)));
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// A removal that shifts a cluster left across the boundary while a key of the same cluster,
+/// canonical in region 1, is queried: the query must find it, and the removed key is gone.
+#[test]
+fn contains_during_a_removal_across_regions_never_misses() {
+    model(|| {
+        // Slots 2-3: run of 2; slot 4: run of 3; slot 5: run of 4.
+        let filter = filter_with(&[key(2, 1), key(2, 2), key(3, 3), key(4, 4)]);
+        let (writer, reader) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || writer.remove_hash(key(2, 1)).unwrap());
+        let u = thread::spawn(move || {
+            assert!(reader.contains_hash(key(4, 4)));
+            assert!(reader.contains_hash(key(3, 3)));
+        });
+        u.join().unwrap();
+        assert!(t.join().unwrap());
+        assert!(!filter.contains_hash(key(2, 1)));
+        assert_eq!(filter.len(), 3);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// A removal from region 0 racing an insert canonical in region 1 into the same cluster.
+#[test]
+fn removal_races_an_insert_across_regions() {
+    model(|| {
+        let filter = filter_with(&[key(2, 1), key(2, 2), key(3, 3), key(4, 4)]);
+        let (a, b) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || a.remove_hash(key(2, 2)).unwrap());
+        let u = thread::spawn(move || b.insert_hash(key(4, 9)).unwrap());
+        assert!(t.join().unwrap() && u.join().unwrap());
+        for k in [key(2, 1), key(3, 3), key(4, 4), key(4, 9)] {
+            assert!(filter.contains_hash(k), "lost {k:#x}");
+        }
+        assert!(!filter.contains_hash(key(2, 2)));
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// Keys whose supercluster starts in region 0 (run of 2 in slots 2-3) and continues with a
+/// cluster that starts in region 1 (run of 4 in slots 4-5, run of 5 in slot 6): an insert into
+/// region 0 shifts region 1, while operations canonical in region 1 never look into region 0.
+const SPLIT_SUPERCLUSTER: [(u64, u64); 5] = [(2, 1), (2, 2), (4, 1), (4, 2), (5, 1)];
+
+fn split_supercluster() -> Arc<ExternallyLockedQf> {
+    let keys: Vec<u64> = SPLIT_SUPERCLUSTER.iter().map(|&(q, r)| key(q, r)).collect();
+    filter_with(&keys)
+}
+
+/// An insert from region 0 whose shift runs into region 1 must lock region 1 before writing,
+/// or it races an insert that holds only region 1.
+#[test]
+fn shift_into_the_next_region_locks_it() {
+    model(|| {
+        let filter = split_supercluster();
+        let (a, b) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || a.insert_hash(key(2, 0)).unwrap());
+        let u = thread::spawn(move || b.insert_hash(key(5, 0)).unwrap());
+        assert!(t.join().unwrap() && u.join().unwrap());
+        for (q, r) in SPLIT_SUPERCLUSTER.into_iter().chain([(2, 0), (5, 0)]) {
+            assert!(filter.contains_hash(key(q, r)), "lost ({q}, {r})");
+        }
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// Queries canonical in region 1 whose walks continue into region 2, while an insert from
+/// region 0 shifts all three regions, one group (= one region) at a time: neither may see
+/// region 1 after the shift and region 2 before it.
+#[test]
+fn contains_across_two_regions_during_a_shift_from_the_left() {
+    model(|| {
+        // Slots 2-3: run of 2; slots 4-7: run of 4 (cluster start 4); slot 8: run of 5.
+        let filter = filter_with(&[
+            key(2, 1),
+            key(2, 2),
+            key(4, 1),
+            key(4, 2),
+            key(4, 3),
+            key(4, 4),
+            key(5, 1),
+        ]);
+        let (writer, reader) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || writer.insert_hash(key(2, 0)).unwrap());
+        // (4, 4) moves from slot 7 to slot 8: a query that read group 1 after the shift and
+        // group 2 before it would end the run at slot 7 and miss it.
+        let u = thread::spawn(move || {
+            assert!(reader.contains_hash(key(4, 4)));
+            assert!(reader.contains_hash(key(5, 1)));
+        });
+        u.join().unwrap();
+        assert!(t.join().unwrap());
+        filter.check_invariants().unwrap();
+    });
+}
