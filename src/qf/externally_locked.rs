@@ -36,6 +36,12 @@
 //!   slot's region), it releases everything and locks from the start's region upward, in
 //!   ascending order, and walks again (the table may have changed while nothing was held).
 //!
+//! (Strictly, the left extension is implied by the right one: a writer that changes the stretch
+//! between a cluster start and a canonical slot shifts at least up to that canonical slot, so
+//! it holds the slot's region while it writes. The protocol takes it anyway, so the
+//! two-phase-locking argument below needs no such lemma; it costs something only when a
+//! cluster crosses a region boundary.)
+//!
 //! A walk that fails outright (it read an inconsistent half-shifted stretch of a region it does
 //! not hold) widens the held range by one region on each side and walks again; with every region
 //! held it answers as [`SequentialQf`] does on a corrupt table.
@@ -53,8 +59,8 @@
 //!
 //! # Memory orderings
 //!
-//! Locking is an `Acquire` swap and unlocking a `Release` store, so everything the previous
-//! holder of a region wrote happens before the next holder reads it. Table loads and stores are
+//! Locking is an `Acquire` compare-and-exchange and unlocking a `Release` store, so everything
+//! the previous holder of a region wrote happens before the next holder reads it. Table loads and stores are
 //! therefore `Relaxed`: under the lock they are ordered by it, and loads of regions not held are
 //! only used to decide which regions to lock (their results are then discarded).
 
@@ -256,24 +262,22 @@ impl ExternallyLockedQf {
         self.slots.layout().locate(index).0 >> self.region_shift
     }
 
-    /// Spins until this thread holds the lock of `region`.
+    /// Spins until this thread holds the lock of `region` (test and test-and-set).
     #[inline]
     fn lock(&self, region: usize) {
         let lock = &self.locks[region];
-        // Acquire: everything the previous holder wrote before its Release unlock happens
-        // before our reads of the region.
-        if !lock.swap(true, Ordering::Acquire) {
-            return;
-        }
         let waiter = Waiter::new();
-        loop {
-            // Relaxed: only a hint that the lock may be free; the swap below acquires it.
+        // Acquire on success: everything the previous holder wrote before its Release unlock
+        // happens before our reads of the region. Relaxed on failure: nothing read is used.
+        // (A CAS rather than a swap: a failed CAS writes nothing, so waiting threads do not
+        // bounce the line with stores, and loom can tell that they wait.)
+        while lock
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            // Relaxed: only a hint that the lock may be free; the CAS acquires it.
             while lock.load(Ordering::Relaxed) {
                 waiter.wait();
-            }
-            // Acquire: as above.
-            if !lock.swap(true, Ordering::Acquire) {
-                return;
             }
         }
     }
