@@ -60,9 +60,10 @@
 //! # Memory orderings
 //!
 //! Locking is an `Acquire` compare-and-exchange and unlocking a `Release` store, so everything
-//! the previous holder of a region wrote happens before the next holder reads it. Table loads and stores are
-//! therefore `Relaxed`: under the lock they are ordered by it, and loads of regions not held are
-//! only used to decide which regions to lock (their results are then discarded).
+//! the previous holder of a region wrote happens before the next holder reads it. Table loads
+//! and stores are therefore `Relaxed`: under the lock they are ordered by it, and loads of
+//! regions not held are only used to decide which regions to lock (their results are then
+//! discarded).
 
 use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter, Remove};
@@ -546,5 +547,169 @@ impl std::fmt::Debug for ExternallyLockedQf {
             .field("regions", &self.locks.len())
             .field("len", &self.len.sum())
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    const Q: u32 = 4;
+    const R: u32 = 13;
+
+    fn key(quotient: u64, remainder: u64) -> u64 {
+        ((quotient << R) | remainder) << (64 - Q - R)
+    }
+
+    /// 16-bit slots, 4 per group, one group per region: region 0 is slots 0-3, region 1 slots
+    /// 4-7.
+    fn filter_with(keys: &[(u64, u64)]) -> ExternallyLockedQf {
+        let filter = ExternallyLockedQf::with_bits_and_region(Q, R, 4).unwrap();
+        for &(q, r) in keys {
+            assert_eq!(filter.insert_hash(key(q, r)), Ok(true));
+        }
+        filter.check_invariants().unwrap();
+        filter
+    }
+
+    /// Runs `op` on another thread while this one holds `region`: whether `op` waited for the
+    /// region (it had not finished 100 ms later), and its answer once the region is released.
+    fn waits_for<T: Send>(
+        filter: &ExternallyLockedQf,
+        region: usize,
+        op: impl FnOnce(&ExternallyLockedQf) -> T + Send,
+    ) -> (bool, T) {
+        filter.lock(region);
+        std::thread::scope(|s| {
+            let (tx, rx) = mpsc::channel();
+            s.spawn(move || tx.send(op(filter)).unwrap());
+            let early = rx.recv_timeout(Duration::from_millis(100));
+            filter.unlock(region);
+            match early {
+                Ok(answer) => (false, answer),
+                Err(_) => (true, rx.recv().unwrap()),
+            }
+        })
+    }
+
+    #[test]
+    fn regions_are_whole_groups() {
+        // 16-bit slots, 4 per group: 4096 slots is exact, 8 is two groups, 5 rounds up to 8.
+        let f = ExternallyLockedQf::with_bits(12, 13).unwrap();
+        assert_eq!(f.region_slots(), 4096);
+        assert_eq!(f.regions(), (4096 + overflow(12)).div_ceil(4096));
+        assert_eq!(
+            ExternallyLockedQf::with_bits_and_region(4, 13, 8)
+                .unwrap()
+                .region_slots(),
+            8
+        );
+        assert_eq!(
+            ExternallyLockedQf::with_bits_and_region(4, 13, 5)
+                .unwrap()
+                .region_slots(),
+            8
+        );
+        // 11-bit slots, 5 per group: 8 slots need 2 groups (10 slots), 12 need 4 (20 slots).
+        assert_eq!(
+            ExternallyLockedQf::with_bits_and_region(4, 8, 8)
+                .unwrap()
+                .region_slots(),
+            10
+        );
+        assert_eq!(
+            ExternallyLockedQf::with_bits_and_region(4, 8, 12)
+                .unwrap()
+                .region_slots(),
+            20
+        );
+        // A region larger than the table is the whole table.
+        let one = ExternallyLockedQf::with_bits_and_region(4, 13, usize::MAX).unwrap();
+        assert_eq!(one.regions(), 1);
+        assert!(matches!(
+            ExternallyLockedQf::with_bits_and_region(4, 13, 0),
+            Err(Error::InvalidParameters(_))
+        ));
+        // The lock array is memory of its own.
+        assert_eq!(f.memory_bytes(), f.slots.memory_bytes() + f.regions());
+    }
+
+    fn overflow(q: u32) -> usize {
+        super::super::overflow_slots(q)
+    }
+
+    #[test]
+    fn a_walk_into_the_next_region_locks_it() {
+        // Run of 2 in slots 2-4: region 0 into region 1.
+        let filter = filter_with(&[(2, 1), (2, 2), (2, 3)]);
+        assert_eq!(
+            waits_for(&filter, 1, |f| f.contains_hash(key(2, 3))),
+            (true, true)
+        );
+        assert_eq!(
+            waits_for(&filter, 1, |f| f.insert_hash(key(2, 4))),
+            (true, Ok(true))
+        );
+        // A query that stays in region 0 does not wait for region 1.
+        assert_eq!(
+            waits_for(&filter, 1, |f| f.contains_hash(key(2, 1))),
+            (false, true)
+        );
+        filter.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_cluster_start_in_the_previous_region_locks_it() {
+        // Run of 2 in slots 2-4, (4, 1) shifted to slot 5: canonical in region 1, cluster
+        // start in region 0.
+        let filter = filter_with(&[(2, 1), (2, 2), (2, 3), (4, 1)]);
+        assert_eq!(
+            waits_for(&filter, 0, |f| f.contains_hash(key(4, 1))),
+            (true, true)
+        );
+        assert_eq!(
+            waits_for(&filter, 0, |f| f.insert_hash(key(4, 2))),
+            (true, Ok(true))
+        );
+        assert_eq!(
+            waits_for(&filter, 0, |f| f.remove_hash(key(4, 1))),
+            (true, Ok(true))
+        );
+        filter.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn a_removal_locks_the_regions_its_shift_reaches() {
+        // Runs of 2 (slots 2-3) and 3 (slots 4-5): removing (2, 1) shifts region 1 left.
+        let filter = filter_with(&[(2, 1), (2, 2), (3, 1), (3, 2)]);
+        assert_eq!(
+            waits_for(&filter, 1, |f| f.remove_hash(key(2, 1))),
+            (true, Ok(true))
+        );
+        assert!(filter.contains_hash(key(3, 1)) && !filter.contains_hash(key(2, 1)));
+        filter.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn full_at_the_overflow_tail_leaves_the_filter_unchanged() {
+        // Every key on the last canonical slot: the run fills the overflow tail.
+        let filter = ExternallyLockedQf::with_bits_and_region(Q, R, 4).unwrap();
+        let mut stored = 0;
+        let full = (0..100).find_map(|r| match filter.insert_hash(key(15, r)) {
+            Ok(true) => {
+                stored += 1;
+                None
+            }
+            other => Some(other),
+        });
+        assert_eq!(full, Some(Err(Error::Full)));
+        assert_eq!(filter.len(), stored);
+        filter.check_invariants().unwrap();
+        assert!((0..stored as u64).all(|r| filter.contains_hash(key(15, r))));
+        assert!(filter.remove_hash(key(15, 0)).unwrap());
+        assert_eq!(filter.insert_hash(key(15, 99)), Ok(true));
+        filter.check_invariants().unwrap();
     }
 }
