@@ -25,7 +25,10 @@ use common::{
     table_count_hits, table_insert_all, FastBloom, Locked, ReadArray, Scale, FIG2_FILL,
     REMAINDER_BITS,
 };
-use conqf::{AtomicBloomFilter, Error, Filter, LinearProbingQf, LocallyLockedQf, SequentialQf};
+use conqf::{
+    AtomicBloomFilter, Error, ExternallyLockedQf, Filter, LinearProbingQf, LocallyLockedQf,
+    SequentialQf,
+};
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
 
 /// The workload every filter gets.
@@ -216,6 +219,9 @@ fn benches(c: &mut Criterion) {
     concurrent(c, &setup, "LocallyLockedQf", || {
         LocallyLockedQf::with_bits(q, r)
     });
+    concurrent(c, &setup, "ExternallyLockedQf", || {
+        ExternallyLockedQf::with_bits(q, r)
+    });
     concurrent(c, &setup, "LinearProbingQf", || {
         LinearProbingQf::builder()
             .max_load(FIG2_FILL)
@@ -227,8 +233,7 @@ fn benches(c: &mut Criterion) {
     concurrent(c, &setup, "fastbloom", || {
         Ok(FastBloom::with_memory(bytes, 4))
     });
-    // Still to join when they exist (one line each, `with_bits(q, r)`): TwoBitQf,
-    // ExternallyLockedQf, CountingQf.
+    // Still to join when they exist (one line each, `with_bits(q, r)`): TwoBitQf, CountingQf.
 
     random_read_limit(c, &setup);
 }

@@ -5,12 +5,14 @@
 //!   look up keys never inserted and keys inserted; throughput, speedup over `SequentialQf` on one
 //!   thread, measured false-positive rate and bits per item. `SequentialQf` and `qfilter` on one
 //!   thread, called directly; at every thread count both behind a global `Mutex`,
-//!   `LocallyLockedQf`, `LinearProbingQf` (r = 10 + 3 bits, load cap raised to 72%),
+//!   `LocallyLockedQf`, `ExternallyLockedQf` (one spin lock per 4096 slots), `LinearProbingQf`
+//!   (r = 10 + 3 bits, load cap raised to 72%),
 //!   `AtomicBloomFilter` and `fastbloom`'s atomic Bloom filter (both with the r = 10 table's
 //!   memory and 4 hash functions). The concurrent part is generic over `conqf::Filter`, so each
 //!   concurrent filter joins with one line in [`fig2`].
 //! * `fig3`: paper 000 Figure 3, single-threaded throughput against fill degree (every 10% up to
 //!   90%; `LinearProbingQf` up to its 70% cap) for `SequentialQf`, `qfilter`, `LocallyLockedQf`,
+//!   `ExternallyLockedQf`,
 //!   `LinearProbingQf` and `AtomicBloomFilter`.
 //!
 //! Both figures also measure the physical limit in the same run: independent random 8-byte reads
@@ -29,7 +31,10 @@ use common::{
     parallel_random_reads, per_second, qfilter_like, table_count_hits, table_insert_all, Direct,
     FastBloom, Fig2Run, Locked, ReadArray, Scale, SeqTable, FIG2_FILL, REMAINDER_BITS,
 };
-use conqf::{AtomicBloomFilter, Error, Filter, LinearProbingQf, LocallyLockedQf, SequentialQf};
+use conqf::{
+    AtomicBloomFilter, Error, ExternallyLockedQf, Filter, LinearProbingQf, LocallyLockedQf,
+    SequentialQf,
+};
 
 const USAGE: &str = "\
 Reproduce the conqf papers' figures as tables and SVG plots.
@@ -401,6 +406,7 @@ fn fig2(options: &Options, report: &mut Report) -> PlotFn {
     });
     fig.concurrent("qfilter+Mutex", || Ok(Locked::new(qfilter_like(q, r))));
     fig.concurrent("LocallyLockedQf", || LocallyLockedQf::with_bits(q, r));
+    fig.concurrent("ExternallyLockedQf", || ExternallyLockedQf::with_bits(q, r));
     fig.concurrent("LinearProbingQf", || {
         LinearProbingQf::builder()
             .max_load(FIG2_FILL)
@@ -673,6 +679,15 @@ fn fig3(options: &Options, report: &mut Report) -> PlotFn {
     fig3_curve(o, "qfilter", levels, || qfilter_like(q, r), k, report);
     let locally_locked = || Direct(valid(LocallyLockedQf::with_bits(q, r)));
     fig3_curve(o, "LocallyLockedQf", levels, locally_locked, k, report);
+    let externally_locked = || Direct(valid(ExternallyLockedQf::with_bits(q, r)));
+    fig3_curve(
+        o,
+        "ExternallyLockedQf",
+        levels,
+        externally_locked,
+        k,
+        report,
+    );
     // The paper's r = 10 + 3 bits with its default 70% load cap, measured up to the cap.
     let linear_probing = || Direct(valid(LinearProbingQf::with_bits(q, r + 3)));
     let lp_levels = FIG3_LINEAR_PROBING_LEVELS;
@@ -938,12 +953,13 @@ struct Panel {
 }
 
 /// The filters in the order of [`COLORS`], so a filter has the same colour in every plot.
-const PLOT_FILTERS: [&str; 8] = [
+const PLOT_FILTERS: [&str; 9] = [
     "SequentialQf",
     "qfilter",
     "SequentialQf+Mutex",
     "qfilter+Mutex",
     "LocallyLockedQf",
+    "ExternallyLockedQf",
     "LinearProbingQf",
     "AtomicBloomFilter",
     "fastbloom",
@@ -1377,20 +1393,22 @@ mod tests {
     const FIG2_SEQUENTIAL: [&str; 2] = ["SequentialQf", "qfilter"];
 
     /// The filters of Figure 2 measured at every thread count.
-    const FIG2_CONCURRENT: [&str; 6] = [
+    const FIG2_CONCURRENT: [&str; 7] = [
         "SequentialQf+Mutex",
         "qfilter+Mutex",
         "LocallyLockedQf",
+        "ExternallyLockedQf",
         "LinearProbingQf",
         "AtomicBloomFilter",
         "fastbloom",
     ];
 
     /// The filters of Figure 3 and the fill levels each must have.
-    const FIG3: [(&str, usize); 5] = [
+    const FIG3: [(&str, usize); 6] = [
         ("SequentialQf", FIG3_LEVELS),
         ("qfilter", FIG3_LEVELS),
         ("LocallyLockedQf", FIG3_LEVELS),
+        ("ExternallyLockedQf", FIG3_LEVELS),
         ("LinearProbingQf", FIG3_LINEAR_PROBING_LEVELS),
         ("AtomicBloomFilter", FIG3_LEVELS),
     ];
