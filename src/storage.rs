@@ -195,6 +195,19 @@ impl SlotArray {
     /// Loads group `group`.
     #[inline]
     pub(crate) fn load_group(&self, group: usize, order: Ordering) -> u64 {
+        #[cfg(loom)]
+        if crate::sync::loom_loads_as_rmw() {
+            // Loom's partial-order reduction compares a pending load only with the last write
+            // and so never schedules some load-then-CAS races (loom issues #166, #392); an RMW
+            // read is dependent on every other access, so loom explores them. It also always
+            // reads the newest value, so CI runs the models in both modes.
+            let order = if order == Ordering::Relaxed {
+                Ordering::Relaxed
+            } else {
+                Ordering::Acquire
+            };
+            return self.groups[group].fetch_or(0, order);
+        }
         self.groups[group].load(order)
     }
 

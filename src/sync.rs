@@ -39,3 +39,11 @@ impl Waiter {
         loom::thread::yield_now();
     }
 }
+
+/// Whether loom models read groups with read-modify-write operations (environment variable
+/// `CONQF_LOOM_RMW_LOADS`); see [`SlotArray::load_group`](crate::storage::SlotArray).
+#[cfg(loom)]
+pub(crate) fn loom_loads_as_rmw() -> bool {
+    static RMW: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *RMW.get_or_init(|| std::env::var_os("CONQF_LOOM_RMW_LOADS").is_some())
+}

@@ -37,12 +37,15 @@
 //! always the restriction of a consistent table to that group, which is what makes the
 //! lock-elided fast paths correct.
 //!
-//! **No deadlock**: a thread waits for a write lock only while holding no lock (Block B); it
-//! waits for a read lock either holding nothing (queries) or holding the write lock of the same
-//! supercluster (inserts and removes, Blocks C and E). A read lock held by a query is released
-//! without waiting for anything; a read lock in a supercluster is held by a writer only if that
-//! writer holds the supercluster's write lock, which the waiting writer holds itself. So every
-//! chain of waits ends at a thread that waits for nothing.
+//! **No deadlock**: a thread waits for a write lock only while holding no lock (Block B). It
+//! waits for a read lock either holding nothing (queries, which release their read lock without
+//! waiting for anything) or holding a write lock (inserts and removes: Block C, and the shift's
+//! waits for read locks ahead of it). Before its first group commit, every read lock a writer
+//! holds lies in the supercluster whose write lock it holds, so no other writer can be waiting
+//! for it while holding a lock. A removal's commits may split the supercluster, after which a
+//! writer of the left part can wait for the removal's new, read-locked cluster starts; but a
+//! removal never waits after its first commit. So every chain of waits ends at a thread that
+//! waits for nothing.
 //!
 //! **No false negatives**: a key whose insert has returned is in the table until it is removed;
 //! a query either answers from one consistent group or walks a cluster it has read-locked, which
@@ -334,7 +337,9 @@ impl LocallyLockedQf {
         debug_assert!(released, "slot {index} was not read-locked");
     }
 
-    /// Releases every read lock in `from..=to` (all held by the caller: a removal's own cluster).
+    /// Releases every read lock in `from..=to`. The caller holds all of them: a removal's own
+    /// cluster start and the starts its shift created, none of which another thread can lock
+    /// while they are read-locked and the stretch has no empty slot.
     fn unlock_reads_in(&self, from: usize, to: usize) {
         for index in from..=to {
             // Acquire: as in `lock_cluster_start`.
@@ -475,8 +480,12 @@ impl LocallyLockedQf {
         let emptied = walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, true);
         rewriter.finish();
         // Our cluster start (if it still holds an element) and the cluster starts the shift
-        // created, all read-locked by us, then the supercluster end.
-        self.unlock_reads_in(start, emptied);
+        // created, all read-locked by us and all left of `emptied`; then the supercluster end.
+        // `emptied` itself is excluded: it has been an ordinary empty slot since the last
+        // commit, so another thread may already have filled it and read-locked it.
+        if emptied > start {
+            self.unlock_reads_in(start, emptied - 1);
+        }
         self.unlock_write(end);
         self.len.decrement(quotient);
         Some(Ok(true))

@@ -216,3 +216,94 @@ fn fast_path_insert_never_takes_a_write_locked_slot() {
         filter.check_invariants().unwrap();
     });
 }
+
+/// A removal empties its own read-locked cluster start (slot 3, the last slot of group 0); before
+/// it releases its locks, another thread inserts into the now empty slot 3 and a query
+/// read-locks it. The removal must not release that lock as if it were its own, or the
+/// query's unlock later releases an insert's lock and a query reads a half-done shift.
+/// (Found in review; loom reaches it with `CONQF_LOOM_RMW_LOADS=1`.)
+#[test]
+fn removal_never_releases_a_lock_on_the_slot_it_emptied() {
+    model(|| {
+        let filter = filter_with(&[key(3, 5)]);
+        let (a, b) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || {
+            assert!(a.remove_hash(key(3, 5)).unwrap());
+            assert!(a.insert_hash(key(3, 0)).unwrap());
+        });
+        let u = thread::spawn(move || {
+            assert!(b.insert_hash(key(3, 1)).unwrap());
+            assert!(!b.contains_hash(key(3, 9)));
+            assert!(b.contains_hash(key(3, 1)), "false negative for (3, 1)");
+        });
+        t.join().unwrap();
+        u.join().unwrap();
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// A removal splits a cluster so that the slot it empties ends the left part; an insert into the
+/// left part write-locks that slot and must wait for the removal's new read-locked starts.
+#[test]
+fn insert_into_the_left_part_of_a_split() {
+    model(|| {
+        // Run of 1 = [1:1, 1:2] at slots 1, 2; (2, 3) at slot 3 (shifted); slot 4 empty.
+        let filter = filter_with(&[key(1, 1), key(1, 2), key(2, 3)]);
+        let (a, b) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || assert!(a.remove_hash(key(1, 1)).unwrap()));
+        let u = thread::spawn(move || {
+            assert!(b.insert_hash(key(2, 9)).unwrap());
+            assert!(b.contains_hash(key(1, 2)));
+            assert!(b.contains_hash(key(2, 3)));
+        });
+        t.join().unwrap();
+        u.join().unwrap();
+        for k in [key(1, 2), key(2, 3), key(2, 9)] {
+            assert!(filter.contains_hash(k));
+        }
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// A removal that empties a run whose canonical slot is in an earlier group (the occupied bit
+/// is cleared in group 0, the element leaves group 1) racing a re-insert and queries.
+#[test]
+fn removal_clearing_an_occupied_bit_in_an_earlier_group() {
+    model(|| {
+        // Run of 0 = [0:1, 0:2, 0:3] at slots 0-2; (1, 5) at 3; (2, 6) at 4 (group 1).
+        let filter = filter_with(&[key(0, 1), key(0, 2), key(0, 3), key(1, 5), key(2, 6)]);
+        let (a, b) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || {
+            assert!(a.remove_hash(key(2, 6)).unwrap());
+            assert!(a.contains_hash(key(1, 5)));
+        });
+        let u = thread::spawn(move || {
+            assert!(b.insert_hash(key(2, 7)).unwrap());
+            assert!(b.contains_hash(key(1, 5)));
+            assert!(b.contains_hash(key(2, 7)));
+        });
+        t.join().unwrap();
+        u.join().unwrap();
+        assert!(!filter.contains_hash(key(2, 6)));
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// Queries and an insert in the part a removal splits off, across a group boundary.
+#[test]
+fn queries_in_the_part_a_removal_splits_off() {
+    model(|| {
+        // Run of 1 = [1:1, 1:2] at 1, 2; (2, 3) at 3; (3, 4) at 4; (4, 5) at 5; slot 6 empty.
+        let filter = filter_with(&[key(1, 1), key(1, 2), key(2, 3), key(3, 4), key(4, 5)]);
+        let (a, b) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || assert!(a.remove_hash(key(1, 2)).unwrap()));
+        let u = thread::spawn(move || {
+            assert!(b.contains_hash(key(3, 4)));
+            assert!(b.contains_hash(key(4, 5)));
+            assert!(b.insert_hash(key(3, 9)).unwrap());
+        });
+        t.join().unwrap();
+        u.join().unwrap();
+        filter.check_invariants().unwrap();
+    });
+}
