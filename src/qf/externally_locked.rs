@@ -67,14 +67,13 @@
 
 use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter, Remove};
-use crate::hash::Fingerprint;
-use crate::sizing;
 use crate::storage::{Commit, Rewriter, SlotArray};
 use crate::sync::{AtomicBool, Ordering, Waiter};
 
-use super::scan::{check_table, Fingerprints};
-use super::sequential::{SequentialQf, MAX_LOAD};
+use super::scan::Fingerprints;
+use super::sequential::SequentialQf;
 use super::slot::Slot;
+use super::table::QfTable;
 use super::walk::{self, InsertStep, KEEP_OCCUPIED};
 
 /// A concurrent quotient filter guarded by an external array of region spin locks (paper 000
@@ -101,15 +100,13 @@ use super::walk::{self, InsertStep, KEEP_OCCUPIED};
 /// # Ok::<(), conqf::Error>(())
 /// ```
 pub struct ExternallyLockedQf {
-    slots: SlotArray,
+    table: QfTable,
     /// One spin lock per region; `true` while held.
     locks: Box<[AtomicBool]>,
     /// The region of group `g` is `g >> region_shift`.
     region_shift: u32,
     /// Slots per region (after rounding to whole groups).
     region_slots: usize,
-    quotient_bits: u32,
-    remainder_bits: u32,
     len: StripedCounter,
 }
 
@@ -124,8 +121,7 @@ impl ExternallyLockedQf {
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
     /// would be too large.
     pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
-        let (q, r) = sizing::qf_parameters(capacity, fpr, MAX_LOAD)?;
-        Self::with_bits(q, r)
+        Ok(Self::from_sequential(SequentialQf::new(capacity, fpr)?))
     }
 
     /// A filter with `2^quotient_bits` slots of `remainder_bits` remainder bits each, with
@@ -174,18 +170,16 @@ impl ExternallyLockedQf {
     pub fn into_sequential(self) -> SequentialQf {
         let len = self.len.sum();
         SequentialQf {
-            slots: self.slots,
-            quotient_bits: self.quotient_bits,
-            remainder_bits: self.remainder_bits,
+            table: self.table,
             len,
         }
     }
 
     /// `region_slots >= 1`.
     fn build(filter: SequentialQf, region_slots: usize) -> Self {
-        let layout = *filter.slots.layout();
+        let layout = *filter.table.slots.layout();
         let per_group = (64 / layout.bits()) as usize;
-        let groups = layout.groups_for(filter.slots.len());
+        let groups = layout.groups_for(filter.table.slots.len());
         // At most the whole table (`groups >= 1`), so the power of two cannot overflow.
         let region_groups = region_slots
             .div_ceil(per_group)
@@ -196,24 +190,23 @@ impl ExternallyLockedQf {
         let len = StripedCounter::new();
         len.reset(filter.len);
         ExternallyLockedQf {
-            slots: filter.slots,
+            table: filter.table,
             locks: (0..regions).map(|_| AtomicBool::new(false)).collect(),
             region_shift,
             region_slots: region_groups * per_group,
-            quotient_bits: filter.quotient_bits,
-            remainder_bits: filter.remainder_bits,
+
             len,
         }
     }
 
     /// Quotient bits `q`: the table has `2^q` canonical slots.
     pub fn quotient_bits(&self) -> u32 {
-        self.quotient_bits
+        self.table.quotient_bits
     }
 
     /// Remainder bits `r` stored per slot.
     pub fn remainder_bits(&self) -> u32 {
-        self.remainder_bits
+        self.table.remainder_bits
     }
 
     /// Slots per lock: the requested region size rounded up to `per_group * 2^k` slots, where
@@ -231,7 +224,7 @@ impl ExternallyLockedQf {
     pub fn fingerprints(&self) -> Fingerprints<'_> {
         // Relaxed: the caller has synchronised with the writers (joined them, or any
         // Release/Acquire pair after their last operation), which orders their stores first.
-        Fingerprints::new(&self.slots, Ordering::Relaxed)
+        self.table.fingerprints(Ordering::Relaxed)
     }
 
     /// Checks that no region is locked and the table's invariants (status bits, run order, the
@@ -243,24 +236,18 @@ impl ExternallyLockedQf {
                 return Err(format!("region {region} is still locked"));
             }
         }
-        let stored = check_table(&self.slots, self.remainder_bits)?;
-        let len = self.len.sum();
-        if stored != len {
-            return Err(format!("{stored} fingerprints stored but len is {len}"));
-        }
-        Ok(())
+        self.table.check(self.len.sum())
     }
 
     #[inline]
     fn fingerprint(&self, hash: u64) -> (usize, u64) {
-        let f = Fingerprint::split(hash, self.quotient_bits, self.remainder_bits);
-        (f.quotient as usize, f.remainder)
+        self.table.fingerprint(hash)
     }
 
     /// The region holding slot `index`.
     #[inline]
     fn region_of(&self, index: usize) -> usize {
-        self.slots.layout().locate(index).0 >> self.region_shift
+        self.table.slots.layout().locate(index).0 >> self.region_shift
     }
 
     /// Spins until this thread holds the lock of `region` (test and test-and-set).
@@ -422,7 +409,7 @@ impl Filter for ExternallyLockedQf {
         self.locked(quotient, |held| {
             // Relaxed: the plan is used only if every group it read is in a held region, whose
             // lock's Acquire ordered the last writer's stores before these loads.
-            let mut cursor = self.slots.cursor(quotient, Ordering::Relaxed);
+            let mut cursor = self.table.slots.cursor(quotient, Ordering::Relaxed);
             let plan = match walk::plan_insert(&mut cursor, quotient, remainder) {
                 Some(InsertStep::Duplicate { cluster_start }) => {
                     let to = cursor.index().max(quotient);
@@ -437,13 +424,13 @@ impl Filter for ExternallyLockedQf {
             if !held.covers(from, to) {
                 return Walked::Read { from, to };
             }
-            if plan.end + 1 >= self.slots.len() {
+            if plan.end + 1 >= self.table.slots.len() {
                 // The run would reach the last slot, which stays empty.
                 return Walked::Done(Err(Error::Full));
             }
             // Relaxed: reads of held regions, as above.
-            let mut read = self.slots.cursor(plan.position, Ordering::Relaxed);
-            let mut rewriter = Rewriter::new(&self.slots, UnderLock, KEEP_OCCUPIED);
+            let mut read = self.table.slots.cursor(plan.position, Ordering::Relaxed);
+            let mut rewriter = Rewriter::new(&self.table.slots, UnderLock, KEEP_OCCUPIED);
             walk::shift_in(&mut read, &mut rewriter, &plan, None);
             rewriter.finish();
             self.len.increment(quotient);
@@ -455,7 +442,7 @@ impl Filter for ExternallyLockedQf {
         let (quotient, remainder) = self.fingerprint(hash);
         self.locked(quotient, |held| {
             // Relaxed: as in `insert_hash`.
-            let mut cursor = self.slots.cursor(quotient, Ordering::Relaxed);
+            let mut cursor = self.table.slots.cursor(quotient, Ordering::Relaxed);
             match walk::lookup(&mut cursor, remainder) {
                 Some((found, start)) => {
                     let to = cursor.index().max(quotient);
@@ -471,16 +458,15 @@ impl Filter for ExternallyLockedQf {
     }
 
     fn capacity(&self) -> usize {
-        ((1u64 << self.quotient_bits) as f64 * MAX_LOAD) as usize
+        self.table.capacity()
     }
 
     fn memory_bytes(&self) -> usize {
-        self.slots.memory_bytes() + std::mem::size_of_val(&*self.locks)
+        self.table.slots.memory_bytes() + std::mem::size_of_val(&*self.locks)
     }
 
     fn false_positive_rate(&self) -> f64 {
-        let load = self.len.sum() as f64 / (1u64 << self.quotient_bits) as f64;
-        sizing::qf_fpr(load, self.remainder_bits)
+        self.table.false_positive_rate(self.len.sum())
     }
 }
 
@@ -489,7 +475,7 @@ impl Remove for ExternallyLockedQf {
         let (quotient, remainder) = self.fingerprint(hash);
         self.locked(quotient, |held| {
             // Relaxed: as in `insert_hash`.
-            let mut cursor = self.slots.cursor(quotient, Ordering::Relaxed);
+            let mut cursor = self.table.slots.cursor(quotient, Ordering::Relaxed);
             let plan = match walk::plan_remove(&mut cursor, quotient, remainder) {
                 Some(Some(plan)) => plan,
                 Some(None) => {
@@ -498,7 +484,7 @@ impl Remove for ExternallyLockedQf {
                     // regions both walks read the same slots, so they stop at the same start).
                     let to = cursor.index().max(quotient);
                     // Relaxed: as above.
-                    let mut back = self.slots.cursor(quotient, Ordering::Relaxed);
+                    let mut back = self.table.slots.cursor(quotient, Ordering::Relaxed);
                     if Slot::unlocked(back.slot()).is_occupied() {
                         walk::back_to_cluster_start(&mut back);
                     }
@@ -517,9 +503,12 @@ impl Remove for ExternallyLockedQf {
                 return Walked::Read { from, to };
             }
             // Relaxed: reads of held regions, as above.
-            let mut read = self.slots.cursor(plan.position + 1, Ordering::Relaxed);
-            let mut occupied = self.slots.cursor(quotient, Ordering::Relaxed);
-            let mut rewriter = Rewriter::new(&self.slots, UnderLock, KEEP_OCCUPIED);
+            let mut read = self
+                .table
+                .slots
+                .cursor(plan.position + 1, Ordering::Relaxed);
+            let mut occupied = self.table.slots.cursor(quotient, Ordering::Relaxed);
+            let mut rewriter = Rewriter::new(&self.table.slots, UnderLock, KEEP_OCCUPIED);
             walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, false);
             rewriter.finish();
             self.len.decrement(quotient);
@@ -541,8 +530,8 @@ fn check_region(region_slots: usize) -> Result<(), Error> {
 impl std::fmt::Debug for ExternallyLockedQf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ExternallyLockedQf")
-            .field("quotient_bits", &self.quotient_bits)
-            .field("remainder_bits", &self.remainder_bits)
+            .field("quotient_bits", &self.table.quotient_bits)
+            .field("remainder_bits", &self.table.remainder_bits)
             .field("region_slots", &self.region_slots)
             .field("regions", &self.locks.len())
             .field("len", &self.len.sum())
@@ -633,7 +622,7 @@ mod tests {
             Err(Error::InvalidParameters(_))
         ));
         // The lock array is memory of its own.
-        assert_eq!(f.memory_bytes(), f.slots.memory_bytes() + f.regions());
+        assert_eq!(f.memory_bytes(), f.table.slots.memory_bytes() + f.regions());
     }
 
     fn overflow(q: u32) -> usize {

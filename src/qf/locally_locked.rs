@@ -55,16 +55,16 @@ use std::hash::Hash;
 
 use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter, Remove};
-use crate::hash::{hash_key, Fingerprint};
-use crate::sizing;
+use crate::hash::hash_key;
 use crate::storage::{Commit, Rewriter, SlotArray};
 use crate::sync::{Ordering, Waiter};
 
-use super::scan::{check_table, Fingerprints};
-use super::sequential::{SequentialQf, MAX_LOAD};
+use super::scan::Fingerprints;
+use super::sequential::SequentialQf;
 use super::slot::{
     Slot, CONTINUATION, OCCUPIED, READ_LOCK, SHIFTED, STATUS_BITS, STATUS_MASK, WRITE_LOCK,
 };
+use super::table::QfTable;
 use super::walk::{self, InsertStep, KEEP_OCCUPIED};
 
 /// A concurrent quotient filter locked through its own status bits (paper 000 §3.2).
@@ -91,9 +91,7 @@ use super::walk::{self, InsertStep, KEEP_OCCUPIED};
 /// # Ok::<(), conqf::Error>(())
 /// ```
 pub struct LocallyLockedQf {
-    slots: SlotArray,
-    quotient_bits: u32,
-    remainder_bits: u32,
+    table: QfTable,
     len: StripedCounter,
     /// The continuation bit of every lane: finds lock statuses in a word at once.
     continuation_lanes: u64,
@@ -106,8 +104,7 @@ impl LocallyLockedQf {
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
     /// would be too large.
     pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
-        let (q, r) = sizing::qf_parameters(capacity, fpr, MAX_LOAD)?;
-        Self::with_bits(q, r)
+        Ok(Self::from_sequential(SequentialQf::new(capacity, fpr)?))
     }
 
     /// A filter with `2^quotient_bits` slots of `remainder_bits` remainder bits each.
@@ -124,13 +121,11 @@ impl LocallyLockedQf {
     /// The concurrent filter over a sequential filter's table (no copy: the layouts are the
     /// same).
     pub fn from_sequential(filter: SequentialQf) -> Self {
-        let continuation_lanes = filter.slots.layout().lanes(CONTINUATION);
+        let continuation_lanes = filter.table.slots.layout().lanes(CONTINUATION);
         let len = StripedCounter::new();
         len.reset(filter.len);
         LocallyLockedQf {
-            slots: filter.slots,
-            quotient_bits: filter.quotient_bits,
-            remainder_bits: filter.remainder_bits,
+            table: filter.table,
             len,
             continuation_lanes,
         }
@@ -140,39 +135,32 @@ impl LocallyLockedQf {
     pub fn into_sequential(self) -> SequentialQf {
         let len = self.len.sum();
         SequentialQf {
-            slots: self.slots,
-            quotient_bits: self.quotient_bits,
-            remainder_bits: self.remainder_bits,
+            table: self.table,
             len,
         }
     }
 
     /// Quotient bits `q`: the table has `2^q` canonical slots.
     pub fn quotient_bits(&self) -> u32 {
-        self.quotient_bits
+        self.table.quotient_bits
     }
 
     /// Remainder bits `r` stored per slot.
     pub fn remainder_bits(&self) -> u32 {
-        self.remainder_bits
+        self.table.remainder_bits
     }
 
     /// The stored fingerprints in increasing order. Only meaningful while no thread writes.
     pub fn fingerprints(&self) -> Fingerprints<'_> {
         // Acquire: pairs with the writers' releases, for a caller that synchronised with them
         // (e.g. joined them) and then iterates.
-        Fingerprints::new(&self.slots, Ordering::Acquire)
+        self.table.fingerprints(Ordering::Acquire)
     }
 
     /// Checks the table's invariants (no lock left, status bits, run order, the count). Only
     /// meaningful while no thread writes; for tests and debugging.
     pub fn check_invariants(&self) -> Result<(), String> {
-        let stored = check_table(&self.slots, self.remainder_bits)?;
-        let len = self.len.sum();
-        if stored != len {
-            return Err(format!("{stored} fingerprints stored but len is {len}"));
-        }
-        Ok(())
+        self.table.check(self.len.sum())
     }
 
     /// Whether the fingerprint of `hash` is stored, read without any lock or check.
@@ -183,7 +171,7 @@ impl LocallyLockedQf {
     pub fn contains_hash_unsynchronized(&self, hash: u64) -> bool {
         let (quotient, remainder) = self.fingerprint(hash);
         // Acquire: as in `fingerprints`.
-        let mut cursor = self.slots.cursor(quotient, Ordering::Acquire);
+        let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
         walk::lookup(&mut cursor, remainder).is_some_and(|(found, _)| found)
     }
 
@@ -194,8 +182,7 @@ impl LocallyLockedQf {
 
     #[inline]
     fn fingerprint(&self, hash: u64) -> (usize, u64) {
-        let f = Fingerprint::split(hash, self.quotient_bits, self.remainder_bits);
-        (f.quotient as usize, f.remainder)
+        self.table.fingerprint(hash)
     }
 
     /// Whether any slot of `word` holds a lock status (`010` or `110`: continuation without
@@ -212,30 +199,31 @@ impl LocallyLockedQf {
     /// Inserts without locks if the insert happens inside the group of the canonical slot and
     /// that group holds no lock. `None`: take the locked path.
     fn insert_in_group(&self, quotient: usize, remainder: u64) -> Option<Result<bool, Error>> {
-        let (group, _) = self.slots.layout().locate(quotient);
+        let (group, _) = self.table.slots.layout().locate(quotient);
         // Acquire: the group's content is what we build on; pairs with the Release of the
         // writer that published it.
-        let word = self.slots.load_group(group, Ordering::Acquire);
+        let word = self.table.slots.load_group(group, Ordering::Acquire);
         if self.has_lock(word) {
             return None;
         }
-        let mut cursor = self.slots.cursor_in_group(quotient, word);
+        let mut cursor = self.table.slots.cursor_in_group(quotient, word);
         let plan = match walk::plan_insert(&mut cursor, quotient, remainder)? {
             InsertStep::Duplicate { .. } => return Some(Ok(false)),
             InsertStep::Place(plan) => plan,
         };
-        if plan.end + 1 >= self.slots.len() {
+        if plan.end + 1 >= self.table.slots.len() {
             return None;
         }
-        let mut read = self.slots.cursor_in_group(plan.position, word);
+        let mut read = self.table.slots.cursor_in_group(plan.position, word);
         let preview = Preview::new(group, word);
-        let mut rewriter = Rewriter::new(&self.slots, &preview, KEEP_OCCUPIED);
+        let mut rewriter = Rewriter::new(&self.table.slots, &preview, KEEP_OCCUPIED);
         walk::shift_in(&mut read, &mut rewriter, &plan, None);
         rewriter.finish();
         let new = preview.result.get();
         // Release: publishes the new element with the group; failure needs no ordering because
         // the fast path is simply abandoned.
-        self.slots
+        self.table
+            .slots
             .compare_exchange_group(group, word, new, Ordering::Release, Ordering::Relaxed)
             .ok()?;
         self.len.increment(quotient);
@@ -247,10 +235,10 @@ impl LocallyLockedQf {
     /// Changes slot `index` with `change` (old slot -> new slot, or `None` to give up) in one CAS
     /// of its group, retrying while other slots of the group change. Returns whether it changed.
     fn update_slot(&self, index: usize, change: impl Fn(u64) -> Option<u64>) -> bool {
-        let layout = *self.slots.layout();
+        let layout = *self.table.slots.layout();
         let (group, offset) = layout.locate(index);
         // Acquire: the decision is based on the slot's current value.
-        let mut word = self.slots.load_group(group, Ordering::Acquire);
+        let mut word = self.table.slots.load_group(group, Ordering::Acquire);
         loop {
             let Some(slot) = change(layout.get(word, offset)) else {
                 return false;
@@ -258,7 +246,7 @@ impl LocallyLockedQf {
             let new = layout.set(word, offset, slot);
             // AcqRel: this helper both takes locks (Acquire: see everything the previous holder
             // wrote before releasing) and releases them (Release: publish our writes).
-            match self.slots.compare_exchange_group(
+            match self.table.slots.compare_exchange_group(
                 group,
                 word,
                 new,
@@ -276,7 +264,7 @@ impl LocallyLockedQf {
     fn lock_supercluster_end(&self, quotient: usize) -> usize {
         let waiter = Waiter::new();
         // Acquire: the scan decides where the supercluster ends from what it reads.
-        let mut cursor = self.slots.cursor(quotient, Ordering::Acquire);
+        let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
         loop {
             let raw = cursor.slot();
             if raw == WRITE_LOCK {
@@ -304,7 +292,7 @@ impl LocallyLockedQf {
     fn lock_cluster_start(&self, quotient: usize) -> Option<usize> {
         let waiter = Waiter::new();
         // Acquire: the walk reads status bits to decide where to lock.
-        let mut cursor = self.slots.cursor(quotient, Ordering::Acquire);
+        let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
         loop {
             let raw = cursor.slot();
             match raw & STATUS_MASK {
@@ -343,7 +331,7 @@ impl LocallyLockedQf {
     fn unlock_reads_in(&self, from: usize, to: usize) {
         for index in from..=to {
             // Acquire: as in `lock_cluster_start`.
-            if self.slots.get(index, Ordering::Acquire) & STATUS_MASK == READ_LOCK {
+            if self.table.slots.get(index, Ordering::Acquire) & STATUS_MASK == READ_LOCK {
                 self.unlock_read(index);
             }
         }
@@ -359,11 +347,11 @@ impl LocallyLockedQf {
     /// end `end`: the locks still protect the stretch the operation will change.
     fn locks_still_cover(&self, quotient: usize, start: usize, end: usize) -> bool {
         // Acquire: as in `lock_cluster_start`.
-        let mut cursor = self.slots.cursor(quotient, Ordering::Acquire);
+        let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
         if walk::back_to_cluster_start(&mut cursor).is_none() || cursor.index() != start {
             return false;
         }
-        let mut cursor = self.slots.cursor(quotient, Ordering::Acquire);
+        let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
         walk::seek_empty(&mut cursor) == Some(end)
     }
 
@@ -387,7 +375,7 @@ impl LocallyLockedQf {
         // Block D, and the check that the locks still cover the stretch: a removal between our
         // scans may have split the cluster or the supercluster (paper 000 §3.2, "Deletions").
         // Acquire: reads of the locked stretch; the locks' Acquire already ordered them.
-        let mut cursor = self.slots.cursor(quotient, Ordering::Acquire);
+        let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
         let plan = match walk::plan_insert(&mut cursor, quotient, remainder) {
             Some(InsertStep::Place(plan)) if plan.cluster_start == start && plan.end == end => plan,
             Some(InsertStep::Duplicate { cluster_start }) if cluster_start == start => {
@@ -401,16 +389,16 @@ impl LocallyLockedQf {
                 return None;
             }
         };
-        if end + 1 >= self.slots.len() {
+        if end + 1 >= self.table.slots.len() {
             // The run would reach the last slot, which stays empty.
             self.unlock_read(start);
             self.unlock_write(end);
             return Some(Err(Error::Full));
         }
         // Block E.
-        let mut read = self.slots.cursor(plan.position, Ordering::Acquire);
+        let mut read = self.table.slots.cursor(plan.position, Ordering::Acquire);
         let commit = Locked::new(self, start);
-        let mut rewriter = Rewriter::new(&self.slots, commit, KEEP_OCCUPIED);
+        let mut rewriter = Rewriter::new(&self.table.slots, commit, KEEP_OCCUPIED);
         walk::shift_in(&mut read, &mut rewriter, &plan, Some(start));
         rewriter.finish();
         // The shift filled the write-locked slot, which released it.
@@ -424,10 +412,10 @@ impl LocallyLockedQf {
     /// Block F: answers from the group of the canonical slot alone, if it can.
     #[inline]
     fn contains_in_group(&self, quotient: usize, remainder: u64) -> Option<bool> {
-        let (group, _) = self.slots.layout().locate(quotient);
+        let (group, _) = self.table.slots.layout().locate(quotient);
         // Acquire: pairs with the Release of the writer that published the group.
-        let word = self.slots.load_group(group, Ordering::Acquire);
-        let mut cursor = self.slots.cursor_in_group(quotient, word);
+        let word = self.table.slots.load_group(group, Ordering::Acquire);
+        let mut cursor = self.table.slots.cursor_in_group(quotient, word);
         walk::lookup(&mut cursor, remainder).map(|(found, _)| found)
     }
 
@@ -435,7 +423,7 @@ impl LocallyLockedQf {
     fn contains_locked(&self, quotient: usize, remainder: u64) -> Option<bool> {
         let start = self.lock_cluster_start(quotient)?;
         // Acquire: reads of the locked cluster; the lock's Acquire already ordered them.
-        let mut cursor = self.slots.cursor(quotient, Ordering::Acquire);
+        let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
         let answer = walk::lookup(&mut cursor, remainder);
         self.unlock_read(start);
         match answer? {
@@ -465,7 +453,7 @@ impl LocallyLockedQf {
             return None;
         }
         // Acquire: as in `insert_locked`.
-        let mut cursor = self.slots.cursor(quotient, Ordering::Acquire);
+        let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
         let plan = match walk::plan_remove(&mut cursor, quotient, remainder) {
             Some(Some(plan)) => plan,
             _ => {
@@ -474,9 +462,13 @@ impl LocallyLockedQf {
                 return Some(Ok(false));
             }
         };
-        let mut read = self.slots.cursor(plan.position + 1, Ordering::Acquire);
-        let mut occupied = self.slots.cursor(quotient, Ordering::Acquire);
-        let mut rewriter = Rewriter::new(&self.slots, Locked::new(self, start), KEEP_OCCUPIED);
+        let mut read = self
+            .table
+            .slots
+            .cursor(plan.position + 1, Ordering::Acquire);
+        let mut occupied = self.table.slots.cursor(quotient, Ordering::Acquire);
+        let mut rewriter =
+            Rewriter::new(&self.table.slots, Locked::new(self, start), KEEP_OCCUPIED);
         let emptied = walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, true);
         rewriter.finish();
         // Our cluster start (if it still holds an element) and the cluster starts the shift
@@ -513,7 +505,7 @@ impl<'a> Locked<'a> {
         let shifted = (word >> 1) & lanes;
         let occupied = (word << 1) & lanes;
         let mut locks = continuation & !shifted & !occupied & range;
-        let layout = self.filter.slots.layout();
+        let layout = self.filter.table.slots.layout();
         let (own_group, own_offset) = layout.locate(self.own);
         if own_group == group {
             locks &= !(layout.slot_mask() << (own_offset * layout.bits()));
@@ -605,16 +597,15 @@ impl Filter for LocallyLockedQf {
     }
 
     fn capacity(&self) -> usize {
-        ((1u64 << self.quotient_bits) as f64 * MAX_LOAD) as usize
+        self.table.capacity()
     }
 
     fn memory_bytes(&self) -> usize {
-        self.slots.memory_bytes()
+        self.table.slots.memory_bytes()
     }
 
     fn false_positive_rate(&self) -> f64 {
-        let load = self.len.sum() as f64 / (1u64 << self.quotient_bits) as f64;
-        sizing::qf_fpr(load, self.remainder_bits)
+        self.table.false_positive_rate(self.len.sum())
     }
 }
 
@@ -635,8 +626,8 @@ impl Remove for LocallyLockedQf {
 impl std::fmt::Debug for LocallyLockedQf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("LocallyLockedQf")
-            .field("quotient_bits", &self.quotient_bits)
-            .field("remainder_bits", &self.remainder_bits)
+            .field("quotient_bits", &self.table.quotient_bits)
+            .field("remainder_bits", &self.table.remainder_bits)
             .field("len", &self.len.sum())
             .finish_non_exhaustive()
     }
@@ -673,7 +664,7 @@ mod tests {
         // As if a locked insert into quotient 2 held the supercluster's end.
         assert!(filter.update_slot(6, |now| (now == 0).then_some(WRITE_LOCK)));
         assert_eq!(filter.insert_in_group(5, 9), None);
-        assert_eq!(filter.slots.get(6, Ordering::Relaxed), WRITE_LOCK);
+        assert_eq!(filter.table.slots.get(6, Ordering::Relaxed), WRITE_LOCK);
         filter.unlock_write(6);
         assert_eq!(filter.insert_in_group(5, 9), Some(Ok(true)));
         filter.check_invariants().unwrap();

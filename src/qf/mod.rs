@@ -7,6 +7,7 @@ pub(crate) mod locally_locked;
 pub(crate) mod scan;
 pub(crate) mod sequential;
 pub(crate) mod slot;
+pub(crate) mod table;
 pub(crate) mod walk;
 
 /// Slots after the `2^q` addressable ones, so clusters near the end need no wrap-around

@@ -7,16 +7,13 @@ use std::hash::Hash;
 use crate::filter::{Error, Merge};
 use crate::hash::{hash_key, Fingerprint};
 use crate::sizing;
-use crate::storage::{Exclusive, Rewriter, SlotArray};
+use crate::storage::{Exclusive, Rewriter};
 use crate::sync::Ordering;
 
-use super::overflow_slots;
-use super::scan::{build_sorted, check_table, Fingerprints};
-use super::slot::STATUS_BITS;
+use super::scan::{build_sorted, Fingerprints};
+use super::table::QfTable;
+pub(crate) use super::table::MAX_LOAD;
 use super::walk::{self, InsertStep, KEEP_OCCUPIED};
-
-/// The fill up to which [`SequentialQf::new`] plans: beyond it clusters grow long.
-pub(crate) const MAX_LOAD: f64 = 0.9;
 
 /// A quotient filter for one thread: writes take `&mut self`.
 ///
@@ -36,9 +33,7 @@ pub(crate) const MAX_LOAD: f64 = 0.9;
 /// # Ok::<(), conqf::Error>(())
 /// ```
 pub struct SequentialQf {
-    pub(crate) slots: SlotArray,
-    pub(crate) quotient_bits: u32,
-    pub(crate) remainder_bits: u32,
+    pub(crate) table: QfTable,
     pub(crate) len: usize,
 }
 
@@ -49,8 +44,10 @@ impl SequentialQf {
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
     /// would be too large.
     pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
-        let (q, r) = sizing::qf_parameters(capacity, fpr, MAX_LOAD)?;
-        Self::with_bits(q, r)
+        Ok(SequentialQf {
+            table: QfTable::new(capacity, fpr)?,
+            len: 0,
+        })
     }
 
     /// A filter with `2^quotient_bits` slots of `remainder_bits` remainder bits each.
@@ -60,24 +57,20 @@ impl SequentialQf {
     /// `quotient_bits + remainder_bits <= 64` and `remainder_bits + 3 <= 64`, or if the table
     /// cannot be allocated.
     pub fn with_bits(quotient_bits: u32, remainder_bits: u32) -> Result<Self, Error> {
-        sizing::check_bits(quotient_bits, remainder_bits, STATUS_BITS, 1)?;
-        let slot_count = (1usize << quotient_bits) + overflow_slots(quotient_bits);
         Ok(SequentialQf {
-            slots: SlotArray::new(remainder_bits + STATUS_BITS, slot_count)?,
-            quotient_bits,
-            remainder_bits,
+            table: QfTable::with_bits(quotient_bits, remainder_bits)?,
             len: 0,
         })
     }
 
     /// Quotient bits `q`: the table has `2^q` canonical slots.
     pub fn quotient_bits(&self) -> u32 {
-        self.quotient_bits
+        self.table.quotient_bits
     }
 
     /// Remainder bits `r` stored per slot.
     pub fn remainder_bits(&self) -> u32 {
-        self.remainder_bits
+        self.table.remainder_bits
     }
 
     /// Number of stored fingerprints.
@@ -92,25 +85,25 @@ impl SequentialQf {
 
     /// How many fingerprints fit at the planned maximum fill (90% of the canonical slots).
     pub fn capacity(&self) -> usize {
-        ((1u64 << self.quotient_bits) as f64 * MAX_LOAD) as usize
+        self.table.capacity()
     }
 
     /// Bytes of the table.
     pub fn memory_bytes(&self) -> usize {
-        self.slots.memory_bytes()
+        self.table.slots.memory_bytes()
     }
 
     /// The expected false-positive rate at the current fill: `n / 2^(q + r)`.
     pub fn false_positive_rate(&self) -> f64 {
-        sizing::qf_fpr(self.load(), self.remainder_bits)
-    }
-
-    fn load(&self) -> f64 {
-        self.len as f64 / (1u64 << self.quotient_bits) as f64
+        self.table.false_positive_rate(self.len)
     }
 
     fn fingerprint(&self, hash: u64) -> Fingerprint {
-        Fingerprint::split(hash, self.quotient_bits, self.remainder_bits)
+        let (quotient, remainder) = self.table.fingerprint(hash);
+        Fingerprint {
+            quotient: quotient as u64,
+            remainder,
+        }
     }
 
     /// Inserts the fingerprint of `hash`: `Ok(true)` if stored, `Ok(false)` if already present.
@@ -129,7 +122,10 @@ impl SequentialQf {
             remainder,
         } = self.fingerprint(hash);
         // Relaxed: reads of a table no other thread writes (`&mut self` for every write).
-        let mut cursor = self.slots.cursor(quotient as usize, Ordering::Relaxed);
+        let mut cursor = self
+            .table
+            .slots
+            .cursor(quotient as usize, Ordering::Relaxed);
         walk::lookup(&mut cursor, remainder).is_some_and(|(found, _)| found)
     }
 
@@ -143,13 +139,16 @@ impl SequentialQf {
             remainder,
         } = self.fingerprint(hash);
         let quotient = quotient as usize;
-        let mut cursor = self.slots.cursor(quotient, Ordering::Relaxed);
+        let mut cursor = self.table.slots.cursor(quotient, Ordering::Relaxed);
         let Some(Some(plan)) = walk::plan_remove(&mut cursor, quotient, remainder) else {
             return Ok(false);
         };
-        let mut read = self.slots.cursor(plan.position + 1, Ordering::Relaxed);
-        let mut occupied = self.slots.cursor(quotient, Ordering::Relaxed);
-        let mut rewriter = Rewriter::new(&self.slots, Exclusive, KEEP_OCCUPIED);
+        let mut read = self
+            .table
+            .slots
+            .cursor(plan.position + 1, Ordering::Relaxed);
+        let mut occupied = self.table.slots.cursor(quotient, Ordering::Relaxed);
+        let mut rewriter = Rewriter::new(&self.table.slots, Exclusive, KEEP_OCCUPIED);
         walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, false);
         rewriter.finish();
         self.len -= 1;
@@ -179,15 +178,15 @@ impl SequentialQf {
 
     pub(crate) fn insert_fingerprint(&mut self, fingerprint: Fingerprint) -> Result<bool, Error> {
         let quotient = fingerprint.quotient as usize;
-        let mut cursor = self.slots.cursor(quotient, Ordering::Relaxed);
+        let mut cursor = self.table.slots.cursor(quotient, Ordering::Relaxed);
         let plan = match walk::plan_insert(&mut cursor, quotient, fingerprint.remainder) {
             Some(InsertStep::Duplicate { .. }) => return Ok(false),
-            Some(InsertStep::Place(plan)) if plan.end + 1 < self.slots.len() => plan,
+            Some(InsertStep::Place(plan)) if plan.end + 1 < self.table.slots.len() => plan,
             // The run would reach the last slot, which stays empty.
             _ => return Err(Error::Full),
         };
-        let mut read = self.slots.cursor(plan.position, Ordering::Relaxed);
-        let mut rewriter = Rewriter::new(&self.slots, Exclusive, KEEP_OCCUPIED);
+        let mut read = self.table.slots.cursor(plan.position, Ordering::Relaxed);
+        let mut rewriter = Rewriter::new(&self.table.slots, Exclusive, KEEP_OCCUPIED);
         walk::shift_in(&mut read, &mut rewriter, &plan, None);
         rewriter.finish();
         self.len += 1;
@@ -196,7 +195,8 @@ impl SequentialQf {
 
     /// The stored fingerprints in increasing `(quotient, remainder)` order.
     pub fn fingerprints(&self) -> Fingerprints<'_> {
-        Fingerprints::new(&self.slots, Ordering::Relaxed)
+        // Relaxed: reads of a table no other thread writes.
+        self.table.fingerprints(Ordering::Relaxed)
     }
 
     /// Doubles the number of slots without rehashing (bounded growing, paper 000 §2.1): the top
@@ -207,12 +207,12 @@ impl SequentialQf {
     /// [`Error::InvalidParameters`] if only one remainder bit is left or the quotient would
     /// exceed 40 bits; the filter is then unchanged.
     pub fn grow(&mut self) -> Result<(), Error> {
-        if self.remainder_bits < 2 {
+        if self.table.remainder_bits < 2 {
             return Err(Error::InvalidParameters(
                 "cannot grow: only one remainder bit is left".into(),
             ));
         }
-        let (q, r) = (self.quotient_bits + 1, self.remainder_bits - 1);
+        let (q, r) = (self.table.quotient_bits + 1, self.table.remainder_bits - 1);
         let mut grown = Self::with_bits(q, r)?;
         let refined = self.fingerprints().map(|f| Fingerprint {
             quotient: (f.quotient << 1) | (f.remainder >> r),
@@ -220,7 +220,7 @@ impl SequentialQf {
         });
         // Twice the canonical slots at half the fill cannot overflow where the smaller table
         // did not.
-        grown.len = build_sorted(&mut grown.slots, refined)?;
+        grown.len = build_sorted(&mut grown.table.slots, refined)?;
         *self = grown;
         Ok(())
     }
@@ -228,14 +228,7 @@ impl SequentialQf {
     /// Checks the table's invariants (status bits, run order, the count); for tests and
     /// debugging. Returns a description of the first violation.
     pub fn check_invariants(&self) -> Result<(), String> {
-        let stored = check_table(&self.slots, self.remainder_bits)?;
-        if stored != self.len {
-            return Err(format!(
-                "{stored} fingerprints stored but len is {}",
-                self.len
-            ));
-        }
-        Ok(())
+        self.table.check(self.len)
     }
 
     /// A filter with the given parameters holding exactly `fingerprints` (sorted, deduplicated
@@ -246,7 +239,7 @@ impl SequentialQf {
         fingerprints: impl IntoIterator<Item = Fingerprint>,
     ) -> Result<Self, Error> {
         let mut filter = Self::with_bits(quotient_bits, remainder_bits)?;
-        filter.len = build_sorted(&mut filter.slots, fingerprints)?;
+        filter.len = build_sorted(&mut filter.table.slots, fingerprints)?;
         Ok(filter)
     }
 }
@@ -257,15 +250,15 @@ impl SequentialQf {
 /// [`grow`](SequentialQf::grow)).
 impl Merge for SequentialQf {
     fn merge(&self, other: &Self) -> Result<Self, Error> {
-        let bits = self.quotient_bits + self.remainder_bits;
-        if bits != other.quotient_bits + other.remainder_bits {
+        let bits = self.table.quotient_bits + self.table.remainder_bits;
+        if bits != other.table.quotient_bits + other.table.remainder_bits {
             return Err(Error::Incompatible(format!(
                 "fingerprints of {bits} and {} bits",
-                other.quotient_bits + other.remainder_bits
+                other.table.quotient_bits + other.table.remainder_bits
             )));
         }
         let total = self.len + other.len;
-        let mut q = self.quotient_bits.max(other.quotient_bits);
+        let mut q = self.table.quotient_bits.max(other.table.quotient_bits);
         while ((1u64 << q) as f64) * MAX_LOAD < total as f64
             && bits - q > 1
             && q < sizing::MAX_QUOTIENT_BITS
@@ -275,10 +268,10 @@ impl Merge for SequentialQf {
         let r = bits - q;
         let a = self
             .fingerprints()
-            .map(move |f| refine(f, self.remainder_bits, r));
+            .map(move |f| refine(f, self.table.remainder_bits, r));
         let b = other
             .fingerprints()
-            .map(move |f| refine(f, other.remainder_bits, r));
+            .map(move |f| refine(f, other.table.remainder_bits, r));
         Self::from_sorted(q, r, MergeSorted::new(a, b))
     }
 }
@@ -321,8 +314,8 @@ impl<T: Ord, A: Iterator<Item = T>, B: Iterator<Item = T>> Iterator for MergeSor
 impl std::fmt::Debug for SequentialQf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SequentialQf")
-            .field("quotient_bits", &self.quotient_bits)
-            .field("remainder_bits", &self.remainder_bits)
+            .field("quotient_bits", &self.table.quotient_bits)
+            .field("remainder_bits", &self.table.remainder_bits)
             .field("len", &self.len)
             .finish_non_exhaustive()
     }

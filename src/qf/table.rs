@@ -1,0 +1,79 @@
+//! The 3-status-bit table (paper 000 §2.1) with its parameters: what `SequentialQf`,
+//! `LocallyLockedQf` and `ExternallyLockedQf` share, so the three differ only in how they
+//! synchronise, and convert into each other without copying.
+
+use crate::filter::Error;
+use crate::hash::Fingerprint;
+use crate::sizing;
+use crate::storage::SlotArray;
+use crate::sync::Ordering;
+
+use super::overflow_slots;
+use super::scan::{check_table, Fingerprints};
+use super::slot::STATUS_BITS;
+
+/// The fill up to which the `new` constructors plan: beyond it clusters grow long.
+pub(crate) const MAX_LOAD: f64 = 0.9;
+
+/// `2^q` canonical slots plus the overflow tail, each of `r + 3` bits.
+pub(crate) struct QfTable {
+    pub(crate) slots: SlotArray,
+    pub(crate) quotient_bits: u32,
+    pub(crate) remainder_bits: u32,
+}
+
+impl QfTable {
+    /// An empty table with `2^quotient_bits` canonical slots of `remainder_bits` remainders.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] unless `1 <= quotient_bits <= 40`, `remainder_bits >= 1`,
+    /// `quotient_bits + remainder_bits <= 64` and `remainder_bits + 3 <= 64`, or if the table
+    /// cannot be allocated.
+    pub(crate) fn with_bits(quotient_bits: u32, remainder_bits: u32) -> Result<Self, Error> {
+        sizing::check_bits(quotient_bits, remainder_bits, STATUS_BITS, 1)?;
+        let slot_count = (1usize << quotient_bits) + overflow_slots(quotient_bits);
+        Ok(QfTable {
+            slots: SlotArray::new(remainder_bits + STATUS_BITS, slot_count)?,
+            quotient_bits,
+            remainder_bits,
+        })
+    }
+
+    /// The parameters for `capacity` keys at a false-positive rate of at most `fpr`.
+    pub(crate) fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
+        let (q, r) = sizing::qf_parameters(capacity, fpr, MAX_LOAD)?;
+        Self::with_bits(q, r)
+    }
+
+    /// The canonical slot and remainder of a hash.
+    #[inline]
+    pub(crate) fn fingerprint(&self, hash: u64) -> (usize, u64) {
+        let f = Fingerprint::split(hash, self.quotient_bits, self.remainder_bits);
+        (f.quotient as usize, f.remainder)
+    }
+
+    /// How many fingerprints fit at [`MAX_LOAD`].
+    pub(crate) fn capacity(&self) -> usize {
+        ((1u64 << self.quotient_bits) as f64 * MAX_LOAD) as usize
+    }
+
+    /// The expected false-positive rate with `len` fingerprints stored: `len / 2^(q + r)`.
+    pub(crate) fn false_positive_rate(&self, len: usize) -> f64 {
+        let load = len as f64 / (1u64 << self.quotient_bits) as f64;
+        sizing::qf_fpr(load, self.remainder_bits)
+    }
+
+    /// The stored fingerprints in increasing order (reads with `order`).
+    pub(crate) fn fingerprints(&self, order: Ordering) -> Fingerprints<'_> {
+        Fingerprints::new(&self.slots, order)
+    }
+
+    /// Checks the table's invariants and that it stores `len` fingerprints.
+    pub(crate) fn check(&self, len: usize) -> Result<(), String> {
+        let stored = check_table(&self.slots, self.remainder_bits)?;
+        if stored != len {
+            return Err(format!("{stored} fingerprints stored but len is {len}"));
+        }
+        Ok(())
+    }
+}
