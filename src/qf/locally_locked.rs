@@ -464,6 +464,7 @@ impl LocallyLockedQf {
         };
         let mut read = self
             .table
+            // Acquire: reads of the locked cluster; the locks' Acquire already ordered them.
             .slots
             .cursor(plan.position + 1, Ordering::Acquire);
         let mut occupied = self.table.slots.cursor(quotient, Ordering::Acquire);

@@ -77,6 +77,8 @@ pub(crate) fn check_table(array: &SlotArray, remainder_bits: u32) -> Result<usiz
     let mut runs = 0usize;
     let mut elements = 0usize;
     let mut canonical = 0usize;
+    // Relaxed: the checker runs on a table no thread writes (its callers synchronised with
+    // the writers, e.g. by joining them).
     let mut occupied = array.cursor(0, Ordering::Relaxed);
     let mut previous: Option<Slot> = None;
     let mut cursor = array.cursor(0, Ordering::Relaxed);
@@ -181,6 +183,7 @@ pub(crate) fn build_sorted(
         }
         let continuation = previous.is_some_and(|p| p.quotient == fingerprint.quotient);
         let element = Slot::element(fingerprint.remainder, continuation, position != quotient);
+        // Relaxed: `&mut` access; no other thread sees the table being built.
         let kept = array.get(position, Ordering::Relaxed) & OCCUPIED;
         array.set_exclusive(position, element.raw() | kept);
         let canonical = array.get(quotient, Ordering::Relaxed);

@@ -139,6 +139,7 @@ impl SequentialQf {
             remainder,
         } = self.fingerprint(hash);
         let quotient = quotient as usize;
+        // Relaxed: `&mut self`, so no other thread touches the table.
         let mut cursor = self.table.slots.cursor(quotient, Ordering::Relaxed);
         let Some(Some(plan)) = walk::plan_remove(&mut cursor, quotient, remainder) else {
             return Ok(false);
@@ -178,6 +179,7 @@ impl SequentialQf {
 
     pub(crate) fn insert_fingerprint(&mut self, fingerprint: Fingerprint) -> Result<bool, Error> {
         let quotient = fingerprint.quotient as usize;
+        // Relaxed: `&mut self`, so no other thread touches the table.
         let mut cursor = self.table.slots.cursor(quotient, Ordering::Relaxed);
         let plan = match walk::plan_insert(&mut cursor, quotient, fingerprint.remainder) {
             Some(InsertStep::Duplicate { .. }) => return Ok(false),
