@@ -1154,11 +1154,10 @@ fn integer_label(x: f64, step: f64) -> String {
     }
 }
 
-/// The Figure 2 plot: throughput per phase against threads, one line per filter; the filters
-/// measured on one thread only (the `SequentialQf` baseline, `qfilter`) as dashed lines.
-fn plot_fig2(options: &Options, rows: &[Row]) -> Result<PathBuf, String> {
-    let path = options.plots.join("fig2.svg");
-    let panels: Vec<Panel> = PHASE_TITLES
+/// One panel per phase, one series per filter: throughput in millions against `x` of each row
+/// (rows without an `x` are left out).
+fn phase_panels(rows: &[Row], x: impl Fn(&Row) -> Option<f64>) -> Vec<Panel> {
+    PHASE_TITLES
         .iter()
         .map(|&(phase, title)| Panel {
             title,
@@ -1169,12 +1168,19 @@ fn plot_fig2(options: &Options, rows: &[Row]) -> Result<PathBuf, String> {
                     points: rows
                         .iter()
                         .filter(|row| row.filter == filter && row.phase == phase)
-                        .map(|row| (row.threads as f64, row.ops_per_sec / 1e6))
+                        .filter_map(|row| Some((x(row)?, row.ops_per_sec / 1e6)))
                         .collect(),
                 })
                 .collect(),
         })
-        .collect();
+        .collect()
+}
+
+/// The Figure 2 plot: throughput per phase against threads, one line per filter; the filters
+/// measured on one thread only (the `SequentialQf` baseline, `qfilter`) as dashed lines.
+fn plot_fig2(options: &Options, rows: &[Row]) -> Result<PathBuf, String> {
+    let path = options.plots.join("fig2.svg");
+    let panels = phase_panels(rows, |row| Some(row.threads as f64));
     let mut threads = options.threads.clone();
     threads.sort_unstable();
     let ticks: Vec<f64> = threads.iter().map(|&t| t as f64).collect();
@@ -1200,23 +1206,7 @@ fn plot_fig2(options: &Options, rows: &[Row]) -> Result<PathBuf, String> {
 /// The Figure 3 plot: single-threaded throughput per phase against fill, one line per filter.
 fn plot_fig3(options: &Options, rows: &[Row]) -> Result<PathBuf, String> {
     let path = options.plots.join("fig3.svg");
-    let panels: Vec<Panel> = PHASE_TITLES
-        .iter()
-        .map(|&(phase, title)| Panel {
-            title,
-            series: filters_of(rows)
-                .into_iter()
-                .map(|filter| Series {
-                    name: filter.to_string(),
-                    points: rows
-                        .iter()
-                        .filter(|row| row.filter == filter && row.phase == phase)
-                        .filter_map(|row| Some((row.fill? * 100.0, row.ops_per_sec / 1e6)))
-                        .collect(),
-                })
-                .collect(),
-        })
-        .collect();
+    let panels = phase_panels(rows, |row| Some(row.fill? * 100.0));
     let ticks: Vec<f64> = (1..=FIG3_LEVELS).map(|level| level as f64 * 10.0).collect();
     let title = format!(
         "Figure 3 (paper 000): throughput against fill, 1 thread, 2^{} slots, scale {}",

@@ -35,9 +35,7 @@ fn filter_with(keys: &[u64]) -> Arc<ExternallyLockedQf> {
 
 /// Explores every interleaving (no preemption bound): these models finish in seconds.
 fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = None;
-    builder.check(f);
+    super::check(None, f);
 }
 
 /// Two inserts into one cluster that crosses from region 0 into region 1: (2, 10) locks

@@ -35,9 +35,7 @@ fn filter_with(keys: &[u64]) -> Arc<LinearProbingQf> {
 /// Runs `f` under every interleaving loom explores. No preemption bound: these models are
 /// small enough to explore exhaustively (all of them together take well under a second).
 fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = None;
-    builder.check(f);
+    super::check(None, f);
 }
 
 /// Two inserts with different remainders race for the same first empty slot: the CAS loser

@@ -29,11 +29,8 @@ fn filter_with(keys: &[u64]) -> Arc<LocallyLockedQf> {
 }
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    // Three preemptions cover every race these two-thread models set up; the models finish in
-    // well under a second each.
-    builder.preemption_bound = Some(3);
-    builder.check(f);
+    // Three preemptions cover every race these two-thread models set up.
+    super::check(Some(3), f);
 }
 
 /// Two inserts into the same cluster, one shifting it across the boundary between group 0

@@ -5,3 +5,11 @@
 mod externally_locked;
 mod linear_probing;
 mod locally_locked;
+
+/// Runs a model under every interleaving loom explores with at most `preemptions` preemptions
+/// (`None`: all of them). Shared by the protocol modules.
+pub(crate) fn check(preemptions: Option<usize>, model: impl Fn() + Sync + Send + 'static) {
+    let mut builder = loom::model::Builder::new();
+    builder.preemption_bound = preemptions;
+    builder.check(model);
+}
