@@ -253,6 +253,8 @@ impl ExternallyLockedQf {
     /// Spins until this thread holds the lock of `region` (test and test-and-set).
     #[inline]
     fn lock(&self, region: usize) {
+        #[cfg(all(test, not(loom)))]
+        tests::record_lock(region);
         let lock = &self.locks[region];
         let waiter = Waiter::new();
         // Acquire on success: everything the previous holder wrote before its Release unlock
@@ -542,8 +544,6 @@ impl std::fmt::Debug for ExternallyLockedQf {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
-    use std::sync::mpsc;
-    use std::time::Duration;
 
     const Q: u32 = 4;
     const R: u32 = 13;
@@ -563,24 +563,25 @@ mod tests {
         filter
     }
 
-    /// Runs `op` on another thread while this one holds `region`: whether `op` waited for the
-    /// region (it had not finished 100 ms later), and its answer once the region is released.
-    fn waits_for<T: Send>(
-        filter: &ExternallyLockedQf,
-        region: usize,
-        op: impl FnOnce(&ExternallyLockedQf) -> T + Send,
-    ) -> (bool, T) {
-        filter.lock(region);
-        std::thread::scope(|s| {
-            let (tx, rx) = mpsc::channel();
-            s.spawn(move || tx.send(op(filter)).unwrap());
-            let early = rx.recv_timeout(Duration::from_millis(100));
-            filter.unlock(region);
-            match early {
-                Ok(answer) => (false, answer),
-                Err(_) => (true, rx.recv().unwrap()),
-            }
-        })
+    thread_local! {
+        /// The regions this thread has locked since [`locked_regions`] last cleared the list.
+        static LOCKED: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+
+    /// Called by [`ExternallyLockedQf::lock`] in unit tests: records every region it locks.
+    pub(super) fn record_lock(region: usize) {
+        LOCKED.with(|locked| locked.borrow_mut().push(region));
+    }
+
+    /// Runs `op` on this thread and returns the regions it locked (sorted, each once) with its
+    /// answer: a deterministic check of which regions an operation serialises on.
+    fn locked_regions<T>(op: impl FnOnce() -> T) -> (Vec<usize>, T) {
+        LOCKED.with(|locked| locked.borrow_mut().clear());
+        let answer = op();
+        let mut regions = LOCKED.with(|locked| std::mem::take(&mut *locked.borrow_mut()));
+        regions.sort_unstable();
+        regions.dedup();
+        (regions, answer)
     }
 
     #[test]
@@ -634,17 +635,17 @@ mod tests {
         // Run of 2 in slots 2-4: region 0 into region 1.
         let filter = filter_with(&[(2, 1), (2, 2), (2, 3)]);
         assert_eq!(
-            waits_for(&filter, 1, |f| f.contains_hash(key(2, 3))),
-            (true, true)
+            locked_regions(|| filter.contains_hash(key(2, 3))),
+            (vec![0, 1], true)
         );
         assert_eq!(
-            waits_for(&filter, 1, |f| f.insert_hash(key(2, 4))),
-            (true, Ok(true))
+            locked_regions(|| filter.insert_hash(key(2, 4))),
+            (vec![0, 1], Ok(true))
         );
-        // A query that stays in region 0 does not wait for region 1.
+        // A query that stays in region 0 does not lock region 1.
         assert_eq!(
-            waits_for(&filter, 1, |f| f.contains_hash(key(2, 1))),
-            (false, true)
+            locked_regions(|| filter.contains_hash(key(2, 1))),
+            (vec![0], true)
         );
         filter.check_invariants().unwrap();
     }
@@ -655,16 +656,16 @@ mod tests {
         // start in region 0.
         let filter = filter_with(&[(2, 1), (2, 2), (2, 3), (4, 1)]);
         assert_eq!(
-            waits_for(&filter, 0, |f| f.contains_hash(key(4, 1))),
-            (true, true)
+            locked_regions(|| filter.contains_hash(key(4, 1))),
+            (vec![0, 1], true)
         );
         assert_eq!(
-            waits_for(&filter, 0, |f| f.insert_hash(key(4, 2))),
-            (true, Ok(true))
+            locked_regions(|| filter.insert_hash(key(4, 2))),
+            (vec![0, 1], Ok(true))
         );
         assert_eq!(
-            waits_for(&filter, 0, |f| f.remove_hash(key(4, 1))),
-            (true, Ok(true))
+            locked_regions(|| filter.remove_hash(key(4, 1))),
+            (vec![0, 1], Ok(true))
         );
         filter.check_invariants().unwrap();
     }
@@ -674,8 +675,8 @@ mod tests {
         // Runs of 2 (slots 2-3) and 3 (slots 4-5): removing (2, 1) shifts region 1 left.
         let filter = filter_with(&[(2, 1), (2, 2), (3, 1), (3, 2)]);
         assert_eq!(
-            waits_for(&filter, 1, |f| f.remove_hash(key(2, 1))),
-            (true, Ok(true))
+            locked_regions(|| filter.remove_hash(key(2, 1))),
+            (vec![0, 1], Ok(true))
         );
         assert!(filter.contains_hash(key(3, 1)) && !filter.contains_hash(key(2, 1)));
         filter.check_invariants().unwrap();
