@@ -227,6 +227,23 @@ impl ExternallyLockedQf {
         self.table.fingerprints(Ordering::Relaxed)
     }
 
+    /// The table (for persistence).
+    pub(crate) fn table(&self) -> &QfTable {
+        &self.table
+    }
+
+    /// The table's groups, copied while every region lock is held (taken in ascending order,
+    /// as every operation takes them): the table between two operations.
+    pub(crate) fn snapshot_groups(&self) -> Vec<u64> {
+        let _all = Held::lock(self, 0, self.locks.len() - 1);
+        let slots = &self.table.slots;
+        (0..slots.layout().groups_for(slots.len()))
+            // Relaxed: every region is held, so no thread writes the table, and the locks'
+            // Acquire ordered the previous holders' stores before these loads.
+            .map(|group| slots.load_group(group, Ordering::Relaxed))
+            .collect()
+    }
+
     /// Checks that no region is locked and the table's invariants (status bits, run order, the
     /// count). Only meaningful while no thread works on the filter; for tests and debugging.
     pub fn check_invariants(&self) -> Result<(), String> {
