@@ -23,6 +23,8 @@ pub(crate) mod bloom;
 pub(crate) mod format;
 pub(crate) mod linear_probing;
 pub(crate) mod qf;
+#[cfg(feature = "serde")]
+mod serde_impls;
 
 use crate::filter::Error;
 use crate::hash::low_mask;

@@ -313,6 +313,8 @@ impl ExternallyLockedQf {
 /// ```
 #[derive(Clone, Copy)]
 pub struct SequentialQfRef<'a> {
+    /// The whole serialised filter.
+    bytes: &'a [u8],
     words: LeWords<'a>,
     quotient_bits: u32,
     remainder_bits: u32,
@@ -329,11 +331,17 @@ impl<'a> SequentialQfRef<'a> {
         let file = format::parse(bytes)?;
         let decoded = Decoded::new(&file, "SequentialQfRef")?;
         Ok(SequentialQfRef {
+            bytes,
             words: decoded.words,
             quotient_bits: decoded.quotient_bits,
             remainder_bits: decoded.remainder_bits,
             len: decoded.len,
         })
+    }
+
+    /// The serialised filter the view reads (what it was made from).
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
     }
 
     /// Whether the fingerprint of `hash` is stored.
