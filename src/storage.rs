@@ -707,6 +707,40 @@ mod tests {
         }
     }
 
+    proptest! {
+        #[test]
+        fn le_words_walk_like_the_array_they_were_written_from(
+            bits in 1u32..=64, slots in 1usize..200, seed: u64,
+        ) {
+            let mut array = SlotArray::new(bits, slots).unwrap();
+            let mask = SlotLayout::new(bits).slot_mask();
+            for i in 0..slots {
+                let value = seed.rotate_left(i as u32).wrapping_mul(0x9e37_79b9_7f4a_7c15) & mask;
+                array.set_exclusive(i, value);
+            }
+            let groups = array.layout().groups_for(slots);
+            let bytes: Vec<u8> = (0..groups)
+                .flat_map(|g| array.load_group(g, Ordering::Relaxed).to_le_bytes())
+                .collect();
+            prop_assert!(LeWords::new(&bytes[1..], bits, slots).is_none());
+            prop_assert!(LeWords::new(&bytes, bits, 0).is_none());
+            let words = LeWords::new(&bytes, bits, slots).unwrap();
+            prop_assert_eq!(words.group_count(), groups);
+            let mut from_bytes = Cursor::over(&words, 0, Ordering::Relaxed);
+            let mut from_array = array.cursor(0, Ordering::Relaxed);
+            loop {
+                prop_assert_eq!(from_bytes.index(), from_array.index());
+                prop_assert_eq!(from_bytes.slot(), from_array.slot());
+                let moved = from_bytes.advance();
+                prop_assert_eq!(moved, from_array.advance());
+                if !moved {
+                    break;
+                }
+            }
+            prop_assert_eq!(from_bytes.index(), slots - 1);
+        }
+    }
+
     #[test]
     fn bounded_cursor_stays_in_its_group() {
         let array = SlotArray::new(16, 12).unwrap();
