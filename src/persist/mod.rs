@@ -1,6 +1,6 @@
 //! Persistence: every filter written as bytes and read back, from untrusted input (issue 10).
 //!
-//! The format ([`format`]) is versioned, little-endian and checksummed (xxh3), so a filter read
+//! The format ([`format`](mod@format)) is versioned, little-endian and checksummed (xxh3), so a filter read
 //! back answers every query exactly as before on any platform. Reading never trusts the bytes:
 //! the header, every length (before anything is allocated), the checksum, the parameters and the
 //! table's own invariants are checked, and anything wrong is [`Error::Corrupt`], never a panic.
@@ -8,7 +8,7 @@
 //! One module per variant family holds its parameters, its payload and its methods:
 //! [`qf`] (the 3-status-bit table of `SequentialQf`, `LocallyLockedQf`, `ExternallyLockedQf`,
 //! and the zero-copy [`SequentialQfRef`](crate::SequentialQfRef)), [`linear_probing`],
-//! [`bloom`]; `serde` support (feature `serde`) is in [`serde_impls`].
+//! [`bloom`]; `serde` support (feature `serde`) is in `serde_impls`.
 //!
 //! # Adding a variant
 //!
@@ -16,7 +16,8 @@
 //! 2. Write a family module with an encoder (its parameters with `ParamsWriter`, its groups as
 //!    words, through [`format::write_file`]) and a decoder (`format::parse` or
 //!    `format::read_file`, its parameters with `ParamsReader`, each one validated, the payload
-//!    length with [`format::expect_payload`] before allocating, the table's invariants).
+//!    with [`table_words`] (its length checked before allocating; padding with
+//!    [`check_padding`]), the table's own invariants, then the one fallible allocation).
 //! 3. Add its type to the round-trip, corruption and golden-file tests in `tests/persist.rs`.
 
 pub(crate) mod bloom;
