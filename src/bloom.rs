@@ -25,11 +25,11 @@ use crate::sizing;
 use crate::sync::{AtomicU64, Ordering};
 
 /// The most hash functions a filter may use.
-const MAX_HASH_FUNCTIONS: u32 = 64;
+pub(crate) const MAX_HASH_FUNCTIONS: u32 = 64;
 
 /// The largest table, in bits (32 TiB): far beyond any machine, and small enough that every
 /// size computation below is exact.
-const MAX_BITS: u64 = 1 << 48;
+pub(crate) const MAX_BITS: u64 = 1 << 48;
 
 /// A Bloom filter that many threads insert into and query at once, lock-free (`fetch_or`).
 ///
@@ -58,13 +58,13 @@ const MAX_BITS: u64 = 1 << 48;
 /// # Ok::<(), conqf::Error>(())
 /// ```
 pub struct AtomicBloomFilter {
-    words: Box<[AtomicU64]>,
+    pub(crate) words: Box<[AtomicU64]>,
     /// `m`: the number of bits, `64 * words.len()`.
     bits: u64,
     hash_functions: u32,
     capacity: usize,
     /// Inserts that set at least one new bit; only inserts touch it.
-    len: StripedCounter,
+    pub(crate) len: StripedCounter,
 }
 
 impl AtomicBloomFilter {
@@ -124,7 +124,7 @@ impl AtomicBloomFilter {
         Self::build(words, hash_functions, capacity)
     }
 
-    fn build(words: usize, hash_functions: u32, capacity: usize) -> Result<Self, Error> {
+    pub(crate) fn build(words: usize, hash_functions: u32, capacity: usize) -> Result<Self, Error> {
         let mut table = Vec::new();
         table.try_reserve_exact(words).map_err(|_| {
             Error::InvalidParameters(format!("cannot allocate {} bytes", words.saturating_mul(8)))

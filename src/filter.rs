@@ -26,6 +26,9 @@ pub enum Error {
     Corrupt(String),
     /// Two filters cannot be combined because their parameters differ; the message says how.
     Incompatible(String),
+    /// Reading a serialised filter failed for a reason other than its bytes (the I/O error's
+    /// kind and message); a stream that ends early is [`Error::Corrupt`].
+    Io(std::io::ErrorKind, String),
 }
 
 impl fmt::Display for Error {
@@ -35,6 +38,7 @@ impl fmt::Display for Error {
             Error::InvalidParameters(why) => write!(f, "invalid filter parameters: {why}"),
             Error::Corrupt(why) => write!(f, "corrupt filter bytes: {why}"),
             Error::Incompatible(why) => write!(f, "incompatible filters: {why}"),
+            Error::Io(_, why) => write!(f, "reading a filter failed: {why}"),
         }
     }
 }

@@ -56,7 +56,16 @@
 //!   operations that have not returned yet. Iteration ([`LocallyLockedQf::fingerprints`]) and
 //!   [`LocallyLockedQf::contains_hash_unsynchronized`] are exact only while no thread writes.
 //!
+//! # Persistence
+//!
+//! Every filter has `to_bytes`/`write_to` and `from_bytes`/`read_from` in one versioned,
+//! checksummed, little-endian format that reads back identically on every platform and rejects
+//! corrupt or hostile bytes with [`Error::Corrupt`]; [`SequentialQfRef`] queries serialised
+//! bytes in place. A concurrent filter's snapshot is documented on its `write_to`.
+//!
 //! # Cargo features and testing
+//!
+//! `serde`: `Serialize`/`Deserialize` for the filters, as the bytes of `to_bytes`.
 //!
 //! The locking protocols are model-checked with [loom](https://docs.rs/loom):
 //! `RUSTFLAGS="--cfg loom" cargo test --release --test loom`.
@@ -65,6 +74,7 @@ mod bloom;
 mod counter;
 mod filter;
 mod hash;
+mod persist;
 mod qf;
 mod sizing;
 mod storage;
@@ -73,6 +83,7 @@ mod sync;
 pub use bloom::AtomicBloomFilter;
 pub use filter::{Count, Error, Filter, Merge, Remove};
 pub use hash::{hash_key, Fingerprint};
+pub use persist::qf::SequentialQfRef;
 pub use qf::externally_locked::ExternallyLockedQf;
 pub use qf::linear_probing::{LinearProbingBuilder, LinearProbingQf};
 pub use qf::locally_locked::LocallyLockedQf;

@@ -252,8 +252,7 @@ impl SlotArray {
     /// A cursor on slot `index`, holding a snapshot of its group.
     #[inline]
     pub(crate) fn cursor(&self, index: usize, order: Ordering) -> Cursor<'_> {
-        let (group, _) = self.layout.locate(index);
-        Cursor::new(self, index, self.load_group(group, order), order, false)
+        Cursor::over(self, index, order)
     }
 
     /// A cursor on slot `index` that reads only the given snapshot `word` of the slot's group
@@ -266,14 +265,91 @@ impl SlotArray {
     }
 }
 
+/// Where a [`Cursor`] loads groups from: the live atomic [`SlotArray`], or words borrowed from
+/// serialised bytes ([`LeWords`]), so the one walk serves both.
+pub(crate) trait GroupSource {
+    /// The slot layout.
+    fn layout(&self) -> &SlotLayout;
+    /// Number of slots.
+    fn slot_count(&self) -> usize;
+    /// Loads group `group` (`order` matters only for atomic sources).
+    fn load_group(&self, group: usize, order: Ordering) -> u64;
+}
+
+impl GroupSource for SlotArray {
+    #[inline]
+    fn layout(&self) -> &SlotLayout {
+        &self.layout
+    }
+    #[inline]
+    fn slot_count(&self) -> usize {
+        self.slots
+    }
+    #[inline]
+    fn load_group(&self, group: usize, order: Ordering) -> u64 {
+        SlotArray::load_group(self, group, order)
+    }
+}
+
+/// Groups stored as little-endian 64-bit words in borrowed bytes (a serialised table, e.g.
+/// memory-mapped): read in place, on any alignment and any host byte order.
+#[derive(Clone, Copy)]
+pub(crate) struct LeWords<'a> {
+    bytes: &'a [u8],
+    layout: SlotLayout,
+    slots: usize,
+}
+
+impl<'a> LeWords<'a> {
+    /// The `slots` slots of `bits` bits in `bytes`; `None` unless `bytes` holds exactly the
+    /// groups those slots take and the sizes are in range.
+    pub(crate) fn new(bytes: &'a [u8], bits: u32, slots: usize) -> Option<Self> {
+        if !(1..=64).contains(&bits) || slots == 0 || slots > MAX_SLOTS {
+            return None;
+        }
+        let layout = SlotLayout::new(bits);
+        let expected = layout.groups_for(slots).checked_mul(8)?;
+        (bytes.len() == expected).then_some(LeWords {
+            bytes,
+            layout,
+            slots,
+        })
+    }
+
+    /// Number of groups.
+    pub(crate) fn group_count(&self) -> usize {
+        self.bytes.len() / 8
+    }
+}
+
+impl GroupSource for LeWords<'_> {
+    #[inline]
+    fn layout(&self) -> &SlotLayout {
+        &self.layout
+    }
+    #[inline]
+    fn slot_count(&self) -> usize {
+        self.slots
+    }
+    #[inline]
+    fn load_group(&self, group: usize, _order: Ordering) -> u64 {
+        let start = group * 8;
+        let mut word = [0u8; 8];
+        word.copy_from_slice(&self.bytes[start..start + 8]);
+        u64::from_le_bytes(word)
+    }
+}
+
 /// Walks slots left or right across groups, loading each group once.
 ///
 /// The cursor keeps the word it loaded: slots of the current group are read from that snapshot,
 /// and the next group is loaded (with the cursor's ordering) only when the walk enters it. It
 /// tracks the slot index and the slot's bit position incrementally, so a step costs a shift, a
 /// mask and a compare: this is the inner loop of every quotient filter walk.
-pub(crate) struct Cursor<'a> {
-    array: &'a SlotArray,
+pub(crate) struct Cursor<'a, S: GroupSource = SlotArray> {
+    array: &'a S,
+    /// Number of slots of `array`.
+    slots: usize,
     word: u64,
     index: usize,
     group: usize,
@@ -294,13 +370,21 @@ pub(crate) struct Cursor<'a> {
     bounded: bool,
 }
 
-impl<'a> Cursor<'a> {
+impl<'a, S: GroupSource> Cursor<'a, S> {
+    /// A cursor on slot `index` of `array`, holding a snapshot of its group.
     #[inline]
-    fn new(array: &'a SlotArray, index: usize, word: u64, order: Ordering, bounded: bool) -> Self {
-        let layout = array.layout;
+    pub(crate) fn over(array: &'a S, index: usize, order: Ordering) -> Self {
+        let (group, _) = array.layout().locate(index);
+        Cursor::new(array, index, array.load_group(group, order), order, false)
+    }
+
+    #[inline]
+    fn new(array: &'a S, index: usize, word: u64, order: Ordering, bounded: bool) -> Self {
+        let layout = *array.layout();
         let (group, offset) = layout.locate(index);
         Cursor {
             array,
+            slots: array.slot_count(),
             word,
             index,
             group,
@@ -319,7 +403,7 @@ impl<'a> Cursor<'a> {
     }
 }
 
-impl Cursor<'_> {
+impl<S: GroupSource> Cursor<'_, S> {
     /// The slot index under the cursor.
     #[inline]
     pub(crate) fn index(&self) -> usize {
@@ -335,7 +419,7 @@ impl Cursor<'_> {
     /// Moves one slot right. Returns `false` (and stays) at the last slot.
     #[inline]
     pub(crate) fn advance(&mut self) -> bool {
-        if self.index + 1 >= self.array.slots {
+        if self.index + 1 >= self.slots {
             return false;
         }
         if self.shift == self.last_shift {
@@ -433,7 +517,7 @@ impl Cursor<'_> {
     pub(crate) fn enter_next_group(&mut self) -> bool {
         let lane = (self.shift * self.lane_magic) >> 16;
         let next = self.index - lane as usize + self.per_group as usize;
-        if self.bounded || next >= self.array.slots {
+        if self.bounded || next >= self.slots {
             return false;
         }
         self.index = next;
@@ -620,6 +704,40 @@ mod tests {
         for i in (0..50).rev() {
             assert_eq!((cursor.index(), cursor.slot()), (i, i as u64 * 3));
             assert_eq!(cursor.retreat(), i > 0);
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn le_words_walk_like_the_array_they_were_written_from(
+            bits in 1u32..=64, slots in 1usize..200, seed: u64,
+        ) {
+            let mut array = SlotArray::new(bits, slots).unwrap();
+            let mask = SlotLayout::new(bits).slot_mask();
+            for i in 0..slots {
+                let value = seed.rotate_left(i as u32).wrapping_mul(0x9e37_79b9_7f4a_7c15) & mask;
+                array.set_exclusive(i, value);
+            }
+            let groups = array.layout().groups_for(slots);
+            let bytes: Vec<u8> = (0..groups)
+                .flat_map(|g| array.load_group(g, Ordering::Relaxed).to_le_bytes())
+                .collect();
+            prop_assert!(LeWords::new(&bytes[1..], bits, slots).is_none());
+            prop_assert!(LeWords::new(&bytes, bits, 0).is_none());
+            let words = LeWords::new(&bytes, bits, slots).unwrap();
+            prop_assert_eq!(words.group_count(), groups);
+            let mut from_bytes = Cursor::over(&words, 0, Ordering::Relaxed);
+            let mut from_array = array.cursor(0, Ordering::Relaxed);
+            loop {
+                prop_assert_eq!(from_bytes.index(), from_array.index());
+                prop_assert_eq!(from_bytes.slot(), from_array.slot());
+                let moved = from_bytes.advance();
+                prop_assert_eq!(moved, from_array.advance());
+                if !moved {
+                    break;
+                }
+            }
+            prop_assert_eq!(from_bytes.index(), slots - 1);
         }
     }
 

@@ -227,6 +227,25 @@ impl ExternallyLockedQf {
         self.table.fingerprints(Ordering::Relaxed)
     }
 
+    /// The table (for persistence).
+    pub(crate) fn table(&self) -> &QfTable {
+        &self.table
+    }
+
+    /// The table's groups, copied while every region lock is held (taken in ascending order,
+    /// as every operation takes them): the table between two operations.
+    pub(crate) fn snapshot_groups(&self) -> Vec<u64> {
+        let slots = &self.table.slots;
+        let groups = slots.layout().groups_for(slots.len());
+        // Allocated before locking, so other threads wait only for the copy.
+        let mut copy = Vec::with_capacity(groups);
+        let _all = Held::lock(self, 0, self.locks.len() - 1);
+        // Relaxed: every region is held, so no thread writes the table, and the locks'
+        // Acquire ordered the previous holders' stores before these loads.
+        copy.extend((0..groups).map(|group| slots.load_group(group, Ordering::Relaxed)));
+        copy
+    }
+
     /// Checks that no region is locked and the table's invariants (status bits, run order, the
     /// count). Only meaningful while no thread works on the filter; for tests and debugging.
     pub fn check_invariants(&self) -> Result<(), String> {

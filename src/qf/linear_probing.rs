@@ -95,7 +95,7 @@ use super::overflow_slots;
 /// # Ok::<(), conqf::Error>(())
 /// ```
 pub struct LinearProbingQf {
-    slots: SlotArray,
+    pub(crate) slots: SlotArray,
     quotient_bits: u32,
     remainder_bits: u32,
     max_load: f64,
@@ -104,7 +104,7 @@ pub struct LinearProbingQf {
     /// Stored elements plus inserts that have reserved a place and not yet finished. Only
     /// inserts touch it; queries never do. Padded to its own cache line so that its updates do
     /// not evict the fields every query reads.
-    len: CachePadded<AtomicUsize>,
+    pub(crate) len: CachePadded<AtomicUsize>,
 }
 
 /// Configures a [`LinearProbingQf`] before building it: today only its load cap.
@@ -197,7 +197,7 @@ impl LinearProbingBuilder {
 }
 
 /// The load cap if it is in `(0, 1]` (NaN fails both comparisons).
-fn check_max_load(max_load: f64) -> Result<f64, Error> {
+pub(crate) fn check_max_load(max_load: f64) -> Result<f64, Error> {
     if max_load > 0.0 && max_load <= 1.0 {
         Ok(max_load)
     } else {
@@ -208,7 +208,7 @@ fn check_max_load(max_load: f64) -> Result<f64, Error> {
 }
 
 /// `floor(max_load * 2^q)`, exact for the `q <= 40` the constructors allow.
-fn cap_for(quotient_bits: u32, max_load: f64) -> usize {
+pub(crate) fn cap_for(quotient_bits: u32, max_load: f64) -> usize {
     ((1u64 << quotient_bits) as f64 * max_load) as usize
 }
 

@@ -91,7 +91,7 @@ use super::walk::{self, InsertStep, KEEP_OCCUPIED};
 /// # Ok::<(), conqf::Error>(())
 /// ```
 pub struct LocallyLockedQf {
-    table: QfTable,
+    pub(crate) table: QfTable,
     len: StripedCounter,
     /// The continuation bit of every lane: finds lock statuses in a word at once.
     continuation_lanes: u64,

@@ -5,7 +5,7 @@
 
 use crate::filter::Error;
 use crate::hash::{low_mask, Fingerprint};
-use crate::storage::{Cursor, SlotArray};
+use crate::storage::{Cursor, GroupSource, SlotArray};
 use crate::sync::Ordering;
 
 use super::slot::{Slot, OCCUPIED, STATUS_MASK};
@@ -71,17 +71,19 @@ impl Iterator for Fingerprints<'_> {
 ///   the run, and `shifted` is set exactly on elements away from their canonical slot;
 /// * remainders fit `remainder_bits` and increase strictly within a run (set semantics);
 /// * there are as many runs as occupied slots.
-pub(crate) fn check_table(array: &SlotArray, remainder_bits: u32) -> Result<usize, String> {
-    let len = array.len();
+///
+/// It reads the table through any [`GroupSource`], so serialised bytes are checked in place.
+pub(crate) fn check_table<S: GroupSource>(array: &S, remainder_bits: u32) -> Result<usize, String> {
+    let len = array.slot_count();
     let mut occupied_bits = 0usize;
     let mut runs = 0usize;
     let mut elements = 0usize;
     let mut canonical = 0usize;
     // Relaxed: the checker runs on a table no thread writes (its callers synchronised with
     // the writers, e.g. by joining them).
-    let mut occupied = array.cursor(0, Ordering::Relaxed);
+    let mut occupied = Cursor::over(array, 0, Ordering::Relaxed);
     let mut previous: Option<Slot> = None;
-    let mut cursor = array.cursor(0, Ordering::Relaxed);
+    let mut cursor = Cursor::over(array, 0, Ordering::Relaxed);
     for index in 0..len {
         let slot = Slot::from_raw(cursor.slot());
         let status = slot.status();

@@ -9,13 +9,13 @@
 //! [`Rewriter`](crate::storage::Rewriter), so shifting is also written once.
 
 use crate::hash::low_mask;
-use crate::storage::{Commit, Cursor, Rewriter};
+use crate::storage::{Commit, Cursor, GroupSource, Rewriter};
 
 use super::slot::{Slot, OCCUPIED, READ_LOCK};
 
 /// The slot under a cursor, read as the table at rest would hold it.
 #[inline]
-pub(crate) fn slot_at(cursor: &Cursor<'_>) -> Slot {
+pub(crate) fn slot_at<S: GroupSource>(cursor: &Cursor<'_, S>) -> Slot {
     Slot::unlocked(cursor.slot())
 }
 
@@ -36,7 +36,7 @@ fn unlocked_word(word: u64, lane_lsb: u64) -> u64 {
 /// Works a group at a time: the cluster start is the highest lane at or below the current one
 /// whose shifted bit is clear, and the occupied bits in between are one popcount.
 #[inline]
-pub(crate) fn back_to_cluster_start(cursor: &mut Cursor<'_>) -> Option<usize> {
+pub(crate) fn back_to_cluster_start<S: GroupSource>(cursor: &mut Cursor<'_, S>) -> Option<usize> {
     let lsb = cursor.lane_lsb();
     let shifted_lanes = lsb << 2;
     // Occupied bits are counted in lanes below `count_below`; the start is searched at or below
@@ -66,7 +66,7 @@ pub(crate) fn back_to_cluster_start(cursor: &mut Cursor<'_>) -> Option<usize> {
 /// Moves a cursor on a run start over `runs` whole runs, onto the slot after the last of them:
 /// the `runs`-th slot to the right whose continuation bit is clear.
 #[inline]
-pub(crate) fn skip_runs(cursor: &mut Cursor<'_>, runs: usize) -> Option<()> {
+pub(crate) fn skip_runs<S: GroupSource>(cursor: &mut Cursor<'_, S>, runs: usize) -> Option<()> {
     if runs == 0 {
         return Some(());
     }
@@ -97,7 +97,7 @@ pub(crate) fn skip_runs(cursor: &mut Cursor<'_>, runs: usize) -> Option<()> {
 /// would start if `quot` has no run yet (the slot after the runs of the canonical slots before
 /// it in the cluster). Returns the index of the cluster start it passed.
 #[inline]
-pub(crate) fn seek_run(cursor: &mut Cursor<'_>) -> Option<usize> {
+pub(crate) fn seek_run<S: GroupSource>(cursor: &mut Cursor<'_, S>) -> Option<usize> {
     let runs_before = back_to_cluster_start(cursor)?;
     let cluster_start = cursor.index();
     skip_runs(cursor, runs_before)?;
@@ -122,7 +122,10 @@ pub(crate) enum RunSearch {
 /// Searches the sorted run that starts under the cursor for `remainder`; the cursor ends on the
 /// slot the answer names.
 #[inline]
-pub(crate) fn search_run(cursor: &mut Cursor<'_>, remainder: u64) -> Option<RunSearch> {
+pub(crate) fn search_run<S: GroupSource>(
+    cursor: &mut Cursor<'_, S>,
+    remainder: u64,
+) -> Option<RunSearch> {
     let mut at_head = true;
     loop {
         let stored = slot_at(cursor).remainder();
@@ -149,7 +152,10 @@ pub(crate) fn search_run(cursor: &mut Cursor<'_>, remainder: u64) -> Option<RunS
 /// Whether `(quot, remainder)` is stored, reading from a cursor on slot `quot`; with it, the
 /// start of the cluster the walk went through (`None` if `quot` has no run).
 #[inline]
-pub(crate) fn lookup(cursor: &mut Cursor<'_>, remainder: u64) -> Option<(bool, Option<usize>)> {
+pub(crate) fn lookup<S: GroupSource>(
+    cursor: &mut Cursor<'_, S>,
+    remainder: u64,
+) -> Option<(bool, Option<usize>)> {
     let canonical = slot_at(cursor);
     if !canonical.is_occupied() {
         return Some((false, None));

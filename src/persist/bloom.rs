@@ -1,0 +1,105 @@
+//! Persistence of [`AtomicBloomFilter`] (the baseline of paper 000 §5): hash-function count,
+//! capacity and count, then the bit words (their number is the payload's).
+//!
+//! The snapshot takes `&self` while other threads insert. Bits are only ever set, so a copy that
+//! reads the words one after another holds every bit set before the copy began: every key whose
+//! insert returned before `to_bytes` was called is found in the filter read back; keys inserted
+//! meanwhile may be. The count is a statistic and may be off by the racing inserts.
+
+use std::io::{Read, Write};
+
+use crate::bloom::{AtomicBloomFilter, MAX_BITS, MAX_HASH_FUNCTIONS};
+use crate::filter::{Error, Filter};
+use crate::sync::Ordering;
+
+use super::format::{self, corrupt, ParamsWriter, Tag};
+
+impl AtomicBloomFilter {
+    /// Writes the filter in the crate's portable format while other threads may insert: the
+    /// result holds every key whose insert returned before the call.
+    ///
+    /// # Errors
+    /// Whatever `out` returns.
+    pub fn write_to<W: Write>(&self, out: W) -> std::io::Result<()> {
+        let params = ParamsWriter::default()
+            .u64(self.hash_functions() as u64)
+            .u64(self.capacity() as u64)
+            .u64(self.len() as u64);
+        // Relaxed: an insert that returned before this call happens before these loads, so
+        // coherence alone makes them see its bits.
+        let words = self.words.iter().map(|word| word.load(Ordering::Relaxed));
+        format::write_file(out, Tag::Bloom, params, words)
+    }
+
+    /// The snapshot of [`write_to`](Self::write_to) as bytes.
+    ///
+    /// ```
+    /// use conqf::{AtomicBloomFilter, Filter};
+    /// let filter = AtomicBloomFilter::new(1000, 0.01)?;
+    /// filter.insert(&"apple")?;
+    /// let back = AtomicBloomFilter::from_bytes(&filter.to_bytes())?;
+    /// assert!(back.contains(&"apple"));
+    /// assert_eq!(back.bits(), filter.bits());
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        self.write_to(&mut bytes)
+            .expect("writing to a Vec cannot fail");
+        bytes
+    }
+
+    /// Reads a filter written by [`to_bytes`](Self::to_bytes).
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] if the bytes are not exactly one valid Bloom filter (magic, version,
+    /// tag, lengths, checksum, a hash-function count in `1..=64`, a size up to 2^48 bits, a
+    /// positive capacity, a count no larger than the bits set). [`Error::InvalidParameters`] if
+    /// the memory cannot be allocated.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        let file = format::parse(bytes)?;
+        file.expect(&[Tag::Bloom], "AtomicBloomFilter")?;
+        let mut params = file.params();
+        let (hash_functions, capacity, len) = (params.u64()?, params.u64()?, params.u64()?);
+        let hash_functions = u32::try_from(hash_functions)
+            .ok()
+            .filter(|k| (1..=MAX_HASH_FUNCTIONS).contains(k))
+            .ok_or_else(|| corrupt(format!("{hash_functions} hash functions")))?;
+        let capacity = usize::try_from(capacity)
+            .ok()
+            .filter(|&c| c > 0)
+            .ok_or_else(|| corrupt(format!("capacity {capacity}")))?;
+        let words = file.payload.len() / 8;
+        if words == 0 || words as u64 > MAX_BITS / 64 {
+            return Err(corrupt(format!("{words} words is outside 1..=2^42")));
+        }
+        let set: u64 = file
+            .payload
+            .chunks_exact(8)
+            .map(|w| w.iter().map(|b| b.count_ones() as u64).sum::<u64>())
+            .sum();
+        // Each counted insert set at least one new bit.
+        let len = usize::try_from(len)
+            .ok()
+            .filter(|&len| len as u64 <= set)
+            .ok_or_else(|| corrupt(format!("count {len} exceeds the {set} bits set")))?;
+        let filter = AtomicBloomFilter::build(words, hash_functions, capacity)?;
+        for (word, bytes) in filter.words.iter().zip(file.payload.chunks_exact(8)) {
+            let mut le = [0u8; 8];
+            le.copy_from_slice(bytes);
+            // Relaxed: the filter is not shared yet; handing it to other threads orders this.
+            word.store(u64::from_le_bytes(le), Ordering::Relaxed);
+        }
+        filter.len.reset(len);
+        Ok(filter)
+    }
+
+    /// Reads one filter from a stream, consuming exactly its bytes.
+    ///
+    /// # Errors
+    /// As [`from_bytes`](Self::from_bytes); a stream that ends early is [`Error::Corrupt`],
+    /// another read failure [`Error::Io`]. Memory grows only with the bytes that arrive.
+    pub fn read_from<R: Read>(input: R) -> Result<Self, Error> {
+        Self::from_bytes(&format::read_file(input)?)
+    }
+}

@@ -1,0 +1,118 @@
+//! Persistence of [`LinearProbingQf`] (paper 000 §2.2, §3.1): `q`, `r` and the load cap, then
+//! the slots.
+//!
+//! The snapshot takes `&self` while other threads insert. Slots only ever go from empty to a
+//! remainder and never move, so a copy that reads the groups one after another holds every
+//! remainder stored before the copy began: every insert that returned before `to_bytes` was
+//! called is found in the filter read back. Inserts that race with the copy may be in it or
+//! not, and one of them may be stored in the copy yet unreachable (its probe stretch torn by
+//! the copy): harmless, since it was never promised. The count read back is the number of
+//! stored remainders.
+
+use std::io::{Read, Write};
+
+use crate::filter::Error;
+use crate::qf::linear_probing::{cap_for, check_max_load, LinearProbingQf};
+use crate::qf::overflow_slots;
+use crate::sizing;
+use crate::storage::{Cursor, GroupSource};
+use crate::sync::Ordering;
+
+use super::format::{self, corrupt, ParamsWriter, Tag};
+use super::{bad_parameters, check_padding, table_words};
+
+impl LinearProbingQf {
+    /// Writes the filter in the crate's portable format (that of
+    /// [`SequentialQf::to_bytes`](crate::SequentialQf::to_bytes)) while other threads may
+    /// insert: the result holds every key whose insert returned before the call.
+    ///
+    /// # Errors
+    /// Whatever `out` returns.
+    pub fn write_to<W: Write>(&self, out: W) -> std::io::Result<()> {
+        let params = ParamsWriter::default()
+            .u32(self.quotient_bits())
+            .u32(self.remainder_bits())
+            .u64(self.max_load().to_bits());
+        let slots = &self.slots;
+        // Relaxed: an insert that returned before this call happens before these loads, so
+        // coherence alone makes them see its slot; racing inserts may or may not be seen.
+        let groups = (0..slots.layout().groups_for(slots.len()))
+            .map(|g| slots.load_group(g, Ordering::Relaxed));
+        format::write_file(out, Tag::LinearProbing, params, groups)
+    }
+
+    /// The snapshot of [`write_to`](Self::write_to) as bytes.
+    ///
+    /// ```
+    /// use conqf::{Filter, LinearProbingQf};
+    /// let filter = LinearProbingQf::new(1000, 0.01)?;
+    /// filter.insert(&"apple")?;
+    /// let back = LinearProbingQf::from_bytes(&filter.to_bytes())?;
+    /// assert!(back.contains(&"apple"));
+    /// assert_eq!(back.max_load(), filter.max_load());
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        self.write_to(&mut bytes)
+            .expect("writing to a Vec cannot fail");
+        bytes
+    }
+
+    /// Reads a filter written by [`to_bytes`](Self::to_bytes).
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] if the bytes are not exactly one valid linear probing filter (magic,
+    /// version, tag, lengths, checksum, parameters, padding bits, the last slot empty, no more
+    /// remainders than the load cap allows). [`Error::InvalidParameters`] if the table's memory
+    /// cannot be allocated.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        let file = format::parse(bytes)?;
+        file.expect(&[Tag::LinearProbing], "LinearProbingQf")?;
+        let mut params = file.params();
+        let (quotient_bits, remainder_bits) = (params.u32()?, params.u32()?);
+        let max_load = f64::from_bits(params.u64()?);
+        sizing::check_bits(quotient_bits, remainder_bits, 0, 1).map_err(bad_parameters)?;
+        let max_load = check_max_load(max_load).map_err(bad_parameters)?;
+        let cap = cap_for(quotient_bits, max_load);
+        let slot_count = (1usize << quotient_bits) + overflow_slots(quotient_bits);
+        let words = table_words(file.payload, remainder_bits, slot_count)?;
+        check_padding(&words)?;
+        let mut stored = 0usize;
+        let mut cursor = Cursor::over(&words, 0, Ordering::Relaxed);
+        loop {
+            stored += (cursor.slot() != 0) as usize;
+            if !cursor.advance() {
+                break;
+            }
+        }
+        if cursor.slot() != 0 {
+            return Err(corrupt("the last slot is not empty"));
+        }
+        if stored > cap {
+            return Err(corrupt(format!(
+                "{stored} remainders stored but the load cap allows {cap}"
+            )));
+        }
+        let filter = LinearProbingQf::builder()
+            .max_load(max_load)
+            .build_with_bits(quotient_bits, remainder_bits)?;
+        for group in 0..words.group_count() {
+            // Relaxed: the filter is not shared yet; handing it to other threads orders this.
+            let word = words.load_group(group, Ordering::Relaxed);
+            filter.slots.store_group(group, word, Ordering::Relaxed);
+        }
+        // Relaxed: as above.
+        filter.len.store(stored, Ordering::Relaxed);
+        Ok(filter)
+    }
+
+    /// Reads one filter from a stream, consuming exactly its bytes.
+    ///
+    /// # Errors
+    /// As [`from_bytes`](Self::from_bytes); a stream that ends early is [`Error::Corrupt`],
+    /// another read failure [`Error::Io`]. Memory grows only with the bytes that arrive.
+    pub fn read_from<R: Read>(input: R) -> Result<Self, Error> {
+        Self::from_bytes(&format::read_file(input)?)
+    }
+}

@@ -1,0 +1,409 @@
+//! Persistence of the 3-status-bit table (paper 000 §2.1) shared by [`SequentialQf`],
+//! [`LocallyLockedQf`] and [`ExternallyLockedQf`], and [`SequentialQfRef`], a read-only filter
+//! over borrowed bytes that answers queries with the same walk ([`walk::lookup`]) reading the
+//! little-endian groups in place.
+//!
+//! The three filters hold the same table at rest, so each reads what any of them wrote. Their
+//! snapshots:
+//!
+//! * `SequentialQf` writes with `&self`: nothing else can change it meanwhile.
+//! * `LocallyLockedQf` writes with `&mut self`, so no operation is in flight and the table holds
+//!   no status-bit lock. A `&self` snapshot would have to stop every writer, which its locks
+//!   (inside the table, per cluster) cannot do without a new global protocol.
+//! * `ExternallyLockedQf` writes with `&self`: it takes every region lock, in the ascending order
+//!   all its operations use, copies the table and releases them, so the snapshot is the table
+//!   between two operations while other threads keep working (they wait for the copy).
+
+use std::hash::Hash;
+use std::io::{Read, Write};
+
+use crate::filter::Error;
+use crate::hash::{hash_key, Fingerprint};
+use crate::qf::externally_locked::ExternallyLockedQf;
+use crate::qf::locally_locked::LocallyLockedQf;
+use crate::qf::overflow_slots;
+use crate::qf::scan::check_table;
+use crate::qf::sequential::SequentialQf;
+use crate::qf::slot::{OCCUPIED, STATUS_BITS};
+use crate::qf::table::QfTable;
+use crate::qf::walk;
+use crate::sizing;
+use crate::storage::{Cursor, GroupSource, LeWords, SlotArray};
+use crate::sync::Ordering;
+
+use super::format::{self, corrupt, File, ParamsWriter, Tag};
+use super::{bad_parameters, check_padding, table_words};
+
+/// The groups of a table no thread writes during the read.
+fn groups(slots: &SlotArray) -> impl ExactSizeIterator<Item = u64> + '_ {
+    // Relaxed: the callers hold `&self` of a sequential filter or `&mut self` of a concurrent
+    // one, so no thread writes the table while it is read.
+    (0..slots.layout().groups_for(slots.len())).map(|g| slots.load_group(g, Ordering::Relaxed))
+}
+
+fn params(table: &QfTable) -> ParamsWriter {
+    ParamsWriter::default()
+        .u32(table.quotient_bits)
+        .u32(table.remainder_bits)
+}
+
+/// A validated 3-status-bit table in borrowed bytes.
+struct Decoded<'a> {
+    words: LeWords<'a>,
+    quotient_bits: u32,
+    remainder_bits: u32,
+    /// Slots per lock region, if an `ExternallyLockedQf` wrote it.
+    region_slots: Option<usize>,
+    len: usize,
+}
+
+impl<'a> Decoded<'a> {
+    /// Checks the parameters, the payload's length and padding, and the table's invariants;
+    /// allocates nothing.
+    fn new(file: &File<'a>, reader: &str) -> Result<Self, Error> {
+        file.expect(&[Tag::Qf3, Tag::Qf3Regions], reader)?;
+        let mut params = file.params();
+        let (quotient_bits, remainder_bits) = (params.u32()?, params.u32()?);
+        let region_slots = match file.tag {
+            Tag::Qf3Regions => Some(
+                usize::try_from(params.u64()?)
+                    .ok()
+                    .filter(|&slots| slots > 0)
+                    .ok_or_else(|| corrupt("bad lock region size"))?,
+            ),
+            _ => None,
+        };
+        sizing::check_bits(quotient_bits, remainder_bits, STATUS_BITS, 1)
+            .map_err(bad_parameters)?;
+        let addressable = 1usize << quotient_bits;
+        let slots = addressable + overflow_slots(quotient_bits);
+        let bits = remainder_bits + STATUS_BITS;
+        let words = table_words(file.payload, bits, slots)?;
+        check_padding(&words)?;
+        let len = check_table(&words, remainder_bits).map_err(corrupt)?;
+        // Only the 2^q addressable slots are canonical slots of some fingerprint.
+        let mut tail = Cursor::over(&words, addressable, Ordering::Relaxed);
+        loop {
+            if tail.slot() & OCCUPIED != 0 {
+                return Err(corrupt(format!(
+                    "overflow slot {} is marked occupied",
+                    tail.index()
+                )));
+            }
+            if !tail.advance() {
+                break;
+            }
+        }
+        Ok(Decoded {
+            words,
+            quotient_bits,
+            remainder_bits,
+            region_slots,
+            len,
+        })
+    }
+
+    /// A sequential filter holding this table (the one allocation, fallible).
+    fn to_sequential(&self) -> Result<SequentialQf, Error> {
+        let mut filter = SequentialQf::with_bits(self.quotient_bits, self.remainder_bits)?;
+        for group in 0..self.words.group_count() {
+            let word = self.words.load_group(group, Ordering::Relaxed);
+            // Relaxed: the filter is not shared yet; handing it to other threads orders this.
+            filter
+                .table
+                .slots
+                .store_group(group, word, Ordering::Relaxed);
+        }
+        filter.len = self.len;
+        Ok(filter)
+    }
+}
+
+fn read_sequential(bytes: &[u8], reader: &str) -> Result<(SequentialQf, Option<usize>), Error> {
+    let file = format::parse(bytes)?;
+    let decoded = Decoded::new(&file, reader)?;
+    Ok((decoded.to_sequential()?, decoded.region_slots))
+}
+
+impl SequentialQf {
+    /// Writes the filter in the crate's portable format (see [`to_bytes`](Self::to_bytes)).
+    ///
+    /// # Errors
+    /// Whatever `out` returns.
+    pub fn write_to<W: Write>(&self, out: W) -> std::io::Result<()> {
+        format::write_file(
+            out,
+            Tag::Qf3,
+            params(&self.table),
+            groups(&self.table.slots),
+        )
+    }
+
+    /// The filter as bytes: a versioned little-endian format with a checksum, which
+    /// [`from_bytes`](Self::from_bytes), [`SequentialQfRef`], and the concurrent 3-status-bit
+    /// filters read on any platform.
+    ///
+    /// ```
+    /// use conqf::SequentialQf;
+    /// let mut filter = SequentialQf::new(1000, 0.01)?;
+    /// filter.insert("apple")?;
+    /// let bytes = filter.to_bytes();
+    /// let back = SequentialQf::from_bytes(&bytes)?;
+    /// assert!(back.contains("apple"));
+    /// assert_eq!(back.len(), 1);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        self.write_to(&mut bytes)
+            .expect("writing to a Vec cannot fail");
+        bytes
+    }
+
+    /// Reads a filter written by [`to_bytes`](Self::to_bytes) (or by `LocallyLockedQf` or
+    /// `ExternallyLockedQf`).
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] if the bytes are not exactly one valid 3-status-bit filter: bad magic,
+    /// version, tag, lengths, checksum, parameters or table invariants. Nothing is allocated
+    /// before the lengths are checked against `bytes`. [`Error::InvalidParameters`] if the
+    /// table's memory cannot be allocated.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        read_sequential(bytes, "SequentialQf").map(|(filter, _)| filter)
+    }
+
+    /// Reads one filter from a stream, consuming exactly its bytes.
+    ///
+    /// ```
+    /// use conqf::SequentialQf;
+    /// let mut filter = SequentialQf::new(1000, 0.01)?;
+    /// filter.insert(&42u64)?;
+    /// let mut file = Vec::new();
+    /// filter.write_to(&mut file).unwrap();
+    /// assert!(SequentialQf::read_from(file.as_slice())?.contains(&42u64));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`from_bytes`](Self::from_bytes); a stream that ends early is [`Error::Corrupt`],
+    /// another read failure [`Error::Io`]. Memory grows only with the bytes that arrive.
+    pub fn read_from<R: Read>(input: R) -> Result<Self, Error> {
+        Self::from_bytes(&format::read_file(input)?)
+    }
+}
+
+impl LocallyLockedQf {
+    /// Writes the filter as [`SequentialQf::write_to`] does. `&mut self`: no operation is in
+    /// flight, so the snapshot holds no status-bit lock (call it on an `Arc` with
+    /// [`Arc::get_mut`](std::sync::Arc::get_mut) once the other threads are done).
+    ///
+    /// # Errors
+    /// Whatever `out` returns.
+    pub fn write_to<W: Write>(&mut self, out: W) -> std::io::Result<()> {
+        format::write_file(
+            out,
+            Tag::Qf3,
+            params(&self.table),
+            groups(&self.table.slots),
+        )
+    }
+
+    /// The filter as bytes, in the format of [`SequentialQf::to_bytes`]; see
+    /// [`write_to`](Self::write_to) for why it takes `&mut self`.
+    ///
+    /// ```
+    /// use conqf::{Filter, LocallyLockedQf};
+    /// let mut filter = LocallyLockedQf::new(1000, 0.01)?;
+    /// filter.insert(&"apple")?;
+    /// let back = LocallyLockedQf::from_bytes(&filter.to_bytes())?;
+    /// assert!(back.contains(&"apple"));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn to_bytes(&mut self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        self.write_to(&mut bytes)
+            .expect("writing to a Vec cannot fail");
+        bytes
+    }
+
+    /// Reads any 3-status-bit filter's bytes; see [`SequentialQf::from_bytes`].
+    ///
+    /// # Errors
+    /// As [`SequentialQf::from_bytes`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        let (filter, _) = read_sequential(bytes, "LocallyLockedQf")?;
+        Ok(Self::from_sequential(filter))
+    }
+
+    /// Reads one filter from a stream; see [`SequentialQf::read_from`].
+    ///
+    /// # Errors
+    /// As [`SequentialQf::read_from`].
+    pub fn read_from<R: Read>(input: R) -> Result<Self, Error> {
+        Self::from_bytes(&format::read_file(input)?)
+    }
+}
+
+impl ExternallyLockedQf {
+    /// Writes a consistent snapshot while other threads keep working: the table as it is
+    /// between two operations (every region lock is held while the table is copied; other
+    /// threads wait for the copy, not for `out`). The region size is kept.
+    ///
+    /// # Errors
+    /// Whatever `out` returns.
+    pub fn write_to<W: Write>(&self, out: W) -> std::io::Result<()> {
+        let snapshot = self.snapshot_groups();
+        let params = params(self.table()).u64(self.region_slots() as u64);
+        format::write_file(out, Tag::Qf3Regions, params, snapshot.into_iter())
+    }
+
+    /// The snapshot of [`write_to`](Self::write_to) as bytes.
+    ///
+    /// ```
+    /// use conqf::{ExternallyLockedQf, Filter};
+    /// let filter = ExternallyLockedQf::new(1000, 0.01)?;
+    /// filter.insert(&"apple")?;
+    /// let back = ExternallyLockedQf::from_bytes(&filter.to_bytes())?;
+    /// assert!(back.contains(&"apple"));
+    /// assert_eq!(back.region_slots(), filter.region_slots());
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut bytes = Vec::new();
+        self.write_to(&mut bytes)
+            .expect("writing to a Vec cannot fail");
+        bytes
+    }
+
+    /// Reads any 3-status-bit filter's bytes; see [`SequentialQf::from_bytes`]. Bytes without a
+    /// region size get [`DEFAULT_REGION_SLOTS`](Self::DEFAULT_REGION_SLOTS).
+    ///
+    /// # Errors
+    /// As [`SequentialQf::from_bytes`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
+        let (filter, region) = read_sequential(bytes, "ExternallyLockedQf")?;
+        Self::from_sequential_with_region(filter, region.unwrap_or(Self::DEFAULT_REGION_SLOTS))
+            .map_err(bad_parameters)
+    }
+
+    /// Reads one filter from a stream; see [`SequentialQf::read_from`].
+    ///
+    /// # Errors
+    /// As [`SequentialQf::read_from`].
+    pub fn read_from<R: Read>(input: R) -> Result<Self, Error> {
+        Self::from_bytes(&format::read_file(input)?)
+    }
+}
+
+/// A read-only [`SequentialQf`] over borrowed bytes, e.g. a memory-mapped file: queries read
+/// the serialised table in place (any alignment, any host byte order), nothing is copied.
+///
+/// [`from_bytes`](Self::from_bytes) validates the whole buffer once (checksum and table
+/// invariants, one pass over it), so every later query is as exact as the owned filter's.
+///
+/// ```
+/// use conqf::{SequentialQf, SequentialQfRef};
+/// let mut filter = SequentialQf::new(1000, 0.01)?;
+/// filter.insert("apple")?;
+/// let bytes = filter.to_bytes(); // or a memory-mapped file
+/// let view = SequentialQfRef::from_bytes(&bytes)?;
+/// assert!(view.contains("apple"));
+/// assert_eq!(view.len(), 1);
+/// # Ok::<(), conqf::Error>(())
+/// ```
+#[derive(Clone, Copy)]
+pub struct SequentialQfRef<'a> {
+    /// The whole serialised filter.
+    bytes: &'a [u8],
+    words: LeWords<'a>,
+    quotient_bits: u32,
+    remainder_bits: u32,
+    len: usize,
+}
+
+impl<'a> SequentialQfRef<'a> {
+    /// A view over the bytes of any 3-status-bit filter ([`SequentialQf::to_bytes`] and the
+    /// concurrent filters' `to_bytes`).
+    ///
+    /// # Errors
+    /// [`Error::Corrupt`] as for [`SequentialQf::from_bytes`]; it allocates nothing.
+    pub fn from_bytes(bytes: &'a [u8]) -> Result<Self, Error> {
+        let file = format::parse(bytes)?;
+        let decoded = Decoded::new(&file, "SequentialQfRef")?;
+        Ok(SequentialQfRef {
+            bytes,
+            words: decoded.words,
+            quotient_bits: decoded.quotient_bits,
+            remainder_bits: decoded.remainder_bits,
+            len: decoded.len,
+        })
+    }
+
+    /// The serialised filter the view reads (what it was made from).
+    pub fn bytes(&self) -> &'a [u8] {
+        self.bytes
+    }
+
+    /// Whether the fingerprint of `hash` is stored.
+    pub fn contains_hash(&self, hash: u64) -> bool {
+        let f = Fingerprint::split(hash, self.quotient_bits, self.remainder_bits);
+        let mut cursor = Cursor::over(&self.words, f.quotient as usize, Ordering::Relaxed);
+        walk::lookup(&mut cursor, f.remainder).is_some_and(|(found, _)| found)
+    }
+
+    /// Whether a key may be present.
+    pub fn contains<K: Hash + ?Sized>(&self, key: &K) -> bool {
+        self.contains_hash(hash_key(key))
+    }
+
+    /// Number of stored fingerprints.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether nothing is stored.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Quotient bits `q`.
+    pub fn quotient_bits(&self) -> u32 {
+        self.quotient_bits
+    }
+
+    /// Remainder bits `r`.
+    pub fn remainder_bits(&self) -> u32 {
+        self.remainder_bits
+    }
+
+    /// The expected false-positive rate at the stored fill, as [`SequentialQf`] computes it.
+    pub fn false_positive_rate(&self) -> f64 {
+        let load = self.len as f64 / (1u64 << self.quotient_bits) as f64;
+        sizing::qf_fpr(load, self.remainder_bits)
+    }
+
+    /// An owned, writable copy.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if the table's memory cannot be allocated.
+    pub fn to_owned_filter(&self) -> Result<SequentialQf, Error> {
+        Decoded {
+            words: self.words,
+            quotient_bits: self.quotient_bits,
+            remainder_bits: self.remainder_bits,
+            region_slots: None,
+            len: self.len,
+        }
+        .to_sequential()
+    }
+}
+
+impl std::fmt::Debug for SequentialQfRef<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SequentialQfRef")
+            .field("quotient_bits", &self.quotient_bits)
+            .field("remainder_bits", &self.remainder_bits)
+            .field("len", &self.len)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,108 @@
+//! `serde` support (feature `serde`): a filter serialises as one byte string holding exactly
+//! the bytes of its `to_bytes`, and deserialises through `from_bytes`, so every check of
+//! [`persist`](super) applies to serde input too.
+//!
+//! `LocallyLockedQf` deserialises but does not implement `Serialize`: its snapshot needs
+//! `&mut self` (see [`LocallyLockedQf::to_bytes`]), which `Serialize` cannot take; serialise
+//! `filter.to_bytes()` instead. [`SequentialQfRef`] deserialises zero-copy from formats that
+//! lend their bytes.
+
+use std::fmt;
+
+use serde::de::{Deserialize, Deserializer, Error as _, SeqAccess, Visitor};
+use serde::{Serialize, Serializer};
+
+use crate::bloom::AtomicBloomFilter;
+use crate::qf::externally_locked::ExternallyLockedQf;
+use crate::qf::linear_probing::LinearProbingQf;
+use crate::qf::locally_locked::LocallyLockedQf;
+use crate::qf::sequential::SequentialQf;
+
+use super::qf::SequentialQfRef;
+
+/// Collects a byte string, or a sequence of bytes from formats without byte strings (JSON),
+/// growing with the elements that arrive rather than trusting a length hint.
+struct ByteString;
+
+impl<'de> Visitor<'de> for ByteString {
+    type Value = Vec<u8>;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("the bytes of a conqf filter")
+    }
+
+    fn visit_bytes<E: serde::de::Error>(self, bytes: &[u8]) -> Result<Vec<u8>, E> {
+        Ok(bytes.to_vec())
+    }
+
+    fn visit_byte_buf<E: serde::de::Error>(self, bytes: Vec<u8>) -> Result<Vec<u8>, E> {
+        Ok(bytes)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Vec<u8>, A::Error> {
+        let mut bytes = Vec::new();
+        while let Some(byte) = seq.next_element::<u8>()? {
+            bytes.try_reserve(1).map_err(A::Error::custom)?;
+            bytes.push(byte);
+        }
+        Ok(bytes)
+    }
+}
+
+macro_rules! serde_via_bytes {
+    ($($filter:ty: $serialize:tt),* $(,)?) => {$(
+        serde_via_bytes!(@serialize $serialize $filter);
+
+        impl<'de> Deserialize<'de> for $filter {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let bytes = deserializer.deserialize_bytes(ByteString)?;
+                <$filter>::from_bytes(&bytes).map_err(D::Error::custom)
+            }
+        }
+    )*};
+    (@serialize yes $filter:ty) => {
+        impl Serialize for $filter {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_bytes(&self.to_bytes())
+            }
+        }
+    };
+    (@serialize no $filter:ty) => {};
+}
+
+serde_via_bytes!(
+    SequentialQf: yes,
+    LocallyLockedQf: no,
+    ExternallyLockedQf: yes,
+    LinearProbingQf: yes,
+    AtomicBloomFilter: yes,
+);
+
+/// Lends the deserialiser's bytes; only formats that hand out borrowed byte strings (e.g.
+/// bincode, postcard) can produce it.
+struct BorrowedBytes;
+
+impl<'de> Visitor<'de> for BorrowedBytes {
+    type Value = &'de [u8];
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("borrowed bytes of a conqf 3-status-bit filter")
+    }
+
+    fn visit_borrowed_bytes<E: serde::de::Error>(self, bytes: &'de [u8]) -> Result<&'de [u8], E> {
+        Ok(bytes)
+    }
+}
+
+impl<'de: 'a, 'a> Deserialize<'de> for SequentialQfRef<'a> {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        let bytes = deserializer.deserialize_bytes(BorrowedBytes)?;
+        SequentialQfRef::from_bytes(bytes).map_err(D::Error::custom)
+    }
+}
+
+impl Serialize for SequentialQfRef<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_bytes(self.bytes())
+    }
+}

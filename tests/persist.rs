@@ -1,0 +1,763 @@
+//! Persistence (issue 10): every filter round-trips through its bytes (proptest over contents),
+//! and truncated, bit-flipped, random and re-checksummed mutated bytes give `Err`, never a
+//! panic; committed golden files still decode to the same answers; concurrent snapshots hold
+//! every insert that returned before them.
+//!
+//! `CONQF_FUZZ_CASES` sets the cases of the mutation tests (default 4000 each);
+//! `CONQF_BLESS_GOLDEN=1` rewrites the golden files (only when the format changes on purpose:
+//! old files must keep decoding).
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use common::{hash_of, ops, Model, Op};
+use conqf::{
+    hash_key, AtomicBloomFilter, Error, ExternallyLockedQf, Filter, Fingerprint, LinearProbingQf,
+    LocallyLockedQf, Remove, SequentialQf, SequentialQfRef,
+};
+use proptest::prelude::*;
+use xxhash_rust::xxh3::xxh3_64;
+
+// ----- Readers: every way to decode bytes -----------------------------------------------------
+
+/// A decoder, reduced to whether it accepted the bytes.
+type Reader = fn(&[u8]) -> Result<(), Error>;
+
+/// Every decoder of the crate, each from a slice and from a stream.
+fn readers() -> Vec<(&'static str, Reader)> {
+    vec![
+        ("SequentialQf", |b| SequentialQf::from_bytes(b).map(drop)),
+        ("SequentialQf/read", |b| {
+            SequentialQf::read_from(b).map(drop)
+        }),
+        ("LocallyLockedQf", |b| {
+            LocallyLockedQf::from_bytes(b).map(drop)
+        }),
+        ("LocallyLockedQf/read", |b| {
+            LocallyLockedQf::read_from(b).map(drop)
+        }),
+        ("ExternallyLockedQf", |b| {
+            ExternallyLockedQf::from_bytes(b).map(drop)
+        }),
+        ("ExternallyLockedQf/read", |b| {
+            ExternallyLockedQf::read_from(b).map(drop)
+        }),
+        ("SequentialQfRef", |b| {
+            SequentialQfRef::from_bytes(b).map(drop)
+        }),
+        ("LinearProbingQf", |b| {
+            LinearProbingQf::from_bytes(b).map(drop)
+        }),
+        ("LinearProbingQf/read", |b| {
+            LinearProbingQf::read_from(b).map(drop)
+        }),
+        ("AtomicBloomFilter", |b| {
+            AtomicBloomFilter::from_bytes(b).map(drop)
+        }),
+        ("AtomicBloomFilter/read", |b| {
+            AtomicBloomFilter::read_from(b).map(drop)
+        }),
+    ]
+}
+
+/// Every reader rejects `bytes` as corrupt.
+fn all_reject(bytes: &[u8]) -> Result<(), String> {
+    for (name, read) in readers() {
+        match read(bytes) {
+            Err(Error::Corrupt(_)) => {}
+            other => return Err(format!("{name} gave {other:?}")),
+        }
+    }
+    Ok(())
+}
+
+// ----- Small valid files of every family -------------------------------------------------------
+
+/// Hashes of `count` keys with fingerprints drawn from a few canonical slots, so clusters form.
+fn clustered(count: u64, q: u32, r: u32) -> Vec<u64> {
+    (0..count)
+        .map(|i| hash_of((i * 7) % 5 + 2, (i * 13 + 3) % (1 << r), q, r, i))
+        .collect()
+}
+
+fn sequential_sample(q: u32, r: u32, count: u64) -> SequentialQf {
+    let mut filter = SequentialQf::with_bits(q, r).unwrap();
+    for h in clustered(count, q, r) {
+        filter.insert_hash(h).unwrap();
+    }
+    filter
+}
+
+/// One small valid file of each family (named), for the corruption tests.
+fn samples() -> Vec<(&'static str, Vec<u8>)> {
+    let external =
+        ExternallyLockedQf::from_sequential_with_region(sequential_sample(4, 5, 9), 8).unwrap();
+    let probing = LinearProbingQf::with_bits(4, 7).unwrap();
+    for h in clustered(8, 4, 7) {
+        probing.insert_hash(h).unwrap();
+    }
+    let bloom = AtomicBloomFilter::with_memory(16, 3).unwrap();
+    for k in 0..10u64 {
+        bloom.insert(&k).unwrap();
+    }
+    vec![
+        ("SequentialQf", sequential_sample(4, 5, 9).to_bytes()),
+        (
+            "LocallyLockedQf",
+            LocallyLockedQf::from_sequential(sequential_sample(3, 13, 5)).to_bytes(),
+        ),
+        ("ExternallyLockedQf", external.to_bytes()),
+        ("LinearProbingQf", probing.to_bytes()),
+        ("AtomicBloomFilter", bloom.to_bytes()),
+    ]
+}
+
+/// Rewrites the checksum trailer so that mutated bytes pass it (a hostile writer can).
+fn rechecksum(bytes: &mut [u8]) {
+    if bytes.len() < 32 {
+        return;
+    }
+    let end = bytes.len() - 8;
+    let sum = xxh3_64(&bytes[8..end]);
+    bytes[end..].copy_from_slice(&sum.to_le_bytes());
+}
+
+// ----- Round trips ---------------------------------------------------------------------------
+
+/// The answers of a 3-status-bit filter that a file must reproduce.
+fn check_qf3_file(bytes: &[u8], expected: &[Fingerprint], probes: &[u64]) {
+    let original = SequentialQf::from_bytes(bytes).unwrap();
+    original.check_invariants().unwrap();
+    assert_eq!(original.fingerprints().collect::<Vec<_>>(), expected);
+    let mut locally = LocallyLockedQf::from_bytes(bytes).unwrap();
+    locally.check_invariants().unwrap();
+    let external = ExternallyLockedQf::from_bytes(bytes).unwrap();
+    external.check_invariants().unwrap();
+    let view = SequentialQfRef::from_bytes(bytes).unwrap();
+    assert_eq!(view.len(), expected.len());
+    assert_eq!(Filter::len(&locally), expected.len());
+    for &h in probes {
+        let answer = original.contains_hash(h);
+        assert_eq!(view.contains_hash(h), answer);
+        assert_eq!(locally.contains_hash(h), answer);
+        assert_eq!(external.contains_hash(h), answer);
+    }
+    // Reading and writing again gives the same bytes (the 3-status-bit writers share a tag,
+    // except the externally locked one, which adds its region size).
+    assert_eq!(original.to_bytes(), bytes);
+    assert_eq!(locally.to_bytes(), bytes);
+    assert_eq!(view.to_owned_filter().unwrap().to_bytes(), bytes);
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn qf3_round_trip_keeps_every_answer(
+        (q, r, sequence) in prop_oneof![
+            ops(4, 3, 16, 8, 120).prop_map(|s| (4, 3, s)),
+            ops(6, 5, 6, 32, 200).prop_map(|s| (6, 5, s)),
+            ops(5, 20, 12, 1 << 20, 150).prop_map(|s| (5, 20, s)),
+            ops(3, 40, 8, 4, 60).prop_map(|s| (3, 40, s)),
+        ],
+        probes in proptest::collection::vec(any::<u64>(), 50),
+    ) {
+        let (filter, model) = common::run_model::<SequentialQf>(q, r, &sequence)?;
+        let expected: Vec<Fingerprint> = model.set.iter().copied().collect();
+        let bytes = filter.to_bytes();
+        let mut streamed = Vec::new();
+        filter.write_to(&mut streamed).unwrap();
+        prop_assert_eq!(&streamed, &bytes);
+        let mut all: Vec<u64> = probes;
+        all.extend(sequence.iter().map(|op| match *op {
+            Op::Insert(h) | Op::Remove(h) | Op::Contains(h) => h,
+        }));
+        check_qf3_file(&bytes, &expected, &all);
+        prop_assert_eq!(
+            SequentialQf::read_from(bytes.as_slice()).unwrap().fingerprints().collect::<Vec<_>>(),
+            expected.clone()
+        );
+
+        // The externally locked filter keeps its region size.
+        let external = ExternallyLockedQf::from_sequential_with_region(filter, 4).unwrap();
+        let back = ExternallyLockedQf::from_bytes(&external.to_bytes()).unwrap();
+        prop_assert_eq!(back.region_slots(), external.region_slots());
+        prop_assert_eq!(back.fingerprints().collect::<Vec<_>>(), expected.clone());
+        back.check_invariants().unwrap();
+        check_qf3_file(&back.into_sequential().to_bytes(), &expected, &all);
+    }
+
+    #[test]
+    fn linear_probing_round_trip_keeps_every_answer(
+        quotients in 1u64..40,
+        max_load in 0.3f64..=1.0,
+        hashes in proptest::collection::vec(any::<u64>(), 0..80),
+        probes in proptest::collection::vec(any::<u64>(), 50),
+    ) {
+        let filter = LinearProbingQf::builder().max_load(max_load).build_with_bits(6, 9).unwrap();
+        // Few canonical slots: long probe stretches into the overflow tail.
+        let hashes: Vec<u64> = hashes.iter().map(|h| hash_of(h % quotients, h >> 55, 6, 9, *h)).collect();
+        for &h in &hashes {
+            match filter.insert_hash(h) {
+                Ok(_) | Err(Error::Full) => {}
+                Err(e) => return Err(TestCaseError::fail(e.to_string())),
+            }
+        }
+        let bytes = filter.to_bytes();
+        let back = LinearProbingQf::from_bytes(&bytes).unwrap();
+        let streamed = LinearProbingQf::read_from(bytes.as_slice()).unwrap();
+        back.check_invariants().unwrap();
+        prop_assert_eq!(back.len(), filter.len());
+        prop_assert_eq!(back.max_load(), filter.max_load());
+        prop_assert_eq!(back.capacity(), filter.capacity());
+        for h in hashes.iter().chain(&probes) {
+            prop_assert_eq!(back.contains_hash(*h), filter.contains_hash(*h));
+            prop_assert_eq!(streamed.contains_hash(*h), filter.contains_hash(*h));
+        }
+        prop_assert_eq!(back.to_bytes(), bytes);
+    }
+
+    #[test]
+    fn bloom_round_trip_keeps_every_answer(
+        words in 1usize..20,
+        k in 1u32..8,
+        keys in proptest::collection::vec(any::<u64>(), 0..200),
+        probes in proptest::collection::vec(any::<u64>(), 100),
+    ) {
+        let filter = AtomicBloomFilter::with_memory(words * 8, k).unwrap();
+        for key in &keys {
+            filter.insert(key).unwrap();
+        }
+        let bytes = filter.to_bytes();
+        let back = AtomicBloomFilter::from_bytes(&bytes).unwrap();
+        prop_assert_eq!(
+            (back.len(), back.bits(), back.hash_functions(), back.capacity()),
+            (filter.len(), filter.bits(), filter.hash_functions(), filter.capacity())
+        );
+        for key in keys.iter().chain(&probes) {
+            prop_assert_eq!(back.contains(key), filter.contains(key));
+        }
+        prop_assert_eq!(back.to_bytes(), bytes);
+    }
+}
+
+#[test]
+fn a_stream_of_several_filters_reads_back_one_at_a_time() {
+    let first = sequential_sample(4, 5, 9);
+    let second = AtomicBloomFilter::new(100, 0.01).unwrap();
+    second.insert(&"x").unwrap();
+    let mut stream = Vec::new();
+    first.write_to(&mut stream).unwrap();
+    second.write_to(&mut stream).unwrap();
+    stream.extend_from_slice(b"tail");
+    let mut reader = stream.as_slice();
+    let a = SequentialQf::read_from(&mut reader).unwrap();
+    let b = AtomicBloomFilter::read_from(&mut reader).unwrap();
+    assert_eq!(reader, b"tail");
+    assert_eq!(a.fingerprints().count(), first.len());
+    assert!(b.contains(&"x"));
+}
+
+#[test]
+fn readers_take_only_their_own_family() {
+    for (name, bytes) in samples() {
+        let accepted: Vec<&str> = readers()
+            .into_iter()
+            .filter(|(_, read)| read(&bytes).is_ok())
+            .map(|(reader, _)| reader.split('/').next().unwrap())
+            .collect();
+        let expected: &[&str] = match name {
+            "LinearProbingQf" => &["LinearProbingQf"],
+            "AtomicBloomFilter" => &["AtomicBloomFilter"],
+            _ => &[
+                "SequentialQf",
+                "LocallyLockedQf",
+                "ExternallyLockedQf",
+                "SequentialQfRef",
+            ],
+        };
+        let mut accepted_names: Vec<&str> = accepted.clone();
+        accepted_names.dedup();
+        assert_eq!(accepted_names, expected, "{name}");
+    }
+}
+
+#[test]
+fn a_failing_stream_is_an_io_error_and_an_ending_one_corrupt() {
+    struct Broken;
+    impl std::io::Read for Broken {
+        fn read(&mut self, _: &mut [u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::PermissionDenied,
+                "no",
+            ))
+        }
+    }
+    assert!(matches!(
+        SequentialQf::read_from(Broken),
+        Err(Error::Io(std::io::ErrorKind::PermissionDenied, _))
+    ));
+    let bytes = sequential_sample(4, 5, 3).to_bytes();
+    assert!(matches!(
+        SequentialQf::read_from(&bytes[..bytes.len() - 1]),
+        Err(Error::Corrupt(_))
+    ));
+}
+
+#[test]
+fn a_header_claiming_a_huge_table_allocates_nothing_big() {
+    // A valid header that promises 2^60 bytes of payload, then ends.
+    let mut bytes = sequential_sample(4, 5, 3).to_bytes();
+    bytes[16..24].copy_from_slice(&(1u64 << 60).to_le_bytes());
+    all_reject(&bytes).unwrap();
+    // Claimed parameters of a 2^40-slot table with a matching claimed length: rejected as
+    // truncated before anything is allocated.
+    let mut bytes = sequential_sample(4, 5, 3).to_bytes();
+    bytes[24..28].copy_from_slice(&40u32.to_le_bytes());
+    bytes[16..24].copy_from_slice(&((1u64 << 40) * 8).to_le_bytes());
+    all_reject(&bytes).unwrap();
+}
+
+// ----- Hostile input -----------------------------------------------------------------------
+
+#[test]
+fn every_truncation_is_rejected() {
+    let mut bigger = sequential_sample(8, 9, 100);
+    bigger.insert(&"more").unwrap();
+    let mut files = samples();
+    files.push(("bigger SequentialQf", bigger.to_bytes()));
+    for (name, bytes) in files {
+        all_reject(&[]).unwrap();
+        for len in 0..bytes.len() {
+            all_reject(&bytes[..len])
+                .map_err(|e| format!("{name} cut to {len}: {e}"))
+                .unwrap();
+        }
+        // A slice must hold exactly one filter (a stream may go on after it).
+        let mut longer = bytes.clone();
+        longer.push(0);
+        for (reader, read) in readers().into_iter().filter(|(r, _)| !r.ends_with("/read")) {
+            assert!(
+                matches!(read(&longer), Err(Error::Corrupt(_))),
+                "{reader} took {name} + 1 byte"
+            );
+        }
+    }
+}
+
+#[test]
+fn every_single_bit_flip_is_rejected() {
+    for (name, bytes) in samples() {
+        for bit in 0..bytes.len() * 8 {
+            let mut flipped = bytes.clone();
+            flipped[bit / 8] ^= 1 << (bit % 8);
+            all_reject(&flipped)
+                .map_err(|e| format!("{name} bit {bit}: {e}"))
+                .unwrap();
+        }
+    }
+}
+
+fn fuzz_cases() -> u32 {
+    std::env::var("CONQF_FUZZ_CASES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(4000)
+}
+
+/// One mutation of a file: where (an offset into the file, or into the part after the header)
+/// and what.
+#[derive(Debug, Clone)]
+enum Mutation {
+    FlipBit(usize),
+    SetByte(usize, u8),
+    /// Swap two 8-byte words of the payload area.
+    SwapWords(usize, usize),
+}
+
+fn mutations() -> impl Strategy<Value = Vec<Mutation>> {
+    let one = prop_oneof![
+        4 => any::<usize>().prop_map(Mutation::FlipBit),
+        3 => (any::<usize>(), any::<u8>()).prop_map(|(i, b)| Mutation::SetByte(i, b)),
+        1 => (any::<usize>(), any::<usize>()).prop_map(|(i, j)| Mutation::SwapWords(i, j)),
+    ];
+    proptest::collection::vec(one, 1..6)
+}
+
+/// Applies mutations to everything after the magic number (header fields included), then
+/// fixes the checksum as a hostile writer would.
+fn mutate(bytes: &[u8], mutations: &[Mutation]) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    let body = 8..out.len() - 8;
+    let span = body.len();
+    for m in mutations {
+        match *m {
+            Mutation::FlipBit(i) => out[body.start + (i / 8) % span] ^= 1 << (i % 8),
+            Mutation::SetByte(i, b) => out[body.start + i % span] = b,
+            Mutation::SwapWords(i, j) => {
+                let words = (out.len() - 32) / 8;
+                if words >= 2 {
+                    let (a, b) = (24 + 8 * (i % words), 24 + 8 * (j % words));
+                    for k in 0..8 {
+                        out.swap(a + k, b + k);
+                    }
+                }
+            }
+        }
+    }
+    rechecksum(&mut out);
+    out
+}
+
+/// Drives a decoded 3-status-bit filter with more operations against an exact model seeded with
+/// its contents: a decoder that accepted a broken table fails here (or panics).
+fn exercise_qf3(mut filter: SequentialQf, hashes: &[u64]) -> Result<(), TestCaseError> {
+    filter
+        .check_invariants()
+        .map_err(|e| TestCaseError::fail(format!("accepted but invalid: {e}")))?;
+    let (q, r) = (filter.quotient_bits(), filter.remainder_bits());
+    let mut model: BTreeSet<Fingerprint> = filter.fingerprints().collect();
+    for (i, &h) in hashes.iter().enumerate() {
+        let f = Model::fingerprint(h, q, r);
+        if i % 3 == 2 {
+            prop_assert_eq!(filter.remove_hash(h).unwrap(), model.remove(&f));
+        } else {
+            match filter.insert_hash(h) {
+                Ok(stored) => prop_assert_eq!(stored, model.insert(f)),
+                Err(Error::Full) => prop_assert!(!model.contains(&f)),
+                Err(e) => return Err(TestCaseError::fail(e.to_string())),
+            }
+        }
+        filter.check_invariants().map_err(TestCaseError::fail)?;
+    }
+    for f in &model {
+        prop_assert!(filter.contains_hash(hash_of(f.quotient, f.remainder, q, r, 0)));
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(fuzz_cases()))]
+
+    /// The fuzz target's proptest equivalent: structured mutations of valid files with the
+    /// checksum fixed, so the decoders' parameter and invariant checks are what stands between
+    /// the bytes and the filter. Whatever a decoder accepts must be a working filter.
+    #[test]
+    fn rechecksummed_mutations_are_rejected_or_work(
+        sample in 0usize..5,
+        mutations in mutations(),
+        hashes in proptest::collection::vec(any::<u64>(), 30),
+    ) {
+        let (_, valid) = &samples()[sample];
+        let bytes = mutate(valid, &mutations);
+        for (name, read) in readers() {
+            match read(&bytes) {
+                Ok(()) | Err(Error::Corrupt(_)) => {}
+                Err(e) => return Err(TestCaseError::fail(format!("{name}: {e:?}"))),
+            }
+        }
+        if let Ok(filter) = SequentialQf::from_bytes(&bytes) {
+            let view = SequentialQfRef::from_bytes(&bytes).unwrap();
+            for &h in &hashes {
+                prop_assert_eq!(view.contains_hash(h), filter.contains_hash(h));
+            }
+            exercise_qf3(filter, &hashes)?;
+        }
+        if let Ok(filter) = LinearProbingQf::from_bytes(&bytes) {
+            for &h in &hashes {
+                if filter.insert_hash(h).is_ok() {
+                    prop_assert!(filter.contains_hash(h));
+                }
+            }
+        }
+        if let Ok(filter) = AtomicBloomFilter::from_bytes(&bytes) {
+            prop_assert!(filter.false_positive_rate() <= 1.0);
+            for &h in &hashes {
+                filter.insert_hash(h).unwrap();
+                prop_assert!(filter.contains_hash(h));
+            }
+        }
+    }
+
+    #[test]
+    fn random_bytes_are_rejected(bytes in proptest::collection::vec(any::<u8>(), 0..300)) {
+        all_reject(&bytes).map_err(TestCaseError::fail)?;
+    }
+
+    /// Random bytes behind a valid header: a random table the checksum vouches for.
+    #[test]
+    fn random_tables_with_valid_headers_are_rejected_or_work(
+        sample in 0usize..5,
+        seed in any::<u64>(),
+        density in 0u32..4,
+        hashes in proptest::collection::vec(any::<u64>(), 20),
+    ) {
+        let (_, valid) = &samples()[sample];
+        let mut bytes = valid.clone();
+        let payload_start = bytes.len() - 8 - (u64::from_le_bytes(bytes[16..24].try_into().unwrap()) as usize);
+        let mut state = seed;
+        for byte in &mut bytes[payload_start..valid.len() - 8] {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            // Sparse tables get past more checks than dense noise.
+            *byte = if (state >> 60) as u32 <= density { (state >> 32) as u8 } else { 0 };
+        }
+        rechecksum(&mut bytes);
+        if let Ok(filter) = SequentialQf::from_bytes(&bytes) {
+            exercise_qf3(filter, &hashes)?;
+        }
+        for (name, read) in readers() {
+            match read(&bytes) {
+                Ok(()) | Err(Error::Corrupt(_)) => {}
+                Err(e) => return Err(TestCaseError::fail(format!("{name}: {e:?}"))),
+            }
+        }
+    }
+}
+
+// ----- Golden files ----------------------------------------------------------------------------
+
+fn golden_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/golden")
+}
+
+/// The filters of the golden files, built the same way every time from keys `0..300`.
+fn golden_filters() -> Vec<(&'static str, Vec<u8>)> {
+    let keys = 0..300u64;
+    let mut sequential = SequentialQf::with_bits(9, 20).unwrap();
+    for k in keys.clone() {
+        sequential.insert(&k).unwrap();
+    }
+    for k in (0..300u64).step_by(7) {
+        sequential.remove(&k).unwrap();
+    }
+    let mut locally = LocallyLockedQf::with_bits(8, 13).unwrap();
+    let external = ExternallyLockedQf::with_bits_and_region(9, 5, 64).unwrap();
+    let probing = LinearProbingQf::builder()
+        .max_load(0.8)
+        .build_with_bits(9, 11)
+        .unwrap();
+    let bloom = AtomicBloomFilter::with_memory(512, 4).unwrap();
+    for k in keys {
+        locally.insert(&k).unwrap();
+        external.insert(&k).unwrap();
+        probing.insert(&k).unwrap();
+        bloom.insert(&k).unwrap();
+    }
+    external.remove(&5u64).unwrap();
+    vec![
+        ("sequential", sequential.to_bytes()),
+        ("locally_locked", locally.to_bytes()),
+        ("externally_locked", external.to_bytes()),
+        ("linear_probing", probing.to_bytes()),
+        ("bloom", bloom.to_bytes()),
+    ]
+}
+
+/// The answers of a golden file's filter for keys `0..1000`, decoded with its own reader.
+fn golden_answers(name: &str, bytes: &[u8]) -> String {
+    let answer: Box<dyn Fn(u64) -> bool> = match name {
+        "sequential" => {
+            let f = SequentialQf::from_bytes(bytes).unwrap();
+            let view = SequentialQfRef::from_bytes(bytes).unwrap();
+            Box::new(move |k| {
+                assert_eq!(view.contains(&k), f.contains(&k));
+                f.contains(&k)
+            })
+        }
+        "locally_locked" => {
+            let f = LocallyLockedQf::from_bytes(bytes).unwrap();
+            Box::new(move |k| f.contains(&k))
+        }
+        "externally_locked" => {
+            let f = ExternallyLockedQf::from_bytes(bytes).unwrap();
+            assert_eq!(f.region_slots(), 64);
+            Box::new(move |k| f.contains(&k))
+        }
+        "linear_probing" => {
+            let f = LinearProbingQf::from_bytes(bytes).unwrap();
+            Box::new(move |k| f.contains(&k))
+        }
+        "bloom" => {
+            let f = AtomicBloomFilter::from_bytes(bytes).unwrap();
+            Box::new(move |k| f.contains(&k))
+        }
+        _ => unreachable!(),
+    };
+    (0..1000u64)
+        .map(|k| if answer(k) { '1' } else { '0' })
+        .collect::<Vec<_>>()
+        .chunks(100)
+        .map(|line| line.iter().collect::<String>() + "\n")
+        .collect()
+}
+
+/// Old files decode to the answers recorded when they were written, and today's writer still
+/// produces them byte for byte (a format change must bump the version and keep reading them).
+#[test]
+fn golden_files_still_decode_to_the_same_answers() {
+    let bless = std::env::var_os("CONQF_BLESS_GOLDEN").is_some();
+    for (name, fresh) in golden_filters() {
+        let bin = golden_dir().join(format!("{name}.bin"));
+        let txt = golden_dir().join(format!("{name}.answers"));
+        if bless {
+            std::fs::create_dir_all(golden_dir()).unwrap();
+            std::fs::write(&bin, &fresh).unwrap();
+            std::fs::write(&txt, golden_answers(name, &fresh)).unwrap();
+        }
+        let old = std::fs::read(&bin).unwrap_or_else(|e| panic!("{}: {e}", bin.display()));
+        let answers = std::fs::read_to_string(&txt).unwrap();
+        assert_eq!(golden_answers(name, &old), answers, "{name}");
+        // Every key inserted and not removed is there.
+        assert!(answers.contains('1') && answers.contains('0'), "{name}");
+        assert!(old == fresh, "{name}: today's writer changed the bytes");
+    }
+}
+
+#[test]
+fn golden_keys_are_present() {
+    let bytes = std::fs::read(golden_dir().join("sequential.bin")).unwrap();
+    let filter = SequentialQf::from_bytes(&bytes).unwrap();
+    for k in (0..300u64).filter(|k| k % 7 != 0) {
+        assert!(filter.contains(&k), "{k}");
+    }
+    // 29-bit fingerprints: these 300 keys do not collide, so the removed ones are gone.
+    assert_eq!(filter.len(), 300 - 43);
+}
+
+// ----- Concurrent snapshots ------------------------------------------------------------------
+
+/// Two threads insert keys while the main thread takes snapshots. Each thread publishes, after
+/// each insert returns, how many it has done (Release); a snapshot taken after reading those
+/// counts (Acquire) must decode and contain all of them.
+fn snapshot_while_inserting<F: Filter>(
+    filter: &F,
+    keys_per_thread: u64,
+    snapshot: impl Fn(&F) -> Vec<u8>,
+    decode_contains: impl Fn(&[u8], &[u64]) -> Result<(), String>,
+) {
+    let done = [AtomicUsize::new(0), AtomicUsize::new(0)];
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for (t, count) in done.iter().enumerate() {
+            let stop = &stop;
+            s.spawn(move || {
+                for i in 0..keys_per_thread {
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    filter.insert(&(t as u64, i)).unwrap();
+                    count.store(i as usize + 1, Ordering::Release);
+                }
+            });
+        }
+        let start = std::time::Instant::now();
+        let mut snapshots = 0;
+        while start.elapsed() < std::time::Duration::from_millis(700) || snapshots < 3 {
+            let seen = [
+                done[0].load(Ordering::Acquire),
+                done[1].load(Ordering::Acquire),
+            ];
+            let bytes = snapshot(filter);
+            let hashes: Vec<u64> = (0..2)
+                .flat_map(|t| (0..seen[t] as u64).map(move |i| hash_key(&(t as u64, i))))
+                .collect();
+            decode_contains(&bytes, &hashes).unwrap();
+            snapshots += 1;
+            if seen.iter().all(|&n| n as u64 == keys_per_thread) {
+                break;
+            }
+        }
+        stop.store(true, Ordering::Relaxed);
+    });
+}
+
+#[test]
+fn externally_locked_snapshots_are_consistent_under_inserts() {
+    let filter = ExternallyLockedQf::with_bits_and_region(14, 8, 256).unwrap();
+    snapshot_while_inserting(
+        &filter,
+        6000,
+        |f| f.to_bytes(),
+        |bytes, hashes| {
+            let back = ExternallyLockedQf::from_bytes(bytes).map_err(|e| e.to_string())?;
+            back.check_invariants()?;
+            match hashes.iter().find(|&&h| !back.contains_hash(h)) {
+                Some(h) => Err(format!("{h:#x} missing")),
+                None => Ok(()),
+            }
+        },
+    );
+}
+
+#[test]
+fn linear_probing_snapshots_hold_finished_inserts() {
+    let filter = LinearProbingQf::with_bits(14, 11).unwrap();
+    snapshot_while_inserting(
+        &filter,
+        5000,
+        |f| f.to_bytes(),
+        |bytes, hashes| {
+            let back = LinearProbingQf::from_bytes(bytes).map_err(|e| e.to_string())?;
+            match hashes.iter().find(|&&h| !back.contains_hash(h)) {
+                Some(h) => Err(format!("{h:#x} missing")),
+                None => Ok(()),
+            }
+        },
+    );
+}
+
+#[test]
+fn bloom_snapshots_hold_finished_inserts() {
+    let filter = AtomicBloomFilter::new(20_000, 0.01).unwrap();
+    snapshot_while_inserting(
+        &filter,
+        8000,
+        |f| f.to_bytes(),
+        |bytes, hashes| {
+            let back = AtomicBloomFilter::from_bytes(bytes).map_err(|e| e.to_string())?;
+            match hashes.iter().find(|&&h| !back.contains_hash(h)) {
+                Some(h) => Err(format!("{h:#x} missing")),
+                None => Ok(()),
+            }
+        },
+    );
+}
+
+// ----- serde ---------------------------------------------------------------------------------
+
+#[cfg(feature = "serde")]
+#[test]
+fn serde_writes_the_same_bytes_and_checks_them() {
+    let filter = sequential_sample(5, 6, 12);
+    let json = serde_json::to_string(&filter).unwrap();
+    let bytes: Vec<u8> = serde_json::from_str(&json).unwrap();
+    assert_eq!(bytes, filter.to_bytes());
+    let back: SequentialQf = serde_json::from_str(&json).unwrap();
+    assert_eq!(
+        back.fingerprints().collect::<Vec<_>>(),
+        filter.fingerprints().collect::<Vec<_>>()
+    );
+    let locally: LocallyLockedQf = serde_json::from_str(&json).unwrap();
+    assert_eq!(Filter::len(&locally), filter.len());
+
+    let bloom = AtomicBloomFilter::new(100, 0.01).unwrap();
+    bloom.insert(&"k").unwrap();
+    let back: AtomicBloomFilter =
+        serde_json::from_str(&serde_json::to_string(&bloom).unwrap()).unwrap();
+    assert!(back.contains(&"k"));
+    let probing = LinearProbingQf::new(100, 0.01).unwrap();
+    probing.insert(&"k").unwrap();
+    let back: LinearProbingQf =
+        serde_json::from_str(&serde_json::to_string(&probing).unwrap()).unwrap();
+    assert!(back.contains(&"k"));
+
+    // Corrupt bytes are a deserialisation error, not a panic.
+    let mut bad = filter.to_bytes();
+    bad[40] ^= 1;
+    let json = serde_json::to_string(&bad).unwrap();
+    assert!(serde_json::from_str::<SequentialQf>(&json).is_err());
+    assert!(serde_json::from_str::<ExternallyLockedQf>("[1,2,3]").is_err());
+}
