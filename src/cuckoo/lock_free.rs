@@ -309,7 +309,13 @@ impl LockFreeCuckooFilter {
     /// Moves stable `fingerprint` from `source[index]` to `destination[index]` (its alternate
     /// bucket) with the five steps of the module docs. Returns `false`, changing nothing, if
     /// the source no longer holds it or the destination is no longer empty.
-    fn move_entry(&self, source: usize, destination: usize, index: usize, fingerprint: u64) -> bool {
+    fn move_entry(
+        &self,
+        source: usize,
+        destination: usize,
+        index: usize,
+        fingerprint: u64,
+    ) -> bool {
         let stable = Entry::new(fingerprint, State::Stable);
         let out = Entry::new(fingerprint, State::Out);
         let incoming = Entry::new(fingerprint, State::In);

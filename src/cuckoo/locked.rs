@@ -265,7 +265,10 @@ impl LockedCuckooFilter {
             let stable = Entry::new(fingerprint, State::Stable);
             // Relaxed: the write locks order these reads after every earlier write to them.
             if self.table.entry(source, index, Ordering::Relaxed) != stable
-                || !self.table.entry(destination, index, Ordering::Relaxed).is_empty()
+                || !self
+                    .table
+                    .entry(destination, index, Ordering::Relaxed)
+                    .is_empty()
             {
                 return false;
             }
