@@ -404,7 +404,13 @@ impl CuckooTable {
 /// The expected false-positive rate of a cuckoo filter at fill `load` with `f`-bit non-zero
 /// fingerprints: a query compares with the `8 · load` stored fingerprints of its two buckets on
 /// average, each equal with probability `1 / (2^f - 1)`, so `1 - (1 - 1/(2^f - 1))^(8 load)`
-/// (at most `8 load / (2^f - 1)`; Fan et al., cited as [1] by paper 001).
+/// (at most `8 load / (2^f - 1)`; Fan et al., reference 1 of paper 001).
+///
+/// ```
+/// let rate = conqf::cuckoo_fpr(0.5, 12);
+/// assert!(rate > 0.0 && rate <= 4.0 / 4095.0);
+/// assert_eq!(conqf::cuckoo_fpr(0.0, 12), 0.0);
+/// ```
 pub fn cuckoo_fpr(load: f64, fingerprint_bits: u32) -> f64 {
     let per_entry = 1.0 / ((fingerprint_bits as f64).exp2() - 1.0);
     let compared = 2.0 * ENTRIES_PER_BUCKET as f64 * load.clamp(0.0, 1.0);
