@@ -303,6 +303,9 @@ impl CuckooTable {
     }
 
     /// The entry index in `bucket` holding `fingerprint` in a state `accept` takes, if any.
+    ///
+    /// Each group the bucket touches (one or two) is loaded once: entries of one group are
+    /// read at the same instant, which is as good as reading them one by one.
     #[inline]
     pub(crate) fn find_in_bucket(
         &self,
@@ -311,10 +314,22 @@ impl CuckooTable {
         order: Ordering,
         accept: impl Fn(State) -> bool,
     ) -> Option<usize> {
-        (0..ENTRIES_PER_BUCKET).find(|&i| {
-            let entry = self.entry(bucket, i, order);
-            entry.fingerprint() == fingerprint && accept(entry.state())
-        })
+        let layout = self.entries.layout();
+        let (mut group, mut offset) = layout.locate(bucket * ENTRIES_PER_BUCKET);
+        let mut word = self.entries.load_group(group, order);
+        for index in 0..ENTRIES_PER_BUCKET {
+            if offset == layout.per_group() {
+                group += 1;
+                offset = 0;
+                word = self.entries.load_group(group, order);
+            }
+            let entry = Entry(layout.get(word, offset));
+            if entry.fingerprint() == fingerprint && accept(entry.state()) {
+                return Some(index);
+            }
+            offset += 1;
+        }
+        None
     }
 
     /// Fills `path` with the chain of stable entries an insert would push to free entry `index`
