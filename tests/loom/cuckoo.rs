@@ -152,3 +152,48 @@ fn locked_relocation_racing_a_find_never_misses() {
         filter.check_invariants().unwrap();
     });
 }
+
+/// Two inserts both need room in the full pair {0, 1} and both start by moving the same
+/// fingerprint out of entry 0 of bucket 0: only one can move it; the other must take another
+/// chain, and no fingerprint may be dropped or stored twice.
+#[test]
+fn lock_free_two_relocations_of_one_entry_never_drop_a_copy() {
+    model(|| {
+        let s = scenario();
+        let second = key(0, fingerprints_with_offset(1, 2)[1], 0);
+        let filter = lock_free_with(&s.full);
+        let writer = filter.clone();
+        let newcomer = s.newcomer;
+        let t = thread::spawn(move || writer.insert_hash(newcomer));
+        assert_eq!(filter.insert_hash(second), Ok(true));
+        assert_eq!(t.join().unwrap(), Ok(true));
+        for &k in s.full.iter().chain([&s.newcomer, &second]) {
+            assert!(filter.contains_hash(k));
+        }
+        assert_eq!(filter.len(), 10);
+        assert_eq!(filter.fingerprints().len(), 10);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// The striped-lock filter: a remove of the fingerprint a relocation moves, from the bucket it
+/// moves to; the remove must find it before or after the move and take exactly one copy.
+#[test]
+fn locked_relocation_racing_a_remove_removes_exactly_one_copy() {
+    model(|| {
+        let s = scenario();
+        let filter = LockedCuckooFilter::with_stripes(BUCKET_BITS, FINGERPRINT_BITS, 4).unwrap();
+        for &k in &s.full {
+            assert_eq!(filter.insert_hash(k), Ok(true));
+        }
+        let filter = Arc::new(filter);
+        let writer = filter.clone();
+        let newcomer = s.newcomer;
+        let t = thread::spawn(move || writer.insert_hash(newcomer));
+        assert_eq!(filter.remove_hash(s.mover_from_bucket_2), Ok(true));
+        assert_eq!(t.join().unwrap(), Ok(true));
+        assert!(!filter.contains_hash(s.mover));
+        assert_eq!(filter.len(), 8);
+        filter.check_invariants().unwrap();
+    });
+}
