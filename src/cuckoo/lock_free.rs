@@ -351,7 +351,8 @@ impl Filter for LockFreeCuckooFilter {
     ///
     /// # Errors
     /// [`Error::Full`] if no empty entry can be reached by a relocation chain of at most 256
-    /// entries; every stored copy stays stored.
+    /// entries, or (rarely, under contention) if other inserts took the entries its
+    /// relocations freed four times over; every stored copy stays stored.
     fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
         let place = self.table.placement(hash);
         let mut path = Vec::new();
