@@ -1488,6 +1488,11 @@ mod tests {
         assert_eq!(parsed.plots, PathBuf::from("p"));
         assert_eq!(parsed.scale, Scale::Paper);
         assert_eq!(parsed.figures, vec![Figure::Fig2, Figure::Fig3]);
+        assert_eq!(options("--only cuckoo").figures, vec![Figure::Cuckoo]);
+        assert_eq!(
+            options("--only=cuckoo,fig2").figures,
+            vec![Figure::Fig2, Figure::Cuckoo]
+        );
         assert_eq!(parse_args(args("--help"), None), Ok(Command::Help));
         assert_eq!(
             parse_args(args("--scale quick -h"), None),
