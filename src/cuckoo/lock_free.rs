@@ -64,8 +64,9 @@
 //!
 //! # Progress
 //!
-//! Queries and inserts never wait: a query retries only when a move completed its step 2 in
-//! the meantime, and an insert fills an empty entry with one CAS (retrying when another thread
+//! Queries and inserts never wait: a query retries only when a move into a bucket of its
+//! primary bucket's version stripe did its step 2 in the meantime (some thread made progress),
+//! and an insert fills an empty entry with one CAS (retrying when another thread
 //! changed the group), or relocates along chains of `Stable` entries, skipping entries others
 //! are moving. An insert fails with [`Error::Full`] when no chain of at most
 //! [`MAX_PATH`](super::table::MAX_PATH) entries from its 8 entries ends at an empty entry, and
