@@ -33,7 +33,7 @@ fn distinct_keys(placement: impl Fn(u64) -> (usize, usize, u64), count: usize) -
 
 fn hammer<F: Filter + Remove>(
     filter: &F,
-    placement: impl Fn(u64) -> (usize, usize, u64),
+    placement: impl Fn(u64) -> (usize, usize, u64) + Copy,
     stored_fingerprints: impl Fn(&F) -> usize,
 ) {
     let entries = 4usize << BUCKET_BITS;
@@ -41,6 +41,18 @@ fn hammer<F: Filter + Remove>(
     let per_writer = entries * 25 / 100 / WRITERS;
     let keys = distinct_keys(placement, stable_count + per_writer * WRITERS);
     let (stable, churn) = keys.split_at(stable_count);
+    // Each stable key also as the hash with the same fingerprint whose primary bucket is the
+    // key's alternate one (the same stored copy): queries of it read the buckets in the other
+    // order, so between them the reader meets relocations in both directions.
+    let mirrored: Vec<u64> = stable
+        .iter()
+        .map(|&k| {
+            let (_, alternate, fp) = placement(k);
+            ((alternate as u64) << (64 - BUCKET_BITS))
+                | (fp << (64 - BUCKET_BITS - FINGERPRINT_BITS))
+        })
+        .collect();
+    let mirrored = &mirrored;
     for &k in stable {
         assert_eq!(filter.insert_hash(k), Ok(true));
     }
@@ -79,8 +91,9 @@ fn hammer<F: Filter + Remove>(
         let writers_done = &writers_done;
         s.spawn(move || {
             while !writers_done.load(Ordering::Acquire) {
-                for &k in stable {
+                for (&k, &m) in stable.iter().zip(mirrored) {
                     assert!(filter.contains_hash(k), "false negative during relocations");
+                    assert!(filter.contains_hash(m), "false negative during relocations");
                 }
             }
         });
