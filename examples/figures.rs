@@ -15,7 +15,13 @@
 //!   `ExternallyLockedQf`,
 //!   `LinearProbingQf` and `AtomicBloomFilter`.
 //!
-//! Both figures also measure the physical limit in the same run: independent random 8-byte reads
+//! * `cuckoo`: paper 001 §3.1, a cuckoo table at load 0.4 under 90% finds, 5% inserts and 5%
+//!   removes against threads: `LockFreeCuckooFilter`, `LockedCuckooFilter`, the coarse-grained
+//!   filter (one lock around the table) and the `atomic-cuckoo-filter` crate, with throughput
+//!   and speedup over the coarse filter at the same thread count (the workload is
+//!   `benches/common/cuckoo_mix.rs`, shared with `benches/cuckoo_mix.rs`).
+//!
+//! Figures 2 and 3 also measure the physical limit in the same run: independent random 8-byte reads
 //! and a dependent pointer chase over an array of the `SequentialQf` table's size.
 //! Keys are hashed before every timed loop. `--help` lists the options.
 
@@ -26,6 +32,7 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use common::cuckoo_mix::{run_mix_named, MixRun, MixWorkload, MIX_FILTERS, MIX_LOAD};
 use common::{
     fig2_concurrent, fig2_sequential, items_at, key_hashes, median, parallel,
     parallel_random_reads, per_second, qfilter_like, table_count_hits, table_insert_all, Direct,
@@ -47,11 +54,12 @@ Options:
   --scale SCALE    quick (2^16 slots, a second), default (2^22 slots, well under five
                    minutes on 2 cores) or paper (2^25 slots, about 24M keys, as in the papers);
                    the environment variable CONQF_SCALE sets it too, this option wins
-  --only LIST      run only these figures, comma-separated: fig2, fig3 (default: all)
+  --only LIST      run only these figures, comma-separated: fig2, fig3, cuckoo
+                   (default: all)
   --csv FILE       also write every measurement to FILE, one row each, with the columns
                    figure,filter,threads,fill,phase,ops_per_sec,speedup,fpr,bits_per_item
   --plots DIR      write one SVG plot per figure into DIR, created if missing
-                   (default: target/figures): fig2.svg, fig3.svg
+                   (default: target/figures): fig2.svg, fig3.svg, cuckoo.svg
   -h, --help       print this help
 
 Figures:
@@ -61,8 +69,11 @@ Figures:
          LocallyLockedQf, LinearProbingQf, AtomicBloomFilter, fastbloom
   fig3   paper 000 Figure 3: single-threaded throughput against fill degree, 10% to 90%
          (LinearProbingQf to 70%, its load cap)
+  cuckoo paper 001: 90% find, 5% insert, 5% remove at load 0.4 against threads:
+         LockFreeCuckooFilter, LockedCuckooFilter, one lock around the table (coarse),
+         atomic-cuckoo-filter; speedup over the coarse filter at the same thread count
 
-Every figure also measures the physical limit: independent random 8-byte reads and a
+fig2 and fig3 also measure the physical limit: independent random 8-byte reads and a
 dependent pointer chase over an array of the filter's size. Progress goes to stderr.
 ";
 
@@ -71,15 +82,17 @@ dependent pointer chase over an array of the filter's size. Progress goes to std
 enum Figure {
     Fig2,
     Fig3,
+    Cuckoo,
 }
 
 impl Figure {
-    const ALL: [Figure; 2] = [Figure::Fig2, Figure::Fig3];
+    const ALL: [Figure; 3] = [Figure::Fig2, Figure::Fig3, Figure::Cuckoo];
 
     fn name(self) -> &'static str {
         match self {
             Figure::Fig2 => "fig2",
             Figure::Fig3 => "fig3",
+            Figure::Cuckoo => "cuckoo",
         }
     }
 }
@@ -210,7 +223,9 @@ fn parse_figures(text: &str) -> Result<Vec<Figure>, String> {
         let figure = Figure::ALL
             .into_iter()
             .find(|figure| figure.name() == part)
-            .ok_or_else(|| format!("--only: unknown figure '{part}' (known: fig2, fig3)"))?;
+            .ok_or_else(|| {
+                format!("--only: unknown figure '{part}' (known: fig2, fig3, cuckoo)")
+            })?;
         chosen.push(figure);
     }
     Ok(Figure::ALL
@@ -454,6 +469,145 @@ fn fig2(options: &Options, report: &mut Report) -> PlotFn {
     ];
     print_fig2(options, items, bytes, &notes, &fig.report.rows[first_row..]);
     plot_fig2
+}
+
+/// The phase name of the cuckoo figure's rows.
+const CUCKOO_PHASE: &str = "mix_90_5_5";
+
+/// The filter the cuckoo figure's speedups are over.
+const CUCKOO_BASELINE: &str = "coarse (one RwLock)";
+
+/// Paper 001 §3.1: 90% finds, 5% inserts, 5% removes at load 0.4 against threads, on a table of
+/// `2^q` entries with as many operations per run. Returns how to plot the figure.
+fn cuckoo(options: &Options, report: &mut Report) -> PlotFn {
+    let bucket_bits = options.quotient_bits.saturating_sub(2).max(1);
+    let ops = 4usize << bucket_bits;
+    let first_row = report.rows.len();
+    for &threads in &options.threads {
+        progress(format_args!(
+            "cuckoo: generating {ops} operations for {}",
+            plural(threads, "thread")
+        ));
+        let workload = MixWorkload::new(bucket_bits, ops, threads);
+        let mut throughput = Vec::new();
+        for name in MIX_FILTERS {
+            progress(format_args!(
+                "cuckoo: {name}, {}, {}",
+                plural(threads, "thread"),
+                plural(options.repetitions, "repetition")
+            ));
+            let runs: Vec<MixRun> = (0..options.repetitions)
+                .map(|_| run_mix_named(name, bucket_bits, &workload))
+                .collect();
+            let last = runs.last().copied().unwrap_or_default();
+            if last.false_negatives > last.failed_inserts {
+                report.false_negatives.push(format!(
+                    "cuckoo {name} with {}: {} finds or removes of stored keys failed, only {} \
+                     inserts failed",
+                    plural(threads, "thread"),
+                    last.false_negatives,
+                    last.failed_inserts
+                ));
+            }
+            if last.failed_inserts > 0 {
+                eprintln!(
+                    "warning: cuckoo {name} with {}: {} inserts failed (full)",
+                    plural(threads, "thread"),
+                    last.failed_inserts
+                );
+            }
+            let time = median(runs.iter().map(|run| run.elapsed).collect());
+            throughput.push((name, per_second(workload.ops(), time)));
+        }
+        let baseline = throughput
+            .iter()
+            .find(|(name, _)| *name == CUCKOO_BASELINE)
+            .map_or(0.0, |&(_, ops)| ops);
+        for (name, ops_per_sec) in throughput {
+            report.rows.push(Row {
+                figure: "cuckoo",
+                filter: name.to_string(),
+                threads,
+                fill: Some(MIX_LOAD),
+                phase: CUCKOO_PHASE,
+                ops_per_sec,
+                speedup: (baseline > 0.0).then(|| ops_per_sec / baseline),
+                fpr: None,
+                bits_per_item: None,
+                failed_inserts: None,
+            });
+        }
+    }
+    print_cuckoo(options, bucket_bits, &report.rows[first_row..]);
+    plot_cuckoo
+}
+
+fn print_cuckoo(options: &Options, bucket_bits: u32, rows: &[Row]) {
+    let title = format!(
+        "Paper 001 §3.1: 90% find, 5% insert, 5% remove at load {MIX_LOAD}; 2^{bucket_bits} \
+         buckets of 4 entries, 16-bit fingerprints, {} operations per run, scale {}\n\
+         throughput in million operations per second (speedup over {CUCKOO_BASELINE} at the \
+         same thread count)",
+        4usize << bucket_bits,
+        options.scale.name()
+    );
+    let mut header = vec!["filter".to_string()];
+    header.extend(options.threads.iter().map(|&t| plural(t, "thread")));
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let body: Vec<Vec<String>> = MIX_FILTERS
+        .iter()
+        .map(|&name| {
+            let mut line = vec![name.to_string()];
+            line.extend(options.threads.iter().map(|&threads| {
+                find(rows, name, threads, CUCKOO_PHASE).map_or("-".to_string(), |row| {
+                    format!(
+                        "{} ({:.2}x)",
+                        mops(row.ops_per_sec),
+                        row.speedup.unwrap_or(0.0)
+                    )
+                })
+            }));
+            line
+        })
+        .collect();
+    print_table(&title, &header, &body);
+}
+
+/// The cuckoo plot: throughput of the 90/5/5 mix against threads, one line per filter.
+fn plot_cuckoo(options: &Options, rows: &[Row]) -> Result<PathBuf, String> {
+    let path = options.plots.join("cuckoo.svg");
+    let mut threads = options.threads.clone();
+    threads.sort_unstable();
+    let ticks: Vec<f64> = threads.iter().map(|&t| t as f64).collect();
+    let panel = Panel {
+        title: "90% find, 5% insert, 5% remove",
+        series: MIX_FILTERS
+            .iter()
+            .map(|&name| Series {
+                name: name.to_string(),
+                points: rows
+                    .iter()
+                    .filter(|row| row.filter == name && row.phase == CUCKOO_PHASE)
+                    .map(|row| (row.threads as f64, row.ops_per_sec / 1e6))
+                    .collect(),
+            })
+            .collect(),
+    };
+    let title = format!(
+        "Paper 001: cuckoo filters at load {MIX_LOAD}, 2^{} entries, scale {}",
+        options.quotient_bits,
+        options.scale.name()
+    );
+    draw_plot(
+        &path,
+        &title,
+        "threads",
+        &ticks,
+        threads.last().map_or(2, |&most| most + 1).min(17),
+        &|x| integer_label(x, 1.0),
+        &[panel],
+    )?;
+    Ok(path)
 }
 
 /// Draws a figure from its rows; returns the SVG file's path.
@@ -1248,6 +1402,7 @@ fn run(options: &Options) -> Result<Vec<Row>, String> {
         let plot = match figure {
             Figure::Fig2 => fig2(options, &mut report),
             Figure::Fig3 => fig3(options, &mut report),
+            Figure::Cuckoo => cuckoo(options, &mut report),
         };
         let path = plot(options, &report.rows[first_row..])?;
         progress(format_args!("plotted {}", path.display()));
@@ -1333,6 +1488,11 @@ mod tests {
         assert_eq!(parsed.plots, PathBuf::from("p"));
         assert_eq!(parsed.scale, Scale::Paper);
         assert_eq!(parsed.figures, vec![Figure::Fig2, Figure::Fig3]);
+        assert_eq!(options("--only cuckoo").figures, vec![Figure::Cuckoo]);
+        assert_eq!(
+            options("--only=cuckoo,fig2").figures,
+            vec![Figure::Fig2, Figure::Cuckoo]
+        );
         assert_eq!(parse_args(args("--help"), None), Ok(Command::Help));
         assert_eq!(
             parse_args(args("--scale quick -h"), None),
@@ -1410,14 +1570,14 @@ mod tests {
         let plots = dir.join("plots");
         std::fs::create_dir_all(&dir).expect("a temporary directory");
         let mut opts = options(&format!(
-            "--scale quick --threads 1,2 --only fig2,fig3 --csv {} --plots {}",
+            "--scale quick --threads 1,2 --only fig2,fig3,cuckoo --csv {} --plots {}",
             path.display(),
             plots.display()
         ));
         opts.quotient_bits = 10;
         let rows = run(&opts).expect("the run succeeds");
         let text = std::fs::read_to_string(&path).expect("the CSV file exists");
-        let svgs = ["fig2.svg", "fig3.svg"].map(|name| {
+        let svgs = ["fig2.svg", "fig3.svg", "cuckoo.svg"].map(|name| {
             std::fs::read_to_string(plots.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
         });
         let _ = std::fs::remove_dir_all(&dir);
@@ -1477,6 +1637,21 @@ mod tests {
         }
         assert!(has("fig3", "limit", "1", "random_read"));
         assert!(has("fig3", "limit", "1", "pointer_chase"));
+        for filter in MIX_FILTERS {
+            for threads in ["1", "2"] {
+                assert!(
+                    has("cuckoo", filter, threads, CUCKOO_PHASE),
+                    "cuckoo {filter} {threads}"
+                );
+            }
+        }
+        // The cuckoo baseline's speedup over itself is exactly 1, at every thread count.
+        for row in rows.iter().filter(|row| row.figure == "cuckoo") {
+            assert_eq!(row.fill, Some(MIX_LOAD));
+            if row.filter == CUCKOO_BASELINE {
+                assert_eq!(row.speedup, Some(1.0));
+            }
+        }
         // Every row is of a filter the test knows: nothing is claimed that is not checked.
         for cells in &parsed {
             let known = match cells[0] {
@@ -1486,6 +1661,7 @@ mod tests {
                         || cells[1] == "limit"
                 }
                 "fig3" => FIG3.iter().any(|&(f, _)| f == cells[1]) || cells[1] == "limit",
+                "cuckoo" => MIX_FILTERS.contains(&cells[1]),
                 _ => false,
             };
             assert!(known, "{cells:?}");
@@ -1504,7 +1680,11 @@ mod tests {
             .chain(FIG2_CONCURRENT.iter().map(|filter| filter.to_string()))
             .collect();
         let fig3_labels: Vec<String> = FIG3.iter().map(|(filter, _)| filter.to_string()).collect();
-        for (svg, labels) in svgs.iter().zip([fig2_labels, fig3_labels]) {
+        let [fig2_svg, fig3_svg, cuckoo_svg] = &svgs;
+        for (svg, labels) in [fig2_svg, fig3_svg]
+            .into_iter()
+            .zip([fig2_labels, fig3_labels])
+        {
             assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(80)]);
             assert!(svg.trim_end().ends_with("</svg>"));
             for text in [
@@ -1520,6 +1700,22 @@ mod tests {
                     "legend: {label}"
                 );
             }
+        }
+        check_cuckoo_svg(cuckoo_svg);
+    }
+
+    /// The cuckoo plot (checked by `a_tiny_run_writes_a_row_for_every_filter_and_figure`): its
+    /// one panel and every filter of the mix in the legend.
+    fn check_cuckoo_svg(svg: &str) {
+        assert!(svg.starts_with("<svg") && svg.trim_end().ends_with("</svg>"));
+        for text in [
+            "million operations per second",
+            "90% find, 5% insert, 5% remove",
+        ]
+        .into_iter()
+        .chain(MIX_FILTERS)
+        {
+            assert!(svg.contains(&format!(">\n{text}\n</text>")), "{text}");
         }
     }
 

@@ -12,6 +12,8 @@
 //! | [`ExternallyLockedQf`] | one spin lock per region of 4096 slots in a separate array (the paper's baseline) | yes |
 //! | [`LinearProbingQf`] | lock-free, one CAS per insert | no |
 //! | [`AtomicBloomFilter`] | lock-free `fetch_or` | no |
+//! | [`LockFreeCuckooFilter`] | lock-free cuckoo filter (paper 001): relocation counters and a two-round find | yes |
+//! | [`LockedCuckooFilter`] | cuckoo filter behind striped, writer-fair reader/writer locks | yes |
 //!
 //! Concurrent filters implement [`Filter`] (and [`Remove`] where they can delete) with `&self`
 //! methods: share one in an [`Arc`](std::sync::Arc). Keys are hashed once with xxh3
@@ -72,6 +74,7 @@
 
 mod bloom;
 mod counter;
+mod cuckoo;
 mod filter;
 mod hash;
 mod persist;
@@ -81,6 +84,9 @@ mod storage;
 mod sync;
 
 pub use bloom::AtomicBloomFilter;
+pub use cuckoo::lock_free::LockFreeCuckooFilter;
+pub use cuckoo::locked::LockedCuckooFilter;
+pub use cuckoo::table::cuckoo_fpr;
 pub use filter::{Count, Error, Filter, Merge, Remove};
 pub use hash::{hash_key, Fingerprint};
 pub use persist::qf::SequentialQfRef;

@@ -61,7 +61,7 @@ impl SlotLayout {
     }
 
     /// Slots per group.
-    #[cfg(test)]
+    #[inline]
     pub(crate) const fn per_group(&self) -> u32 {
         self.per_group
     }

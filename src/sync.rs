@@ -47,3 +47,43 @@ pub(crate) fn loom_loads_as_rmw() -> bool {
     static RMW: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *RMW.get_or_init(|| std::env::var_os("CONQF_LOOM_RMW_LOADS").is_some())
 }
+
+/// The reader/writer lock of the striped filters: `parking_lot`'s, or loom's under `--cfg loom`.
+///
+/// `parking_lot::RwLock` is task-fair: a reader blocks while a writer waits, even if the lock is
+/// read-locked, so a stream of readers cannot starve writers (the open problem of paper 001
+/// §4), and its eventual fairness hands the lock to waiting threads in turn.
+#[cfg(not(loom))]
+pub(crate) type RwLock = parking_lot::RwLock<()>;
+#[cfg(loom)]
+pub(crate) type RwLock = loom::sync::RwLock<()>;
+
+/// A shared guard of a [`RwLock`].
+#[cfg(not(loom))]
+pub(crate) type ReadGuard<'a> = parking_lot::RwLockReadGuard<'a, ()>;
+#[cfg(loom)]
+pub(crate) type ReadGuard<'a> = loom::sync::RwLockReadGuard<'a, ()>;
+
+/// An exclusive guard of a [`RwLock`].
+#[cfg(not(loom))]
+pub(crate) type WriteGuard<'a> = parking_lot::RwLockWriteGuard<'a, ()>;
+#[cfg(loom)]
+pub(crate) type WriteGuard<'a> = loom::sync::RwLockWriteGuard<'a, ()>;
+
+/// Read-locks `lock` (loom's lock cannot be poisoned here: nothing panics while holding it).
+#[inline]
+pub(crate) fn read(lock: &RwLock) -> ReadGuard<'_> {
+    #[cfg(not(loom))]
+    return lock.read();
+    #[cfg(loom)]
+    return lock.read().unwrap();
+}
+
+/// Write-locks `lock`.
+#[inline]
+pub(crate) fn write(lock: &RwLock) -> WriteGuard<'_> {
+    #[cfg(not(loom))]
+    return lock.write();
+    #[cfg(loom)]
+    return lock.write().unwrap();
+}

@@ -15,6 +15,8 @@ use std::time::{Duration, Instant};
 
 use conqf::{hash_key, Error, Filter, SequentialQf};
 
+pub(crate) mod cuckoo_mix;
+
 /// Remainder bits of the paper's quotient filters (paper 000 §5: r = 10).
 pub(crate) const REMAINDER_BITS: u32 = 10;
 

@@ -1,0 +1,123 @@
+//! Paper 001's experiment (§3.1): a cuckoo table at load 0.4 under 90% finds, 5% inserts and
+//! 5% removes, with 1, 2, ... threads: `LockFreeCuckooFilter` beside `LockedCuckooFilter`
+//! (striped, writer-fair locks), the coarse-grained filter (one lock around the whole table,
+//! paper 001 §1.2) and the `atomic-cuckoo-filter` crate; plus single-thread lookups beside the
+//! `cuckoofilter` crate. All tables have 16-bit fingerprints and 4-entry buckets.
+//!
+//! Paper 001 §3.3's associativity table (2 to 128 entries per bucket) is not reproduced: this
+//! crate's buckets have 4 entries (the 2-bit entry states and the same-index rule are built for
+//! them).
+//!
+//! Environment: `CONQF_THREADS=1,2,4` picks the thread counts (default 1 up to the available
+//! parallelism); `CONQF_SCALE=quick|default|paper` the size (2^16, 2^22 or 2^25 entries, and as
+//! many operations per run).
+//!
+//! Run: `cargo bench --bench cuckoo_mix`.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use std::hint::black_box;
+use std::time::Duration;
+
+use common::cuckoo_mix::{run_mix_named, MixWorkload, MIX_FILTERS, MIX_FINGERPRINT_BITS};
+use common::{Scale, NEGATIVE_KEYS};
+use conqf::{Filter, LockFreeCuckooFilter};
+use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
+
+/// The thread counts from `CONQF_THREADS` (comma-separated), else `1..=available_parallelism`.
+fn thread_counts() -> Vec<usize> {
+    match std::env::var("CONQF_THREADS") {
+        Ok(text) => text
+            .split(',')
+            .map(|part| match part.trim().parse::<usize>() {
+                Ok(threads) if threads > 0 => threads,
+                _ => panic!("CONQF_THREADS={text:?}: expected positive integers like 1,2,4"),
+            })
+            .collect(),
+        Err(_) => {
+            let available = std::thread::available_parallelism().map_or(1, |n| n.get());
+            (1..=available).collect()
+        }
+    }
+}
+
+fn mix(c: &mut Criterion, bucket_bits: u32) {
+    let ops = 4usize << bucket_bits;
+    let mut group = c.benchmark_group("cuckoo_mix/90_5_5");
+    group
+        .throughput(Throughput::Elements(ops as u64))
+        .sampling_mode(SamplingMode::Flat)
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(4));
+    for threads in thread_counts() {
+        let workload = MixWorkload::new(bucket_bits, ops, threads);
+        for name in MIX_FILTERS {
+            group.bench_function(BenchmarkId::new(name, threads), |b| {
+                b.iter_custom(|iters| {
+                    (0..iters)
+                        .map(|_| {
+                            let run = run_mix_named(name, bucket_bits, &workload);
+                            assert_eq!(run.false_negatives, 0, "{name}: false negatives");
+                            run.elapsed
+                        })
+                        .sum()
+                })
+            });
+        }
+    }
+    group.finish();
+}
+
+/// Single-thread lookups of keys (half inserted, half not) at load 0.4, hashing included: both
+/// filters are called as a user calls them, with the key.
+fn lookups(c: &mut Criterion, bucket_bits: u32) {
+    let entries = 4usize << bucket_bits;
+    let stored = (entries as f64 * common::cuckoo_mix::MIX_LOAD) as u64;
+    let ours = LockFreeCuckooFilter::with_bits(bucket_bits, MIX_FINGERPRINT_BITS).expect("valid");
+    let mut theirs =
+        cuckoofilter::CuckooFilter::<std::collections::hash_map::DefaultHasher>::with_capacity(
+            entries,
+        );
+    for key in 0..stored {
+        ours.insert(&key).expect("room at load 0.4");
+        theirs.add(&key).expect("room at load 0.4");
+    }
+    let queries: Vec<u64> = (0..stored / 2)
+        .chain(NEGATIVE_KEYS..NEGATIVE_KEYS + stored / 2)
+        .collect();
+    let mut group = c.benchmark_group("cuckoo_lookup/single_thread");
+    group
+        .throughput(Throughput::Elements(queries.len() as u64))
+        .sample_size(10)
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3));
+    group.bench_function("LockFreeCuckooFilter", |b| {
+        b.iter(|| {
+            queries
+                .iter()
+                .filter(|&&k| ours.contains(&black_box(k)))
+                .count()
+        })
+    });
+    group.bench_function("cuckoofilter", |b| {
+        b.iter(|| {
+            queries
+                .iter()
+                .filter(|&&k| theirs.contains(&black_box(k)))
+                .count()
+        })
+    });
+    group.finish();
+}
+
+fn main() {
+    let scale = Scale::from_env().unwrap_or_else(|why| panic!("{why}"));
+    // 2^q entries: buckets of 4.
+    let bucket_bits = scale.quotient_bits() - 2;
+    let mut c = Criterion::default().configure_from_args();
+    mix(&mut c, bucket_bits);
+    lookups(&mut c, bucket_bits);
+    c.final_summary();
+}

@@ -1,0 +1,479 @@
+//! `LockFreeCuckooFilter`: the lock-free cuckoo filter of paper 001 §2, with fingerprints and
+//! relocation state inline in the table's atomic words instead of a heap cell per fingerprint
+//! behind hazard pointers.
+//!
+//! # The table
+//!
+//! The shared [`CuckooTable`]: 4-way buckets, partial-key cuckoo hashing, entries of a
+//! fingerprint and a two-bit [`State`] packed into `AtomicU64` groups, and the same-index rule
+//! (a copy in entry `i` only moves to entry `i` of its other bucket), so a copy is always in one
+//! of two entries, `b1[i]` or `b2[i]`.
+//!
+//! # Moving a copy (paper 001 §2.3, without pointers)
+//!
+//! A relocation moves fingerprint `y` from entry `i` of bucket `s` to entry `i` of
+//! `d = alt(s, y)` in five single-entry CAS steps, all done by the thread that started the move
+//! (the *owner*; nobody else changes an entry that is not `Stable`):
+//!
+//! ```text
+//!            s[i]              d[i]        the copy a query counts
+//!  start     y  Stable         empty       s
+//!  (1)       y  Out            empty       s            (fails if s[i] changed: give up)
+//!  (2)       y  Out            y  In       s (and d)    (fails if d[i] was filled: undo 1)
+//!            versions[d] += 1
+//!  (3)       y  Vacated        y  In       d
+//!  (4)       y  Vacated        y  Stable   d
+//!  (5)       empty             y  Stable   d
+//! ```
+//!
+//! Queries count every entry holding their fingerprint except `Vacated` ones, so at every
+//! instant each stored copy is visible in `b1[i]` or `b2[i]` (in both during steps 2-3).
+//! Removes take only `Stable` entries, so a copy being moved is never removed under its owner's
+//! feet; a remove that sees its fingerprint only in moving entries waits for the owner (three
+//! CAS operations at most). Inserts only fill empty entries, and relocations only start from
+//! `Stable` ones, so a move in progress blocks no insert: it only takes other chains.
+//!
+//! # The two-round find and its relocation counters (paper 001 §2.2)
+//!
+//! A query that reads `b1` and then `b2` could miss a copy that moves from `b2` to `b1` between
+//! the two reads (the report's false-miss figure). The report keeps a relocation counter in
+//! each entry's pointer; here the counters are a fixed array of 64-bit *versions*, one per
+//! stripe of buckets (`bucket mod stripes`, at most [`VERSION_STRIPES`], 8 KiB): the owner of a
+//! move increments the version of the destination's stripe between steps 2 and 3. A query:
+//!
+//! 1. loads `v = versions[b1]`;
+//! 2. looks for its fingerprint in `b1`, then in `b2` (a hit is final);
+//! 3. loads `versions[b1]` again: unchanged means no copy moved into `b1` while it looked, so
+//!    the miss is real; changed means it retries.
+//!
+//! Why that is enough: suppose a copy stays stored throughout the query but the query saw it
+//! in neither bucket. When the query read `b1` the copy was visible only in `b2`, and when it
+//! read `b2` it was visible only in `b1`. So a move from `b2` into `b1` did its step 2 after the
+//! read of `b1` (an `In` entry is visible, and it stays visible until the copy leaves `b1`
+//! again, which would need yet another move back into `b2`, visible there) and its step 3
+//! before the read of `b2`. Its version increment lies between, hence between the two version
+//! loads. In the memory model: step 3 is a `Release` CAS and the read of `b2` an `Acquire` load
+//! that sees it (or a later CAS of the same group), so the increment happens before the second
+//! version load, which therefore sees it; and the first version load cannot have seen it, or
+//! (increment `Release`, load `Acquire`) step 2 would happen before the read of `b1`, which
+//! would have seen the `In` entry. Versions are 64-bit counters, so they never wrap back.
+//!
+//! A remove answers `Ok(false)` after the same check. Stripes only cost false retries, never a
+//! missed move, so many buckets share a version; they live in their own small array that stays
+//! in cache, and a query that hits in `b1` reads one version and one bucket.
+//!
+//! # Progress
+//!
+//! Queries and inserts never wait: a query retries only when a move into a bucket of its
+//! primary bucket's version stripe did its step 2 in the meantime (some thread made progress),
+//! and an insert fills an empty entry with one CAS (retrying when another thread
+//! changed the group), or relocates along chains of `Stable` entries, skipping entries others
+//! are moving. An insert fails with [`Error::Full`] when no chain of at most
+//! [`MAX_PATH`](super::table::MAX_PATH) entries from its 8 entries ends at an empty entry, and
+//! every stored copy is still stored then: relocations move copies, they never drop one (the
+//! `cuckoofilter` crate evicts a random fingerprint when a path fails; this filter never does).
+//! Removes are not lock-free: they wait for the owner of a move of the copy they want.
+
+use std::fmt;
+
+use crate::filter::{Error, Filter, Remove};
+use crate::sync::{AtomicU64, Ordering, Waiter};
+
+use super::table::{CuckooTable, Entry, State, ENTRIES_PER_BUCKET};
+
+/// The most version stripes (8 KiB of counters, which stay in cache).
+pub(crate) const VERSION_STRIPES: usize = 1024;
+
+/// Rounds of "fill an empty entry, else relocate" an insert makes before it reports `Full`.
+const INSERT_ROUNDS: usize = 4;
+
+/// A cuckoo filter that many threads insert into, query and remove from at once, lock-free
+/// (paper 001), with fingerprints stored inline in the table.
+///
+/// Each insert stores a copy of the key's fingerprint, also when the same fingerprint is
+/// already there (cuckoo filters keep duplicates, paper 001 §1.1), so `insert` returns
+/// `Ok(true)` whenever it stored one; `remove` removes one copy. Removing a key that was never
+/// inserted may remove another key's fingerprint that shares its fingerprint and buckets, as in
+/// every cuckoo filter: only remove keys you inserted.
+///
+/// ```
+/// use conqf::{Filter, LockFreeCuckooFilter, Remove};
+///
+/// let filter = LockFreeCuckooFilter::new(10_000, 0.001)?;
+/// std::thread::scope(|s| {
+///     for t in 0..2u64 {
+///         let filter = &filter;
+///         s.spawn(move || {
+///             for i in 0..1000u64 {
+///                 filter.insert(&(t * 1000 + i)).unwrap();
+///             }
+///         });
+///     }
+/// });
+/// assert!((0..2000u64).all(|k| filter.contains(&k)));
+/// assert_eq!(filter.remove(&7u64)?, true);
+/// assert_eq!(filter.len(), 1999);
+/// # Ok::<(), conqf::Error>(())
+/// ```
+pub struct LockFreeCuckooFilter {
+    table: CuckooTable,
+    /// Relocation counters: `versions[bucket & stripe_mask]` counts moves into that stripe.
+    versions: Box<[AtomicU64]>,
+    stripe_mask: usize,
+}
+
+impl LockFreeCuckooFilter {
+    /// A filter that holds `capacity` keys with an expected false-positive rate of at most
+    /// `fpr` when that full.
+    ///
+    /// ```
+    /// use conqf::{Filter, LockFreeCuckooFilter};
+    /// let filter = LockFreeCuckooFilter::new(1000, 0.01)?;
+    /// assert!(filter.capacity() >= 1000);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)` or needs more
+    /// than 30 fingerprint bits, or the table would be too large.
+    pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
+        let (bucket_bits, fingerprint_bits) = CuckooTable::parameters_for(capacity, fpr)?;
+        Self::with_bits(bucket_bits, fingerprint_bits)
+    }
+
+    /// A filter of `2^bucket_bits` buckets of 4 entries with `fingerprint_bits`-bit
+    /// fingerprints (4 to 30 bits; 8, 12 and 16 are the usual choices).
+    ///
+    /// ```
+    /// use conqf::LockFreeCuckooFilter;
+    /// let filter = LockFreeCuckooFilter::with_bits(10, 16)?; // 1024 buckets, 16-bit fingerprints
+    /// assert_eq!(filter.fingerprint_bits(), 16);
+    /// assert!(LockFreeCuckooFilter::with_bits(10, 40).is_err());
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if `bucket_bits` is not in `1..=36` or `fingerprint_bits`
+    /// not in `4..=30`, or the memory cannot be allocated.
+    pub fn with_bits(bucket_bits: u32, fingerprint_bits: u32) -> Result<Self, Error> {
+        let table = CuckooTable::new(bucket_bits, fingerprint_bits)?;
+        let stripes = table.buckets().min(VERSION_STRIPES);
+        Ok(LockFreeCuckooFilter {
+            versions: (0..stripes).map(|_| AtomicU64::new(0)).collect(),
+            stripe_mask: stripes - 1,
+            table,
+        })
+    }
+
+    /// `b`: the table has `2^b` buckets of 4 entries.
+    ///
+    /// ```
+    /// let filter = conqf::LockFreeCuckooFilter::with_bits(5, 12)?;
+    /// assert_eq!(filter.bucket_bits(), 5);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn bucket_bits(&self) -> u32 {
+        self.table.bucket_bits()
+    }
+
+    /// `f`: the width of a fingerprint.
+    ///
+    /// ```
+    /// let filter = conqf::LockFreeCuckooFilter::with_bits(5, 12)?;
+    /// assert_eq!(filter.fingerprint_bits(), 12);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn fingerprint_bits(&self) -> u32 {
+        self.table.fingerprint_bits()
+    }
+
+    /// The primary bucket, the alternate bucket and the fingerprint of a hash: where the filter
+    /// stores it (for tests and diagnostics).
+    ///
+    /// ```
+    /// let filter = conqf::LockFreeCuckooFilter::with_bits(4, 8)?;
+    /// let (b1, b2, fp) = filter.placement(conqf::hash_key("apple"));
+    /// assert!(b1 < 16 && b2 < 16 && b1 != b2 && fp != 0 && fp < 256);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn placement(&self, hash: u64) -> (usize, usize, u64) {
+        let p = self.table.placement(hash);
+        (p.primary, p.alternate, p.fingerprint)
+    }
+
+    /// Every stored fingerprint with its two buckets (smaller first), sorted by buckets and
+    /// fingerprint; duplicates appear once per copy. Exact only while no thread writes.
+    ///
+    /// ```
+    /// use conqf::{Filter, LockFreeCuckooFilter};
+    /// let filter = LockFreeCuckooFilter::with_bits(4, 8)?;
+    /// filter.insert(&1u8)?;
+    /// filter.insert(&1u8)?;
+    /// assert_eq!(filter.fingerprints().len(), 2);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn fingerprints(&self) -> Vec<(u64, [usize; 2])> {
+        self.table
+            .stored()
+            .into_iter()
+            .map(|(fp, pair, _)| (fp, pair))
+            .collect()
+    }
+
+    /// Checks the table's invariants: no entry left in a moving state and `len` equal to the
+    /// number of stored entries. Meaningful only while no thread writes.
+    ///
+    /// ```
+    /// let filter = conqf::LockFreeCuckooFilter::with_bits(4, 8)?;
+    /// assert_eq!(filter.check_invariants(), Ok(()));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// A description of the first violation.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.table.check_invariants()
+    }
+
+    /// The relocation counter of `bucket`'s stripe.
+    #[inline]
+    fn version(&self, bucket: usize) -> &AtomicU64 {
+        &self.versions[bucket & self.stripe_mask]
+    }
+
+    /// Loads the relocation counter of `bucket`'s stripe.
+    ///
+    /// Acquire: if it sees a move's increment, the move's step 2 is visible to the bucket reads
+    /// that follow (see the module docs).
+    #[inline]
+    fn load_version(&self, bucket: usize) -> u64 {
+        #[cfg(loom)]
+        if crate::sync::loom_loads_as_rmw() {
+            // As in `SlotArray::load_group`: an RMW read makes loom explore load-then-compare
+            // races its partial-order reduction skips.
+            return self.version(bucket).fetch_add(0, Ordering::Acquire);
+        }
+        self.version(bucket).load(Ordering::Acquire)
+    }
+
+    /// Whether `bucket` shows a copy of `fingerprint` a query counts (any state but
+    /// `Vacated`).
+    #[inline]
+    fn visible_in(&self, bucket: usize, fingerprint: u64) -> bool {
+        // Acquire: the entry was published by a `Release` CAS; see the module docs.
+        self.table
+            .find_in_bucket(bucket, fingerprint, Ordering::Acquire, |state| {
+                state != State::Vacated
+            })
+            .is_some()
+    }
+
+    /// Fills an empty entry of `bucket` with a stable `fingerprint`.
+    fn fill_empty(&self, bucket: usize, fingerprint: u64, hash: u64) -> bool {
+        for index in CuckooTable::index_order(hash) {
+            // Acquire: as every load.
+            while self
+                .table
+                .entry(bucket, index, Ordering::Acquire)
+                .is_empty()
+            {
+                if self.table.compare_exchange(
+                    bucket,
+                    index,
+                    Entry::EMPTY,
+                    Entry::new(fingerprint, State::Stable),
+                ) {
+                    return true;
+                }
+            }
+        }
+        false
+    }
+
+    /// Frees entry `index` of `start` by moving the chain behind it one step along, from its
+    /// empty end back to `start`. Returns whether every move succeeded (the entry was empty
+    /// then; another insert may fill it first).
+    fn relocate(&self, start: usize, index: usize, path: &mut Vec<(usize, u64)>) -> bool {
+        if !self.table.relocation_path(start, index, path) {
+            return false;
+        }
+        for step in (0..path.len() - 1).rev() {
+            let (source, fingerprint) = path[step];
+            let destination = path[step + 1].0;
+            if !self.move_entry(source, destination, index, fingerprint) {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// Moves stable `fingerprint` from `source[index]` to `destination[index]` (its alternate
+    /// bucket) with the five steps of the module docs. Returns `false`, changing nothing, if
+    /// the source no longer holds it or the destination is no longer empty.
+    fn move_entry(
+        &self,
+        source: usize,
+        destination: usize,
+        index: usize,
+        fingerprint: u64,
+    ) -> bool {
+        let stable = Entry::new(fingerprint, State::Stable);
+        let out = Entry::new(fingerprint, State::Out);
+        let incoming = Entry::new(fingerprint, State::In);
+        let vacated = Entry::new(fingerprint, State::Vacated);
+        let table = &self.table;
+        // (1) Claim the source: from here on only this thread changes it.
+        if !table.compare_exchange(source, index, stable, out) {
+            return false;
+        }
+        // (2) Copy into the destination if it is still empty.
+        if !table.compare_exchange(destination, index, Entry::EMPTY, incoming) {
+            let undone = table.compare_exchange(source, index, out, stable);
+            debug_assert!(undone, "only the owner changes an Out entry");
+            return false;
+        }
+        // The relocation counter, between steps 2 and 3. AcqRel: `Release` so a query whose
+        // `Acquire` version load sees it also sees step 2; `Acquire` is not needed by the
+        // protocol but keeps the increment ordered after step 2 on every architecture.
+        self.version(destination).fetch_add(1, Ordering::AcqRel);
+        // (3) The destination is now the copy; (4) make it ordinary; (5) clear the source.
+        // Only this thread changes these entries, so the CASes succeed (they loop only over
+        // changes to the other entries of the same groups).
+        let moved = table.compare_exchange(source, index, out, vacated)
+            && table.compare_exchange(destination, index, incoming, stable)
+            && table.compare_exchange(source, index, vacated, Entry::EMPTY);
+        debug_assert!(moved, "only the owner changes a moving entry");
+        true
+    }
+}
+
+impl Filter for LockFreeCuckooFilter {
+    /// Stores a copy of the hash's fingerprint: `Ok(true)` (duplicates are stored too).
+    ///
+    /// # Errors
+    /// [`Error::Full`] if no empty entry can be reached by a relocation chain of at most 256
+    /// entries, or (rarely, under contention) if other inserts took the entries its
+    /// relocations freed four times over; every stored copy stays stored.
+    fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
+        let place = self.table.placement(hash);
+        let mut path = Vec::new();
+        for _ in 0..INSERT_ROUNDS {
+            if self.fill_empty(place.primary, place.fingerprint, hash)
+                || self.fill_empty(place.alternate, place.fingerprint, hash)
+            {
+                self.table.len.increment(place.primary);
+                return Ok(true);
+            }
+            let mut moved_any = false;
+            for index in CuckooTable::index_order(hash) {
+                for bucket in [place.primary, place.alternate] {
+                    if self.relocate(bucket, index, &mut path) {
+                        moved_any = true;
+                        if self.table.compare_exchange(
+                            bucket,
+                            index,
+                            Entry::EMPTY,
+                            Entry::new(place.fingerprint, State::Stable),
+                        ) {
+                            self.table.len.increment(place.primary);
+                            return Ok(true);
+                        }
+                    }
+                }
+            }
+            if !moved_any {
+                return Err(Error::Full);
+            }
+        }
+        Err(Error::Full)
+    }
+
+    fn contains_hash(&self, hash: u64) -> bool {
+        let place = self.table.placement(hash);
+        loop {
+            let version = self.load_version(place.primary);
+            if self.visible_in(place.primary, place.fingerprint)
+                || self.visible_in(place.alternate, place.fingerprint)
+            {
+                return true;
+            }
+            if self.load_version(place.primary) == version {
+                return false;
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.table.len.sum()
+    }
+
+    /// The number of keys that fit at the sizing fill of 70% (the same-index rule keeps cuckoo
+    /// tables from filling as far as sequential ones; see the table's module docs).
+    fn capacity(&self) -> usize {
+        CuckooTable::capacity_of(self.table.bucket_bits())
+    }
+
+    /// The table and the relocation counters.
+    fn memory_bytes(&self) -> usize {
+        self.table.memory_bytes() + self.versions.len() * std::mem::size_of::<u64>()
+    }
+
+    /// `1 - (1 - 1/(2^f - 1))^(8 · load)`: see [`cuckoo_fpr`](crate::cuckoo_fpr).
+    fn false_positive_rate(&self) -> f64 {
+        self.table.false_positive_rate()
+    }
+}
+
+impl Remove for LockFreeCuckooFilter {
+    /// Removes one stable copy of the hash's fingerprint; waits if the only copies are being
+    /// moved. `Ok(false)` if no copy is stored.
+    fn remove_hash(&self, hash: u64) -> Result<bool, Error> {
+        let place = self.table.placement(hash);
+        let waiter = Waiter::new();
+        'retry: loop {
+            let version = self.load_version(place.primary);
+            let mut moving = false;
+            for bucket in [place.primary, place.alternate] {
+                for index in 0..ENTRIES_PER_BUCKET {
+                    // Acquire: as every load.
+                    let entry = self.table.entry(bucket, index, Ordering::Acquire);
+                    if entry.fingerprint() != place.fingerprint {
+                        continue;
+                    }
+                    match entry.state() {
+                        State::Stable => {
+                            if self
+                                .table
+                                .compare_exchange(bucket, index, entry, Entry::EMPTY)
+                            {
+                                self.table.len.decrement(place.primary);
+                                return Ok(true);
+                            }
+                            // The entry changed under us (moved or removed): look again.
+                            continue 'retry;
+                        }
+                        State::Out | State::In => moving = true,
+                        State::Vacated => {}
+                    }
+                }
+            }
+            if moving {
+                waiter.wait();
+                continue;
+            }
+            if self.load_version(place.primary) == version {
+                return Ok(false);
+            }
+        }
+    }
+}
+
+impl fmt::Debug for LockFreeCuckooFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("LockFreeCuckooFilter")
+            .field("bucket_bits", &self.bucket_bits())
+            .field("fingerprint_bits", &self.fingerprint_bits())
+            .field("len", &self.len())
+            .finish()
+    }
+}

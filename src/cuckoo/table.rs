@@ -1,0 +1,433 @@
+//! The bucketed cuckoo table both cuckoo filters share (paper 001 §1.1, §2.1): 4-way buckets,
+//! partial-key cuckoo hashing, entries packed inline in atomic words, and the search for a
+//! relocation path under the same-index rule (paper 001 §2.3).
+//!
+//! # Packing
+//!
+//! The table has `2^b` buckets of [`ENTRIES_PER_BUCKET`] entries. Entry `i` of bucket `k` is slot
+//! `4k + i` of a [`SlotArray`]: entries are `f + 2` bits wide and packed `floor(64 / (f + 2))` to
+//! an `AtomicU64` group, so a bucket may straddle two groups. An entry is the fingerprint and a
+//! two-bit [`State`] that the lock-free filter's relocation protocol uses (the locked filter
+//! leaves it at [`State::Stable`]):
+//!
+//! ```text
+//!  one group, here f = 12: entries of 14 bits, 4 per group, 8 bits unused
+//!  63   56 55             42 41             28 27             14 13              0
+//! +-------+-----------------+-----------------+-----------------+-----------------+
+//! |unused |  fp  | st       |  fp  | st       |  fp  | st       |  fp  | st       |
+//! +-------+-----------------+-----------------+-----------------+-----------------+
+//!           entry 4k+3        entry 4k+2        entry 4k+1        entry 4k
+//!
+//!  one entry:  | fingerprint (f bits, never 0) | state (2 bits) |
+//!  the all-zero entry is empty
+//! ```
+//!
+//! | fingerprint bits | entry bits | entries per group | bits per entry | vs. a sequential filter |
+//! | --- | --- | --- | --- | --- |
+//! | 8 | 10 | 6 | 10.7 | 1.33x |
+//! | 12 | 14 | 4 | 16 | 1.33x |
+//! | 14 | 16 | 4 | 16 | 1.14x |
+//! | 16 | 18 | 3 | 21.3 | 1.33x |
+//!
+//! Any `f` in [`MIN_FINGERPRINT_BITS`]`..=`[`MAX_FINGERPRINT_BITS`] works. Nothing else is
+//! allocated per fingerprint: no pointer, no hazard pointer, no counter per entry (the lock-free
+//! filter's relocation counters are a small fixed array of per-stripe versions instead).
+//!
+//! # Hashing
+//!
+//! A key's 64-bit hash gives the primary bucket `b1` (its top `b` bits) and the fingerprint (the
+//! next `f` bits, re-mixed until non-zero so that 0 can mean empty). The alternate bucket is
+//! `b2 = b1 xor offset(fp)` (partial-key cuckoo hashing), with `offset` a mix of the fingerprint
+//! that is never 0, so `b1 != b2` and `alt(alt(b, fp), fp) == b`: a stored fingerprint can be
+//! moved between its two buckets without knowing its key.
+//!
+//! # The same-index rule
+//!
+//! A fingerprint stored in entry `i` only ever moves to entry `i` of its other bucket (paper 001
+//! §2.2). So a stored copy is always in one of exactly two entries, `b1[i]` and `b2[i]`, and a
+//! relocation path from entry `i` of a bucket is a chain through entry `i` of other buckets
+//! ([`CuckooTable::relocation_path`]). The price: a copy never changes index, so relocation
+//! chains are single paths instead of a tree of choices, and the table fills less far than a
+//! sequential cuckoo filter's 95% before the first insert fails: about 88% at 2^6 buckets, 83%
+//! at 2^10 and 80% at 2^14 (all fingerprint widths alike; counted once by inserting until the
+//! first failure). The constructors size for [`MAX_LOAD`] = 70%; paper 001 measures at 40%.
+
+use crate::counter::StripedCounter;
+use crate::filter::Error;
+use crate::hash::{low_mask, remix, Fingerprint};
+use crate::storage::SlotArray;
+use crate::sync::Ordering;
+
+/// Entries per bucket (the 4-way buckets of paper 001 §2.1).
+pub(crate) const ENTRIES_PER_BUCKET: usize = 4;
+
+/// The smallest fingerprint width the filters accept.
+pub(crate) const MIN_FINGERPRINT_BITS: u32 = 4;
+
+/// The largest fingerprint width the filters accept (entries of 32 bits, 2 per group).
+pub(crate) const MAX_FINGERPRINT_BITS: u32 = 30;
+
+/// The largest number of bucket bits (2^36 buckets of 4 entries: beyond any machine).
+pub(crate) const MAX_BUCKET_BITS: u32 = 36;
+
+/// Bits of the state field of an entry.
+const STATE_BITS: u32 = 2;
+
+/// The longest relocation path an insert follows before it gives up on that chain.
+pub(crate) const MAX_PATH: usize = 256;
+
+/// The fill up to which `new(capacity, fpr)` sizes the table, with a margin below the fill at
+/// which the same-index rule makes the first inserts fail (about 80% on large tables; the tests
+/// fill tables to this load without a failure).
+pub(crate) const MAX_LOAD: f64 = 0.7;
+
+/// The state of an entry, used by the lock-free relocation protocol (see
+/// [`lock_free`](super::lock_free)). The locked filter only uses `Stable`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum State {
+    /// An ordinary stored fingerprint (or, with fingerprint 0, the empty entry).
+    Stable = 0,
+    /// Being moved out to the other bucket; still the copy a query counts.
+    Out = 1,
+    /// Being moved in from the other bucket.
+    In = 2,
+    /// Moved out: the copy now lives in the other bucket, this entry is cleared next.
+    Vacated = 3,
+}
+
+/// One entry: a fingerprint and a [`State`], as stored in the table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Entry(u64);
+
+impl Entry {
+    /// The empty entry.
+    pub(crate) const EMPTY: Entry = Entry(0);
+
+    /// The entry holding `fingerprint` in `state`.
+    #[inline]
+    pub(crate) const fn new(fingerprint: u64, state: State) -> Self {
+        Entry((fingerprint << STATE_BITS) | state as u64)
+    }
+
+    /// The stored fingerprint (0 if empty).
+    #[inline]
+    pub(crate) const fn fingerprint(self) -> u64 {
+        self.0 >> STATE_BITS
+    }
+
+    /// The entry's state.
+    #[inline]
+    pub(crate) const fn state(self) -> State {
+        match self.0 & low_mask(STATE_BITS) {
+            0 => State::Stable,
+            1 => State::Out,
+            2 => State::In,
+            _ => State::Vacated,
+        }
+    }
+
+    /// Whether the entry is empty.
+    #[inline]
+    pub(crate) const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+}
+
+/// Where a hash lives: its two buckets and its fingerprint.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Placement {
+    /// The primary bucket.
+    pub(crate) primary: usize,
+    /// The alternate bucket, `primary xor offset(fingerprint)`; never equal to `primary`.
+    pub(crate) alternate: usize,
+    /// The fingerprint, never 0.
+    pub(crate) fingerprint: u64,
+}
+
+/// `2^b` buckets of 4 packed entries, with the hashing and path search both filters share.
+pub(crate) struct CuckooTable {
+    entries: SlotArray,
+    bucket_bits: u32,
+    fingerprint_bits: u32,
+    /// Stored copies (inserts minus removes); a statistic.
+    pub(crate) len: StripedCounter,
+}
+
+impl CuckooTable {
+    /// A table of `2^bucket_bits` buckets with `fingerprint_bits`-bit fingerprints.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if either is out of range or the memory cannot be allocated.
+    pub(crate) fn new(bucket_bits: u32, fingerprint_bits: u32) -> Result<Self, Error> {
+        if !(1..=MAX_BUCKET_BITS).contains(&bucket_bits) {
+            return Err(Error::InvalidParameters(format!(
+                "bucket_bits {bucket_bits} is not in 1..={MAX_BUCKET_BITS}"
+            )));
+        }
+        if !(MIN_FINGERPRINT_BITS..=MAX_FINGERPRINT_BITS).contains(&fingerprint_bits) {
+            return Err(Error::InvalidParameters(format!(
+                "fingerprint_bits {fingerprint_bits} is not in \
+                 {MIN_FINGERPRINT_BITS}..={MAX_FINGERPRINT_BITS}"
+            )));
+        }
+        let entries = SlotArray::new(
+            fingerprint_bits + STATE_BITS,
+            ENTRIES_PER_BUCKET << bucket_bits,
+        )?;
+        Ok(CuckooTable {
+            entries,
+            bucket_bits,
+            fingerprint_bits,
+            len: StripedCounter::new(),
+        })
+    }
+
+    /// Parameters for `capacity` items at fill at most [`MAX_LOAD`] and an expected
+    /// false-positive rate at most `fpr` there: `(bucket_bits, fingerprint_bits)`.
+    pub(crate) fn parameters_for(capacity: usize, fpr: f64) -> Result<(u32, u32), Error> {
+        crate::sizing::check_capacity_and_fpr(capacity, fpr)?;
+        let buckets = capacity as f64 / (ENTRIES_PER_BUCKET as f64 * MAX_LOAD);
+        let bucket_bits = (buckets.log2().ceil().max(1.0) as u32).max(1);
+        let mut bucket_bits = bucket_bits;
+        while bucket_bits <= MAX_BUCKET_BITS && Self::capacity_of(bucket_bits) < capacity {
+            bucket_bits += 1;
+        }
+        if bucket_bits > MAX_BUCKET_BITS {
+            return Err(Error::InvalidParameters(format!(
+                "capacity {capacity} needs more than 2^{MAX_BUCKET_BITS} buckets"
+            )));
+        }
+        let fingerprint_bits = crate::sizing::smallest_remainder(
+            fpr,
+            MIN_FINGERPRINT_BITS,
+            MAX_FINGERPRINT_BITS,
+            |f| cuckoo_fpr(MAX_LOAD, f),
+        )?;
+        Ok((bucket_bits, fingerprint_bits))
+    }
+
+    /// How many items `2^bucket_bits` buckets hold at [`MAX_LOAD`].
+    pub(crate) fn capacity_of(bucket_bits: u32) -> usize {
+        (((ENTRIES_PER_BUCKET as u64) << bucket_bits) as f64 * MAX_LOAD) as usize
+    }
+
+    /// Number of buckets.
+    #[inline]
+    pub(crate) fn buckets(&self) -> usize {
+        1 << self.bucket_bits
+    }
+
+    /// `b`: the table has `2^b` buckets.
+    pub(crate) fn bucket_bits(&self) -> u32 {
+        self.bucket_bits
+    }
+
+    /// `f`: the fingerprint width.
+    pub(crate) fn fingerprint_bits(&self) -> u32 {
+        self.fingerprint_bits
+    }
+
+    /// Bytes of the entry groups.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.entries.memory_bytes()
+    }
+
+    /// The expected false-positive rate at the current fill.
+    pub(crate) fn false_positive_rate(&self) -> f64 {
+        let load = self.len.sum() as f64 / (ENTRIES_PER_BUCKET * self.buckets()) as f64;
+        cuckoo_fpr(load, self.fingerprint_bits)
+    }
+
+    /// The buckets and fingerprint of a hash.
+    #[inline]
+    pub(crate) fn placement(&self, hash: u64) -> Placement {
+        let split = Fingerprint::nonzero(hash, self.bucket_bits, self.fingerprint_bits);
+        let primary = split.quotient as usize;
+        Placement {
+            primary,
+            alternate: self.alternate(primary, split.remainder),
+            fingerprint: split.remainder,
+        }
+    }
+
+    /// The other bucket of `fingerprint` stored in `bucket` (partial-key cuckoo hashing).
+    #[inline]
+    pub(crate) fn alternate(&self, bucket: usize, fingerprint: u64) -> usize {
+        let mask = low_mask(self.bucket_bits);
+        // Never 0, so the two buckets differ; a function of the fingerprint alone, so the map
+        // is an involution.
+        let offset = (remix(fingerprint) & mask).max(1);
+        bucket ^ offset as usize
+    }
+
+    /// Reads entry `index` of `bucket`.
+    #[inline]
+    pub(crate) fn entry(&self, bucket: usize, index: usize, order: Ordering) -> Entry {
+        Entry(self.entries.get(bucket * ENTRIES_PER_BUCKET + index, order))
+    }
+
+    /// Replaces entry `index` of `bucket` by `new` if it holds `current`; other entries of the
+    /// same group may change meanwhile (the CAS is retried for them). Returns whether it did.
+    ///
+    /// `AcqRel` on success: `Release` publishes the entry to queries that load it with `Acquire`
+    /// (and orders everything this thread did before, e.g. a version increment, before it);
+    /// `Acquire` orders this thread's later reads after the writes whose entries it replaced.
+    /// The failure and reload orderings are `Acquire` for the same reason as every load.
+    #[inline]
+    pub(crate) fn compare_exchange(
+        &self,
+        bucket: usize,
+        index: usize,
+        current: Entry,
+        new: Entry,
+    ) -> bool {
+        let layout = *self.entries.layout();
+        let (group, offset) = layout.locate(bucket * ENTRIES_PER_BUCKET + index);
+        let mut word = self.entries.load_group(group, Ordering::Acquire);
+        loop {
+            if layout.get(word, offset) != current.0 {
+                return false;
+            }
+            let replaced = layout.set(word, offset, new.0);
+            match self.entries.compare_exchange_group(
+                group,
+                word,
+                replaced,
+                Ordering::AcqRel,
+                Ordering::Acquire,
+            ) {
+                Ok(_) => return true,
+                Err(now) => word = now,
+            }
+        }
+    }
+
+    /// The entry index in `bucket` holding `fingerprint` in a state `accept` takes, if any.
+    ///
+    /// Each group the bucket touches (one or two) is loaded once: entries of one group are
+    /// read at the same instant, which is as good as reading them one by one.
+    #[inline]
+    pub(crate) fn find_in_bucket(
+        &self,
+        bucket: usize,
+        fingerprint: u64,
+        order: Ordering,
+        accept: impl Fn(State) -> bool,
+    ) -> Option<usize> {
+        let layout = self.entries.layout();
+        let (mut group, mut offset) = layout.locate(bucket * ENTRIES_PER_BUCKET);
+        let mut word = self.entries.load_group(group, order);
+        for index in 0..ENTRIES_PER_BUCKET {
+            if offset == layout.per_group() {
+                group += 1;
+                offset = 0;
+                word = self.entries.load_group(group, order);
+            }
+            let entry = Entry(layout.get(word, offset));
+            if entry.fingerprint() == fingerprint && accept(entry.state()) {
+                return Some(index);
+            }
+            offset += 1;
+        }
+        None
+    }
+
+    /// Fills `path` with the chain of stable entries an insert would push to free entry `index`
+    /// of `start`: `path[0]` is `(start, fingerprint in start[index])`, each next bucket is the
+    /// alternate bucket of the previous fingerprint, and the last element is the bucket whose
+    /// entry `index` was empty (with fingerprint 0). Returns `false` if the chain meets an entry
+    /// that is being moved, or is longer than [`MAX_PATH`] (cycles end that way too).
+    ///
+    /// The reads are not a snapshot: the caller moves the entries from the end of the path back
+    /// to its start, checking each entry again as it moves it.
+    pub(crate) fn relocation_path(
+        &self,
+        start: usize,
+        index: usize,
+        path: &mut Vec<(usize, u64)>,
+    ) -> bool {
+        path.clear();
+        let mut bucket = start;
+        for _ in 0..MAX_PATH {
+            // Acquire: the fingerprint read decides where to move it; the move re-checks it
+            // with a CAS, so this read only needs to be a value some thread wrote.
+            let entry = self.entry(bucket, index, Ordering::Acquire);
+            if entry.is_empty() {
+                path.push((bucket, 0));
+                return true;
+            }
+            if entry.state() != State::Stable {
+                return false;
+            }
+            path.push((bucket, entry.fingerprint()));
+            bucket = self.alternate(bucket, entry.fingerprint());
+        }
+        false
+    }
+
+    /// The order in which an insert tries the entry indices: a rotation picked by the hash, so
+    /// keys spread evenly over the indices (paper 001 §2.2 shuffles them at random; a rotation
+    /// derived from the hash is as even and keeps every run reproducible).
+    #[inline]
+    pub(crate) fn index_order(hash: u64) -> impl Iterator<Item = usize> {
+        let first = (hash as usize) % ENTRIES_PER_BUCKET;
+        (0..ENTRIES_PER_BUCKET).map(move |k| (first + k) % ENTRIES_PER_BUCKET)
+    }
+
+    /// Every stored fingerprint with its bucket pair (sorted), read entry by entry: exact only
+    /// while no thread writes. Entries in a transient state are reported as they are.
+    pub(crate) fn stored(&self) -> Vec<(u64, [usize; 2], State)> {
+        let mut all = Vec::new();
+        for bucket in 0..self.buckets() {
+            for index in 0..ENTRIES_PER_BUCKET {
+                // Acquire: as every load; exactness is only claimed without concurrent writers.
+                let entry = self.entry(bucket, index, Ordering::Acquire);
+                if !entry.is_empty() {
+                    let other = self.alternate(bucket, entry.fingerprint());
+                    all.push((
+                        entry.fingerprint(),
+                        [bucket.min(other), bucket.max(other)],
+                        entry.state(),
+                    ));
+                }
+            }
+        }
+        all.sort_by_key(|&(fp, pair, _)| (pair, fp));
+        all
+    }
+
+    /// Checks the invariants of a quiescent table: every entry is stable, and the number of
+    /// stored entries is `len`.
+    pub(crate) fn check_invariants(&self) -> Result<(), String> {
+        let stored = self.stored();
+        if let Some(&(fp, pair, state)) = stored.iter().find(|e| e.2 != State::Stable) {
+            return Err(format!(
+                "fingerprint {fp:#x} in buckets {pair:?} left in state {state:?}"
+            ));
+        }
+        if stored.len() != self.len.sum() {
+            return Err(format!(
+                "{} entries stored but len is {}",
+                stored.len(),
+                self.len.sum()
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The expected false-positive rate of a cuckoo filter at fill `load` with `f`-bit non-zero
+/// fingerprints: a query compares with the `8 · load` stored fingerprints of its two buckets on
+/// average, each equal with probability `1 / (2^f - 1)`, so `1 - (1 - 1/(2^f - 1))^(8 load)`
+/// (at most `8 load / (2^f - 1)`; Fan et al., reference 1 of paper 001).
+///
+/// ```
+/// let rate = conqf::cuckoo_fpr(0.5, 12);
+/// assert!(rate > 0.0 && rate <= 4.0 / 4095.0);
+/// assert_eq!(conqf::cuckoo_fpr(0.0, 12), 0.0);
+/// ```
+pub fn cuckoo_fpr(load: f64, fingerprint_bits: u32) -> f64 {
+    let per_entry = 1.0 / ((fingerprint_bits as f64).exp2() - 1.0);
+    let compared = 2.0 * ENTRIES_PER_BUCKET as f64 * load.clamp(0.0, 1.0);
+    (1.0 - (1.0 - per_entry).powf(compared)).min(1.0)
+}

@@ -1,0 +1,159 @@
+//! Exact-model property tests of both cuckoo filters: random operation sequences on a tiny table
+//! (8 buckets of 4 entries) with fingerprints from a small space, so fingerprints collide, the
+//! same fingerprint is stored several times, relocation chains get long and the table fills up
+//! (`Full`). The model is a multiset of `(fingerprint, bucket pair)`: a cuckoo filter is exact
+//! in those, so every answer must equal the model's, and after every step the stored entries
+//! must be exactly the model's.
+
+use std::collections::BTreeMap;
+
+use conqf::{Error, Filter, LockFreeCuckooFilter, LockedCuckooFilter, Remove};
+use proptest::prelude::*;
+
+const BUCKET_BITS: u32 = 3;
+
+/// What the model runner needs from a cuckoo filter.
+trait Cuckoo: Filter + Remove {
+    fn build(fingerprint_bits: u32) -> Self;
+    fn place(&self, hash: u64) -> (u64, [usize; 2]);
+    fn stored(&self) -> Vec<(u64, [usize; 2])>;
+    fn invariants(&self) -> Result<(), String>;
+}
+
+impl Cuckoo for LockFreeCuckooFilter {
+    fn build(fingerprint_bits: u32) -> Self {
+        LockFreeCuckooFilter::with_bits(BUCKET_BITS, fingerprint_bits).unwrap()
+    }
+    fn place(&self, hash: u64) -> (u64, [usize; 2]) {
+        let (a, b, fp) = self.placement(hash);
+        (fp, [a.min(b), a.max(b)])
+    }
+    fn stored(&self) -> Vec<(u64, [usize; 2])> {
+        self.fingerprints()
+    }
+    fn invariants(&self) -> Result<(), String> {
+        self.check_invariants()
+    }
+}
+
+impl Cuckoo for LockedCuckooFilter {
+    fn build(fingerprint_bits: u32) -> Self {
+        // Two stripes, so moves and queries take one lock or two.
+        LockedCuckooFilter::with_stripes(BUCKET_BITS, fingerprint_bits, 2).unwrap()
+    }
+    fn place(&self, hash: u64) -> (u64, [usize; 2]) {
+        let (a, b, fp) = self.placement(hash);
+        (fp, [a.min(b), a.max(b)])
+    }
+    fn stored(&self) -> Vec<(u64, [usize; 2])> {
+        self.fingerprints()
+    }
+    fn invariants(&self) -> Result<(), String> {
+        self.check_invariants()
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Op {
+    Insert(u64),
+    Remove(u64),
+    Contains(u64),
+}
+
+/// Hashes from a small space: `keys` distinct top-bit patterns (bucket and fingerprint bits).
+fn ops(fingerprint_bits: u32, keys: u64, len: usize) -> impl Strategy<Value = Vec<Op>> {
+    let shift = 64 - BUCKET_BITS - fingerprint_bits;
+    let hash = (0..keys, any::<u64>()).prop_map(move |(k, noise)| {
+        // Spread the key index over the bucket and fingerprint bits, keep random low bits.
+        let top = k.wrapping_mul(0x9E37_79B9) & ((1u64 << (BUCKET_BITS + fingerprint_bits)) - 1);
+        (top << shift) | (noise >> (BUCKET_BITS + fingerprint_bits))
+    });
+    let op = prop_oneof![
+        5 => hash.clone().prop_map(Op::Insert),
+        2 => hash.clone().prop_map(Op::Remove),
+        2 => hash.prop_map(Op::Contains),
+    ];
+    proptest::collection::vec(op, 1..len)
+}
+
+fn run<F: Cuckoo>(fingerprint_bits: u32, sequence: &[Op]) -> Result<usize, TestCaseError> {
+    let filter = F::build(fingerprint_bits);
+    let mut model: BTreeMap<(u64, [usize; 2]), usize> = BTreeMap::new();
+    let mut fulls = 0;
+    for &op in sequence {
+        match op {
+            Op::Insert(h) => match filter.insert_hash(h) {
+                Ok(stored) => {
+                    prop_assert!(stored, "an insert that succeeds stores a copy");
+                    *model.entry(filter.place(h)).or_default() += 1;
+                }
+                Err(Error::Full) => fulls += 1,
+                Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
+            },
+            Op::Remove(h) => {
+                let key = filter.place(h);
+                let expected = match model.get_mut(&key) {
+                    Some(count) => {
+                        *count -= 1;
+                        if *count == 0 {
+                            model.remove(&key);
+                        }
+                        true
+                    }
+                    None => false,
+                };
+                prop_assert_eq!(filter.remove_hash(h), Ok(expected), "remove {:?}", key);
+            }
+            Op::Contains(h) => {
+                let key = filter.place(h);
+                prop_assert_eq!(filter.contains_hash(h), model.contains_key(&key));
+            }
+        }
+        if let Err(why) = filter.invariants() {
+            return Err(TestCaseError::fail(format!("after {op:?}: {why}")));
+        }
+        let expected: Vec<_> = model
+            .iter()
+            .flat_map(|(&key, &count)| std::iter::repeat_n(key, count))
+            .collect();
+        let mut stored = filter.stored();
+        stored.sort();
+        prop_assert_eq!(stored, expected, "after {:?}", op);
+        prop_assert_eq!(filter.len(), model.values().sum::<usize>());
+    }
+    Ok(fulls)
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn lock_free_matches_the_model_with_4_bit_fingerprints(seq in ops(4, 40, 120)) {
+        run::<LockFreeCuckooFilter>(4, &seq)?;
+    }
+
+    #[test]
+    fn lock_free_matches_the_model_with_12_bit_fingerprints(seq in ops(12, 60, 120)) {
+        run::<LockFreeCuckooFilter>(12, &seq)?;
+    }
+
+    #[test]
+    fn locked_matches_the_model_with_4_bit_fingerprints(seq in ops(4, 40, 120)) {
+        run::<LockedCuckooFilter>(4, &seq)?;
+    }
+
+    #[test]
+    fn locked_matches_the_model_with_16_bit_fingerprints(seq in ops(16, 60, 120)) {
+        run::<LockedCuckooFilter>(16, &seq)?;
+    }
+}
+
+/// The sequences above do reach a full table (otherwise the `Full` path would go untested).
+#[test]
+fn the_model_sequences_reach_full() {
+    let inserts: Vec<Op> = (0..200u64)
+        .map(|k| Op::Insert(k.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
+        .collect();
+    assert!(run::<LockFreeCuckooFilter>(8, &inserts).unwrap() > 0);
+    assert!(run::<LockedCuckooFilter>(8, &inserts).unwrap() > 0);
+}

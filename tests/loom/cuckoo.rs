@@ -1,0 +1,199 @@
+//! Loom models of the cuckoo filters (paper 001): each is named after the hazard it checks.
+//!
+//! Tables have 4 buckets of 4 entries and 8-bit fingerprints. Every key's bucket, fingerprint
+//! and first entry index are chosen: buckets 0 and 1 start full with fingerprints whose other
+//! buckets are 2 and 3, so inserting a key of the pair {0, 1} must relocate a fingerprint from
+//! bucket 0 to bucket 2 (one move, the shortest chain). The racing query or remove addresses
+//! that fingerprint from bucket 2 first (the same fingerprint and pair, so the same stored
+//! copy): it reads bucket 2 before the move fills it and bucket 0 after the move empties it,
+//! the false-miss scenario of paper 001 §2.2, unless the relocation counters catch it.
+
+use conqf::{Filter, LockFreeCuckooFilter, LockedCuckooFilter, Remove};
+use loom::sync::Arc;
+use loom::thread;
+
+const BUCKET_BITS: u32 = 2;
+const FINGERPRINT_BITS: u32 = 8;
+
+/// The hash with primary `bucket`, fingerprint `fingerprint`, trying entry `index` first.
+fn key(bucket: u64, fingerprint: u64, index: u64) -> u64 {
+    (bucket << 62) | (fingerprint << 54) | index
+}
+
+/// The smallest `count` fingerprints whose two buckets are `b` and `b xor offset` (a probe
+/// filter computes placements; created inside the model, as loom atomics must be).
+fn fingerprints_with_offset(offset: usize, count: usize) -> Vec<u64> {
+    let probe = LockFreeCuckooFilter::with_bits(BUCKET_BITS, FINGERPRINT_BITS).unwrap();
+    (1..256u64)
+        .filter(|&fp| probe.placement(key(0, fp, 0)) == (0, offset, fp))
+        .take(count)
+        .collect()
+}
+
+/// The keys of the scenario: `full` fills buckets 0 and 1 (fingerprints with offset 2, entry
+/// `i` holding the `i`-th), `mover` is the key in entry 0 of bucket 0 (its pair is {0, 2}),
+/// and `newcomer` is a key of the pair {0, 1} that tries entry 0 of bucket 0 first.
+struct Scenario {
+    full: Vec<u64>,
+    mover: u64,
+    mover_from_bucket_2: u64,
+    newcomer: u64,
+}
+
+fn scenario() -> Scenario {
+    let offset_2 = fingerprints_with_offset(2, 8);
+    let offset_1 = fingerprints_with_offset(1, 1);
+    let full: Vec<u64> = (0..8)
+        .map(|k| key(k / 4, offset_2[k as usize], k % 4))
+        .collect();
+    Scenario {
+        mover: full[0],
+        mover_from_bucket_2: key(2, offset_2[0], 0),
+        newcomer: key(0, offset_1[0], 0),
+        full,
+    }
+}
+
+fn lock_free_with(keys: &[u64]) -> Arc<LockFreeCuckooFilter> {
+    let filter = LockFreeCuckooFilter::with_bits(BUCKET_BITS, FINGERPRINT_BITS).unwrap();
+    for &k in keys {
+        assert_eq!(filter.insert_hash(k), Ok(true));
+    }
+    Arc::new(filter)
+}
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    super::check(Some(2), f);
+}
+
+/// A relocation moves the queried fingerprint from bucket 0 to bucket 2 while a query reads
+/// bucket 2 and then bucket 0: the relocation counter must make the query look again.
+#[test]
+fn lock_free_relocation_racing_a_find_never_misses() {
+    model(|| {
+        let s = scenario();
+        let filter = lock_free_with(&s.full);
+        let writer = filter.clone();
+        let newcomer = s.newcomer;
+        let t = thread::spawn(move || writer.insert_hash(newcomer));
+        assert!(filter.contains_hash(s.mover_from_bucket_2));
+        assert!(filter.contains_hash(s.mover));
+        assert_eq!(t.join().unwrap(), Ok(true));
+        for &k in s.full.iter().chain([&s.newcomer]) {
+            assert!(filter.contains_hash(k));
+        }
+        assert_eq!(filter.len(), 9);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// A relocation moves a fingerprint while a remove of it runs: the remove must take exactly the
+/// one copy (not miss it, not leave a resurrected copy behind), wherever the move is.
+#[test]
+fn lock_free_relocation_racing_a_remove_removes_exactly_one_copy() {
+    model(|| {
+        let s = scenario();
+        let filter = lock_free_with(&s.full);
+        let writer = filter.clone();
+        let newcomer = s.newcomer;
+        let t = thread::spawn(move || writer.insert_hash(newcomer));
+        assert_eq!(filter.remove_hash(s.mover_from_bucket_2), Ok(true));
+        assert_eq!(t.join().unwrap(), Ok(true));
+        assert!(!filter.contains_hash(s.mover));
+        for &k in s.full[1..].iter().chain([&s.newcomer]) {
+            assert!(filter.contains_hash(k));
+        }
+        assert_eq!(filter.len(), 8);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// A relocation into entry 0 of bucket 2 races an insert that wants that same entry: one of
+/// them gets it, the other goes elsewhere, and nothing is lost.
+#[test]
+fn lock_free_relocation_racing_an_insert_for_its_destination_loses_nothing() {
+    model(|| {
+        let s = scenario();
+        // Pair {2, 3}, entry 0 first.
+        let competitor = key(2, fingerprints_with_offset(1, 2)[1], 0);
+        let filter = lock_free_with(&s.full);
+        let writer = filter.clone();
+        let newcomer = s.newcomer;
+        let t = thread::spawn(move || writer.insert_hash(newcomer));
+        assert_eq!(filter.insert_hash(competitor), Ok(true));
+        assert_eq!(t.join().unwrap(), Ok(true));
+        for &k in s.full.iter().chain([&s.newcomer, &competitor]) {
+            assert!(filter.contains_hash(k));
+        }
+        assert_eq!(filter.len(), 10);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// The striped-lock filter with one bucket per stripe: a relocation from bucket 0 to bucket 2
+/// (locking stripes 0 and 2) racing a query that read-locks stripes 0 and 2. (Without the
+/// query's read locks this model fails in the `CONQF_LOOM_RMW_LOADS` mode; with plain loads
+/// loom's reduction explores a single execution here.)
+#[test]
+fn locked_relocation_racing_a_find_never_misses() {
+    model(|| {
+        let s = scenario();
+        let filter = LockedCuckooFilter::with_stripes(BUCKET_BITS, FINGERPRINT_BITS, 4).unwrap();
+        for &k in &s.full {
+            assert_eq!(filter.insert_hash(k), Ok(true));
+        }
+        let filter = Arc::new(filter);
+        let writer = filter.clone();
+        let newcomer = s.newcomer;
+        let t = thread::spawn(move || writer.insert_hash(newcomer));
+        assert!(filter.contains_hash(s.mover_from_bucket_2));
+        assert_eq!(t.join().unwrap(), Ok(true));
+        assert_eq!(filter.len(), 9);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// Two inserts both need room in the full pair {0, 1} and both start by moving the same
+/// fingerprint out of entry 0 of bucket 0: only one can move it; the other must take another
+/// chain, and no fingerprint may be dropped or stored twice.
+#[test]
+fn lock_free_two_relocations_of_one_entry_never_drop_a_copy() {
+    model(|| {
+        let s = scenario();
+        let second = key(0, fingerprints_with_offset(1, 2)[1], 0);
+        let filter = lock_free_with(&s.full);
+        let writer = filter.clone();
+        let newcomer = s.newcomer;
+        let t = thread::spawn(move || writer.insert_hash(newcomer));
+        assert_eq!(filter.insert_hash(second), Ok(true));
+        assert_eq!(t.join().unwrap(), Ok(true));
+        for &k in s.full.iter().chain([&s.newcomer, &second]) {
+            assert!(filter.contains_hash(k));
+        }
+        assert_eq!(filter.len(), 10);
+        assert_eq!(filter.fingerprints().len(), 10);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// The striped-lock filter: a remove of the fingerprint a relocation moves, from the bucket it
+/// moves to; the remove must find it before or after the move and take exactly one copy.
+#[test]
+fn locked_relocation_racing_a_remove_removes_exactly_one_copy() {
+    model(|| {
+        let s = scenario();
+        let filter = LockedCuckooFilter::with_stripes(BUCKET_BITS, FINGERPRINT_BITS, 4).unwrap();
+        for &k in &s.full {
+            assert_eq!(filter.insert_hash(k), Ok(true));
+        }
+        let filter = Arc::new(filter);
+        let writer = filter.clone();
+        let newcomer = s.newcomer;
+        let t = thread::spawn(move || writer.insert_hash(newcomer));
+        assert_eq!(filter.remove_hash(s.mover_from_bucket_2), Ok(true));
+        assert_eq!(t.join().unwrap(), Ok(true));
+        assert!(!filter.contains_hash(s.mover));
+        assert_eq!(filter.len(), 8);
+        filter.check_invariants().unwrap();
+    });
+}
