@@ -232,6 +232,29 @@ impl SlotArray {
         self.groups[group].compare_exchange(current, new, success, failure)
     }
 
+    /// Changes slot `index` with `change` (old slot -> new slot, or `None` to give up) in one
+    /// CAS of its group, retrying while other slots of the group change. Returns whether it
+    /// changed. This is how the status-bit locks of the concurrent filters are taken and
+    /// released.
+    pub(crate) fn update_slot(&self, index: usize, change: impl Fn(u64) -> Option<u64>) -> bool {
+        let (group, offset) = self.layout.locate(index);
+        // Acquire: the decision is based on the slot's current value.
+        let mut word = self.load_group(group, Ordering::Acquire);
+        loop {
+            let Some(slot) = change(self.layout.get(word, offset)) else {
+                return false;
+            };
+            let new = self.layout.set(word, offset, slot);
+            // AcqRel: callers both take locks (Acquire: see everything the previous holder
+            // wrote before releasing) and release them (Release: publish their writes).
+            match self.compare_exchange_group(group, word, new, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return true,
+                Err(now) => word = now,
+            }
+        }
+    }
+
     /// Reads slot `index` with the given ordering.
     #[inline]
     pub(crate) fn get(&self, index: usize, order: Ordering) -> u64 {
@@ -463,6 +486,65 @@ impl Commit for Exclusive {
         // Relaxed: the owner holds `&mut`, so no other thread accesses the array.
         let word = array.load_group(group, Ordering::Relaxed);
         array.store_group(group, compose(word), Ordering::Relaxed);
+    }
+}
+
+/// [`Commit`] for lanes that this thread alone may write (it holds the locks that guard them)
+/// in an array that other threads write elsewhere: a CAS loop that keeps every other lane as it
+/// is now.
+pub(crate) struct Guarded;
+
+impl Commit for Guarded {
+    #[inline]
+    fn commit(&self, array: &SlotArray, group: usize, _range: u64, compose: impl Fn(u64) -> u64) {
+        // Relaxed load and failure: only the lanes outside `range` are taken from the word read,
+        // and they are carried over unchanged, not interpreted; the CAS makes sure they are
+        // current. Release on success: publishes the rewritten lanes to readers of the group.
+        let mut word = array.load_group(group, Ordering::Relaxed);
+        loop {
+            match array.compare_exchange_group(
+                group,
+                word,
+                compose(word),
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(now) => word = now,
+            }
+        }
+    }
+}
+
+/// [`Commit`] that only computes the new word of one group from a snapshot, for lock-elided fast
+/// paths, which then publish it with a single CAS against that snapshot (paper 000 §3.2,
+/// "Avoiding locks").
+pub(crate) struct Preview {
+    group: usize,
+    snapshot: u64,
+    result: std::cell::Cell<u64>,
+}
+
+impl Preview {
+    /// A preview of changes to `group`, whose word was `snapshot`.
+    pub(crate) fn new(group: usize, snapshot: u64) -> Self {
+        Preview {
+            group,
+            snapshot,
+            result: std::cell::Cell::new(snapshot),
+        }
+    }
+
+    /// The snapshot with every committed change applied.
+    pub(crate) fn result(&self) -> u64 {
+        self.result.get()
+    }
+}
+
+impl Commit for &Preview {
+    fn commit(&self, _array: &SlotArray, group: usize, _range: u64, compose: impl Fn(u64) -> u64) {
+        debug_assert_eq!(group, self.group, "a fast-path write stays in its group");
+        self.result.set(compose(self.snapshot));
     }
 }
 
