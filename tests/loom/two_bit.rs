@@ -218,3 +218,29 @@ fn two_bit_fast_path_insert_never_enters_a_locked_supercluster() {
         filter.check_invariants().unwrap();
     });
 }
+
+/// An insert whose right lock is the slot 4 that a locked query of the next supercluster (slots
+/// 5-8, across groups 1 and 2) holds as its left lock: the insert waits for the query, holding
+/// only its own left lock on slot 1, and the query reads a supercluster nobody changes.
+#[test]
+fn two_bit_insert_waits_for_a_query_holding_its_right_boundary() {
+    model(|| {
+        let filter = filter_with(&[
+            key(1, 1),
+            key(1, 2),
+            key(4, 7),
+            key(4, 8),
+            key(4, 9),
+            key(4, 10),
+        ]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(1, 3)).unwrap());
+        let u = thread::spawn(move || {
+            assert!(y.contains_hash(key(4, 10)));
+            assert!(y.contains_hash(key(1, 2)));
+        });
+        u.join().unwrap();
+        assert!(t.join().unwrap());
+        filter.check_invariants().unwrap();
+    });
+}
