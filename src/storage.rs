@@ -741,6 +741,30 @@ mod tests {
     }
 
     #[test]
+    fn update_slot_changes_one_lane_or_gives_up() {
+        let array = SlotArray::new(16, 8).unwrap();
+        assert!(array.update_slot(5, |now| (now == 0).then_some(7)));
+        assert!(!array.update_slot(5, |now| (now == 0).then_some(9)));
+        assert_eq!(array.get(5, Ordering::Relaxed), 7);
+        assert_eq!(array.get(4, Ordering::Relaxed), 0);
+        assert_eq!(array.get(6, Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn guarded_rewrites_keep_other_lanes_as_they_are_at_commit_time() {
+        let array = SlotArray::new(16, 8).unwrap();
+        let mut rewriter = Rewriter::new(&array, Guarded, 0b1);
+        rewriter.put(1, 0b1110);
+        // Another thread changes a lane of the same group before the commit.
+        assert!(array.update_slot(3, |_| Some(0x55)));
+        rewriter.put(4, 0b1010);
+        rewriter.finish();
+        assert_eq!(array.get(1, Ordering::Relaxed), 0b1110);
+        assert_eq!(array.get(3, Ordering::Relaxed), 0x55);
+        assert_eq!(array.get(4, Ordering::Relaxed), 0b1010);
+    }
+
+    #[test]
     fn bad_sizes_are_errors() {
         assert!(matches!(
             SlotArray::new(0, 10),
