@@ -156,3 +156,25 @@ fn constructors_validate() {
     let at_capacity = filter.capacity() as f64 / (1u64 << filter.quotient_bits()) as f64;
     assert!(at_capacity <= 0.9);
 }
+
+#[test]
+fn measured_false_positive_rate_matches_the_folded_formula() {
+    // 2^14 canonical slots at 50% fill, 6-bit remainders: expected 0.5 · 66 / 4096 ≈ 0.81%.
+    let filter = TwoBitQf::with_bits(14, 6).unwrap();
+    let n = 1u64 << 13;
+    for k in 0..n {
+        Filter::insert(&filter, &k).unwrap();
+    }
+    let expected = filter.false_positive_rate();
+    assert!((expected - 0.5 * 66.0 / 4096.0).abs() < 2e-4, "{expected}");
+    let queries = 200_000u64;
+    let hits = (0..queries)
+        .filter(|&i| Filter::contains(&filter, &(i + (1 << 40))))
+        .count() as f64;
+    let measured = hits / queries as f64;
+    // About 1600 expected hits: 15% is more than five standard deviations.
+    assert!(
+        (measured - expected).abs() < 0.15 * expected,
+        "measured {measured}, expected {expected}"
+    );
+}
