@@ -19,7 +19,7 @@ use common::{
     SeqTable, NEGATIVE_KEYS, POSITIVE_KEYS, REMAINDER_BITS,
 };
 use conqf::{
-    AtomicBloomFilter, ExternallyLockedQf, LinearProbingQf, LocallyLockedQf, SequentialQf,
+    AtomicBloomFilter, ExternallyLockedQf, LinearProbingQf, LocallyLockedQf, SequentialQf, TwoBitQf,
 };
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 
@@ -104,6 +104,9 @@ fn benches(c: &mut Criterion) {
     });
     curve(c, &keys, "ExternallyLockedQf", 90, || {
         Direct(valid(ExternallyLockedQf::with_bits(q, r)))
+    });
+    curve(c, &keys, "TwoBitQf", 90, || {
+        Direct(valid(TwoBitQf::with_bits(q, r)))
     });
     curve(c, &keys, "LinearProbingQf", 70, || {
         Direct(valid(LinearProbingQf::with_bits(q, r + 3)))

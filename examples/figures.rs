@@ -5,14 +5,15 @@
 //!   look up keys never inserted and keys inserted; throughput, speedup over `SequentialQf` on one
 //!   thread, measured false-positive rate and bits per item. `SequentialQf` and `qfilter` on one
 //!   thread, called directly; at every thread count both behind a global `Mutex`,
-//!   `LocallyLockedQf`, `ExternallyLockedQf` (one spin lock per 4096 slots), `LinearProbingQf`
+//!   `LocallyLockedQf`, `ExternallyLockedQf` (one spin lock per 4096 slots), `TwoBitQf`,
+//!   `LinearProbingQf`
 //!   (r = 10 + 3 bits, load cap raised to 72%),
 //!   `AtomicBloomFilter` and `fastbloom`'s atomic Bloom filter (both with the r = 10 table's
 //!   memory and 4 hash functions). The concurrent part is generic over `conqf::Filter`, so each
 //!   concurrent filter joins with one line in [`fig2`].
 //! * `fig3`: paper 000 Figure 3, single-threaded throughput against fill degree (every 10% up to
 //!   90%; `LinearProbingQf` up to its 70% cap) for `SequentialQf`, `qfilter`, `LocallyLockedQf`,
-//!   `ExternallyLockedQf`,
+//!   `ExternallyLockedQf`, `TwoBitQf`,
 //!   `LinearProbingQf` and `AtomicBloomFilter`.
 //!
 //! * `cuckoo`: paper 001 §3.1, a cuckoo table at load 0.4 under 90% finds, 5% inserts and 5%
@@ -40,7 +41,7 @@ use common::{
 };
 use conqf::{
     AtomicBloomFilter, Error, ExternallyLockedQf, Filter, LinearProbingQf, LocallyLockedQf,
-    SequentialQf,
+    SequentialQf, TwoBitQf,
 };
 
 const USAGE: &str = "\
@@ -66,7 +67,8 @@ Figures:
   fig2   paper 000 Figure 2: thread scaling at 72% fill (insert, unsuccessful and
          successful lookups), speedup over SequentialQf on one thread, measured FPR and
          bits per item: SequentialQf and qfilter (1 thread, direct), both behind a Mutex,
-         LocallyLockedQf, LinearProbingQf, AtomicBloomFilter, fastbloom
+         LocallyLockedQf, ExternallyLockedQf, TwoBitQf, LinearProbingQf,
+         AtomicBloomFilter, fastbloom
   fig3   paper 000 Figure 3: single-threaded throughput against fill degree, 10% to 90%
          (LinearProbingQf to 70%, its load cap)
   cuckoo paper 001: 90% find, 5% insert, 5% remove at load 0.4 against threads:
@@ -422,6 +424,7 @@ fn fig2(options: &Options, report: &mut Report) -> PlotFn {
     fig.concurrent("qfilter+Mutex", || Ok(Locked::new(qfilter_like(q, r))));
     fig.concurrent("LocallyLockedQf", || LocallyLockedQf::with_bits(q, r));
     fig.concurrent("ExternallyLockedQf", || ExternallyLockedQf::with_bits(q, r));
+    fig.concurrent("TwoBitQf", || TwoBitQf::with_bits(q, r));
     fig.concurrent("LinearProbingQf", || {
         LinearProbingQf::builder()
             .max_load(FIG2_FILL)
@@ -431,8 +434,7 @@ fn fig2(options: &Options, report: &mut Report) -> PlotFn {
         AtomicBloomFilter::with_memory(bytes, 4)
     });
     fig.concurrent("fastbloom", || Ok(FastBloom::with_memory(bytes, 4)));
-    // Still to join when they exist (one line each, `with_bits(q, r)`): TwoBitQf,
-    // ExternallyLockedQf, CountingQf.
+    // Still to join when it exists (one line, `with_bits(q, r)`): CountingQf.
 
     limits(
         "fig2",
@@ -842,6 +844,8 @@ fn fig3(options: &Options, report: &mut Report) -> PlotFn {
         k,
         report,
     );
+    let two_bit = || Direct(valid(TwoBitQf::with_bits(q, r)));
+    fig3_curve(o, "TwoBitQf", levels, two_bit, k, report);
     // The paper's r = 10 + 3 bits with its default 70% load cap, measured up to the cap.
     let linear_probing = || Direct(valid(LinearProbingQf::with_bits(q, r + 3)));
     let lp_levels = FIG3_LINEAR_PROBING_LEVELS;
@@ -1543,22 +1547,24 @@ mod tests {
     const FIG2_SEQUENTIAL: [&str; 2] = ["SequentialQf", "qfilter"];
 
     /// The filters of Figure 2 measured at every thread count.
-    const FIG2_CONCURRENT: [&str; 7] = [
+    const FIG2_CONCURRENT: [&str; 8] = [
         "SequentialQf+Mutex",
         "qfilter+Mutex",
         "LocallyLockedQf",
         "ExternallyLockedQf",
+        "TwoBitQf",
         "LinearProbingQf",
         "AtomicBloomFilter",
         "fastbloom",
     ];
 
     /// The filters of Figure 3 and the fill levels each must have.
-    const FIG3: [(&str, usize); 6] = [
+    const FIG3: [(&str, usize); 7] = [
         ("SequentialQf", FIG3_LEVELS),
         ("qfilter", FIG3_LEVELS),
         ("LocallyLockedQf", FIG3_LEVELS),
         ("ExternallyLockedQf", FIG3_LEVELS),
+        ("TwoBitQf", FIG3_LEVELS),
         ("LinearProbingQf", FIG3_LINEAR_PROBING_LEVELS),
         ("AtomicBloomFilter", FIG3_LEVELS),
     ];

@@ -11,6 +11,7 @@
 //! | [`LocallyLockedQf`] | locks in the table's own status bits; lock-free when an operation stays in one 64-bit group | yes |
 //! | [`ExternallyLockedQf`] | one spin lock per region of 4096 slots in a separate array (the paper's baseline) | yes |
 //! | [`LinearProbingQf`] | lock-free, one CAS per insert | no |
+//! | [`TwoBitQf`] | 2 status bits; locks in the empty slots around a supercluster; grows | yes |
 //! | [`AtomicBloomFilter`] | lock-free `fetch_or` | no |
 //! | [`LockFreeCuckooFilter`] | lock-free cuckoo filter (paper 001): relocation counters and a two-round find | yes |
 //! | [`LockedCuckooFilter`] | cuckoo filter behind striped, writer-fair reader/writer locks | yes |
@@ -95,6 +96,7 @@ pub use qf::linear_probing::{LinearProbingBuilder, LinearProbingQf};
 pub use qf::locally_locked::LocallyLockedQf;
 pub use qf::scan::Fingerprints;
 pub use qf::sequential::SequentialQf;
+pub use qf::two_bit::TwoBitQf;
 pub use sizing::{linear_probing_fpr, nonzero_qf_fpr, qf_fpr, MAX_QUOTIENT_BITS};
 
 /// The README's code blocks, compiled and run as doctests so the quick start cannot rot.

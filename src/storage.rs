@@ -232,6 +232,29 @@ impl SlotArray {
         self.groups[group].compare_exchange(current, new, success, failure)
     }
 
+    /// Changes slot `index` with `change` (old slot -> new slot, or `None` to give up) in one
+    /// CAS of its group, retrying while other slots of the group change. Returns whether it
+    /// changed. This is how the status-bit locks of the concurrent filters are taken and
+    /// released.
+    pub(crate) fn update_slot(&self, index: usize, change: impl Fn(u64) -> Option<u64>) -> bool {
+        let (group, offset) = self.layout.locate(index);
+        // Acquire: the decision is based on the slot's current value.
+        let mut word = self.load_group(group, Ordering::Acquire);
+        loop {
+            let Some(slot) = change(self.layout.get(word, offset)) else {
+                return false;
+            };
+            let new = self.layout.set(word, offset, slot);
+            // AcqRel: callers both take locks (Acquire: see everything the previous holder
+            // wrote before releasing) and release them (Release: publish their writes).
+            match self.compare_exchange_group(group, word, new, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => return true,
+                Err(now) => word = now,
+            }
+        }
+    }
+
     /// Reads slot `index` with the given ordering.
     #[inline]
     pub(crate) fn get(&self, index: usize, order: Ordering) -> u64 {
@@ -550,6 +573,65 @@ impl Commit for Exclusive {
     }
 }
 
+/// [`Commit`] for lanes that this thread alone may write (it holds the locks that guard them)
+/// in an array that other threads write elsewhere: a CAS loop that keeps every other lane as it
+/// is now.
+pub(crate) struct Guarded;
+
+impl Commit for Guarded {
+    #[inline]
+    fn commit(&self, array: &SlotArray, group: usize, _range: u64, compose: impl Fn(u64) -> u64) {
+        // Relaxed load and failure: only the lanes outside `range` are taken from the word read,
+        // and they are carried over unchanged, not interpreted; the CAS makes sure they are
+        // current. Release on success: publishes the rewritten lanes to readers of the group.
+        let mut word = array.load_group(group, Ordering::Relaxed);
+        loop {
+            match array.compare_exchange_group(
+                group,
+                word,
+                compose(word),
+                Ordering::Release,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return,
+                Err(now) => word = now,
+            }
+        }
+    }
+}
+
+/// [`Commit`] that only computes the new word of one group from a snapshot, for lock-elided fast
+/// paths, which then publish it with a single CAS against that snapshot (paper 000 §3.2,
+/// "Avoiding locks").
+pub(crate) struct Preview {
+    group: usize,
+    snapshot: u64,
+    result: std::cell::Cell<u64>,
+}
+
+impl Preview {
+    /// A preview of changes to `group`, whose word was `snapshot`.
+    pub(crate) fn new(group: usize, snapshot: u64) -> Self {
+        Preview {
+            group,
+            snapshot,
+            result: std::cell::Cell::new(snapshot),
+        }
+    }
+
+    /// The snapshot with every committed change applied.
+    pub(crate) fn result(&self) -> u64 {
+        self.result.get()
+    }
+}
+
+impl Commit for &Preview {
+    fn commit(&self, _array: &SlotArray, group: usize, _range: u64, compose: impl Fn(u64) -> u64) {
+        debug_assert_eq!(group, self.group, "a fast-path write stays in its group");
+        self.result.set(compose(self.snapshot));
+    }
+}
+
 /// Rewrites slots in increasing index order, publishing each group once.
 ///
 /// The shifts of a quotient filter (insert moves a stretch of slots one place right, remove one
@@ -774,6 +856,30 @@ mod tests {
             } | (i as u64 % 2);
             assert_eq!(array.get(i, Ordering::Relaxed), expect, "slot {i}");
         }
+    }
+
+    #[test]
+    fn update_slot_changes_one_lane_or_gives_up() {
+        let array = SlotArray::new(16, 8).unwrap();
+        assert!(array.update_slot(5, |now| (now == 0).then_some(7)));
+        assert!(!array.update_slot(5, |now| (now == 0).then_some(9)));
+        assert_eq!(array.get(5, Ordering::Relaxed), 7);
+        assert_eq!(array.get(4, Ordering::Relaxed), 0);
+        assert_eq!(array.get(6, Ordering::Relaxed), 0);
+    }
+
+    #[test]
+    fn guarded_rewrites_keep_other_lanes_as_they_are_at_commit_time() {
+        let array = SlotArray::new(16, 8).unwrap();
+        let mut rewriter = Rewriter::new(&array, Guarded, 0b1);
+        rewriter.put(1, 0b1110);
+        // Another thread changes a lane of the same group before the commit.
+        assert!(array.update_slot(3, |_| Some(0x55)));
+        rewriter.put(4, 0b1010);
+        rewriter.finish();
+        assert_eq!(array.get(1, Ordering::Relaxed), 0b1110);
+        assert_eq!(array.get(3, Ordering::Relaxed), 0x55);
+        assert_eq!(array.get(4, Ordering::Relaxed), 0b1010);
     }
 
     #[test]

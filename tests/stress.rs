@@ -1,4 +1,4 @@
-//! Real threads against an exact model: `LocallyLockedQf` and `ExternallyLockedQf` under
+//! Real threads against an exact model: `LocallyLockedQf`, `ExternallyLockedQf` and `TwoBitQf` under
 //! concurrent inserts, queries and removes of disjoint and overlapping key sets, on a small,
 //! heavily loaded table (long superclusters, lock contention) and on a large one. Bounded to run
 //! in seconds in CI.
@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::{hash_of, UnderTest};
-use conqf::{ExternallyLockedQf, Filter, Fingerprint, LocallyLockedQf, Remove};
+use conqf::{ExternallyLockedQf, Filter, Fingerprint, LocallyLockedQf, Remove, TwoBitQf};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 
@@ -27,15 +27,12 @@ fn distinct_hashes(q: u32, r: u32, quotients: u64, count: usize, seed: u64) -> V
     while hashes.len() < count {
         let quotient = rng.random_range(0..quotients) * stride;
         let remainder = rng.random_range(0..1u64 << r);
-        if seen.insert((quotient, remainder)) {
+        // Remainders 0 and 1 count as one: `TwoBitQf` stores 0 as 1.
+        if seen.insert((quotient, remainder.max(1))) {
             hashes.push(hash_of(quotient, remainder, q, r, rng.random()));
         }
     }
     hashes
-}
-
-fn fingerprint(hash: u64, q: u32, r: u32) -> Fingerprint {
-    Fingerprint::split(hash, q, r)
 }
 
 /// The workload. Each thread owns a disjoint slice of keys: it inserts them, checks each one
@@ -154,8 +151,8 @@ fn hammer<F: Filter + Remove + UnderTest>(
         .iter()
         .enumerate()
         .filter(|(i, _)| (i % per_thread) % 3 != 0)
-        .map(|(_, &h)| fingerprint(h, q, r))
-        .chain(common_keys.iter().map(|&h| fingerprint(h, q, r)))
+        .map(|(_, &h)| F::fingerprint(h, q, r))
+        .chain(common_keys.iter().map(|&h| F::fingerprint(h, q, r)))
         .collect();
     expected.sort_unstable();
     let stored: Vec<Fingerprint> = filter.fingerprints();
@@ -225,4 +222,31 @@ fn externally_locked_large_table_default_regions() {
         3,
         3,
     );
+}
+
+fn two_bit(q: u32, r: u32) -> TwoBitQf {
+    TwoBitQf::with_bits(q, r).unwrap()
+}
+
+#[test]
+fn two_bit_small_heavily_loaded_table_with_long_superclusters() {
+    // The small loaded table of the locally locked test: 8-bit remainders in 10-bit slots, 6 per
+    // group; superclusters span most of the table, so most operations lock.
+    for _ in 0..40 {
+        hammer(two_bit, 8, 8, 16, 50, 20, 4, 50);
+    }
+}
+
+#[test]
+fn two_bit_one_slot_per_group() {
+    // 34-bit slots: every walk past the canonical slot leaves its group and locks.
+    for _ in 0..40 {
+        hammer(two_bit, 7, 32, 8, 30, 10, 4, 50);
+    }
+}
+
+#[test]
+fn two_bit_large_table_at_seventy_percent() {
+    // 2^16 canonical slots filled to ~70% with random quotients: mostly lock-free fast paths.
+    hammer(two_bit, 16, 10, 1 << 16, 15_000, 1_000, 3, 3);
 }

@@ -56,7 +56,7 @@ use std::hash::Hash;
 use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter, Remove};
 use crate::hash::hash_key;
-use crate::storage::{Commit, Rewriter, SlotArray};
+use crate::storage::{Commit, Preview, Rewriter, SlotArray};
 use crate::sync::{Ordering, Waiter};
 
 use super::scan::Fingerprints;
@@ -219,7 +219,7 @@ impl LocallyLockedQf {
         let mut rewriter = Rewriter::new(&self.table.slots, &preview, KEEP_OCCUPIED);
         walk::shift_in(&mut read, &mut rewriter, &plan, None);
         rewriter.finish();
-        let new = preview.result.get();
+        let new = preview.result();
         // Release: publishes the new element with the group; failure needs no ordering because
         // the fast path is simply abandoned.
         self.table
@@ -232,31 +232,10 @@ impl LocallyLockedQf {
 
     // ----- Blocks B and C: locking ----------------------------------------------------------
 
-    /// Changes slot `index` with `change` (old slot -> new slot, or `None` to give up) in one CAS
-    /// of its group, retrying while other slots of the group change. Returns whether it changed.
+    /// Changes slot `index` with `change` in one CAS of its group (see
+    /// [`SlotArray::update_slot`]).
     fn update_slot(&self, index: usize, change: impl Fn(u64) -> Option<u64>) -> bool {
-        let layout = *self.table.slots.layout();
-        let (group, offset) = layout.locate(index);
-        // Acquire: the decision is based on the slot's current value.
-        let mut word = self.table.slots.load_group(group, Ordering::Acquire);
-        loop {
-            let Some(slot) = change(layout.get(word, offset)) else {
-                return false;
-            };
-            let new = layout.set(word, offset, slot);
-            // AcqRel: this helper both takes locks (Acquire: see everything the previous holder
-            // wrote before releasing) and releases them (Release: publish our writes).
-            match self.table.slots.compare_exchange_group(
-                group,
-                word,
-                new,
-                Ordering::AcqRel,
-                Ordering::Acquire,
-            ) {
-                Ok(_) => return true,
-                Err(now) => word = now,
-            }
-        }
+        self.table.slots.update_slot(index, change)
     }
 
     /// Block B: write-locks the first empty slot at or after `quotient`, waiting for write locks
@@ -540,31 +519,6 @@ impl Commit for Locked<'_> {
                 Err(now) => word = now,
             }
         }
-    }
-}
-
-/// [`Commit`] that only computes the new word of one group from a snapshot, for the fast path,
-/// which then publishes it with a single CAS against that snapshot.
-struct Preview {
-    group: usize,
-    snapshot: u64,
-    result: std::cell::Cell<u64>,
-}
-
-impl Preview {
-    fn new(group: usize, snapshot: u64) -> Self {
-        Preview {
-            group,
-            snapshot,
-            result: std::cell::Cell::new(snapshot),
-        }
-    }
-}
-
-impl Commit for &Preview {
-    fn commit(&self, _array: &SlotArray, group: usize, _range: u64, compose: impl Fn(u64) -> u64) {
-        debug_assert_eq!(group, self.group, "a fast-path insert stays in its group");
-        self.result.set(compose(self.snapshot));
     }
 }
 

@@ -8,6 +8,7 @@ pub(crate) mod scan;
 pub(crate) mod sequential;
 pub(crate) mod slot;
 pub(crate) mod table;
+pub(crate) mod two_bit;
 pub(crate) mod walk;
 
 /// Slots after the `2^q` addressable ones, so clusters near the end need no wrap-around

@@ -7,6 +7,7 @@ mod externally_locked;
 mod linear_probing;
 mod locally_locked;
 mod persist;
+mod two_bit;
 
 /// Runs a model under every interleaving loom explores with at most `preemptions` preemptions
 /// (`None`: all of them). Shared by the protocol modules.

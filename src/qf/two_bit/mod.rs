@@ -1,0 +1,645 @@
+//! `TwoBitQf`: the 2-status-bit quotient filter of paper 000 §2.2, made concurrent with locks
+//! that live in the table's own empty slots (paper 000 §3.2, "2-Status-Bit Concurrent Quotient
+//! Filter", and DESIGN.md's "2-status-bit locking").
+//!
+//! # Table
+//!
+//! Slots of `r + 2` bits: an occupied bit, a new-run bit and a remainder that is never 0 (see
+//! [`table`]). A run is found from its supercluster start by counting occupied and new-run bits
+//! ([`walk`]). Slot 0 is an empty guard, so every supercluster has an empty slot on its left.
+//!
+//! # Protocol
+//!
+//! The paper's own concurrent variant read-locks a supercluster start by taking its remainder
+//! out of the table, which is only sound with a CAS over two neighbouring slots; the paper calls
+//! it impractical. This filter locks *empty* slots instead. A **lock** is an empty slot with its
+//! new-run bit set (remainder 0, which no element has); walks read it as empty. Every lock is
+//! exclusive, and the filter needs no memory beyond the table.
+//!
+//! The **left lock** of an operation on canonical slot `c` is the empty slot `L` just left of
+//! the supercluster holding `c` (the nearest slot at or left of `c` that is not filled). While
+//! it is locked nobody can fill it, so the supercluster keeps its start, and every locked
+//! operation on that supercluster, and every insert into the supercluster on its left (which
+//! would fill `L`), needs the same lock. Inserts also take the **right lock**, on the first empty
+//! slot `R` after the supercluster, because their shift fills it; that is the left lock of the
+//! supercluster after, so its operations wait.
+//!
+//! * **insert**: lock-free if the canonical slot is empty and unlocked (one CAS fills it), or if
+//!   the whole insert, with both boundary slots, lies in the one group loaded and neither
+//!   boundary is locked (one CAS of that group; paper 000 §3.2, "Avoiding locks"). Otherwise:
+//!   lock `L`, walk from it (if a slot up to `c` turned out empty, a removal split the
+//!   supercluster meanwhile: unlock and restart), answer duplicates, lock `R` (waiting while it
+//!   is locked), then shift right group by group, left to right; the last write fills `R`, which
+//!   releases it; then unlock `L`. If `c` itself is the slot locked as `L`, it is empty and the
+//!   insert writes its element there, which releases the lock.
+//! * **contains**: lock-free if the walk from the supercluster start through the run fits in the
+//!   one group of the canonical slot (reading locks as empty), or if the canonical slot has no
+//!   run. Otherwise lock `L`, walk, unlock.
+//! * **remove**: lock `L`, walk, shift the following elements left up to the next empty slot or
+//!   the next run in its own canonical slot, unlock `L`. The slot it empties is written in its
+//!   last group write, and the removal writes nothing after it.
+//!
+//! **Why the locked stretch is stable.** Every writer of a slot in a supercluster holds that
+//! supercluster's `L` (removals and inserts into it), or holds `L` as its `R` (an insert into the
+//! supercluster on its left, which merges the two), or is a lock-free insert, which needs the
+//! boundary slots unlocked in the very word its CAS replaces, or fills an empty canonical slot in
+//! one CAS (which only extends a supercluster at its right end; the walks do not depend on what
+//! lies after a run's end, and `R` is taken by a CAS that fails on a filled slot). An insert never
+//! empties a slot between its locks, and a removal empties one only in its last write, so an
+//! empty slot inside another writer's stretch means that writer is done writing. Hence the holder
+//! of `L` reads a supercluster that nobody else changes, except to grow it at its end.
+//!
+//! **No deadlock.** Locks are taken in increasing slot order: an operation waits for a lock
+//! either holding nothing, or (an insert) holding only its `L`, while it waits for its `R > L`.
+//! Nobody waits while holding a lock further right, and no operation waits during its shift (its
+//! stretch is its own: its group CAS only retries when other lanes of the word changed). So every
+//! chain of waits runs strictly to the right and ends at an operation that waits for nothing.
+//!
+//! **No false negatives, no lost inserts.** A group is always written with one CAS from its state
+//! before an operation to its state after it, and an occupied bit changes in the same write as
+//! the run it describes or in an earlier group. So every group, loaded once, is the restriction of
+//! a consistent table, which is what the lock-free paths read; the locked paths read a stretch
+//! nobody changes. A key whose insert returned is in both the state before and after every later
+//! operation except its own removal. Set semantics hold because an insert decides "already there"
+//! either from one consistent group or under `L`, which serialises inserts into a supercluster.
+//!
+//! # Bounded growing
+//!
+//! [`TwoBitQf::grow`] moves the top remainder bit into the quotient, as
+//! [`SequentialQf::grow`](crate::SequentialQf::grow) does. A remainder `10…0` would become 0,
+//! which this table cannot store; the filter therefore stores a zero remainder as 1 from the
+//! start ([`table::fold`]), a rule that commutes with growing, so every key is found after any
+//! number of doublings.
+
+pub(crate) mod table;
+pub(crate) mod walk;
+
+use crate::counter::StripedCounter;
+use crate::filter::{Error, Filter, Remove};
+use crate::hash::{low_mask, Fingerprint};
+use crate::storage::{Guarded, Preview, Rewriter};
+use crate::sync::{Ordering, Waiter};
+
+use table::{element, is_filled, TwoBitTable, LOCK, OCCUPIED};
+use walk::{InsertPlan, InsertStep, RunSearch};
+
+/// A concurrent quotient filter with 2 status bits per slot (paper 000 §2.2, §3.2), locked
+/// through its empty slots.
+///
+/// One status bit fewer than [`LocallyLockedQf`](crate::LocallyLockedQf) per slot; in exchange,
+/// operations walk from the start of a supercluster rather than a cluster, and operations whose
+/// walk leaves one 64-bit group lock the supercluster (queries too). All methods take `&self`;
+/// share it with an [`Arc`](std::sync::Arc). [`grow`](TwoBitQf::grow) doubles the table.
+///
+/// ```
+/// use conqf::{Filter, Remove, TwoBitQf};
+///
+/// let mut filter = TwoBitQf::new(10_000, 0.001)?;
+/// std::thread::scope(|s| {
+///     for t in 0..2u64 {
+///         let filter = &filter;
+///         s.spawn(move || {
+///             for i in 0..1000u64 {
+///                 filter.insert(&(t * 1000 + i)).unwrap();
+///             }
+///         });
+///     }
+/// });
+/// assert!((0..2000u64).all(|k| filter.contains(&k))); // never a false negative
+/// assert_eq!(filter.remove(&7u64)?, true);
+/// filter.grow()?; // twice the slots, one remainder bit less
+/// assert!((8..2000u64).all(|k| filter.contains(&k)));
+/// # Ok::<(), conqf::Error>(())
+/// ```
+pub struct TwoBitQf {
+    table: TwoBitTable,
+    len: StripedCounter,
+}
+
+impl TwoBitQf {
+    /// A filter that holds `capacity` keys at a false-positive rate of at most `fpr`.
+    ///
+    /// ```
+    /// use conqf::{Filter, TwoBitQf};
+    /// let filter = TwoBitQf::new(1000, 0.01)?;
+    /// assert!(filter.capacity() >= 1000);
+    /// assert!(filter.false_positive_rate() == 0.0);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
+    /// would be too large.
+    pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
+        Ok(Self::from_table(TwoBitTable::new(capacity, fpr)?))
+    }
+
+    /// A filter with `2^quotient_bits` canonical slots of `remainder_bits` remainder bits each
+    /// (slots of `remainder_bits + 2` bits).
+    ///
+    /// ```
+    /// use conqf::TwoBitQf;
+    /// let filter = TwoBitQf::with_bits(16, 10)?; // the paper's r = 10
+    /// assert_eq!((filter.quotient_bits(), filter.remainder_bits()), (16, 10));
+    /// assert!(TwoBitQf::with_bits(0, 10).is_err());
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] unless `1 <= quotient_bits <= 40`, `remainder_bits >= 1`,
+    /// `quotient_bits + remainder_bits <= 64` and `remainder_bits + 2 <= 64`, or if the table
+    /// cannot be allocated.
+    pub fn with_bits(quotient_bits: u32, remainder_bits: u32) -> Result<Self, Error> {
+        Ok(Self::from_table(TwoBitTable::with_bits(
+            quotient_bits,
+            remainder_bits,
+        )?))
+    }
+
+    fn from_table(table: TwoBitTable) -> Self {
+        TwoBitQf {
+            table,
+            len: StripedCounter::new(),
+        }
+    }
+
+    /// Quotient bits `q`: the table has `2^q` canonical slots.
+    ///
+    /// ```
+    /// assert_eq!(conqf::TwoBitQf::with_bits(8, 6)?.quotient_bits(), 8);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn quotient_bits(&self) -> u32 {
+        self.table.quotient_bits
+    }
+
+    /// Remainder bits `r` stored per slot.
+    ///
+    /// ```
+    /// assert_eq!(conqf::TwoBitQf::with_bits(8, 6)?.remainder_bits(), 6);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn remainder_bits(&self) -> u32 {
+        self.table.remainder_bits
+    }
+
+    /// The stored fingerprints in increasing `(quotient, remainder)` order (remainders as
+    /// stored: a zero remainder is stored as 1). Only meaningful while no thread writes.
+    ///
+    /// ```
+    /// use conqf::{Filter, TwoBitQf};
+    /// let filter = TwoBitQf::with_bits(4, 8)?;
+    /// filter.insert_hash(0x1230_0000_0000_0000)?;
+    /// let stored: Vec<_> = filter.fingerprints().collect();
+    /// assert_eq!((stored[0].quotient, stored[0].remainder), (0x1, 0x23));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn fingerprints(&self) -> impl Iterator<Item = Fingerprint> + '_ {
+        // Acquire: pairs with the writers' releases, for a caller that synchronised with them
+        // (e.g. joined them) and then iterates.
+        self.table.fingerprints(Ordering::Acquire)
+    }
+
+    /// Checks the table's invariants (no lock left, status bits, run order, the count). Only
+    /// meaningful while no thread writes; for tests and debugging.
+    ///
+    /// ```
+    /// use conqf::{Filter, TwoBitQf};
+    /// let filter = TwoBitQf::with_bits(6, 8)?;
+    /// filter.insert(&"x")?;
+    /// assert_eq!(filter.check_invariants(), Ok(()));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.table.check(self.len.sum())
+    }
+
+    /// Doubles the number of canonical slots without rehashing (bounded growing, paper 000 §2.1):
+    /// the top remainder bit moves into the quotient, so every stored key is still found, the
+    /// fill halves, and the false-positive rate per stored key about doubles. Two fingerprints
+    /// that become equal (`(x, 10…0)` and `(x, 10…01)` both become `(2x + 1, 1)`) are stored
+    /// once, as if their keys had been inserted into the larger table.
+    ///
+    /// ```
+    /// use conqf::{Filter, TwoBitQf};
+    /// let mut filter = TwoBitQf::with_bits(6, 8)?;
+    /// for k in 0..50u32 {
+    ///     filter.insert(&k)?;
+    /// }
+    /// filter.grow()?;
+    /// assert_eq!((filter.quotient_bits(), filter.remainder_bits()), (7, 7));
+    /// assert!((0..50u32).all(|k| filter.contains(&k)));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if only one remainder bit is left or the quotient would
+    /// exceed 40 bits; the filter is then unchanged.
+    pub fn grow(&mut self) -> Result<(), Error> {
+        if self.table.remainder_bits < 2 {
+            return Err(Error::InvalidParameters(
+                "cannot grow: only one remainder bit is left".into(),
+            ));
+        }
+        let (q, r) = (self.table.quotient_bits + 1, self.table.remainder_bits - 1);
+        let mut grown = TwoBitTable::with_bits(q, r)?;
+        // Relaxed: `&mut self`, so no other thread touches the table.
+        let refined = self
+            .table
+            .fingerprints(Ordering::Relaxed)
+            .map(|f| Fingerprint {
+                quotient: (f.quotient << 1) | (f.remainder >> r),
+                remainder: (f.remainder & low_mask(r)).max(1),
+            });
+        // Twice the canonical slots at half the fill cannot overflow where the smaller table
+        // did not.
+        let stored = table::build_sorted(&mut grown.slots, refined)?;
+        self.table = grown;
+        self.len.reset(stored);
+        Ok(())
+    }
+
+    // ----- Lock-free paths --------------------------------------------------------------------
+
+    /// Inserts with one CAS of the canonical slot's group if the whole insert, both boundary
+    /// slots included, lies in that group and neither boundary is locked. `None`: take the
+    /// locked path.
+    fn insert_in_group(&self, quotient: usize, remainder: u64) -> Option<Result<bool, Error>> {
+        let slots = &self.table.slots;
+        let (group, _) = slots.layout().locate(quotient);
+        // Acquire: the group's content is what we build on; pairs with the Release of the
+        // writer that published it.
+        let word = slots.load_group(group, Ordering::Acquire);
+        let mut cursor = slots.cursor_in_group(quotient, word);
+        let canonical = cursor.slot();
+        let (plan, left) = if !is_filled(canonical) {
+            (
+                walk::plan_into_empty(quotient, canonical, remainder),
+                quotient,
+            )
+        } else {
+            let left = walk::back_to_boundary(&mut cursor)?;
+            match walk::plan_insert(&mut cursor, quotient, remainder)? {
+                InsertStep::Duplicate => return Some(Ok(false)),
+                InsertStep::Place(plan) => (plan, left),
+            }
+        };
+        let unlocked = |index: usize| slots.cursor_in_group(index, word).slot() == 0;
+        if !unlocked(left) || !unlocked(plan.end) || plan.end + 1 >= slots.len() {
+            return None;
+        }
+        let preview = Preview::new(group, word);
+        let mut read = slots.cursor_in_group(plan.position, word);
+        let mut rewriter = Rewriter::new(slots, &preview, OCCUPIED);
+        walk::shift_in(&mut read, &mut rewriter, &plan);
+        rewriter.finish();
+        // Release: publishes the new element with the group; failure needs no ordering because
+        // the fast path is simply abandoned.
+        slots
+            .compare_exchange_group(
+                group,
+                word,
+                preview.result(),
+                Ordering::Release,
+                Ordering::Relaxed,
+            )
+            .ok()?;
+        self.len.increment(quotient);
+        Some(Ok(true))
+    }
+
+    /// Answers from the group of the canonical slot alone, if it can (locks read as empty).
+    #[inline]
+    fn contains_in_group(&self, quotient: usize, remainder: u64) -> Option<bool> {
+        let slots = &self.table.slots;
+        let (group, _) = slots.layout().locate(quotient);
+        // Acquire: pairs with the Release of the writer that published the group.
+        let word = slots.load_group(group, Ordering::Acquire);
+        let mut cursor = slots.cursor_in_group(quotient, word);
+        walk::lookup(&mut cursor, quotient, remainder)
+    }
+
+    // ----- Locks ------------------------------------------------------------------------------
+
+    /// Locks the nearest slot at or left of `quotient` that is not filled (the empty slot left of
+    /// its supercluster, or `quotient` itself if it is empty), waiting while it is locked.
+    /// Returns its index.
+    fn lock_left(&self, quotient: usize) -> usize {
+        let waiter = Waiter::new();
+        loop {
+            // Acquire: the scan decides where the supercluster starts from what it reads.
+            let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
+            // Slot 0 is never filled, so the walk always finds a boundary.
+            let left = walk::back_to_boundary(&mut cursor).unwrap_or(0);
+            if cursor.slot() == LOCK {
+                waiter.wait();
+            } else if self.try_lock(left) {
+                return left;
+            }
+        }
+    }
+
+    /// Locks the first slot after `quotient` that is not filled (the empty slot right of its
+    /// supercluster), waiting while it is locked. Returns its index.
+    fn lock_right(&self, quotient: usize) -> usize {
+        let waiter = Waiter::new();
+        let last = self.table.slots.len() - 1;
+        loop {
+            // Acquire: as in `lock_left`.
+            let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
+            // The last slot is never filled, so the walk always finds one.
+            let right = walk::seek_empty(&mut cursor).unwrap_or(last);
+            if cursor.slot() == LOCK {
+                waiter.wait();
+            } else if self.try_lock(right) {
+                return right;
+            }
+        }
+    }
+
+    /// Locks slot `index` if it is empty and unlocked.
+    fn try_lock(&self, index: usize) -> bool {
+        self.table
+            .slots
+            .update_slot(index, |now| (now == 0).then_some(LOCK))
+    }
+
+    /// Releases the lock on `index`, leaving it empty.
+    fn unlock(&self, index: usize) {
+        let released = self
+            .table
+            .slots
+            .update_slot(index, |now| (now == LOCK).then_some(0));
+        debug_assert!(released, "slot {index} was not locked");
+    }
+
+    // ----- Locked paths -----------------------------------------------------------------------
+
+    /// The insert under the left and right locks. `None`: the supercluster changed before the
+    /// left lock was taken; restart.
+    fn insert_locked(&self, quotient: usize, remainder: u64) -> Option<Result<bool, Error>> {
+        let left = self.lock_left(quotient);
+        if left == quotient {
+            // The canonical slot is empty and ours: the element goes there, which unlocks it.
+            let slot = element(remainder, true) | OCCUPIED;
+            let stored = self
+                .table
+                .slots
+                .update_slot(left, |now| (now == LOCK).then_some(slot));
+            debug_assert!(stored, "we hold the lock");
+            self.len.increment(quotient);
+            return Some(Ok(true));
+        }
+        let plan = match self.plan_locked(left, quotient, remainder) {
+            Some(InsertStep::Place(plan)) => plan,
+            Some(InsertStep::Duplicate) => {
+                self.unlock(left);
+                return Some(Ok(false));
+            }
+            None => {
+                self.unlock(left);
+                return None;
+            }
+        };
+        let right = self.lock_right(quotient);
+        // Between the plan and the right lock the supercluster can only have grown at its end
+        // (an empty canonical slot filled in one CAS); then plan again over the longer stretch.
+        let plan = if right == plan.end {
+            plan
+        } else {
+            match self.plan_locked(left, quotient, remainder) {
+                Some(InsertStep::Place(plan)) if plan.end == right => plan,
+                _ => {
+                    debug_assert!(false, "the locked supercluster changed");
+                    self.unlock(right);
+                    self.unlock(left);
+                    return None;
+                }
+            }
+        };
+        if right + 1 >= self.table.slots.len() {
+            // The run would reach the last slot, which stays empty.
+            self.unlock(right);
+            self.unlock(left);
+            return Some(Err(Error::Full));
+        }
+        self.shift_in_locked(&plan);
+        // The shift filled the right lock's slot, which released it.
+        self.unlock(left);
+        self.len.increment(quotient);
+        Some(Ok(true))
+    }
+
+    /// Plans an insert by walking from the locked slot `left`.
+    fn plan_locked(&self, left: usize, quotient: usize, remainder: u64) -> Option<InsertStep> {
+        // Acquire: reads of the locked stretch; the lock's Acquire already ordered them after the
+        // previous holder's writes.
+        let mut cursor = self.table.slots.cursor(left, Ordering::Acquire);
+        walk::plan_insert(&mut cursor, quotient, remainder)
+    }
+
+    /// Writes an insert plan whose stretch this thread has locked.
+    fn shift_in_locked(&self, plan: &InsertPlan) {
+        // Acquire: as in `plan_locked`.
+        let mut read = self.table.slots.cursor(plan.position, Ordering::Acquire);
+        let mut rewriter = Rewriter::new(&self.table.slots, Guarded, OCCUPIED);
+        walk::shift_in(&mut read, &mut rewriter, plan);
+        rewriter.finish();
+    }
+
+    /// The query under the left lock. `None`: the supercluster changed; restart.
+    fn contains_locked(&self, quotient: usize, remainder: u64) -> Option<bool> {
+        let left = self.lock_left(quotient);
+        if left == quotient {
+            self.unlock(left);
+            return Some(false);
+        }
+        // Acquire: as in `plan_locked`.
+        let mut cursor = self.table.slots.cursor(left, Ordering::Acquire);
+        let answer = walk::seek_run(&mut cursor, quotient).and_then(|run| {
+            if run.exists {
+                walk::search_run(&mut cursor, remainder)
+                    .map(|found| matches!(found, RunSearch::Found(_)))
+            } else {
+                Some(false)
+            }
+        });
+        self.unlock(left);
+        answer
+    }
+
+    /// The removal under the left lock. `None`: the supercluster changed; restart.
+    fn remove_locked(&self, quotient: usize, remainder: u64) -> Option<Result<bool, Error>> {
+        let left = self.lock_left(quotient);
+        if left == quotient {
+            self.unlock(left);
+            return Some(Ok(false));
+        }
+        let slots = &self.table.slots;
+        // Acquire: as in `plan_locked`.
+        let mut cursor = slots.cursor(left, Ordering::Acquire);
+        let plan = match walk::plan_remove(&mut cursor, quotient, remainder) {
+            Some(Some(plan)) => plan,
+            Some(None) => {
+                self.unlock(left);
+                return Some(Ok(false));
+            }
+            None => {
+                self.unlock(left);
+                return None;
+            }
+        };
+        // Acquire: as in `plan_locked`.
+        let mut read = slots.cursor(plan.position + 1, Ordering::Acquire);
+        let mut occupied = slots.cursor(quotient, Ordering::Acquire);
+        let mut rewriter = Rewriter::new(slots, Guarded, OCCUPIED);
+        walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan);
+        rewriter.finish();
+        self.unlock(left);
+        self.len.decrement(quotient);
+        Some(Ok(true))
+    }
+}
+
+impl Filter for TwoBitQf {
+    fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
+        let (quotient, remainder) = self.table.fingerprint(hash);
+        loop {
+            if let Some(result) = self.insert_in_group(quotient, remainder) {
+                return result;
+            }
+            if let Some(result) = self.insert_locked(quotient, remainder) {
+                return result;
+            }
+        }
+    }
+
+    fn contains_hash(&self, hash: u64) -> bool {
+        let (quotient, remainder) = self.table.fingerprint(hash);
+        loop {
+            if let Some(found) = self.contains_in_group(quotient, remainder) {
+                return found;
+            }
+            if let Some(found) = self.contains_locked(quotient, remainder) {
+                return found;
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.len.sum()
+    }
+
+    fn capacity(&self) -> usize {
+        self.table.capacity()
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.table.slots.memory_bytes()
+    }
+
+    fn false_positive_rate(&self) -> f64 {
+        self.table.false_positive_rate(self.len.sum())
+    }
+}
+
+impl Remove for TwoBitQf {
+    fn remove_hash(&self, hash: u64) -> Result<bool, Error> {
+        let (quotient, remainder) = self.table.fingerprint(hash);
+        loop {
+            if self.contains_in_group(quotient, remainder) == Some(false) {
+                return Ok(false);
+            }
+            if let Some(result) = self.remove_locked(quotient, remainder) {
+                return result;
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for TwoBitQf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TwoBitQf")
+            .field("quotient_bits", &self.table.quotient_bits)
+            .field("remainder_bits", &self.table.remainder_bits)
+            .field("len", &self.len.sum())
+            .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// The hash of fingerprint `(quotient, remainder)` in a table of `2^3` slots and 14-bit
+    /// remainders (16-bit slots, 4 per group).
+    fn key(quotient: u64, remainder: u64) -> u64 {
+        ((quotient << 14) | remainder) << (64 - 17)
+    }
+
+    fn filter(keys: &[u64]) -> TwoBitQf {
+        let filter = TwoBitQf::with_bits(3, 14).unwrap();
+        for &k in keys {
+            assert_eq!(filter.insert_hash(k), Ok(true));
+        }
+        filter.check_invariants().unwrap();
+        filter
+    }
+
+    #[test]
+    fn fast_path_insert_refuses_a_locked_boundary() {
+        // Quotient 1 (slot 2) holds one element; slot 1 is its left boundary, slot 3 its right.
+        let filter = filter(&[key(1, 5)]);
+        assert_eq!(filter.lock_left(2), 1);
+        assert_eq!(filter.insert_in_group(2, 9), None);
+        // Queries read through the lock.
+        assert_eq!(filter.contains_in_group(2, 5), Some(true));
+        filter.unlock(1);
+        assert!(filter.try_lock(3));
+        assert_eq!(filter.insert_in_group(2, 9), None);
+        filter.unlock(3);
+        assert_eq!(filter.insert_in_group(2, 9), Some(Ok(true)));
+        filter.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn locked_insert_into_an_empty_canonical_slot_fills_its_lock() {
+        let filter = filter(&[]);
+        assert_eq!(filter.insert_locked(5, 7), Some(Ok(true)));
+        assert_eq!(
+            filter.table.slots.get(5, Ordering::Relaxed),
+            element(7, true) | OCCUPIED
+        );
+        filter.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn insert_waits_for_the_right_lock_held_by_the_next_supercluster() {
+        // Slot 2 (quotient 1) and slot 4 (quotient 3) with empty slot 3 between.
+        let filter = filter(&[key(1, 5), key(3, 5)]);
+        // An operation on quotient 3 holds slot 3 as its left lock.
+        assert_eq!(filter.lock_left(4), 3);
+        std::thread::scope(|s| {
+            let waiting = s.spawn(|| filter.insert_locked(2, 9));
+            std::thread::sleep(std::time::Duration::from_millis(20));
+            assert_eq!(filter.table.slots.get(3, Ordering::Acquire), LOCK);
+            filter.unlock(3);
+            assert_eq!(waiting.join().unwrap(), Some(Ok(true)));
+        });
+        filter.check_invariants().unwrap();
+        assert!(filter.contains_hash(key(3, 5)) && filter.contains_hash(key(1, 9)));
+    }
+
+    #[test]
+    fn locked_walks_fail_when_the_boundary_is_stale() {
+        // Slots 2-4 hold quotient 1's run, slot 5 quotient 3's element; slot 1 is the boundary.
+        let filter = filter(&[key(1, 1), key(1, 2), key(1, 3), key(3, 4)]);
+        assert_eq!(filter.lock_left(4), 1);
+        let mut cursor = filter.table.slots.cursor(1, Ordering::Relaxed);
+        assert!(walk::seek_run(&mut cursor, 4).is_some());
+        filter.unlock(1);
+        // A walk from an empty slot further left meets the empty slot 1: the caller restarts.
+        let mut cursor = filter.table.slots.cursor(0, Ordering::Relaxed);
+        assert!(walk::seek_run(&mut cursor, 4).is_none());
+    }
+}

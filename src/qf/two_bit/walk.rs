@@ -1,0 +1,355 @@
+//! The run logic of the 2-status-bit quotient filter (paper 000 §2.2): find a run from its
+//! supercluster start by counting occupied and new-run bits, search it, and plan and write inserts
+//! and removals.
+//!
+//! The 3-bit walk in [`super::super::walk`] finds cluster starts with the `shifted` bit, which
+//! this table does not have, so the 2-bit walk is its own module over the same [`Cursor`] and
+//! [`Rewriter`]. As there, every function reads through a cursor, so the same code serves the
+//! locked paths (an unbounded cursor over a stretch the caller has locked) and the lock-elided
+//! fast paths (a cursor bounded to one atomically loaded group: a walk that would leave the group
+//! returns `None`). A locked empty slot reads as empty everywhere here.
+
+use crate::storage::{Commit, Cursor, Rewriter};
+
+use super::table::{
+    continues_run, element, is_filled, is_occupied, remainder_of, starts_run, NEW_RUN, OCCUPIED,
+};
+
+/// Moves a cursor on a filled slot left to the nearest slot that is not filled (empty or
+/// locked): the slot just left of the supercluster. Returns its index; `None` if the cursor
+/// cannot move (a bounded cursor at its group's edge).
+#[inline]
+pub(crate) fn back_to_boundary(cursor: &mut Cursor<'_>) -> Option<usize> {
+    while is_filled(cursor.slot()) {
+        if !cursor.retreat() {
+            return None;
+        }
+    }
+    Some(cursor.index())
+}
+
+/// Where the run of a canonical slot starts, found by [`seek_run`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RunStart {
+    /// The canonical slot as read.
+    pub(crate) canonical: u64,
+    /// Whether the canonical slot has a run (its occupied bit).
+    pub(crate) exists: bool,
+}
+
+/// Moves a cursor from the empty slot `boundary` just left of a supercluster to where the run of
+/// the filled canonical slot `quotient` starts, or where it would start if it has none yet (the
+/// first slot after the runs of the canonical slots before it).
+///
+/// The run of `quotient` is run number `k + 1` of the supercluster, where `k` counts the
+/// occupied slots in `boundary + 1 .. quotient`: runs appear in the order of their canonical
+/// slots. `None` if a slot up to `quotient` is not filled (the caller's picture of the
+/// supercluster is stale) or if the cursor cannot move.
+#[inline]
+pub(crate) fn seek_run(cursor: &mut Cursor<'_>, quotient: usize) -> Option<RunStart> {
+    debug_assert!(cursor.index() < quotient);
+    let mut occupied_before = 0usize;
+    let mut runs_before = 0usize;
+    loop {
+        if !cursor.advance() {
+            return None;
+        }
+        let raw = cursor.slot();
+        if !is_filled(raw) {
+            return None;
+        }
+        if cursor.index() == quotient {
+            break;
+        }
+        occupied_before += is_occupied(raw) as usize;
+        runs_before += starts_run(raw) as usize;
+    }
+    let canonical = cursor.slot();
+    let exists = is_occupied(canonical);
+    // Runs that start left of `quotient` belong to canonical slots left of it.
+    let mut runs_to_pass = (occupied_before + 1).checked_sub(runs_before)?;
+    loop {
+        let raw = cursor.slot();
+        if !is_filled(raw) {
+            // The supercluster ends: a new run goes here; an existing one cannot be missing.
+            return (!exists).then_some(RunStart { canonical, exists });
+        }
+        if starts_run(raw) {
+            runs_to_pass -= 1;
+            if runs_to_pass == 0 {
+                return Some(RunStart { canonical, exists });
+            }
+        }
+        if !cursor.advance() {
+            return None;
+        }
+    }
+}
+
+/// Where a remainder is, or belongs, in a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum RunSearch {
+    /// Stored at this slot.
+    Found(usize),
+    /// Not stored; it belongs at this slot (the first larger element, or the slot after the run),
+    /// and `at_head` says whether that is the run's first slot.
+    Absent {
+        /// Where the remainder belongs.
+        position: usize,
+        /// Whether that is the first slot of the run.
+        at_head: bool,
+    },
+}
+
+/// Searches the sorted run that starts under the cursor for `remainder`; the cursor ends on the
+/// slot the answer names.
+#[inline]
+pub(crate) fn search_run(cursor: &mut Cursor<'_>, remainder: u64) -> Option<RunSearch> {
+    let mut at_head = true;
+    loop {
+        let stored = remainder_of(cursor.slot());
+        if stored == remainder {
+            return Some(RunSearch::Found(cursor.index()));
+        }
+        if stored > remainder {
+            break;
+        }
+        if !cursor.advance() {
+            return None;
+        }
+        at_head = false;
+        if !continues_run(cursor.slot()) {
+            break;
+        }
+    }
+    Some(RunSearch::Absent {
+        position: cursor.index(),
+        at_head,
+    })
+}
+
+/// Whether `(quotient, remainder)` is stored, reading from a cursor on the canonical slot
+/// `quotient`. `None` if the cursor cannot move.
+#[inline]
+pub(crate) fn lookup(cursor: &mut Cursor<'_>, quotient: usize, remainder: u64) -> Option<bool> {
+    if !is_occupied(cursor.slot()) {
+        return Some(false);
+    }
+    back_to_boundary(cursor)?;
+    seek_run(cursor, quotient)?;
+    Some(matches!(
+        search_run(cursor, remainder)?,
+        RunSearch::Found(_)
+    ))
+}
+
+/// Moves the cursor to the first slot at or after it that is not filled and returns its index.
+#[inline]
+pub(crate) fn seek_empty(cursor: &mut Cursor<'_>) -> Option<usize> {
+    while is_filled(cursor.slot()) {
+        if !cursor.advance() {
+            return None;
+        }
+    }
+    Some(cursor.index())
+}
+
+/// Everything an insert will write, decided before anything is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct InsertPlan {
+    /// The canonical slot, whose occupied bit the insert sets.
+    pub(crate) quotient: usize,
+    /// The canonical slot as it was read.
+    pub(crate) canonical: u64,
+    /// Where the new element goes.
+    pub(crate) position: usize,
+    /// The first slot at or after `position` that is not filled; the elements in
+    /// `position..end` move one slot right.
+    pub(crate) end: usize,
+    /// The new element (occupied bit clear).
+    pub(crate) element: u64,
+    /// The new element becomes the head of an existing run, so the old head, moving to
+    /// `position + 1`, continues it.
+    pub(crate) old_head_continues: bool,
+}
+
+/// What inserting a fingerprint needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum InsertStep {
+    /// The fingerprint is stored already.
+    Duplicate,
+    /// Apply this plan.
+    Place(InsertPlan),
+}
+
+/// The plan for putting `remainder` into the canonical slot `quotient` when that slot is empty.
+#[inline]
+pub(crate) fn plan_into_empty(quotient: usize, canonical: u64, remainder: u64) -> InsertPlan {
+    InsertPlan {
+        quotient,
+        canonical,
+        position: quotient,
+        end: quotient,
+        element: element(remainder, true),
+        old_head_continues: false,
+    }
+}
+
+/// Plans the insert of `(quotient, remainder)` from a cursor on the empty slot `boundary` left of
+/// the supercluster holding the filled canonical slot `quotient`. The caller checks the plan's
+/// `end` against the table's limit. `None` as for [`seek_run`].
+#[inline]
+pub(crate) fn plan_insert(
+    cursor: &mut Cursor<'_>,
+    quotient: usize,
+    remainder: u64,
+) -> Option<InsertStep> {
+    let run = seek_run(cursor, quotient)?;
+    let (position, new_run, old_head_continues) = if run.exists {
+        match search_run(cursor, remainder)? {
+            RunSearch::Found(_) => return Some(InsertStep::Duplicate),
+            RunSearch::Absent { position, at_head } => (position, at_head, at_head),
+        }
+    } else {
+        (cursor.index(), true, false)
+    };
+    let end = seek_empty(cursor)?;
+    Some(InsertStep::Place(InsertPlan {
+        quotient,
+        canonical: run.canonical,
+        position,
+        end,
+        element: element(remainder, new_run),
+        old_head_continues,
+    }))
+}
+
+/// Writes an insert plan: the new element at `position`, the elements of `position..end` one
+/// slot right, the old run head marked as a continuation if the new element displaced it, and the
+/// canonical slot's occupied bit (with the first group written, or in an earlier group, so no
+/// group ever shows a run without its occupied bit). The end slot, empty or locked by the
+/// caller, is overwritten whole. `read` is a cursor on `position` that loads the old contents.
+#[inline]
+pub(crate) fn shift_in<C: Commit>(
+    read: &mut Cursor<'_>,
+    rewriter: &mut Rewriter<'_, C>,
+    plan: &InsertPlan,
+) {
+    if !is_occupied(plan.canonical) && plan.quotient < plan.position {
+        // The canonical slot holds another run's element; only its occupied bit changes.
+        rewriter.put_whole(plan.quotient, plan.canonical | OCCUPIED);
+    }
+    let mut carry = plan.element;
+    for index in plan.position..=plan.end {
+        if index == plan.end {
+            // Only the canonical slot itself, when it was empty, is occupied here.
+            let occupied = if index == plan.quotient { OCCUPIED } else { 0 };
+            rewriter.put_whole(index, carry | occupied);
+            break;
+        }
+        let old = read.slot();
+        rewriter.put(index, carry);
+        carry = old & !OCCUPIED;
+        if index == plan.position && plan.old_head_continues {
+            carry &= !NEW_RUN;
+        }
+        let moved = read.advance();
+        debug_assert!(moved, "the plan's end is inside the table");
+    }
+}
+
+/// Everything a removal will write, decided by [`plan_remove`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RemovePlan {
+    /// The canonical slot of the removed fingerprint.
+    pub(crate) quotient: usize,
+    /// The canonical slot as it was read.
+    pub(crate) canonical: u64,
+    /// Where the removed element is.
+    pub(crate) position: usize,
+    /// Whether the removed element was the head of its run.
+    pub(crate) was_head: bool,
+    /// Whether it was the only element of its run (the canonical slot loses its occupied bit).
+    pub(crate) was_alone: bool,
+}
+
+/// Finds `(quotient, remainder)` for removal from a cursor on the empty slot left of the
+/// supercluster holding the filled canonical slot `quotient`. `Some(None)` if it is not stored;
+/// `None` as for [`seek_run`].
+#[inline]
+pub(crate) fn plan_remove(
+    cursor: &mut Cursor<'_>,
+    quotient: usize,
+    remainder: u64,
+) -> Option<Option<RemovePlan>> {
+    let run = seek_run(cursor, quotient)?;
+    if !run.exists {
+        return Some(None);
+    }
+    let head = cursor.index();
+    let RunSearch::Found(position) = search_run(cursor, remainder)? else {
+        return Some(None);
+    };
+    let was_head = position == head;
+    let next_continues = cursor.advance() && continues_run(cursor.slot());
+    Some(Some(RemovePlan {
+        quotient,
+        canonical: run.canonical,
+        position,
+        was_head,
+        was_alone: was_head && !next_continues,
+    }))
+}
+
+/// Writes a removal: the element at `position` goes and the elements after it move one slot
+/// left, up to the next slot that is not filled or the next run that starts in its own canonical
+/// slot (which cannot move left of it). The canonical slot loses its occupied bit if its run is
+/// now empty. Without a `shifted` bit, each moved run's canonical slot is found as the next
+/// occupied slot after the previous run's, by the cursor `occupied` (on `quotient` at the
+/// start); `read` is a cursor on `position + 1`. Returns the index of the slot that became empty.
+#[inline]
+pub(crate) fn shift_out<C: Commit>(
+    read: &mut Cursor<'_>,
+    occupied: &mut Cursor<'_>,
+    rewriter: &mut Rewriter<'_, C>,
+    plan: &RemovePlan,
+) -> usize {
+    let clears_canonical = plan.was_alone;
+    if clears_canonical && plan.quotient < plan.position {
+        rewriter.put_whole(plan.quotient, plan.canonical & !OCCUPIED);
+    }
+    // The removed element's slot is the canonical one when its run started there.
+    let put = |rewriter: &mut Rewriter<'_, C>, index: usize, raw: u64| {
+        if clears_canonical && index == plan.quotient {
+            rewriter.put_whole(index, raw);
+        } else {
+            rewriter.put(index, raw);
+        }
+    };
+    let mut target = plan.position;
+    loop {
+        let next = read.slot();
+        if !is_filled(next) {
+            break;
+        }
+        let mut moved = next & !OCCUPIED;
+        if starts_run(next) {
+            // A new run: its canonical slot is the next occupied one after the previous run's.
+            while occupied.advance() && !is_occupied(occupied.slot()) {}
+            if occupied.index() >= read.index() {
+                // The run starts in its canonical slot: a cluster start, which stays.
+                break;
+            }
+        } else if target == plan.position && plan.was_head {
+            // The removed element headed this run: its successor heads it now.
+            moved |= NEW_RUN;
+        }
+        put(rewriter, target, moved);
+        target += 1;
+        if !read.advance() {
+            break;
+        }
+    }
+    put(rewriter, target, 0);
+    target
+}

@@ -1,0 +1,246 @@
+//! Loom models of `TwoBitQf`'s locks in empty slots (paper 000 §3.2, 2-status-bit variant; see
+//! the protocol in `src/qf/two_bit/mod.rs`): each is named after the hazard it checks.
+//!
+//! Tables have 8 canonical slots of 14-bit remainders (16-bit slots, 4 per group: slots 0-3,
+//! 4-7, ...; slot 0 is the guard and quotient `x` lives at slot `x + 1`), so superclusters cross
+//! group boundaries after a few elements and both the lock-free and the locked paths run. Keys'
+//! fingerprints are chosen so they collide. After every interleaving: no lost insert, no false
+//! negative, no lock left behind (the invariants check), and (loom checks this itself) no
+//! deadlock.
+
+use conqf::{Filter, Remove, TwoBitQf};
+use loom::sync::Arc;
+use loom::thread;
+
+const Q: u32 = 3;
+const R: u32 = 14;
+
+/// The hash of fingerprint `(quotient, remainder)`.
+fn key(quotient: u64, remainder: u64) -> u64 {
+    ((quotient << R) | remainder) << (64 - Q - R)
+}
+
+/// A filter holding `keys`, filled before any thread starts.
+fn filter_with(keys: &[u64]) -> Arc<TwoBitQf> {
+    let filter = TwoBitQf::with_bits(Q, R).unwrap();
+    for &k in keys {
+        assert!(filter.insert_hash(k).unwrap());
+    }
+    Arc::new(filter)
+}
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    // Three preemptions: every model here finishes in well under a second in release mode.
+    super::check(Some(3), f);
+}
+
+/// Two locked inserts into one supercluster (slots 2-4, across groups 0 and 1): both take the
+/// left lock on slot 1; neither may be lost and the runs must stay sorted.
+#[test]
+fn two_bit_racing_inserts_into_one_supercluster_lose_nothing() {
+    model(|| {
+        let filter = filter_with(&[key(1, 50), key(1, 60), key(2, 50)]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(1, 10)).unwrap());
+        let u = thread::spawn(move || y.insert_hash(key(2, 10)).unwrap());
+        assert!(t.join().unwrap() && u.join().unwrap());
+        for k in [key(1, 10), key(1, 50), key(1, 60), key(2, 10), key(2, 50)] {
+            assert!(filter.contains_hash(k));
+        }
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// The same fingerprint inserted twice at once: exactly one insert stores it.
+#[test]
+fn two_bit_racing_duplicate_inserts_store_once() {
+    model(|| {
+        let filter = filter_with(&[key(1, 3), key(1, 4), key(2, 9)]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(1, 5)).unwrap());
+        let u = thread::spawn(move || y.insert_hash(key(1, 5)).unwrap());
+        let (a, b) = (t.join().unwrap(), u.join().unwrap());
+        assert!(a ^ b, "exactly one insert stores the fingerprint");
+        assert_eq!(filter.len(), 4);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// Queries of stored keys while an insert shifts their supercluster across a group boundary:
+/// the group-at-a-time shift must never hide them.
+#[test]
+fn two_bit_contains_during_a_shift_across_groups_never_misses() {
+    model(|| {
+        let filter = filter_with(&[key(1, 20), key(1, 30), key(2, 40)]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(1, 5)).unwrap());
+        let u = thread::spawn(move || {
+            assert!(y.contains_hash(key(2, 40)));
+            assert!(y.contains_hash(key(1, 30)));
+        });
+        u.join().unwrap();
+        assert!(t.join().unwrap());
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// Queries while a removal shifts a supercluster left across a group boundary: the query finds
+/// the other keys, and the removed key is gone afterwards.
+#[test]
+fn two_bit_contains_during_a_removal_never_misses() {
+    model(|| {
+        let filter = filter_with(&[key(1, 1), key(1, 2), key(2, 3), key(3, 4)]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.remove_hash(key(1, 1)).unwrap());
+        let u = thread::spawn(move || {
+            assert!(y.contains_hash(key(3, 4)));
+            assert!(y.contains_hash(key(2, 3)));
+        });
+        u.join().unwrap();
+        assert!(t.join().unwrap());
+        assert!(!filter.contains_hash(key(1, 1)));
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// An insert that fills the empty slot 4 between two superclusters (its right lock) races a
+/// lock-free insert into the right supercluster, whose left boundary is that same slot 4: the
+/// fast path must see the lock and not act on a boundary that is about to be filled.
+#[test]
+fn two_bit_insert_merging_two_superclusters_races_the_right_one() {
+    model(|| {
+        let filter = filter_with(&[key(1, 1), key(1, 2), key(4, 7), key(4, 8)]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(1, 3)).unwrap());
+        let u = thread::spawn(move || y.insert_hash(key(4, 5)).unwrap());
+        assert!(t.join().unwrap() && u.join().unwrap());
+        for k in [
+            key(1, 1),
+            key(1, 2),
+            key(1, 3),
+            key(4, 5),
+            key(4, 7),
+            key(4, 8),
+        ] {
+            assert!(filter.contains_hash(k));
+        }
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// A removal that splits a supercluster (it empties slot 4; quotient 4's run stays in its
+/// canonical slot 5) races an insert into the part that splits off, whose left boundary moves
+/// from slot 1 to slot 4 under it: the insert must notice the stale boundary and restart.
+#[test]
+fn two_bit_insert_into_the_part_a_removal_splits_off() {
+    model(|| {
+        let filter = filter_with(&[key(1, 1), key(1, 2), key(2, 5), key(4, 7)]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.remove_hash(key(1, 1)).unwrap());
+        let u = thread::spawn(move || y.insert_hash(key(4, 3)).unwrap());
+        assert!(t.join().unwrap() && u.join().unwrap());
+        for k in [key(1, 2), key(2, 5), key(4, 3), key(4, 7)] {
+            assert!(filter.contains_hash(k));
+        }
+        assert!(!filter.contains_hash(key(1, 1)));
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// A locked insert plans to fill slot 5 (its right boundary) while a lock-free insert fills
+/// slot 5, an empty canonical slot, with one CAS: the locked insert must lock the new end of the
+/// longer supercluster and plan again.
+#[test]
+fn two_bit_filling_the_right_boundary_extends_the_locked_supercluster() {
+    model(|| {
+        let filter = filter_with(&[key(1, 1), key(1, 2), key(1, 3)]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(1, 16)).unwrap());
+        let u = thread::spawn(move || y.insert_hash(key(4, 7)).unwrap());
+        assert!(t.join().unwrap() && u.join().unwrap());
+        for k in [key(1, 1), key(1, 2), key(1, 3), key(1, 16), key(4, 7)] {
+            assert!(filter.contains_hash(k));
+        }
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// Two removals in one supercluster at once, one of them emptying a run whose canonical slot is
+/// in an earlier group than the element (the occupied bit clears in group 0).
+#[test]
+fn two_bit_racing_removals_in_one_supercluster() {
+    model(|| {
+        let filter = filter_with(&[key(1, 1), key(1, 2), key(2, 3), key(3, 4)]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.remove_hash(key(1, 2)).unwrap());
+        let u = thread::spawn(move || y.remove_hash(key(3, 4)).unwrap());
+        assert!(t.join().unwrap() && u.join().unwrap());
+        assert!(filter.contains_hash(key(1, 1)) && filter.contains_hash(key(2, 3)));
+        assert_eq!(filter.len(), 2);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// A removal and a re-insert of the same key race a query of a neighbour: whatever the order,
+/// the neighbour is found and the table ends valid with the key present or absent as the
+/// linearisation says (the insert answers whether it stored it).
+#[test]
+fn two_bit_remove_and_reinsert_of_one_key() {
+    model(|| {
+        let filter = filter_with(&[key(2, 9), key(2, 10), key(3, 1)]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.remove_hash(key(2, 9)).unwrap());
+        let u = thread::spawn(move || {
+            let stored = y.insert_hash(key(2, 9)).unwrap();
+            assert!(y.contains_hash(key(3, 1)));
+            stored
+        });
+        assert!(t.join().unwrap());
+        let stored = u.join().unwrap();
+        assert_eq!(filter.contains_hash(key(2, 9)), stored);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// A locked removal in a supercluster that fits group 1 (slots 5-6, left lock on slot 4) races a
+/// lock-free insert into the same supercluster: the fast path must refuse a group whose boundary
+/// slot is locked, or the removal's shift overwrites what the fast path moved.
+#[test]
+fn two_bit_fast_path_insert_never_enters_a_locked_supercluster() {
+    model(|| {
+        let filter = filter_with(&[key(4, 7), key(4, 8)]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.remove_hash(key(4, 8)).unwrap());
+        let u = thread::spawn(move || y.insert_hash(key(4, 5)).unwrap());
+        assert!(t.join().unwrap() && u.join().unwrap());
+        assert!(filter.contains_hash(key(4, 5)) && filter.contains_hash(key(4, 7)));
+        assert!(!filter.contains_hash(key(4, 8)));
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// An insert whose right lock is the slot 4 that a locked query of the next supercluster (slots
+/// 5-8, across groups 1 and 2) holds as its left lock: the insert waits for the query, holding
+/// only its own left lock on slot 1, and the query reads a supercluster nobody changes.
+#[test]
+fn two_bit_insert_waits_for_a_query_holding_its_right_boundary() {
+    model(|| {
+        let filter = filter_with(&[
+            key(1, 1),
+            key(1, 2),
+            key(4, 7),
+            key(4, 8),
+            key(4, 9),
+            key(4, 10),
+        ]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(1, 3)).unwrap());
+        let u = thread::spawn(move || {
+            assert!(y.contains_hash(key(4, 10)));
+            assert!(y.contains_hash(key(1, 2)));
+        });
+        u.join().unwrap();
+        assert!(t.join().unwrap());
+        filter.check_invariants().unwrap();
+    });
+}
