@@ -61,6 +61,7 @@
 //! The locking protocols are model-checked with [loom](https://docs.rs/loom):
 //! `RUSTFLAGS="--cfg loom" cargo test --release --test loom`.
 
+mod batch;
 mod bloom;
 mod counter;
 mod filter;
@@ -70,6 +71,7 @@ mod sizing;
 mod storage;
 mod sync;
 
+pub use batch::{BatchInsert, BuildMethod};
 pub use bloom::AtomicBloomFilter;
 pub use filter::{Count, Error, Filter, Merge, Remove};
 pub use hash::{hash_key, Fingerprint};

@@ -232,6 +232,32 @@ impl SlotArray {
         self.groups[group].compare_exchange(current, new, success, failure)
     }
 
+    /// ORs `bits` into group `group`: how the bulk build scatters elements into a zeroed array
+    /// from several threads, each owning some lanes of a group its neighbours share.
+    #[inline]
+    pub(crate) fn or_group(&self, group: usize, bits: u64, order: Ordering) {
+        self.groups[group].fetch_or(bits, order);
+    }
+
+    /// Asks the CPU to start loading the group of slot `index` into the cache, so a lookup
+    /// issued a little later finds it there (batch lookups, paper 004 §IV-A). A hint only:
+    /// a no-op where there is no prefetch instruction (and under loom).
+    #[inline]
+    pub(crate) fn prefetch(&self, index: usize) {
+        #[cfg(all(target_arch = "x86_64", not(loom)))]
+        {
+            let (group, _) = self.layout.locate(index.min(self.slots - 1));
+            let pointer = self.groups[group].as_ptr().cast::<i8>().cast_const();
+            // SAFETY: `_mm_prefetch` never faults and reads nothing architecturally; the pointer
+            // is to a live group of this array anyway. SSE is part of the x86_64 baseline.
+            unsafe {
+                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(pointer)
+            };
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+        let _ = index;
+    }
+
     /// Reads slot `index` with the given ordering.
     #[inline]
     pub(crate) fn get(&self, index: usize, order: Ordering) -> u64 {
@@ -240,7 +266,7 @@ impl SlotArray {
     }
 
     /// Writes slot `index` when no other thread can touch the array (`&mut self`).
-    #[inline]
+    #[cfg(test)]
     pub(crate) fn set_exclusive(&mut self, index: usize, value: u64) {
         let (group, offset) = self.layout.locate(index);
         // Relaxed: `&mut self` means no other thread can observe the array right now; the
@@ -463,6 +489,32 @@ impl Commit for Exclusive {
         // Relaxed: the owner holds `&mut`, so no other thread accesses the array.
         let word = array.load_group(group, Ordering::Relaxed);
         array.store_group(group, compose(word), Ordering::Relaxed);
+    }
+}
+
+/// [`Commit`] for writers that own disjoint lanes of an array no one else reads meanwhile: the
+/// parallel rounds of the batch inserts and removes (paper 004 §IV-B, §IV-D), where each thread
+/// rewrites its own supercluster but neighbouring superclusters may share a group. A CAS loop
+/// keeps the other lanes as their owners left them.
+pub(crate) struct DisjointLanes;
+
+impl Commit for DisjointLanes {
+    #[inline]
+    fn commit(&self, array: &SlotArray, group: usize, _range: u64, compose: impl Fn(u64) -> u64) {
+        // Relaxed: a CAS always compares with the latest value in the group's modification
+        // order, so no other thread's lanes are lost; the round's fork and join order these
+        // writes before any later read of the lanes.
+        let mut word = array.load_group(group, Ordering::Relaxed);
+        // Relaxed on both arms: as above.
+        while let Err(now) = array.compare_exchange_group(
+            group,
+            word,
+            compose(word),
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        ) {
+            word = now;
+        }
     }
 }
 

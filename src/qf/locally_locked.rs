@@ -91,8 +91,8 @@ use super::walk::{self, InsertStep, KEEP_OCCUPIED};
 /// # Ok::<(), conqf::Error>(())
 /// ```
 pub struct LocallyLockedQf {
-    table: QfTable,
-    len: StripedCounter,
+    pub(crate) table: QfTable,
+    pub(crate) len: StripedCounter,
     /// The continuation bit of every lane: finds lock statuses in a word at once.
     continuation_lanes: u64,
 }
