@@ -1,5 +1,6 @@
 //! The few data-parallel primitives the batch algorithms of paper 004 need, on rayon's pool with
-//! the `parallel` feature and as plain loops without it. The algorithms are written against these
+//! the `parallel` feature and as plain loops without it (and under loom, whose atomics only
+//! loom's own threads may touch). The algorithms are written against these
 //! so they read the same either way (and a GPU backend could follow them kernel by kernel).
 
 /// Below this many items a parallel step costs more in scheduling than it saves.
@@ -7,7 +8,7 @@ pub(crate) const MIN_PARALLEL: usize = 1 << 14;
 
 /// Sorts ascending (unstable: equal keys are indistinguishable).
 pub(crate) fn sort(keys: &mut [u64]) {
-    #[cfg(feature = "parallel")]
+    #[cfg(all(feature = "parallel", not(loom)))]
     if keys.len() >= MIN_PARALLEL {
         use rayon::slice::ParallelSliceMut;
         keys.par_sort_unstable();
@@ -25,19 +26,19 @@ pub(crate) fn map_chunks<R: Send>(
 ) -> Vec<R> {
     let chunk = chunk_len(len, min);
     let ranges = (0..len.div_ceil(chunk)).map(|c| c * chunk..((c + 1) * chunk).min(len));
-    #[cfg(feature = "parallel")]
+    #[cfg(all(feature = "parallel", not(loom)))]
     {
         use rayon::prelude::*;
         let ranges: Vec<_> = ranges.collect();
         ranges.into_par_iter().map(&map).collect()
     }
-    #[cfg(not(feature = "parallel"))]
+    #[cfg(not(all(feature = "parallel", not(loom))))]
     ranges.map(map).collect()
 }
 
 /// Runs `each` on every element, in parallel where it pays.
 pub(crate) fn for_each<T: Send>(items: Vec<T>, each: impl Fn(T) + Sync + Send) {
-    #[cfg(feature = "parallel")]
+    #[cfg(all(feature = "parallel", not(loom)))]
     if items.len() > 1 {
         use rayon::prelude::*;
         items.into_par_iter().for_each(each);
@@ -52,7 +53,7 @@ pub(crate) fn for_each_chunk_mut<T: Send>(
     chunk: usize,
     each: impl Fn(&mut [T]) + Sync + Send,
 ) {
-    #[cfg(feature = "parallel")]
+    #[cfg(all(feature = "parallel", not(loom)))]
     if items.len() >= MIN_PARALLEL {
         use rayon::prelude::*;
         items.par_chunks_mut(chunk).for_each(each);
@@ -66,7 +67,7 @@ pub(crate) fn filter_map<T: Sync, R: Send>(
     items: &[T],
     map: impl Fn(&T) -> Option<R> + Sync + Send,
 ) -> Vec<R> {
-    #[cfg(feature = "parallel")]
+    #[cfg(all(feature = "parallel", not(loom)))]
     if items.len() >= MIN_PARALLEL / 4 {
         use rayon::prelude::*;
         return items.par_iter().filter_map(map).collect();
@@ -81,8 +82,8 @@ fn chunk_len(len: usize, min: usize) -> usize {
 
 /// The number of worker threads the parallel steps use.
 pub(crate) fn threads() -> usize {
-    #[cfg(feature = "parallel")]
+    #[cfg(all(feature = "parallel", not(loom)))]
     return rayon::current_num_threads();
-    #[cfg(not(feature = "parallel"))]
+    #[cfg(not(all(feature = "parallel", not(loom))))]
     1
 }
