@@ -71,6 +71,10 @@ mod sizing;
 mod storage;
 mod sync;
 
+/// Entry points for the loom models of the batch operations (`--cfg loom` only).
+#[cfg(loom)]
+#[doc(hidden)]
+pub use batch::loom_hooks as batch_loom;
 pub use batch::{BatchInsert, BuildMethod};
 pub use bloom::AtomicBloomFilter;
 pub use filter::{Count, Error, Filter, Merge, Remove};

@@ -21,6 +21,8 @@ mod api;
 pub(crate) mod keys;
 pub(crate) mod layout;
 pub(crate) mod lookup;
+#[cfg(loom)]
+pub mod loom_hooks;
 pub(crate) mod par;
 pub(crate) mod scatter;
 pub(crate) mod supercluster;

@@ -28,7 +28,7 @@ use crate::sync::Ordering;
 use super::par;
 
 /// What planning one element of the batch decided.
-enum Claim<P> {
+pub(crate) enum Claim<P> {
     /// Nothing to write for this element: already stored (insert) or not stored (remove).
     Done,
     /// The element writes this plan in its region, which starts or ends at `region`.
@@ -43,64 +43,80 @@ enum Claim<P> {
 /// stay inserted (and counted), the rest of the batch is not.
 pub(crate) fn insert(table: &mut QfTable, keys: &[u64], stored: &mut usize) -> Result<(), Error> {
     let table = &*table;
-    let (r, array) = (table.remainder_bits, &table.slots);
-    let plan = |key: u64| -> Result<Claim<InsertPlan>, Error> {
-        let quotient = (key >> r) as usize;
-        // Relaxed: the previous round's join orders its writes before these reads.
-        let mut cursor = array.cursor(quotient, Ordering::Relaxed);
-        match walk::plan_insert(&mut cursor, quotient, key & low_mask(r)) {
-            Some(InsertStep::Duplicate { .. }) => Ok(Claim::Done),
-            Some(InsertStep::Place(plan)) if plan.end + 1 < array.len() => Ok(Claim::Write {
-                region: plan.end,
-                plan,
-            }),
-            _ => Err(Error::Full),
-        }
-    };
+    let r = table.remainder_bits;
     // An element waits if its canonical slot lies in the supercluster claimed before it, i.e.
     // at or before that supercluster's end.
     let same_region = |key: u64, end: usize| (key >> r) as usize <= end;
-    rounds(keys, plan, same_region, stored, |plan| {
-        // Relaxed: reads of this supercluster, which only this thread writes during the round.
-        let mut read = array.cursor(plan.position, Ordering::Relaxed);
-        let mut rewriter = Rewriter::new(array, DisjointLanes, KEEP_OCCUPIED);
-        walk::shift_in(&mut read, &mut rewriter, &plan, None);
-        rewriter.finish();
-    })
+    rounds(
+        keys,
+        |key| plan_insertion(table, key),
+        same_region,
+        stored,
+        |plan| write_insertion(&table.slots, &plan),
+    )
+}
+
+/// Plans the insert of one key: done if stored already, else a write in the supercluster that
+/// ends at `plan.end`.
+pub(crate) fn plan_insertion(table: &QfTable, key: u64) -> Result<Claim<InsertPlan>, Error> {
+    let (r, array) = (table.remainder_bits, &table.slots);
+    let quotient = (key >> r) as usize;
+    // Relaxed: the previous round's join orders its writes before these reads.
+    let mut cursor = array.cursor(quotient, Ordering::Relaxed);
+    match walk::plan_insert(&mut cursor, quotient, key & low_mask(r)) {
+        Some(InsertStep::Duplicate { .. }) => Ok(Claim::Done),
+        Some(InsertStep::Place(plan)) if plan.end + 1 < array.len() => Ok(Claim::Write {
+            region: plan.end,
+            plan,
+        }),
+        _ => Err(Error::Full),
+    }
+}
+
+/// Writes a planned insert, keeping the lanes of other superclusters in shared groups.
+pub(crate) fn write_insertion(array: &SlotArray, plan: &InsertPlan) {
+    // Relaxed: reads of this supercluster, which only this thread writes during the round.
+    let mut read = array.cursor(plan.position, Ordering::Relaxed);
+    let mut rewriter = Rewriter::new(array, DisjointLanes, KEEP_OCCUPIED);
+    walk::shift_in(&mut read, &mut rewriter, plan, None);
+    rewriter.finish();
 }
 
 /// Removes sorted, distinct fingerprint keys from `table` by cluster rounds. Returns how many
 /// were stored (and are now removed).
 pub(crate) fn remove(table: &mut QfTable, keys: &[u64]) -> usize {
     let table = &*table;
-    let (r, array) = (table.remainder_bits, &table.slots);
-    let plan = |key: u64| -> Result<Claim<RemovePlan>, Infallible> {
-        let quotient = (key >> r) as usize;
-        // Relaxed: as for inserts.
-        let mut cursor = array.cursor(quotient, Ordering::Relaxed);
-        Ok(
-            match walk::plan_remove(&mut cursor, quotient, key & low_mask(r)) {
-                Some(Some(plan)) => Claim::Write {
-                    region: plan.cluster_start,
-                    plan,
-                },
-                _ => Claim::Done,
-            },
-        )
-    };
     // The cluster's end is not known before planning, so every element is planned; those in a
     // cluster claimed before them wait.
     let same_region = |_key: u64, _start: usize| false;
     let mut removed = 0;
+    let plan = |key| Ok::<_, Infallible>(plan_removal(table, key));
     match rounds(keys, plan, same_region, &mut removed, |plan| {
-        write_removal(array, &plan)
+        write_removal(&table.slots, &plan)
     }) {
         Ok(()) => removed,
         Err(never) => match never {},
     }
 }
 
-fn write_removal(array: &SlotArray, plan: &RemovePlan) {
+/// Plans the removal of one key: done if not stored, else a write in the cluster that starts
+/// at `plan.cluster_start`.
+pub(crate) fn plan_removal(table: &QfTable, key: u64) -> Claim<RemovePlan> {
+    let (r, array) = (table.remainder_bits, &table.slots);
+    let quotient = (key >> r) as usize;
+    // Relaxed: as for inserts.
+    let mut cursor = array.cursor(quotient, Ordering::Relaxed);
+    match walk::plan_remove(&mut cursor, quotient, key & low_mask(r)) {
+        Some(Some(plan)) => Claim::Write {
+            region: plan.cluster_start,
+            plan,
+        },
+        _ => Claim::Done,
+    }
+}
+
+/// Writes a planned removal, keeping the lanes of other clusters in shared groups.
+pub(crate) fn write_removal(array: &SlotArray, plan: &RemovePlan) {
     // Relaxed: reads of this cluster, which only this thread writes during the round, and of
     // the slot after it, which stays an empty slot or a cluster start whatever its owner does.
     let mut read = array.cursor(plan.position + 1, Ordering::Relaxed);
