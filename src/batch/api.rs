@@ -19,7 +19,7 @@ impl SequentialQf {
     /// ```
     /// use conqf::{BuildMethod, SequentialQf};
     /// let hashes: Vec<u64> = (0..10_000u64).map(|k| conqf::hash_key(&k)).collect();
-    /// let filter = SequentialQf::bulk_build(14, 10, &hashes, BuildMethod::default())?;
+    /// let filter = SequentialQf::bulk_build(14, 20, &hashes, BuildMethod::default())?;
     /// assert_eq!(filter.len(), 10_000);
     /// assert!(filter.contains(&42u64));
     /// # Ok::<(), conqf::Error>(())
@@ -46,7 +46,7 @@ impl SequentialQf {
     ///
     /// ```
     /// use conqf::SequentialQf;
-    /// let mut filter = SequentialQf::with_bits(12, 8)?;
+    /// let mut filter = SequentialQf::with_bits(12, 20)?;
     /// filter.insert(&1u64)?;
     /// let hashes: Vec<u64> = (0..1000u64).map(|k| conqf::hash_key(&k)).collect();
     /// assert_eq!(filter.insert_batch(&hashes)?, 999); // key 1 was there already
@@ -65,7 +65,7 @@ impl SequentialQf {
     ///
     /// ```
     /// use conqf::{BatchInsert, BuildMethod, SequentialQf};
-    /// let mut filter = SequentialQf::with_bits(12, 8)?;
+    /// let mut filter = SequentialQf::with_bits(12, 20)?;
     /// let hashes: Vec<u64> = (0..1000u64).map(|k| conqf::hash_key(&k)).collect();
     /// let merge = BatchInsert::Merge(BuildMethod::ParallelMerging);
     /// assert_eq!(filter.insert_batch_with(&hashes, merge)?, 1000);
@@ -88,7 +88,7 @@ impl SequentialQf {
     /// ```
     /// use conqf::SequentialQf;
     /// let hashes: Vec<u64> = (0..1000u64).map(|k| conqf::hash_key(&k)).collect();
-    /// let mut filter = SequentialQf::bulk_build(12, 8, &hashes, Default::default())?;
+    /// let mut filter = SequentialQf::bulk_build(12, 20, &hashes, Default::default())?;
     /// assert_eq!(filter.remove_batch(&hashes[..400]), 400);
     /// assert_eq!(filter.len(), 600);
     /// # Ok::<(), conqf::Error>(())
@@ -104,7 +104,7 @@ impl SequentialQf {
     ///
     /// ```
     /// use conqf::SequentialQf;
-    /// let mut filter = SequentialQf::with_bits(12, 8)?;
+    /// let mut filter = SequentialQf::with_bits(12, 20)?;
     /// filter.insert(&7u64)?;
     /// let queries = [conqf::hash_key(&7u64), conqf::hash_key(&8u64)];
     /// let mut found = [false; 2];
@@ -132,7 +132,7 @@ impl LocallyLockedQf {
     /// ```
     /// use conqf::{Filter, LocallyLockedQf};
     /// let hashes: Vec<u64> = (0..1000u64).map(|k| conqf::hash_key(&k)).collect();
-    /// let filter = LocallyLockedQf::bulk_build(12, 8, &hashes, Default::default())?;
+    /// let filter = LocallyLockedQf::bulk_build(12, 20, &hashes, Default::default())?;
     /// assert!(filter.contains(&3u64));
     /// # Ok::<(), conqf::Error>(())
     /// ```
@@ -158,7 +158,7 @@ impl LocallyLockedQf {
     ///
     /// ```
     /// use conqf::{BatchInsert, Filter, LocallyLockedQf};
-    /// let mut filter = LocallyLockedQf::with_bits(12, 8)?;
+    /// let mut filter = LocallyLockedQf::with_bits(12, 20)?;
     /// let hashes: Vec<u64> = (0..500u64).map(|k| conqf::hash_key(&k)).collect();
     /// assert_eq!(filter.insert_batch_with(&hashes, BatchInsert::Auto)?, 500);
     /// assert_eq!(filter.len(), 500);
@@ -184,7 +184,7 @@ impl LocallyLockedQf {
     /// ```
     /// use conqf::{Filter, LocallyLockedQf};
     /// let hashes: Vec<u64> = (0..500u64).map(|k| conqf::hash_key(&k)).collect();
-    /// let mut filter = LocallyLockedQf::bulk_build(12, 8, &hashes, Default::default())?;
+    /// let mut filter = LocallyLockedQf::bulk_build(12, 20, &hashes, Default::default())?;
     /// assert_eq!(filter.remove_batch(&hashes), 500);
     /// assert!(filter.is_empty());
     /// # Ok::<(), conqf::Error>(())
@@ -201,7 +201,7 @@ impl LocallyLockedQf {
     ///
     /// ```
     /// use conqf::{Filter, LocallyLockedQf};
-    /// let filter = LocallyLockedQf::with_bits(12, 8)?;
+    /// let filter = LocallyLockedQf::with_bits(12, 20)?;
     /// filter.insert(&7u64)?;
     /// let mut found = [false];
     /// filter.contains_batch(&[conqf::hash_key(&7u64)], &mut found)?;

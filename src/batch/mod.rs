@@ -38,8 +38,8 @@ use crate::qf::table::QfTable;
 /// ```
 /// use conqf::{BuildMethod, SequentialQf};
 /// let hashes: Vec<u64> = (0..1000u64).map(|k| conqf::hash_key(&k)).collect();
-/// let a = SequentialQf::bulk_build(12, 8, &hashes, BuildMethod::ParallelMerging)?;
-/// let b = SequentialQf::bulk_build(12, 8, &hashes, BuildMethod::SegmentedLayouts)?;
+/// let a = SequentialQf::bulk_build(12, 20, &hashes, BuildMethod::ParallelMerging)?;
+/// let b = SequentialQf::bulk_build(12, 20, &hashes, BuildMethod::SegmentedLayouts)?;
 /// assert!(a.fingerprints().eq(b.fingerprints()));
 /// # Ok::<(), conqf::Error>(())
 /// ```
@@ -79,7 +79,7 @@ impl BuildMethod {
 ///
 /// ```
 /// use conqf::{BatchInsert, SequentialQf};
-/// let mut filter = SequentialQf::with_bits(12, 8)?;
+/// let mut filter = SequentialQf::with_bits(12, 20)?;
 /// let hashes: Vec<u64> = (0..100u64).map(|k| conqf::hash_key(&k)).collect();
 /// assert_eq!(filter.insert_batch_with(&hashes, BatchInsert::Superclusters)?, 100);
 /// assert!(hashes.iter().all(|&h| filter.contains_hash(h)));
