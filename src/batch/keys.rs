@@ -28,15 +28,51 @@ pub(crate) fn table_keys(table: &QfTable, order: Ordering) -> Vec<u64> {
         .collect()
 }
 
-/// The union of two increasing sequences, each value once.
+/// The union of two increasing sequences, each value once: a merge path (Green et al., as in
+/// paper 004 §IV-E) cuts the output into one piece per thread, each piece is merged on its own,
+/// and the pieces are joined and deduplicated.
 pub(crate) fn merge_sorted(a: &[u64], b: &[u64]) -> Vec<u64> {
+    let total = a.len() + b.len();
+    let pieces = par::map_chunks(total, par::MIN_PARALLEL, |range| {
+        let (from_a, to_a) = (co_rank(range.start, a, b), co_rank(range.end, a, b));
+        merge_piece(&a[from_a..to_a], &b[range.start - from_a..range.end - to_a])
+    });
+    let mut out = Vec::with_capacity(total);
+    for piece in pieces {
+        out.extend_from_slice(&piece);
+    }
+    out.dedup();
+    out
+}
+
+/// How many of the first `diagonal` elements of the merge of `a` and `b` come from `a` (equal
+/// values are taken from `a` first): a binary search along the merge path's diagonal.
+fn co_rank(diagonal: usize, a: &[u64], b: &[u64]) -> usize {
+    let (mut low, mut high) = (diagonal.saturating_sub(b.len()), diagonal.min(a.len()));
+    while low < high {
+        let i = low + (high - low) / 2;
+        // Taking `i` from `a` is too few if `a[i]` still belongs before `b[diagonal - i - 1]`.
+        if a[i] <= b[diagonal - i - 1] {
+            low = i + 1;
+        } else {
+            high = i;
+        }
+    }
+    low
+}
+
+/// The merge of two increasing slices (duplicates kept, `a`'s first).
+fn merge_piece(a: &[u64], b: &[u64]) -> Vec<u64> {
     let mut out = Vec::with_capacity(a.len() + b.len());
     let (mut i, mut j) = (0, 0);
     while i < a.len() && j < b.len() {
-        let next = a[i].min(b[j]);
-        out.push(next);
-        i += (a[i] == next) as usize;
-        j += (b[j] == next) as usize;
+        if a[i] <= b[j] {
+            out.push(a[i]);
+            i += 1;
+        } else {
+            out.push(b[j]);
+            j += 1;
+        }
     }
     out.extend_from_slice(&a[i..]);
     out.extend_from_slice(&b[j..]);
@@ -54,6 +90,36 @@ mod tests {
             vec![1, 2, 3, 5, 9, 10, 11]
         );
         assert_eq!(merge_sorted(&[], &[4]), vec![4]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn merge_path_pieces_equal_a_sequential_merge(
+            a in proptest::collection::vec(0u64..5000, 0..40_000),
+            b in proptest::collection::vec(0u64..5000, 0..40_000),
+        ) {
+            let (mut a, mut b) = (a, b);
+            a.sort_unstable();
+            b.sort_unstable();
+            let mut expected: Vec<u64> = a.iter().chain(&b).copied().collect();
+            expected.sort_unstable();
+            expected.dedup();
+            proptest::prop_assert_eq!(merge_sorted(&a, &b), expected);
+        }
+    }
+
+    #[test]
+    fn cutting_the_merge_path_anywhere_gives_the_same_merge() {
+        let a = [1, 3, 3, 5, 9, 9, 12];
+        let b = [0, 3, 4, 9, 10, 13, 14, 15];
+        let whole = merge_piece(&a, &b);
+        let total = a.len() + b.len();
+        for cut in 0..=total {
+            let i = co_rank(cut, &a, &b);
+            let mut joined = merge_piece(&a[..i], &b[..cut - i]);
+            joined.extend(merge_piece(&a[i..], &b[cut - i..]));
+            assert_eq!(joined, whole, "cut at {cut}");
+        }
     }
 
     #[test]
