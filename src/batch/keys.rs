@@ -13,10 +13,47 @@ use super::par;
 pub(crate) fn sorted_keys(hashes: &[u64], fingerprint_bits: u32) -> Vec<u64> {
     debug_assert!((2..=64).contains(&fingerprint_bits));
     let shift = 64 - fingerprint_bits;
-    let mut keys: Vec<u64> = hashes.iter().map(|&hash| hash >> shift).collect();
-    par::sort(&mut keys);
+    let keys: Vec<u64> = hashes.iter().map(|&hash| hash >> shift).collect();
+    let mut keys = partition_sort(keys, fingerprint_bits);
     keys.dedup();
     keys
+}
+
+/// Sorts keys of `bits` bits: one radix pass scatters them into `2^k` buckets by their top `k`
+/// bits (about a thousand keys per bucket for hashed keys), then the buckets, each small enough
+/// for the L1 cache, are sorted in parallel. For hashes this is linear work and beats a
+/// comparison sort of the whole array; skewed keys only make some buckets larger.
+pub(crate) fn partition_sort(mut keys: Vec<u64>, bits: u32) -> Vec<u64> {
+    let n = keys.len();
+    if n < 1 << 12 {
+        keys.sort_unstable();
+        return keys;
+    }
+    let bucket_bits = (n.ilog2() - 10).clamp(1, 16).min(bits);
+    let shift = bits - bucket_bits;
+    let mut starts = vec![0usize; (1 << bucket_bits) + 1];
+    for &key in &keys {
+        starts[(key >> shift) as usize + 1] += 1;
+    }
+    for b in 1..starts.len() {
+        starts[b] += starts[b - 1];
+    }
+    let mut sorted = vec![0u64; n];
+    let mut next = starts.clone();
+    for &key in &keys {
+        let bucket = (key >> shift) as usize;
+        sorted[next[bucket]] = key;
+        next[bucket] += 1;
+    }
+    let mut buckets = Vec::with_capacity(starts.len() - 1);
+    let mut rest = &mut sorted[..];
+    for pair in starts.windows(2) {
+        let (bucket, tail) = rest.split_at_mut(pair[1] - pair[0]);
+        buckets.push(bucket);
+        rest = tail;
+    }
+    par::for_each(buckets, |bucket| bucket.sort_unstable());
+    sorted
 }
 
 /// The keys a table stores, in increasing order (the extraction step of paper 004 §IV-E).
@@ -119,6 +156,19 @@ mod tests {
             let mut joined = merge_piece(&a[..i], &b[..cut - i]);
             joined.extend(merge_piece(&a[i..], &b[cut - i..]));
             assert_eq!(joined, whole, "cut at {cut}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn partition_sort_sorts_uniform_and_skewed_keys(
+            keys in proptest::collection::vec(0u64..(1 << 30), 0..20_000),
+            skew in 0u32..25,
+        ) {
+            let keys: Vec<u64> = keys.into_iter().map(|k| k >> skew).collect();
+            let mut expected = keys.clone();
+            expected.sort_unstable();
+            proptest::prop_assert_eq!(partition_sort(keys, 30), expected);
         }
     }
 

@@ -6,17 +6,6 @@
 /// Below this many items a parallel step costs more in scheduling than it saves.
 pub(crate) const MIN_PARALLEL: usize = 1 << 14;
 
-/// Sorts ascending (unstable: equal keys are indistinguishable).
-pub(crate) fn sort(keys: &mut [u64]) {
-    #[cfg(all(feature = "parallel", not(loom)))]
-    if keys.len() >= MIN_PARALLEL {
-        use rayon::slice::ParallelSliceMut;
-        keys.par_sort_unstable();
-        return;
-    }
-    keys.sort_unstable();
-}
-
 /// Splits `0..len` into about one chunk per thread (never smaller than `min` items) and maps
 /// each chunk; the results come back in chunk order.
 pub(crate) fn map_chunks<R: Send>(
