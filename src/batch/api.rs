@@ -149,6 +149,24 @@ impl LocallyLockedQf {
             .map(Self::from_sequential)
     }
 
+    /// Inserts a batch, choosing the strategy as [`SequentialQf::insert_batch`] does. Takes
+    /// `&mut self`; see [`insert_batch_with`](Self::insert_batch_with).
+    ///
+    /// ```
+    /// use conqf::{Filter, LocallyLockedQf};
+    /// let mut filter = LocallyLockedQf::with_bits(12, 20)?;
+    /// let hashes: Vec<u64> = (0..500u64).map(|k| conqf::hash_key(&k)).collect();
+    /// assert_eq!(filter.insert_batch(&hashes)?, 500);
+    /// assert!(filter.contains(&499u64));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`SequentialQf::insert_batch`].
+    pub fn insert_batch(&mut self, hashes: &[u64]) -> Result<usize, Error> {
+        self.insert_batch_with(hashes, BatchInsert::Auto)
+    }
+
     /// Inserts a batch; see [`SequentialQf::insert_batch_with`].
     ///
     /// Takes `&mut self`: supercluster rounds write without the status-bit locks, and a

@@ -21,8 +21,8 @@ pub(crate) fn sorted_keys(hashes: &[u64], fingerprint_bits: u32) -> Vec<u64> {
 
 /// Sorts keys of `bits` bits: one radix pass scatters them into `2^k` buckets by their top `k`
 /// bits (about a thousand keys per bucket for hashed keys), then the buckets, each small enough
-/// for the L1 cache, are sorted in parallel. For hashes this is linear work and beats a
-/// comparison sort of the whole array; skewed keys only make some buckets larger.
+/// for the L1 cache, are sorted in parallel. For hashes that is linear work rather than
+/// `n log n` comparisons over the whole array; skewed keys only make some buckets larger.
 pub(crate) fn partition_sort(mut keys: Vec<u64>, bits: u32) -> Vec<u64> {
     let n = keys.len();
     if n < 1 << 12 {
