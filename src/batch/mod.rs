@@ -13,9 +13,12 @@
 //! * the API on [`SequentialQf`](crate::SequentialQf) and
 //!   [`LocallyLockedQf`](crate::LocallyLockedQf) ([`api`]).
 //!
-//! The layout step only needs each element's quotient and rank, so it serves any layout with the
-//! same slot order; the rank-select layout of paper 004 §III-B (a future `CountingQf`) needs its
-//! own [`scatter`] (run-end bits and block offsets instead of status bits) and reuses the rest.
+//! Extension point for the rank-select layout of paper 004 §III-B (a future `CountingQf`): its
+//! elements sit in the same slots as here (§V-C), so it reuses [`keys`] (without the dedupe, to
+//! count repeats), [`layout`] and the merge, and brings its own writer in place of [`scatter`]
+//! (run-end bits and block offsets instead of status bits). With counters, a fingerprint takes
+//! several slots; then `Layout::heads` must count slots rather than elements before each run,
+//! and the scan itself is unchanged.
 
 mod api;
 pub(crate) mod keys;
