@@ -26,6 +26,8 @@
 //! and a dependent pointer chase over an array of the `SequentialQf` table's size.
 //! Keys are hashed before every timed loop. `--help` lists the options.
 
+#[path = "figures/bulk.rs"]
+mod bulk;
 #[path = "../benches/common/mod.rs"]
 mod common;
 
@@ -55,12 +57,12 @@ Options:
   --scale SCALE    quick (2^16 slots, a second), default (2^22 slots, well under five
                    minutes on 2 cores) or paper (2^25 slots, about 24M keys, as in the papers);
                    the environment variable CONQF_SCALE sets it too, this option wins
-  --only LIST      run only these figures, comma-separated: fig2, fig3, cuckoo
+  --only LIST      run only these figures, comma-separated: fig2, fig3, cuckoo, bulk
                    (default: all)
   --csv FILE       also write every measurement to FILE, one row each, with the columns
                    figure,filter,threads,fill,phase,ops_per_sec,speedup,fpr,bits_per_item
   --plots DIR      write one SVG plot per figure into DIR, created if missing
-                   (default: target/figures): fig2.svg, fig3.svg, cuckoo.svg
+                   (default: target/figures): fig2.svg, fig3.svg, cuckoo.svg, bulk.svg
   -h, --help       print this help
 
 Figures:
@@ -74,6 +76,9 @@ Figures:
   cuckoo paper 001: 90% find, 5% insert, 5% remove at load 0.4 against threads:
          LockFreeCuckooFilter, LockedCuckooFilter, one lock around the table (coarse),
          atomic-cuckoo-filter; speedup over the coarse filter at the same thread count
+  bulk   paper 004 Figures 10, 11: bulk build throughput against fill, 10% to 95%, by
+         the three methods (on the most threads of --threads) and one-by-one inserts;
+         unsuccessful lookups, contains against contains_batch
 
 fig2 and fig3 also measure the physical limit: independent random 8-byte reads and a
 dependent pointer chase over an array of the filter's size. Progress goes to stderr.
@@ -85,16 +90,18 @@ enum Figure {
     Fig2,
     Fig3,
     Cuckoo,
+    Bulk,
 }
 
 impl Figure {
-    const ALL: [Figure; 3] = [Figure::Fig2, Figure::Fig3, Figure::Cuckoo];
+    const ALL: [Figure; 4] = [Figure::Fig2, Figure::Fig3, Figure::Cuckoo, Figure::Bulk];
 
     fn name(self) -> &'static str {
         match self {
             Figure::Fig2 => "fig2",
             Figure::Fig3 => "fig3",
             Figure::Cuckoo => "cuckoo",
+            Figure::Bulk => "bulk",
         }
     }
 }
@@ -226,7 +233,7 @@ fn parse_figures(text: &str) -> Result<Vec<Figure>, String> {
             .into_iter()
             .find(|figure| figure.name() == part)
             .ok_or_else(|| {
-                format!("--only: unknown figure '{part}' (known: fig2, fig3, cuckoo)")
+                format!("--only: unknown figure '{part}' (known: fig2, fig3, cuckoo, bulk)")
             })?;
         chosen.push(figure);
     }
@@ -1407,6 +1414,7 @@ fn run(options: &Options) -> Result<Vec<Row>, String> {
             Figure::Fig2 => fig2(options, &mut report),
             Figure::Fig3 => fig3(options, &mut report),
             Figure::Cuckoo => cuckoo(options, &mut report),
+            Figure::Bulk => bulk::bulk(options, &mut report),
         };
         let path = plot(options, &report.rows[first_row..])?;
         progress(format_args!("plotted {}", path.display()));
@@ -1723,6 +1731,58 @@ mod tests {
         {
             assert!(svg.contains(&format!(">\n{text}\n</text>")), "{text}");
         }
+    }
+
+    #[test]
+    fn a_tiny_bulk_run_writes_every_line_at_every_fill() {
+        let dir = std::env::temp_dir().join(format!("conqf-bulk-{}", std::process::id()));
+        let path = dir.join("bulk.csv");
+        let plots = dir.join("plots");
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        let mut opts = options(&format!(
+            "--scale quick --threads 1,2 --only bulk --csv {} --plots {}",
+            path.display(),
+            plots.display()
+        ));
+        opts.quotient_bits = 10;
+        let rows = run(&opts).expect("the run succeeds");
+        let text = std::fs::read_to_string(&path).expect("the CSV file exists");
+        let svg = std::fs::read_to_string(plots.join("bulk.svg")).expect("the plot exists");
+        let _ = std::fs::remove_dir_all(&dir);
+
+        assert_eq!(text.lines().count(), rows.len() + 1);
+        for filter in bulk::BUILDERS.iter().chain(&bulk::LOOKUPS) {
+            let fills: Vec<f64> = rows
+                .iter()
+                .filter(|row| row.figure == "bulk" && row.filter == *filter)
+                .map(|row| row.fill.expect("a fill") * 100.0)
+                .collect();
+            let expected: Vec<f64> = common::bulk::BULK_FILLS.iter().map(|&p| p as f64).collect();
+            assert_eq!(fills.len(), expected.len(), "{filter}");
+            for (got, want) in fills.iter().zip(&expected) {
+                assert!((got - want).abs() < 1e-9, "{filter}: {fills:?}");
+            }
+            assert!(svg.contains(filter), "the legend names {filter}");
+        }
+        for row in &rows {
+            assert!(
+                row.ops_per_sec > 0.0 && row.ops_per_sec.is_finite(),
+                "{row:?}"
+            );
+            let one_thread = row.filter == bulk::BUILDERS[0] || row.filter == bulk::LOOKUPS[0];
+            let expected_threads = if one_thread { 1 } else { 2 };
+            assert_eq!(row.threads, expected_threads, "{row:?}");
+            if one_thread {
+                assert_eq!(
+                    row.speedup,
+                    Some(1.0),
+                    "the baselines' speedup over themselves"
+                );
+            }
+        }
+        assert!(rows
+            .iter()
+            .any(|row| row.filter == "limit" && row.phase == "random_read"));
     }
 
     #[test]

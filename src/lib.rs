@@ -73,6 +73,7 @@
 //! The locking protocols are model-checked with [loom](https://docs.rs/loom):
 //! `RUSTFLAGS="--cfg loom" cargo test --release --test loom`.
 
+mod batch;
 mod bloom;
 mod counter;
 mod cuckoo;
@@ -84,6 +85,11 @@ mod sizing;
 mod storage;
 mod sync;
 
+/// Entry points for the loom models of the batch operations (`--cfg loom` only).
+#[cfg(loom)]
+#[doc(hidden)]
+pub use batch::loom_hooks as batch_loom;
+pub use batch::{BatchInsert, BuildMethod};
 pub use bloom::AtomicBloomFilter;
 pub use cuckoo::lock_free::LockFreeCuckooFilter;
 pub use cuckoo::locked::LockedCuckooFilter;

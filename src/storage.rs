@@ -255,6 +255,32 @@ impl SlotArray {
         }
     }
 
+    /// ORs `bits` into group `group`: how the bulk build scatters elements into a zeroed array
+    /// from several threads, each owning some lanes of a group its neighbours share.
+    #[inline]
+    pub(crate) fn or_group(&self, group: usize, bits: u64, order: Ordering) {
+        self.groups[group].fetch_or(bits, order);
+    }
+
+    /// Asks the CPU to start loading the group of slot `index` into the cache, so a lookup
+    /// issued a little later finds it there (batch lookups, paper 004 §IV-A). A hint only:
+    /// a no-op where there is no prefetch instruction (and under loom).
+    #[inline]
+    pub(crate) fn prefetch(&self, index: usize) {
+        #[cfg(all(target_arch = "x86_64", not(loom)))]
+        {
+            let (group, _) = self.layout.locate(index.min(self.slots - 1));
+            let pointer = self.groups[group].as_ptr().cast::<i8>().cast_const();
+            // SAFETY: `_mm_prefetch` never faults and reads nothing architecturally; the pointer
+            // is to a live group of this array anyway. SSE is part of the x86_64 baseline.
+            unsafe {
+                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(pointer)
+            };
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+        let _ = index;
+    }
+
     /// Reads slot `index` with the given ordering.
     #[inline]
     pub(crate) fn get(&self, index: usize, order: Ordering) -> u64 {
@@ -263,7 +289,6 @@ impl SlotArray {
     }
 
     /// Writes slot `index` when no other thread can touch the array (`&mut self`).
-    #[inline]
     pub(crate) fn set_exclusive(&mut self, index: usize, value: u64) {
         let (group, offset) = self.layout.locate(index);
         // Relaxed: `&mut self` means no other thread can observe the array right now; the
@@ -573,17 +598,20 @@ impl Commit for Exclusive {
     }
 }
 
-/// [`Commit`] for lanes that this thread alone may write (it holds the locks that guard them)
-/// in an array that other threads write elsewhere: a CAS loop that keeps every other lane as it
-/// is now.
+/// [`Commit`] for lanes that this thread alone may write in an array that other threads write
+/// elsewhere, even inside the same group: a CAS loop that keeps every other lane as it is now.
+/// Serves the status-bit locked filters (the thread holds the locks that guard its lanes) and
+/// the parallel rounds of the batch inserts and removes (paper 004 §IV-B, §IV-D: each thread
+/// rewrites its own supercluster, and neighbouring superclusters may share a group).
 pub(crate) struct Guarded;
 
 impl Commit for Guarded {
     #[inline]
     fn commit(&self, array: &SlotArray, group: usize, _range: u64, compose: impl Fn(u64) -> u64) {
-        // Relaxed load and failure: only the lanes outside `range` are taken from the word read,
-        // and they are carried over unchanged, not interpreted; the CAS makes sure they are
-        // current. Release on success: publishes the rewritten lanes to readers of the group.
+        // Relaxed load and failure: what is taken from the word read is either lanes outside
+        // `range`, carried over unchanged and not interpreted (the CAS makes sure they are
+        // current), or bits inside `range` that `compose` keeps (e.g. occupied bits), which only
+        // the owner of those lanes writes, so this thread's own earlier writes are what it reads. Release on success: publishes the rewritten lanes to readers of the group.
         let mut word = array.load_group(group, Ordering::Relaxed);
         loop {
             match array.compare_exchange_group(

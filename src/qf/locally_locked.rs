@@ -92,7 +92,7 @@ use super::walk::{self, InsertStep, KEEP_OCCUPIED};
 /// ```
 pub struct LocallyLockedQf {
     pub(crate) table: QfTable,
-    len: StripedCounter,
+    pub(crate) len: StripedCounter,
     /// The continuation bit of every lane: finds lock statuses in a word at once.
     continuation_lanes: u64,
 }

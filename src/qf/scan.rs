@@ -1,9 +1,7 @@
-//! Whole-table walks of the 3-status-bit layout: the fingerprints in sorted order, the table's
-//! invariants, and building a table from sorted fingerprints in one left-to-right pass (the
-//! sequential counterpart of the bulk builds of paper 004 §IV-C, used by bounded growing and
-//! merging, paper 000 §2.1 and paper 003 "Merging").
+//! Whole-table walks of the 3-status-bit layout: the fingerprints in sorted order (what growing
+//! and merging extract, paper 000 §2.1 and paper 004 §IV-E) and the table's invariants. Building
+//! a table from sorted fingerprints is the bulk build in [`crate::batch`].
 
-use crate::filter::Error;
 use crate::hash::{low_mask, Fingerprint};
 use crate::storage::{Cursor, GroupSource, SlotArray};
 use crate::sync::Ordering;
@@ -156,43 +154,4 @@ pub(crate) fn check_table<S: GroupSource>(array: &S, remainder_bits: u32) -> Res
         return Err(format!("{runs} runs but {occupied_bits} occupied slots"));
     }
     Ok(elements)
-}
-
-/// Writes fingerprints given in increasing order into an empty table, each run after the
-/// previous one (a run goes to its canonical slot or right after the previous run, whichever is
-/// later). Equal fingerprints are stored once. Returns how many were stored.
-///
-/// # Errors
-/// [`Error::Full`] if a run would reach the table's last slot (which stays empty); the table is
-/// then partly written and the caller discards it.
-pub(crate) fn build_sorted(
-    array: &mut SlotArray,
-    fingerprints: impl IntoIterator<Item = Fingerprint>,
-) -> Result<usize, Error> {
-    let last = array.len() - 1;
-    let mut next_free = 0usize;
-    let mut previous: Option<Fingerprint> = None;
-    let mut stored = 0;
-    for fingerprint in fingerprints {
-        debug_assert!(previous.is_none_or(|p| p <= fingerprint), "input is sorted");
-        if previous == Some(fingerprint) {
-            continue;
-        }
-        let quotient = fingerprint.quotient as usize;
-        let position = quotient.max(next_free);
-        if position >= last {
-            return Err(Error::Full);
-        }
-        let continuation = previous.is_some_and(|p| p.quotient == fingerprint.quotient);
-        let element = Slot::element(fingerprint.remainder, continuation, position != quotient);
-        // Relaxed: `&mut` access; no other thread sees the table being built.
-        let kept = array.get(position, Ordering::Relaxed) & OCCUPIED;
-        array.set_exclusive(position, element.raw() | kept);
-        let canonical = array.get(quotient, Ordering::Relaxed);
-        array.set_exclusive(quotient, canonical | OCCUPIED);
-        next_free = position + 1;
-        previous = Some(fingerprint);
-        stored += 1;
-    }
-    Ok(stored)
 }

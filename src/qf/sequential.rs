@@ -4,13 +4,14 @@
 
 use std::hash::Hash;
 
+use crate::batch::{self, BuildMethod};
 use crate::filter::{Error, Merge};
 use crate::hash::{hash_key, Fingerprint};
 use crate::sizing;
 use crate::storage::{Exclusive, Rewriter};
 use crate::sync::Ordering;
 
-use super::scan::{build_sorted, Fingerprints};
+use super::scan::Fingerprints;
 use super::table::QfTable;
 pub(crate) use super::table::MAX_LOAD;
 use super::walk::{self, InsertStep, KEEP_OCCUPIED};
@@ -215,15 +216,13 @@ impl SequentialQf {
             ));
         }
         let (q, r) = (self.table.quotient_bits + 1, self.table.remainder_bits - 1);
-        let mut grown = Self::with_bits(q, r)?;
-        let refined = self.fingerprints().map(|f| Fingerprint {
-            quotient: (f.quotient << 1) | (f.remainder >> r),
-            remainder: f.remainder & crate::hash::low_mask(r),
-        });
+        // A fingerprint key does not change when its top remainder bit moves into the quotient.
+        // Relaxed: `&mut self`, so no other thread touches the table.
+        let keys = batch::keys::table_keys(&self.table, Ordering::Relaxed);
         // Twice the canonical slots at half the fill cannot overflow where the smaller table
         // did not.
-        grown.len = build_sorted(&mut grown.table.slots, refined)?;
-        *self = grown;
+        let (table, len) = batch::build_table(q, r, &keys, BuildMethod::default())?;
+        *self = SequentialQf { table, len };
         Ok(())
     }
 
@@ -232,24 +231,30 @@ impl SequentialQf {
     pub fn check_invariants(&self) -> Result<(), String> {
         self.table.check(self.len)
     }
-
-    /// A filter with the given parameters holding exactly `fingerprints` (sorted, deduplicated
-    /// on the way).
-    pub(crate) fn from_sorted(
-        quotient_bits: u32,
-        remainder_bits: u32,
-        fingerprints: impl IntoIterator<Item = Fingerprint>,
-    ) -> Result<Self, Error> {
-        let mut filter = Self::with_bits(quotient_bits, remainder_bits)?;
-        filter.len = build_sorted(&mut filter.table.slots, fingerprints)?;
-        Ok(filter)
-    }
 }
 
-/// Merging without rehashing (paper 003, "Merging"): both filters must have the same fingerprint
-/// length `q + r`. The result has the larger quotient of the two, doubled until the union fits
-/// at 90% fill (a bit moves from the remainder to the quotient each time, as in
+/// Merging without rehashing (paper 003 "Merging", paper 004 §IV-E): extract both tables'
+/// fingerprints in sorted order, merge them, and bulk build the result
+/// ([`BuildMethod::default`]). The result has the larger quotient of the two, doubled until the
+/// union fits at 90% fill (a bit moves from the remainder to the quotient each time, as in
 /// [`grow`](SequentialQf::grow)).
+///
+/// Both filters must have the same fingerprint length `q + r`, or the merge returns
+/// [`Error::Incompatible`]. Cutting the longer fingerprints down to the shorter length would keep
+/// "no false negatives", but would silently raise the false-positive rate of the keys that
+/// filter's owner sized for; so that choice is left to the caller (rebuild the longer filter from
+/// its keys with the shorter parameters).
+///
+/// ```
+/// use conqf::{Merge, SequentialQf};
+/// let mut a = SequentialQf::with_bits(10, 10)?;
+/// let mut b = SequentialQf::with_bits(10, 10)?;
+/// a.insert(&1u64)?;
+/// b.insert(&2u64)?;
+/// let union = a.merge(&b)?;
+/// assert!(union.contains(&1u64) && union.contains(&2u64));
+/// # Ok::<(), conqf::Error>(())
+/// ```
 impl Merge for SequentialQf {
     fn merge(&self, other: &Self) -> Result<Self, Error> {
         let bits = self.table.quotient_bits + self.table.remainder_bits;
@@ -267,49 +272,12 @@ impl Merge for SequentialQf {
         {
             q += 1;
         }
-        let r = bits - q;
-        let a = self
-            .fingerprints()
-            .map(move |f| refine(f, self.table.remainder_bits, r));
-        let b = other
-            .fingerprints()
-            .map(move |f| refine(f, other.table.remainder_bits, r));
-        Self::from_sorted(q, r, MergeSorted::new(a, b))
-    }
-}
-
-/// Re-splits a fingerprint stored with `from_r` remainder bits for a table with `to_r <= from_r`.
-fn refine(f: Fingerprint, from_r: u32, to_r: u32) -> Fingerprint {
-    let moved = from_r - to_r;
-    Fingerprint {
-        quotient: (f.quotient << moved) | (f.remainder >> to_r),
-        remainder: f.remainder & crate::hash::low_mask(to_r),
-    }
-}
-
-/// The merge of two increasing sequences.
-struct MergeSorted<A: Iterator, B: Iterator> {
-    a: std::iter::Peekable<A>,
-    b: std::iter::Peekable<B>,
-}
-
-impl<A: Iterator, B: Iterator<Item = A::Item>> MergeSorted<A, B> {
-    fn new(a: A, b: B) -> Self {
-        MergeSorted {
-            a: a.peekable(),
-            b: b.peekable(),
-        }
-    }
-}
-
-impl<T: Ord, A: Iterator<Item = T>, B: Iterator<Item = T>> Iterator for MergeSorted<A, B> {
-    type Item = T;
-    fn next(&mut self) -> Option<T> {
-        match (self.a.peek(), self.b.peek()) {
-            (Some(x), Some(y)) if y < x => self.b.next(),
-            (Some(_), _) => self.a.next(),
-            (None, _) => self.b.next(),
-        }
+        // Relaxed: reads of tables no other thread writes (`&self` excludes `&mut` writers).
+        let a = batch::keys::table_keys(&self.table, Ordering::Relaxed);
+        let b = batch::keys::table_keys(&other.table, Ordering::Relaxed);
+        let union = batch::keys::merge_sorted(&a, &b);
+        let (table, len) = batch::build_table(q, bits - q, &union, BuildMethod::default())?;
+        Ok(SequentialQf { table, len })
     }
 }
 

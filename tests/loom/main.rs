@@ -2,6 +2,7 @@
 //! `RUSTFLAGS="--cfg loom" cargo test --release --test loom`.
 #![cfg(loom)]
 
+mod batch;
 mod cuckoo;
 mod externally_locked;
 mod linear_probing;

@@ -1,0 +1,190 @@
+//! The `bulk` figure: paper 004's batch operations on CPU threads. At every fill from 10% to 95%
+//! of `2^q` one-byte slots (r = 5, as in paper 004 §VII): the throughput of building the filter
+//! by the three bulk build methods (Figures 10 and 11) at the most threads asked for, and by
+//! one-by-one `SequentialQf` inserts on one thread; and unsuccessful lookups, `contains` one by
+//! one on one thread against `contains_batch`. The random-read limit over the table's bytes is
+//! measured at 70% fill. `benches/bulk.rs` has the criterion form, with the batch-size axes.
+
+use super::common::bulk::{
+    build_time, contains_batch_time, contains_time, one_by_one_time, pool, BULK_FILLS,
+    BULK_REMAINDER_BITS,
+};
+use super::common::{items_at, key_hashes, median, per_second, NEGATIVE_KEYS, POSITIVE_KEYS};
+use super::{
+    draw_plot, integer_label, limits, mops, print_table, progress, Options, Panel, PlotFn, Report,
+    Row, Series,
+};
+use conqf::{BuildMethod, SequentialQf};
+use std::path::PathBuf;
+
+/// The build lines of the figure, in order: one-by-one inserts, then the three methods.
+pub(super) const BUILDERS: [&str; 4] = [
+    "one-by-one inserts",
+    "parallel merging",
+    "sequential shifting",
+    "segmented layouts",
+];
+
+/// The lookup lines of the figure.
+pub(super) const LOOKUPS: [&str; 2] = ["contains", "contains_batch"];
+
+/// Runs the figure; returns how to plot it.
+pub(super) fn bulk(options: &Options, report: &mut Report) -> PlotFn {
+    let q = options.quotient_bits;
+    let threads = options.threads.iter().copied().max().unwrap_or(1);
+    let pool = pool(threads);
+    let repeat = |run: &dyn Fn() -> std::time::Duration| {
+        median((0..options.repetitions).map(|_| run()).collect())
+    };
+    progress(format_args!("bulk: hashing keys for 2^{q} slots"));
+    let all = key_hashes(POSITIVE_KEYS, items_at(q, 0.95));
+    let negatives = key_hashes(NEGATIVE_KEYS, items_at(q, 0.1).max(1));
+    let first_row = report.rows.len();
+    let mut bytes = 0;
+    for percent in BULK_FILLS {
+        let fill = percent as f64 / 100.0;
+        let hashes = &all[..items_at(q, fill)];
+        progress(format_args!("bulk: {percent}% fill"));
+        let mut push = |filter: &str, threads: usize, phase: &'static str, ops_per_sec: f64| {
+            report.rows.push(Row {
+                figure: "bulk",
+                filter: filter.to_string(),
+                threads,
+                fill: Some(fill),
+                phase,
+                ops_per_sec,
+                speedup: None,
+                fpr: None,
+                bits_per_item: None,
+                failed_inserts: None,
+            })
+        };
+        let one_by_one = per_second(hashes.len(), repeat(&|| one_by_one_time(q, hashes)));
+        push(BUILDERS[0], 1, "build", one_by_one);
+        for (method, name) in BuildMethod::ALL.into_iter().zip(&BUILDERS[1..]) {
+            let time = repeat(&|| build_time(&pool, q, hashes, method));
+            push(name, threads, "build", per_second(hashes.len(), time));
+        }
+        let filter = SequentialQf::bulk_build(q, BULK_REMAINDER_BITS, hashes, Default::default())
+            .expect("the keys fit");
+        bytes = filter.memory_bytes();
+        let mut found = vec![false; hashes.len()];
+        filter
+            .contains_batch(hashes, &mut found)
+            .expect("one answer per key");
+        let missed = found.iter().filter(|&&f| !f).count();
+        if missed > 0 {
+            report.false_negatives.push(format!(
+                "bulk at {percent}% fill: contains_batch missed {missed} inserted keys"
+            ));
+        }
+        let one = repeat(&|| contains_time(&filter, &negatives));
+        push(
+            LOOKUPS[0],
+            1,
+            "lookup_negative",
+            per_second(negatives.len(), one),
+        );
+        let batch = repeat(&|| contains_batch_time(&pool, &filter, &negatives));
+        push(
+            LOOKUPS[1],
+            threads,
+            "lookup_negative",
+            per_second(negatives.len(), batch),
+        );
+    }
+    let baselines: Vec<(Option<f64>, f64)> = report.rows[first_row..]
+        .iter()
+        .filter(|row| row.filter == BUILDERS[0] || row.filter == LOOKUPS[0])
+        .map(|row| (row.fill, row.ops_per_sec))
+        .collect();
+    for (i, row) in report.rows[first_row..].iter_mut().enumerate() {
+        // Rows come per fill as builds (4) then lookups (2); the baselines alternate likewise.
+        let level = i / 6;
+        let baseline = baselines[2 * level + usize::from(row.phase != "build")];
+        debug_assert_eq!(baseline.0, row.fill);
+        row.speedup = Some(row.ops_per_sec / baseline.1);
+    }
+    limits(
+        "bulk",
+        Some(0.7),
+        bytes,
+        negatives.len(),
+        &[threads],
+        options.repetitions,
+        report,
+    );
+    print_bulk(options, threads, &report.rows[first_row..]);
+    plot_bulk
+}
+
+fn print_bulk(options: &Options, threads: usize, rows: &[Row]) {
+    let mut header = vec!["fill"];
+    header.extend(BUILDERS);
+    header.extend(LOOKUPS);
+    let body: Vec<Vec<String>> = BULK_FILLS
+        .iter()
+        .map(|&percent| {
+            let fill = percent as f64 / 100.0;
+            let mut line = vec![format!("{percent}%")];
+            for filter in BUILDERS.iter().chain(&LOOKUPS) {
+                let cell = rows
+                    .iter()
+                    .find(|row| row.filter == *filter && row.fill == Some(fill))
+                    .map_or(String::from("-"), |row| mops(row.ops_per_sec));
+                line.push(cell);
+            }
+            line
+        })
+        .collect();
+    print_table(
+        &format!(
+            "bulk (paper 004 Figures 10, 11): Mops/s against fill, 2^{} one-byte slots, \
+             scale {}; bulk builds and contains_batch on {threads} threads, one-by-one \
+             inserts and contains on 1; lookups are unsuccessful",
+            options.quotient_bits,
+            options.scale.name()
+        ),
+        &header,
+        &body,
+    );
+}
+
+/// Two panels against fill: build throughput, unsuccessful-lookup throughput.
+fn plot_bulk(options: &Options, rows: &[Row]) -> Result<PathBuf, String> {
+    let path = options.plots.join("bulk.svg");
+    let panel = |title: &'static str, phase: &str, names: &[&str]| Panel {
+        title,
+        series: names
+            .iter()
+            .map(|&name| Series {
+                name: name.to_string(),
+                points: rows
+                    .iter()
+                    .filter(|row| row.filter == name && row.phase == phase)
+                    .filter_map(|row| Some((row.fill? * 100.0, row.ops_per_sec / 1e6)))
+                    .collect(),
+            })
+            .collect(),
+    };
+    let panels = [
+        panel("builds", "build", &BUILDERS),
+        panel("unsuccessful lookups", "lookup_negative", &LOOKUPS),
+    ];
+    let ticks: Vec<f64> = BULK_FILLS.iter().map(|&p| p as f64).collect();
+    let title = format!(
+        "Batch operations (paper 004 Figures 10, 11) against fill, 2^{} slots, scale {}",
+        options.quotient_bits,
+        options.scale.name()
+    );
+    draw_plot(
+        &path,
+        &title,
+        "fill degree (%)",
+        &ticks,
+        11,
+        &|x| integer_label(x, 10.0),
+        &panels,
+    )?;
+    Ok(path)
+}

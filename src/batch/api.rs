@@ -1,0 +1,275 @@
+//! The batch API of [`SequentialQf`] and [`LocallyLockedQf`]: bulk build, batch insert, remove
+//! and lookup (paper 004 §IV), over the 3-status-bit table both share.
+
+use crate::filter::{Error, Filter};
+use crate::qf::locally_locked::LocallyLockedQf;
+use crate::qf::sequential::SequentialQf;
+use crate::qf::table::QfTable;
+use crate::sync::Ordering;
+
+use super::keys::{merge_sorted, sorted_keys, table_keys};
+use super::{build, build_table, lookup, supercluster, BatchInsert, BuildMethod};
+
+impl SequentialQf {
+    /// A filter with `2^quotient_bits` slots of `remainder_bits` remainder bits holding the
+    /// fingerprints of `hashes`, built in bulk (paper 004 §IV-C): sort, compute every element's
+    /// slot with `method`, write them all. The table is exactly the one inserting the hashes one
+    /// by one gives; duplicate fingerprints are stored once.
+    ///
+    /// ```
+    /// use conqf::{BuildMethod, SequentialQf};
+    /// let hashes: Vec<u64> = (0..10_000u64).map(|k| conqf::hash_key(&k)).collect();
+    /// let filter = SequentialQf::bulk_build(14, 20, &hashes, BuildMethod::default())?;
+    /// assert_eq!(filter.len(), 10_000);
+    /// assert!(filter.contains(&42u64));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] as for [`with_bits`](Self::with_bits); [`Error::Full`] if
+    /// the fingerprints do not fit.
+    pub fn bulk_build(
+        quotient_bits: u32,
+        remainder_bits: u32,
+        hashes: &[u64],
+        method: BuildMethod,
+    ) -> Result<Self, Error> {
+        let table = QfTable::with_bits(quotient_bits, remainder_bits)?;
+        let keys = sorted_keys(hashes, quotient_bits + remainder_bits);
+        let len = build(&table, &keys, method)?;
+        Ok(SequentialQf { table, len })
+    }
+
+    /// Inserts the fingerprints of `hashes`, choosing supercluster rounds or a merge-insert by
+    /// the batch's size against the free slots ([`BatchInsert::Auto`]). Returns how many were
+    /// newly stored.
+    ///
+    /// ```
+    /// use conqf::SequentialQf;
+    /// let mut filter = SequentialQf::with_bits(12, 20)?;
+    /// filter.insert(&1u64)?;
+    /// let hashes: Vec<u64> = (0..1000u64).map(|k| conqf::hash_key(&k)).collect();
+    /// assert_eq!(filter.insert_batch(&hashes)?, 999); // key 1 was there already
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Full`] if the fingerprints do not fit. A merge-insert then leaves the filter
+    /// unchanged; supercluster rounds keep what earlier rounds inserted. Either way the filter
+    /// stays usable and keeps every fingerprint it held.
+    pub fn insert_batch(&mut self, hashes: &[u64]) -> Result<usize, Error> {
+        self.insert_batch_with(hashes, BatchInsert::Auto)
+    }
+
+    /// [`insert_batch`](Self::insert_batch) with a chosen strategy.
+    ///
+    /// ```
+    /// use conqf::{BatchInsert, BuildMethod, SequentialQf};
+    /// let mut filter = SequentialQf::with_bits(12, 20)?;
+    /// let hashes: Vec<u64> = (0..1000u64).map(|k| conqf::hash_key(&k)).collect();
+    /// let merge = BatchInsert::Merge(BuildMethod::ParallelMerging);
+    /// assert_eq!(filter.insert_batch_with(&hashes, merge)?, 1000);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`insert_batch`](Self::insert_batch).
+    pub fn insert_batch_with(
+        &mut self,
+        hashes: &[u64],
+        strategy: BatchInsert,
+    ) -> Result<usize, Error> {
+        insert_batch(&mut self.table, &mut self.len, hashes, strategy)
+    }
+
+    /// Removes the fingerprints of `hashes` by cluster rounds (paper 004 §IV-D); a fingerprint
+    /// named several times is removed once. Returns how many were stored and are now removed.
+    ///
+    /// ```
+    /// use conqf::SequentialQf;
+    /// let hashes: Vec<u64> = (0..1000u64).map(|k| conqf::hash_key(&k)).collect();
+    /// let mut filter = SequentialQf::bulk_build(12, 20, &hashes, Default::default())?;
+    /// assert_eq!(filter.remove_batch(&hashes[..400]), 400);
+    /// assert_eq!(filter.len(), 600);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn remove_batch(&mut self, hashes: &[u64]) -> usize {
+        let removed = remove_batch(&mut self.table, hashes);
+        self.len -= removed;
+        removed
+    }
+
+    /// Answers [`contains_hash`](Self::contains_hash) for every hash into `out`, prefetching a
+    /// window of queries ahead and splitting the batch over threads (paper 004 §IV-A).
+    ///
+    /// ```
+    /// use conqf::SequentialQf;
+    /// let mut filter = SequentialQf::with_bits(12, 20)?;
+    /// filter.insert(&7u64)?;
+    /// let queries = [conqf::hash_key(&7u64), conqf::hash_key(&8u64)];
+    /// let mut found = [false; 2];
+    /// filter.contains_batch(&queries, &mut found)?;
+    /// assert!(found[0]);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if `hashes` and `out` differ in length.
+    pub fn contains_batch(&self, hashes: &[u64], out: &mut [bool]) -> Result<(), Error> {
+        lookup::contains_batch(
+            &self.table.slots,
+            hashes,
+            out,
+            |hash| self.table.fingerprint(hash).0,
+            |hash| self.contains_hash(hash),
+        )
+    }
+}
+
+impl LocallyLockedQf {
+    /// A concurrent filter built in bulk; see [`SequentialQf::bulk_build`].
+    ///
+    /// ```
+    /// use conqf::{Filter, LocallyLockedQf};
+    /// let hashes: Vec<u64> = (0..1000u64).map(|k| conqf::hash_key(&k)).collect();
+    /// let filter = LocallyLockedQf::bulk_build(12, 20, &hashes, Default::default())?;
+    /// assert!(filter.contains(&3u64));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`SequentialQf::bulk_build`].
+    pub fn bulk_build(
+        quotient_bits: u32,
+        remainder_bits: u32,
+        hashes: &[u64],
+        method: BuildMethod,
+    ) -> Result<Self, Error> {
+        SequentialQf::bulk_build(quotient_bits, remainder_bits, hashes, method)
+            .map(Self::from_sequential)
+    }
+
+    /// Inserts a batch, choosing the strategy as [`SequentialQf::insert_batch`] does. Takes
+    /// `&mut self`; see [`insert_batch_with`](Self::insert_batch_with).
+    ///
+    /// ```
+    /// use conqf::{Filter, LocallyLockedQf};
+    /// let mut filter = LocallyLockedQf::with_bits(12, 20)?;
+    /// let hashes: Vec<u64> = (0..500u64).map(|k| conqf::hash_key(&k)).collect();
+    /// assert_eq!(filter.insert_batch(&hashes)?, 500);
+    /// assert!(filter.contains(&499u64));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`SequentialQf::insert_batch`].
+    pub fn insert_batch(&mut self, hashes: &[u64]) -> Result<usize, Error> {
+        self.insert_batch_with(hashes, BatchInsert::Auto)
+    }
+
+    /// Inserts a batch; see [`SequentialQf::insert_batch_with`].
+    ///
+    /// Takes `&mut self`: supercluster rounds write without the status-bit locks, and a
+    /// merge-insert replaces the table, so no other thread may use the filter meanwhile. To
+    /// insert a batch while other threads work, call [`insert_hash`](Filter::insert_hash) from
+    /// several threads (it locks per insert).
+    ///
+    /// ```
+    /// use conqf::{BatchInsert, Filter, LocallyLockedQf};
+    /// let mut filter = LocallyLockedQf::with_bits(12, 20)?;
+    /// let hashes: Vec<u64> = (0..500u64).map(|k| conqf::hash_key(&k)).collect();
+    /// assert_eq!(filter.insert_batch_with(&hashes, BatchInsert::Auto)?, 500);
+    /// assert_eq!(filter.len(), 500);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`SequentialQf::insert_batch`].
+    pub fn insert_batch_with(
+        &mut self,
+        hashes: &[u64],
+        strategy: BatchInsert,
+    ) -> Result<usize, Error> {
+        let mut len = self.len.sum();
+        let result = insert_batch(&mut self.table, &mut len, hashes, strategy);
+        self.len.reset(len);
+        result
+    }
+
+    /// Removes a batch; see [`SequentialQf::remove_batch`]. Takes `&mut self` for the same
+    /// reason as [`insert_batch_with`](Self::insert_batch_with).
+    ///
+    /// ```
+    /// use conqf::{Filter, LocallyLockedQf};
+    /// let hashes: Vec<u64> = (0..500u64).map(|k| conqf::hash_key(&k)).collect();
+    /// let mut filter = LocallyLockedQf::bulk_build(12, 20, &hashes, Default::default())?;
+    /// assert_eq!(filter.remove_batch(&hashes), 500);
+    /// assert!(filter.is_empty());
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn remove_batch(&mut self, hashes: &[u64]) -> usize {
+        let removed = remove_batch(&mut self.table, hashes);
+        self.len.reset(self.len.sum() - removed);
+        removed
+    }
+
+    /// Answers [`contains_hash`](Filter::contains_hash) for every hash into `out`, prefetching
+    /// a window ahead. Takes `&self` and is safe while other threads insert and remove: every
+    /// query is the locking [`contains_hash`](Filter::contains_hash), with its guarantees.
+    ///
+    /// ```
+    /// use conqf::{Filter, LocallyLockedQf};
+    /// let filter = LocallyLockedQf::with_bits(12, 20)?;
+    /// filter.insert(&7u64)?;
+    /// let mut found = [false];
+    /// filter.contains_batch(&[conqf::hash_key(&7u64)], &mut found)?;
+    /// assert!(found[0]);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if `hashes` and `out` differ in length.
+    pub fn contains_batch(&self, hashes: &[u64], out: &mut [bool]) -> Result<(), Error> {
+        lookup::contains_batch(
+            &self.table.slots,
+            hashes,
+            out,
+            |hash| self.table.fingerprint(hash).0,
+            |hash| self.contains_hash(hash),
+        )
+    }
+}
+
+/// A batch insert into a table holding `len` fingerprints; `len` is updated.
+fn insert_batch(
+    table: &mut QfTable,
+    len: &mut usize,
+    hashes: &[u64],
+    strategy: BatchInsert,
+) -> Result<usize, Error> {
+    let (q, r) = (table.quotient_bits, table.remainder_bits);
+    let keys = sorted_keys(hashes, q + r);
+    let strategy = match strategy {
+        BatchInsert::Auto => BatchInsert::choose(keys.len(), *len, 1 << q),
+        chosen => chosen,
+    };
+    let before = *len;
+    match strategy {
+        BatchInsert::Merge(method) => {
+            // Relaxed: `&mut` access to the table.
+            let stored = table_keys(table, Ordering::Relaxed);
+            let union = merge_sorted(&stored, &keys);
+            let (merged, merged_len) = build_table(q, r, &union, method)?;
+            *table = merged;
+            *len = merged_len;
+        }
+        BatchInsert::Superclusters | BatchInsert::Auto => supercluster::insert(table, &keys, len)?,
+    }
+    Ok(*len - before)
+}
+
+/// A batch removal; returns how many fingerprints went.
+fn remove_batch(table: &mut QfTable, hashes: &[u64]) -> usize {
+    let keys = sorted_keys(hashes, table.quotient_bits + table.remainder_bits);
+    supercluster::remove(table, &keys)
+}

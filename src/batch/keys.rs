@@ -1,0 +1,180 @@
+//! Fingerprint keys: a fingerprint as one number, `quotient << r | remainder`, i.e. the top
+//! `q + r` bits of the hash. Sorting keys sorts fingerprints by `(quotient, remainder)`, and a
+//! key does not change when bits move between quotient and remainder, so merging and growing
+//! (paper 000 §2.1, paper 004 §IV-E) work on keys without re-splitting them.
+
+use crate::qf::table::QfTable;
+use crate::sync::Ordering;
+
+use super::par;
+
+/// The sorted, distinct fingerprint keys of `hashes` for fingerprints of `fingerprint_bits`
+/// (`2..=64`) bits: hash, sort, deduplicate (paper 004 §IV-C's preprocessing).
+pub(crate) fn sorted_keys(hashes: &[u64], fingerprint_bits: u32) -> Vec<u64> {
+    debug_assert!((2..=64).contains(&fingerprint_bits));
+    let shift = 64 - fingerprint_bits;
+    let keys: Vec<u64> = hashes.iter().map(|&hash| hash >> shift).collect();
+    let mut keys = partition_sort(keys, fingerprint_bits);
+    keys.dedup();
+    keys
+}
+
+/// Sorts keys of `bits` bits: one radix pass scatters them into `2^k` buckets by their top `k`
+/// bits (about a thousand keys per bucket for hashed keys), then the buckets, each small enough
+/// for the L1 cache, are sorted in parallel. For hashes that is linear work rather than
+/// `n log n` comparisons over the whole array; skewed keys only make some buckets larger.
+pub(crate) fn partition_sort(mut keys: Vec<u64>, bits: u32) -> Vec<u64> {
+    let n = keys.len();
+    if n < 1 << 12 {
+        keys.sort_unstable();
+        return keys;
+    }
+    let bucket_bits = (n.ilog2() - 10).clamp(1, 16).min(bits);
+    let shift = bits - bucket_bits;
+    let mut starts = vec![0usize; (1 << bucket_bits) + 1];
+    for &key in &keys {
+        starts[(key >> shift) as usize + 1] += 1;
+    }
+    for b in 1..starts.len() {
+        starts[b] += starts[b - 1];
+    }
+    let mut sorted = vec![0u64; n];
+    let mut next = starts.clone();
+    for &key in &keys {
+        let bucket = (key >> shift) as usize;
+        sorted[next[bucket]] = key;
+        next[bucket] += 1;
+    }
+    let mut buckets = Vec::with_capacity(starts.len() - 1);
+    let mut rest = &mut sorted[..];
+    for pair in starts.windows(2) {
+        let (bucket, tail) = rest.split_at_mut(pair[1] - pair[0]);
+        buckets.push(bucket);
+        rest = tail;
+    }
+    par::for_each(buckets, |bucket| bucket.sort_unstable());
+    sorted
+}
+
+/// The keys a table stores, in increasing order (the extraction step of paper 004 §IV-E).
+pub(crate) fn table_keys(table: &QfTable, order: Ordering) -> Vec<u64> {
+    let r = table.remainder_bits;
+    table
+        .fingerprints(order)
+        .map(|f| (f.quotient << r) | f.remainder)
+        .collect()
+}
+
+/// The union of two increasing sequences, each value once: a merge path (Green et al., as in
+/// paper 004 §IV-E) cuts the output into one piece per thread, each piece is merged on its own,
+/// and the pieces are joined and deduplicated.
+pub(crate) fn merge_sorted(a: &[u64], b: &[u64]) -> Vec<u64> {
+    let total = a.len() + b.len();
+    let pieces = par::map_chunks(total, par::MIN_PARALLEL, |range| {
+        let (from_a, to_a) = (co_rank(range.start, a, b), co_rank(range.end, a, b));
+        merge_piece(&a[from_a..to_a], &b[range.start - from_a..range.end - to_a])
+    });
+    let mut out = Vec::with_capacity(total);
+    for piece in pieces {
+        out.extend_from_slice(&piece);
+    }
+    out.dedup();
+    out
+}
+
+/// How many of the first `diagonal` elements of the merge of `a` and `b` come from `a` (equal
+/// values are taken from `a` first): a binary search along the merge path's diagonal.
+fn co_rank(diagonal: usize, a: &[u64], b: &[u64]) -> usize {
+    let (mut low, mut high) = (diagonal.saturating_sub(b.len()), diagonal.min(a.len()));
+    while low < high {
+        let i = low + (high - low) / 2;
+        // Taking `i` from `a` is too few if `a[i]` still belongs before `b[diagonal - i - 1]`.
+        if a[i] <= b[diagonal - i - 1] {
+            low = i + 1;
+        } else {
+            high = i;
+        }
+    }
+    low
+}
+
+/// The merge of two increasing slices (duplicates kept, `a`'s first).
+fn merge_piece(a: &[u64], b: &[u64]) -> Vec<u64> {
+    let mut out = Vec::with_capacity(a.len() + b.len());
+    let (mut i, mut j) = (0, 0);
+    while i < a.len() && j < b.len() {
+        if a[i] <= b[j] {
+            out.push(a[i]);
+            i += 1;
+        } else {
+            out.push(b[j]);
+            j += 1;
+        }
+    }
+    out.extend_from_slice(&a[i..]);
+    out.extend_from_slice(&b[j..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_keeps_each_value_once_in_order() {
+        assert_eq!(
+            merge_sorted(&[1, 3, 5, 9], &[2, 3, 9, 10, 11]),
+            vec![1, 2, 3, 5, 9, 10, 11]
+        );
+        assert_eq!(merge_sorted(&[], &[4]), vec![4]);
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn merge_path_pieces_equal_a_sequential_merge(
+            a in proptest::collection::vec(0u64..5000, 0..40_000),
+            b in proptest::collection::vec(0u64..5000, 0..40_000),
+        ) {
+            let (mut a, mut b) = (a, b);
+            a.sort_unstable();
+            b.sort_unstable();
+            let mut expected: Vec<u64> = a.iter().chain(&b).copied().collect();
+            expected.sort_unstable();
+            expected.dedup();
+            proptest::prop_assert_eq!(merge_sorted(&a, &b), expected);
+        }
+    }
+
+    #[test]
+    fn cutting_the_merge_path_anywhere_gives_the_same_merge() {
+        let a = [1, 3, 3, 5, 9, 9, 12];
+        let b = [0, 3, 4, 9, 10, 13, 14, 15];
+        let whole = merge_piece(&a, &b);
+        let total = a.len() + b.len();
+        for cut in 0..=total {
+            let i = co_rank(cut, &a, &b);
+            let mut joined = merge_piece(&a[..i], &b[..cut - i]);
+            joined.extend(merge_piece(&a[i..], &b[cut - i..]));
+            assert_eq!(joined, whole, "cut at {cut}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn partition_sort_sorts_uniform_and_skewed_keys(
+            keys in proptest::collection::vec(0u64..(1 << 30), 0..20_000),
+            skew in 0u32..25,
+        ) {
+            let keys: Vec<u64> = keys.into_iter().map(|k| k >> skew).collect();
+            let mut expected = keys.clone();
+            expected.sort_unstable();
+            proptest::prop_assert_eq!(partition_sort(keys, 30), expected);
+        }
+    }
+
+    #[test]
+    fn keys_are_the_top_bits_sorted_and_distinct() {
+        let hashes = [u64::MAX, 0, 1 << 63, (1 << 63) | 1, 5 << 60];
+        assert_eq!(sorted_keys(&hashes, 4), vec![0, 5, 8, 15]);
+    }
+}

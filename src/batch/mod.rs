@@ -1,0 +1,154 @@
+//! Batch operations of the 3-status-bit quotient filters, after paper 004 (Geil, Farach-Colton,
+//! Owens), §IV: data-parallel algorithms written for the GPU, run here on CPU threads (rayon,
+//! behind the default `parallel` feature; without it the same steps run as plain loops).
+//!
+//! * bulk build from a batch of hashes, by three methods ([`BuildMethod`], §IV-C): sort the
+//!   fingerprints ([`keys`]), compute every element's slot with the saturating scan
+//!   ([`layout`]), write them all at once ([`scatter`]). The table equals, bit for bit, the one
+//!   inserting the same hashes one by one produces;
+//! * batch inserts into a non-empty table: supercluster rounds (§IV-B) or merge-inserts
+//!   (extract, merge, rebuild, §IV-E), picked by [`BatchInsert`] ([`supercluster`]);
+//! * batch removes by supercluster (cluster) rounds (§IV-D);
+//! * batch lookups that prefetch the groups a window ahead ([`lookup`], §IV-A);
+//! * the API on [`SequentialQf`](crate::SequentialQf) and
+//!   [`LocallyLockedQf`](crate::LocallyLockedQf) ([`api`]).
+//!
+//! Extension point for the rank-select layout of paper 004 §III-B (a future `CountingQf`): its
+//! elements sit in the same slots as here (§V-C), so it reuses [`keys`] (without the dedupe, to
+//! count repeats), [`layout`] and the merge, and brings its own writer in place of [`scatter`]
+//! (run-end bits and block offsets instead of status bits). With counters, a fingerprint takes
+//! several slots; then `Layout::heads` must count slots rather than elements before each run,
+//! and the scan itself is unchanged.
+
+mod api;
+pub(crate) mod keys;
+pub(crate) mod layout;
+pub(crate) mod lookup;
+#[cfg(loom)]
+pub mod loom_hooks;
+pub(crate) mod par;
+pub(crate) mod scatter;
+pub(crate) mod supercluster;
+#[cfg(test)]
+mod tests;
+
+use crate::filter::Error;
+use crate::qf::table::QfTable;
+
+/// How a bulk build computes where each element goes (paper 004 §IV-C). All three give the same
+/// table; they differ in how much parallel work they do and how many rounds they need.
+///
+/// ```
+/// use conqf::{BuildMethod, SequentialQf};
+/// let hashes: Vec<u64> = (0..1000u64).map(|k| conqf::hash_key(&k)).collect();
+/// let a = SequentialQf::bulk_build(12, 20, &hashes, BuildMethod::ParallelMerging)?;
+/// let b = SequentialQf::bulk_build(12, 20, &hashes, BuildMethod::SegmentedLayouts)?;
+/// assert!(a.fingerprints().eq(b.fingerprints()));
+/// # Ok::<(), conqf::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum BuildMethod {
+    /// Runs start as segments that merge pairwise, `log2(runs)` rounds whatever the fill
+    /// (§IV-C1): the paper's choice for very full tables.
+    ParallelMerging,
+    /// Each round every run that overlaps its predecessor shifts past it; as many rounds as runs
+    /// in the longest cluster (§IV-C2): cheap for emptier tables.
+    SequentialShifting,
+    /// The table is cut into segments of `q` slots laid out serially, overflows passed on until
+    /// none changes (§IV-C3): the paper's fastest method overall, and the default.
+    #[default]
+    SegmentedLayouts,
+}
+
+impl BuildMethod {
+    /// The three methods, in the paper's order.
+    pub const ALL: [BuildMethod; 3] = [
+        BuildMethod::ParallelMerging,
+        BuildMethod::SequentialShifting,
+        BuildMethod::SegmentedLayouts,
+    ];
+
+    /// A short name, for benchmarks and figures.
+    pub fn name(self) -> &'static str {
+        match self {
+            BuildMethod::ParallelMerging => "parallel merging",
+            BuildMethod::SequentialShifting => "sequential shifting",
+            BuildMethod::SegmentedLayouts => "segmented layouts",
+        }
+    }
+}
+
+/// How a batch insert into a non-empty filter proceeds.
+///
+/// ```
+/// use conqf::{BatchInsert, SequentialQf};
+/// let mut filter = SequentialQf::with_bits(12, 20)?;
+/// let hashes: Vec<u64> = (0..100u64).map(|k| conqf::hash_key(&k)).collect();
+/// assert_eq!(filter.insert_batch_with(&hashes, BatchInsert::Superclusters)?, 100);
+/// assert!(hashes.iter().all(|&h| filter.contains_hash(h)));
+/// # Ok::<(), conqf::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum BatchInsert {
+    /// [`Superclusters`](BatchInsert::Superclusters) for batches small against the free slots,
+    /// [`Merge`](BatchInsert::Merge) otherwise (see [`BatchInsert::choose`]).
+    #[default]
+    Auto,
+    /// Rounds in which each supercluster (a stretch of the table ending in an empty slot) takes
+    /// one element of the batch, all superclusters in parallel (§IV-B). Work grows with the
+    /// batch per supercluster, so it suits small batches.
+    Superclusters,
+    /// Extract the stored fingerprints, merge the sorted batch in, and bulk build a new table
+    /// with this method (§IV-E): work proportional to the table, whatever the batch.
+    Merge(BuildMethod),
+}
+
+impl BatchInsert {
+    /// The strategy [`Auto`](BatchInsert::Auto) picks for `batch` hashes into a table of
+    /// `slots` canonical slots holding `len` fingerprints: superclusters while the batch is at
+    /// most 1/16 of the empty slots (about one element per 16 superclusters, so one or two
+    /// rounds), merging otherwise. A starting point, to be tuned with `benches/bulk.rs`.
+    pub fn choose(batch: usize, len: usize, slots: usize) -> BatchInsert {
+        let empty = slots.saturating_sub(len);
+        if batch.saturating_mul(16) <= empty {
+            BatchInsert::Superclusters
+        } else {
+            BatchInsert::Merge(BuildMethod::default())
+        }
+    }
+}
+
+/// Bulk builds sorted, distinct fingerprint keys into `table`, which must be empty. Returns how
+/// many fingerprints it stored (all of them).
+///
+/// # Errors
+/// [`Error::Full`] if the last run would reach the table's last slot (which stays empty); the
+/// table is then unchanged.
+pub(crate) fn build(table: &QfTable, keys: &[u64], method: BuildMethod) -> Result<usize, Error> {
+    if keys.is_empty() {
+        return Ok(0);
+    }
+    let layout = layout::layout(keys, table.quotient_bits, table.remainder_bits, method);
+    let last_run = layout.first.len() - 1;
+    let end = layout.first[last_run] + (keys.len() - layout.heads[last_run]);
+    if end >= table.slots.len() {
+        return Err(Error::Full);
+    }
+    scatter::scatter(&table.slots, keys, table.remainder_bits, &layout);
+    Ok(keys.len())
+}
+
+/// A new table with the given parameters holding exactly the sorted, distinct `keys`.
+///
+/// # Errors
+/// [`Error::InvalidParameters`] for bad parameters, [`Error::Full`] if the keys do not fit.
+pub(crate) fn build_table(
+    quotient_bits: u32,
+    remainder_bits: u32,
+    keys: &[u64],
+    method: BuildMethod,
+) -> Result<(QfTable, usize), Error> {
+    let table = QfTable::with_bits(quotient_bits, remainder_bits)?;
+    let len = build(&table, keys, method)?;
+    Ok((table, len))
+}

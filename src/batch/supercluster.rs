@@ -1,0 +1,186 @@
+//! Batch inserts and removes in rounds over independent regions of the table (paper 004 §IV-B
+//! and §IV-D).
+//!
+//! A *supercluster* is a stretch of the table ending in an empty slot: an insert whose canonical
+//! slot lies in it shifts elements at most into that empty slot, so inserts into different
+//! superclusters touch disjoint slots. For removals the regions are clusters: a removal shifts
+//! elements left only up to the next empty slot or cluster start. Each round, every region takes
+//! at most one element of the (sorted) batch, all regions are written in parallel, and the rest
+//! of the batch waits for the next round, after which the regions are found again.
+//!
+//! On the GPU the paper labels the regions with a prefix sum over the whole table each round. On
+//! CPU threads a cheaper labelling does the same: the batch is sorted, so the elements of one
+//! region are consecutive, and the walk that plans an insert already finds the region's end (the
+//! first empty slot from the canonical slot on); the following elements whose canonical slot lies
+//! before that end belong to the same region and wait. Neighbouring regions can share a 64-bit
+//! group, so the writes publish each group with a CAS that keeps the other lanes
+//! ([`Guarded`]).
+
+use std::convert::Infallible;
+
+use crate::filter::Error;
+use crate::hash::low_mask;
+use crate::qf::table::QfTable;
+use crate::qf::walk::{self, InsertPlan, InsertStep, RemovePlan, KEEP_OCCUPIED};
+use crate::storage::{Guarded, Rewriter, SlotArray};
+use crate::sync::Ordering;
+
+use super::par;
+
+/// What planning one element of the batch decided.
+pub(crate) enum Claim<P> {
+    /// Nothing to write for this element: already stored (insert) or not stored (remove).
+    Done,
+    /// The element writes this plan in its region, which starts or ends at `region`.
+    Write { region: usize, plan: P },
+}
+
+/// Inserts sorted, distinct fingerprint keys into `table` by supercluster rounds, adding to
+/// `stored` the number newly stored.
+///
+/// # Errors
+/// [`Error::Full`] if an insert would reach the table's last slot: the elements of earlier rounds
+/// stay inserted (and counted), the rest of the batch is not.
+pub(crate) fn insert(table: &mut QfTable, keys: &[u64], stored: &mut usize) -> Result<(), Error> {
+    let table = &*table;
+    let r = table.remainder_bits;
+    // An element waits if its canonical slot lies in the supercluster claimed before it, i.e.
+    // at or before that supercluster's end.
+    let same_region = |key: u64, end: usize| (key >> r) as usize <= end;
+    rounds(
+        keys,
+        |key| plan_insertion(table, key),
+        same_region,
+        stored,
+        |plan| write_insertion(&table.slots, &plan),
+    )
+}
+
+/// Plans the insert of one key: done if stored already, else a write in the supercluster that
+/// ends at `plan.end`.
+pub(crate) fn plan_insertion(table: &QfTable, key: u64) -> Result<Claim<InsertPlan>, Error> {
+    let (r, array) = (table.remainder_bits, &table.slots);
+    let quotient = (key >> r) as usize;
+    // Relaxed: the previous round's join orders its writes before these reads.
+    let mut cursor = array.cursor(quotient, Ordering::Relaxed);
+    match walk::plan_insert(&mut cursor, quotient, key & low_mask(r)) {
+        Some(InsertStep::Duplicate { .. }) => Ok(Claim::Done),
+        Some(InsertStep::Place(plan)) if plan.end + 1 < array.len() => Ok(Claim::Write {
+            region: plan.end,
+            plan,
+        }),
+        _ => Err(Error::Full),
+    }
+}
+
+/// Writes a planned insert, keeping the lanes of other superclusters in shared groups.
+pub(crate) fn write_insertion(array: &SlotArray, plan: &InsertPlan) {
+    // Relaxed: reads of this supercluster, which only this thread writes during the round.
+    let mut read = array.cursor(plan.position, Ordering::Relaxed);
+    let mut rewriter = Rewriter::new(array, Guarded, KEEP_OCCUPIED);
+    walk::shift_in(&mut read, &mut rewriter, plan, None);
+    rewriter.finish();
+}
+
+/// Removes sorted, distinct fingerprint keys from `table` by cluster rounds. Returns how many
+/// were stored (and are now removed).
+pub(crate) fn remove(table: &mut QfTable, keys: &[u64]) -> usize {
+    let table = &*table;
+    // The cluster's end is not known before planning, so every element is planned; those in a
+    // cluster claimed before them wait.
+    let same_region = |_key: u64, _start: usize| false;
+    let mut removed = 0;
+    let plan = |key| Ok::<_, Infallible>(plan_removal(table, key));
+    match rounds(keys, plan, same_region, &mut removed, |plan| {
+        write_removal(&table.slots, &plan)
+    }) {
+        Ok(()) => removed,
+        Err(never) => match never {},
+    }
+}
+
+/// Plans the removal of one key: done if not stored, else a write in the cluster that starts
+/// at `plan.cluster_start`.
+pub(crate) fn plan_removal(table: &QfTable, key: u64) -> Claim<RemovePlan> {
+    let (r, array) = (table.remainder_bits, &table.slots);
+    let quotient = (key >> r) as usize;
+    // Relaxed: as for inserts.
+    let mut cursor = array.cursor(quotient, Ordering::Relaxed);
+    match walk::plan_remove(&mut cursor, quotient, key & low_mask(r)) {
+        Some(Some(plan)) => Claim::Write {
+            region: plan.cluster_start,
+            plan,
+        },
+        _ => Claim::Done,
+    }
+}
+
+/// Writes a planned removal, keeping the lanes of other clusters in shared groups.
+pub(crate) fn write_removal(array: &SlotArray, plan: &RemovePlan) {
+    // Relaxed: reads of this cluster, which only this thread writes during the round, and of
+    // the slot after it, which stays an empty slot or a cluster start whatever its owner does.
+    let mut read = array.cursor(plan.position + 1, Ordering::Relaxed);
+    let mut occupied = array.cursor(plan.quotient, Ordering::Relaxed);
+    let mut rewriter = Rewriter::new(array, Guarded, KEEP_OCCUPIED);
+    walk::shift_out(&mut read, &mut occupied, &mut rewriter, plan, false);
+    rewriter.finish();
+}
+
+/// The round loop shared by inserts and removes: plan the pending elements (in parallel chunks,
+/// skipping those `same_region` as the chunk's last claim), keep one claim per region, write the
+/// claims in parallel, repeat with the elements that waited. Adds the claims written to
+/// `written`.
+fn rounds<P: Send + Sync, E: Send>(
+    keys: &[u64],
+    plan: impl Fn(u64) -> Result<Claim<P>, E> + Sync,
+    same_region: impl Fn(u64, usize) -> bool + Sync,
+    written: &mut usize,
+    write: impl Fn(P) + Sync + Send,
+) -> Result<(), E> {
+    let mut pending = keys.to_vec();
+    while !pending.is_empty() {
+        let chunks = par::map_chunks(pending.len(), 1024, |range| {
+            let mut claims = Vec::new();
+            let mut last_region = None;
+            for index in range {
+                let key = pending[index];
+                if last_region.is_some_and(|region| same_region(key, region)) {
+                    continue;
+                }
+                match plan(key)? {
+                    Claim::Done => claims.push((index, None)),
+                    Claim::Write { region, plan } => {
+                        last_region = Some(region);
+                        claims.push((index, Some((region, plan))));
+                    }
+                }
+            }
+            Ok(claims)
+        });
+        let mut finished = vec![false; pending.len()];
+        let mut writes = Vec::new();
+        let mut last_region = None;
+        for chunk in chunks {
+            for (index, claim) in chunk? {
+                match claim {
+                    None => finished[index] = true,
+                    // A region claimed by an earlier chunk (or earlier in this one) waits.
+                    Some((region, _)) if last_region == Some(region) => {}
+                    Some((region, plan)) => {
+                        last_region = Some(region);
+                        finished[index] = true;
+                        writes.push(plan);
+                    }
+                }
+            }
+        }
+        *written += writes.len();
+        par::for_each(writes, &write);
+        let mut index = 0;
+        pending.retain(|_| {
+            index += 1;
+            !finished[index - 1]
+        });
+    }
+    Ok(())
+}

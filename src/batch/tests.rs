@@ -1,0 +1,204 @@
+//! Every batch algorithm against one-by-one operations on the same table, compared group by
+//! group (bit for bit), on random, skewed and duplicate-heavy hashes at fills from 1% to 95%.
+
+use proptest::prelude::*;
+
+use crate::filter::Error;
+use crate::qf::sequential::SequentialQf;
+use crate::sync::Ordering;
+
+use super::{BatchInsert, BuildMethod};
+
+/// The raw groups of a filter's table.
+fn raw(filter: &SequentialQf) -> Vec<u64> {
+    let slots = &filter.table.slots;
+    let groups = slots.layout().groups_for(slots.len());
+    // Relaxed: single-threaded test.
+    (0..groups)
+        .map(|g| slots.load_group(g, Ordering::Relaxed))
+        .collect()
+}
+
+/// One-by-one inserts into `filter`; `Err(Full)` if any insert found no room.
+fn insert_each(filter: &mut SequentialQf, hashes: &[u64]) -> Result<usize, Error> {
+    let mut full = false;
+    let mut stored = 0;
+    for &hash in hashes {
+        match filter.insert_hash(hash) {
+            Ok(new) => stored += new as usize,
+            Err(Error::Full) => full = true,
+            Err(other) => return Err(other),
+        }
+    }
+    if full {
+        Err(Error::Full)
+    } else {
+        Ok(stored)
+    }
+}
+
+/// How the test hashes are drawn.
+#[derive(Debug, Clone, Copy)]
+enum Shape {
+    /// Uniform over all 64-bit hashes.
+    Random,
+    /// Canonical slots crowded into the first eighth of the table: long clusters, overflow.
+    Skewed,
+    /// Drawn from a pool of a tenth as many distinct hashes: many repeats.
+    Duplicates,
+}
+
+/// `(q, r, hashes)`: a table of `2^q` slots and hashes for a fill from 1% to 95% of it.
+fn workload() -> impl Strategy<Value = (u32, u32, Vec<u64>)> {
+    (4u32..10, 2u32..12, 1u32..=95, any::<u64>(), 0..3u8).prop_map(|(q, r, fill, seed, shape)| {
+        let shape = [Shape::Random, Shape::Skewed, Shape::Duplicates][shape as usize];
+        let count = ((1usize << q) * fill as usize).div_ceil(100);
+        let mut state = seed;
+        let mut next = move || {
+            state = crate::hash::remix(state);
+            state
+        };
+        let pool: Vec<u64> = (0..count.div_ceil(10)).map(|_| next()).collect();
+        let hashes = (0..count)
+            .map(|_| match shape {
+                Shape::Random => next(),
+                Shape::Skewed => next() >> 3,
+                Shape::Duplicates => pool[(next() % pool.len() as u64) as usize],
+            })
+            .collect();
+        (q, r, hashes)
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn every_build_method_equals_one_by_one_inserts((q, r, hashes) in workload()) {
+        let mut expected = SequentialQf::with_bits(q, r).unwrap();
+        let one_by_one = insert_each(&mut expected, &hashes);
+        for method in BuildMethod::ALL {
+            match (SequentialQf::bulk_build(q, r, &hashes, method), &one_by_one) {
+                (Ok(built), Ok(stored)) => {
+                    prop_assert_eq!(built.len(), *stored);
+                    prop_assert_eq!(raw(&built), raw(&expected), "{:?}", method);
+                    built.check_invariants().map_err(TestCaseError::fail)?;
+                }
+                (Err(Error::Full), Err(Error::Full)) => {}
+                (built, _) => prop_assert!(false, "{method:?}: {:?} vs {one_by_one:?}", built.map(|f| f.len())),
+            }
+        }
+    }
+
+    #[test]
+    fn batch_inserts_equal_one_by_one_inserts((q, r, hashes) in workload(), split in 0.0f64..1.0) {
+        let (first, second) = hashes.split_at((hashes.len() as f64 * split) as usize);
+        let mut expected = SequentialQf::with_bits(q, r).unwrap();
+        prop_assume!(insert_each(&mut expected, first).is_ok());
+        let start = expected.clone_table();
+        let one_by_one = insert_each(&mut expected, second);
+        for strategy in [
+            BatchInsert::Superclusters,
+            BatchInsert::Merge(BuildMethod::ParallelMerging),
+            BatchInsert::Merge(BuildMethod::SequentialShifting),
+            BatchInsert::Merge(BuildMethod::SegmentedLayouts),
+            BatchInsert::Auto,
+        ] {
+            let mut filter = start.clone_table();
+            match (filter.insert_batch_with(second, strategy), &one_by_one) {
+                (Ok(stored), Ok(expected_stored)) => {
+                    prop_assert_eq!(stored, *expected_stored);
+                    prop_assert_eq!(raw(&filter), raw(&expected), "{:?}", strategy);
+                }
+                (Err(Error::Full), Err(Error::Full)) => {}
+                (result, _) => prop_assert!(false, "{strategy:?}: {result:?} vs {one_by_one:?}"),
+            }
+            filter.check_invariants().map_err(TestCaseError::fail)?;
+        }
+    }
+
+    #[test]
+    fn batch_removes_equal_one_by_one_removes((q, r, hashes) in workload(), seed: u64) {
+        let mut expected = SequentialQf::with_bits(q, r).unwrap();
+        prop_assume!(insert_each(&mut expected, &hashes).is_ok());
+        let mut filter = expected.clone_table();
+        // Remove every other stored hash, plus hashes never inserted.
+        let mut gone: Vec<u64> = hashes.iter().step_by(2).copied().collect();
+        gone.extend((0..hashes.len() as u64 / 4).map(|i| crate::hash::remix(seed ^ i)));
+        let removed_each = gone.iter().filter(|&&h| expected.remove_hash(h).unwrap()).count();
+        prop_assert_eq!(filter.remove_batch(&gone), removed_each);
+        prop_assert_eq!(raw(&filter), raw(&expected));
+        filter.check_invariants().map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
+    fn contains_batch_equals_contains((q, r, hashes) in workload(), seed: u64) {
+        let mut filter = SequentialQf::with_bits(q, r).unwrap();
+        let _ = insert_each(&mut filter, &hashes);
+        let mut queries: Vec<u64> = hashes.clone();
+        queries.extend((0..200u64).map(|i| crate::hash::remix(seed ^ i)));
+        let mut found = vec![false; queries.len()];
+        filter.contains_batch(&queries, &mut found).unwrap();
+        for (&query, &answer) in queries.iter().zip(&found) {
+            prop_assert_eq!(answer, filter.contains_hash(query));
+        }
+    }
+}
+
+#[test]
+fn large_batches_take_the_parallel_paths() {
+    // Above the parallel thresholds of `par`, at 90% fill.
+    let q = 17;
+    let hashes: Vec<u64> = (0..((1u64 << q) * 9 / 10))
+        .map(crate::hash::remix)
+        .collect();
+    let mut expected = SequentialQf::with_bits(q, 7).unwrap();
+    insert_each(&mut expected, &hashes).unwrap();
+    for method in BuildMethod::ALL {
+        let built = SequentialQf::bulk_build(q, 7, &hashes, method).unwrap();
+        assert!(raw(&built) == raw(&expected), "{method:?}");
+    }
+    let (first, second) = hashes.split_at(hashes.len() / 2);
+    let mut filter = SequentialQf::bulk_build(q, 7, first, BuildMethod::default()).unwrap();
+    filter
+        .insert_batch_with(second, BatchInsert::Superclusters)
+        .unwrap();
+    assert!(raw(&filter) == raw(&expected));
+    let mut removed_each = filter.clone_table();
+    let count = second
+        .iter()
+        .filter(|&&h| removed_each.remove_hash(h).unwrap())
+        .count();
+    assert_eq!(filter.remove_batch(second), count);
+    assert!(raw(&filter) == raw(&removed_each));
+    let mut found = vec![false; hashes.len()];
+    filter.contains_batch(&hashes, &mut found).unwrap();
+    for (&hash, &answer) in hashes.iter().zip(&found) {
+        assert_eq!(answer, filter.contains_hash(hash));
+    }
+}
+
+#[test]
+fn mismatched_answer_slice_is_an_error() {
+    let filter = SequentialQf::with_bits(4, 4).unwrap();
+    let mut out = [false; 2];
+    assert!(matches!(
+        filter.contains_batch(&[1, 2, 3], &mut out),
+        Err(Error::InvalidParameters(_))
+    ));
+}
+
+impl SequentialQf {
+    /// A copy of the filter (tests only; the filter is not `Clone` to keep copies explicit).
+    fn clone_table(&self) -> SequentialQf {
+        let keys = super::keys::table_keys(&self.table, Ordering::Relaxed);
+        let (table, len) = super::build_table(
+            self.table.quotient_bits,
+            self.table.remainder_bits,
+            &keys,
+            BuildMethod::default(),
+        )
+        .unwrap();
+        SequentialQf { table, len }
+    }
+}

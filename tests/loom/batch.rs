@@ -1,0 +1,80 @@
+//! Loom models of the batch rounds (paper 004 §IV-B, §IV-D): within a round, writers of
+//! different superclusters (inserts) or clusters (removes) run at once and publish each group
+//! with a CAS that keeps the other lanes. Neighbouring regions share 64-bit groups here on
+//! purpose. After every interleaving: nothing lost, nothing left behind, the invariants of the
+//! sequential table hold.
+//!
+//! Tables have 8 canonical slots of 13-bit remainders (16-bit slots, 4 per group).
+
+use conqf::batch_loom::{racing_cluster_removes, racing_supercluster_inserts};
+use conqf::SequentialQf;
+
+const Q: u32 = 3;
+const R: u32 = 13;
+
+/// The hash of fingerprint `(quotient, remainder)`.
+fn key(quotient: u64, remainder: u64) -> u64 {
+    ((quotient << R) | remainder) << (64 - Q - R)
+}
+
+fn filter_with(keys: &[u64]) -> SequentialQf {
+    let mut filter = SequentialQf::with_bits(Q, R).unwrap();
+    for &k in keys {
+        assert!(filter.insert_hash(k).unwrap());
+    }
+    filter
+}
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    super::check(Some(3), f);
+}
+
+/// Checks the filter holds exactly `expected`, and its invariants.
+fn holds_exactly(filter: &SequentialQf, expected: &[u64]) {
+    filter.check_invariants().unwrap();
+    let mut want: Vec<_> = expected
+        .iter()
+        .map(|&h| conqf::Fingerprint::split(h, Q, R))
+        .collect();
+    want.sort();
+    assert_eq!(filter.fingerprints().collect::<Vec<_>>(), want);
+}
+
+/// Two inserts in neighbouring superclusters whose slots share group 0: one shifts an element
+/// into slot 1, the other fills slot 2. Neither group write may lose the other's lanes.
+#[test]
+fn neighbouring_superclusters_in_one_group_lose_no_insert() {
+    model(|| {
+        let before = [key(0, 20)];
+        let new = [key(0, 10), key(2, 5)];
+        let (filter, stored) = racing_supercluster_inserts(filter_with(&before), &new);
+        assert_eq!(stored, 2);
+        holds_exactly(&filter, &[before[0], new[0], new[1]]);
+    });
+}
+
+/// An insert that shifts a run across the group boundary (slots 2-3 into slot 4) races one
+/// that fills slot 5 of the same second group.
+#[test]
+fn a_shift_across_groups_keeps_the_neighbours_insert() {
+    model(|| {
+        let before = [key(2, 30), key(3, 30)];
+        let new = [key(2, 10), key(5, 7)];
+        let (filter, _) = racing_supercluster_inserts(filter_with(&before), &new);
+        holds_exactly(&filter, &[before[0], before[1], new[0], new[1]]);
+    });
+}
+
+/// Two removals in neighbouring clusters of one group: the left one's shift reads the right
+/// cluster's start while the right one empties that slot. The left shift must stop there either
+/// way, and both removals must land.
+#[test]
+fn a_removal_reading_the_next_cluster_start_stops_there() {
+    model(|| {
+        let stay = [key(0, 20), key(3, 1)];
+        let gone = [key(0, 10), key(2, 10)];
+        let filter = filter_with(&[stay[0], stay[1], gone[0], gone[1]]);
+        let filter = racing_cluster_removes(filter, &gone);
+        holds_exactly(&filter, &stay);
+    });
+}
