@@ -74,6 +74,7 @@ pub use bloom::AtomicBloomFilter;
 pub use filter::{Count, Error, Filter, Merge, Remove};
 pub use hash::{hash_key, Fingerprint};
 pub use qf::externally_locked::ExternallyLockedQf;
+pub use qf::growing::{GrowableBuilder, GrowableQf};
 pub use qf::linear_probing::{LinearProbingBuilder, LinearProbingQf};
 pub use qf::locally_locked::LocallyLockedQf;
 pub use qf::scan::Fingerprints;

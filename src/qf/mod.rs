@@ -2,6 +2,7 @@
 //! one file per variant.
 
 pub(crate) mod externally_locked;
+pub(crate) mod growing;
 pub(crate) mod linear_probing;
 pub(crate) mod locally_locked;
 pub(crate) mod scan;

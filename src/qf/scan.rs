@@ -20,16 +20,25 @@ pub struct Fingerprints<'a> {
     cursor: Cursor<'a>,
     occupied: Cursor<'a>,
     canonical: usize,
+    /// The walk stops before this slot.
+    end: usize,
     done: bool,
 }
 
 impl<'a> Fingerprints<'a> {
     pub(crate) fn new(array: &'a SlotArray, order: Ordering) -> Self {
+        Self::range(array, 0, array.len(), order)
+    }
+
+    /// The fingerprints stored in slots `from..to`, where `from` is 0 or follows an empty slot
+    /// (a supercluster starts there, or the slot is empty), e.g. one supercluster.
+    pub(crate) fn range(array: &'a SlotArray, from: usize, to: usize, order: Ordering) -> Self {
         Fingerprints {
-            cursor: array.cursor(0, order),
-            occupied: array.cursor(0, order),
-            canonical: 0,
-            done: false,
+            cursor: array.cursor(from, order),
+            occupied: array.cursor(from, order),
+            canonical: from,
+            end: to,
+            done: from >= to,
         }
     }
 }
@@ -41,7 +50,7 @@ impl Iterator for Fingerprints<'_> {
         while !self.done {
             let slot = slot_at(&self.cursor);
             let index = self.cursor.index();
-            self.done = !self.cursor.advance();
+            self.done = index + 1 >= self.end || !self.cursor.advance();
             if slot.is_empty() {
                 continue;
             }
@@ -168,7 +177,28 @@ pub(crate) fn build_sorted(
     fingerprints: impl IntoIterator<Item = Fingerprint>,
 ) -> Result<usize, Error> {
     let last = array.len() - 1;
-    let mut next_free = 0usize;
+    place_sorted(fingerprints, 0, last, |index, bits| {
+        // Relaxed: `&mut` access; no other thread sees the table being built.
+        let now = array.get(index, Ordering::Relaxed);
+        array.set_exclusive(index, now | bits);
+    })
+}
+
+/// The placement rule of [`build_sorted`], for any destination: each fingerprint (increasing,
+/// equal ones stored once) goes to its canonical slot or the first slot at or after
+/// `first_free` right of the previous run, whichever is later. `write(index, bits)` ORs bits
+/// into a slot that starts out zero: the element's bits at its position, the occupied bit at
+/// its canonical slot. Returns how many were placed.
+///
+/// # Errors
+/// [`Error::Full`] if a fingerprint would land at or after `limit`.
+pub(crate) fn place_sorted(
+    fingerprints: impl IntoIterator<Item = Fingerprint>,
+    first_free: usize,
+    limit: usize,
+    mut write: impl FnMut(usize, u64),
+) -> Result<usize, Error> {
+    let mut next_free = first_free;
     let mut previous: Option<Fingerprint> = None;
     let mut stored = 0;
     for fingerprint in fingerprints {
@@ -178,16 +208,13 @@ pub(crate) fn build_sorted(
         }
         let quotient = fingerprint.quotient as usize;
         let position = quotient.max(next_free);
-        if position >= last {
+        if position >= limit {
             return Err(Error::Full);
         }
         let continuation = previous.is_some_and(|p| p.quotient == fingerprint.quotient);
         let element = Slot::element(fingerprint.remainder, continuation, position != quotient);
-        // Relaxed: `&mut` access; no other thread sees the table being built.
-        let kept = array.get(position, Ordering::Relaxed) & OCCUPIED;
-        array.set_exclusive(position, element.raw() | kept);
-        let canonical = array.get(quotient, Ordering::Relaxed);
-        array.set_exclusive(quotient, canonical | OCCUPIED);
+        write(position, element.raw());
+        write(quotient, OCCUPIED);
         next_free = position + 1;
         previous = Some(fingerprint);
         stored += 1;

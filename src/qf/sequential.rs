@@ -279,7 +279,7 @@ impl Merge for SequentialQf {
 }
 
 /// Re-splits a fingerprint stored with `from_r` remainder bits for a table with `to_r <= from_r`.
-fn refine(f: Fingerprint, from_r: u32, to_r: u32) -> Fingerprint {
+pub(crate) fn refine(f: Fingerprint, from_r: u32, to_r: u32) -> Fingerprint {
     let moved = from_r - to_r;
     Fingerprint {
         quotient: (f.quotient << moved) | (f.remainder >> to_r),
