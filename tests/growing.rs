@@ -61,7 +61,7 @@ fn one_thread_grows_and_keeps_every_key() {
 
 #[test]
 fn growth_keeps_the_fill_between_half_and_delta_grow() {
-    let filter = LocallyLockedQf::growable(1000, 0.01)
+    let filter = LocallyLockedQf::growable(1000, 1e-6)
         .delta_grow(0.8)
         .max_doublings(6)
         .build()
