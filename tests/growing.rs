@@ -74,7 +74,10 @@ fn growth_keeps_the_fill_between_half_and_delta_grow() {
         // so allow a few keys more.
         assert!(fill <= 0.81, "fill {fill} passed delta_grow");
         if filter.doublings() > 0 {
-            assert!(fill >= 0.39, "fill {fill} below half of delta_grow after a doubling");
+            assert!(
+                fill >= 0.39,
+                "fill {fill} below half of delta_grow after a doubling"
+            );
         }
     }
     assert_eq!(filter.doublings(), 6);
@@ -108,7 +111,9 @@ fn after_the_last_doubling_the_table_fills_up_and_reports_full() {
 fn bad_parameters_are_errors() {
     for delta in [0.0, -1.0, 0.95, f64::NAN] {
         assert!(matches!(
-            LocallyLockedQf::growable(100, 0.01).delta_grow(delta).build(),
+            LocallyLockedQf::growable(100, 0.01)
+                .delta_grow(delta)
+                .build(),
             Err(Error::InvalidParameters(_))
         ));
     }

@@ -3,6 +3,7 @@
 #![cfg(loom)]
 
 mod externally_locked;
+mod growing;
 mod linear_probing;
 mod locally_locked;
 

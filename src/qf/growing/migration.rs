@@ -74,6 +74,37 @@ fn lock_empty(old: &LocallyLockedQf, index: usize) -> bool {
     old.update_slot(index, |now| (now == 0).then_some(MIGRATION_LOCK))
 }
 
+/// Migration-locks the empty, unlocked slots from `index` on (before `hi`, inside the group of
+/// `index`, up to the first other slot) with one CAS. Returns how many it locked: 0 if slot
+/// `index` is not empty and unlocked any more.
+fn lock_empty_run(old: &LocallyLockedQf, index: usize, hi: usize) -> usize {
+    let slots = &old.table.slots;
+    let layout = *slots.layout();
+    let (group, offset) = layout.locate(index);
+    let hi = hi.min(slots.len());
+    // Acquire: as in `migrate_block`.
+    let mut word = slots.load_group(group, Ordering::Acquire);
+    loop {
+        let (mut new, mut locked) = (word, 0);
+        while index + locked < hi
+            && layout.locate(index + locked).0 == group
+            && layout.get(word, offset + locked as u32) == 0
+        {
+            new = layout.set(new, offset + locked as u32, MIGRATION_LOCK);
+            locked += 1;
+        }
+        if locked == 0 {
+            return 0;
+        }
+        // AcqRel: like taking any write lock (see `LocallyLockedQf::update_slot`); Acquire on
+        // failure: the next attempt inspects the fresh word.
+        match slots.compare_exchange_group(group, word, new, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return locked,
+            Err(now) => word = now,
+        }
+    }
+}
+
 /// Copies the superclusters that start in old slots `lo..hi` into `target` and migration-locks
 /// every empty slot in `lo..hi` (and the ends of the superclusters it copies). Returns how many
 /// fingerprints it copied. `buffer` is scratch space reused between calls.
@@ -93,11 +124,7 @@ pub(super) fn migrate_block(
         // Release of the operation that wrote it.
         match kind(slots.get(index, Ordering::Acquire)) {
             Kind::Migrated => index += 1,
-            Kind::Empty => {
-                if lock_empty(old, index) {
-                    index += 1;
-                }
-            }
+            Kind::Empty => index += lock_empty_run(old, index, hi),
             Kind::WriteLocked => waiter.wait(),
             Kind::Filled => {
                 let Some(end) = freeze(old, index) else {

@@ -213,7 +213,8 @@ struct MigrationSlot(AtomicPtr<Migration>);
 
 impl Drop for MigrationSlot {
     fn drop(&mut self) {
-        let ptr = *self.0.get_mut();
+        // Relaxed: dropping means no other thread accesses the generation any more.
+        let ptr = self.0.load(Ordering::Relaxed);
         if !ptr.is_null() {
             // SAFETY: the migration was created by `Box::into_raw` and only this slot owns it.
             drop(unsafe { Box::from_raw(ptr) });
@@ -265,7 +266,8 @@ struct Migration {
 
 impl Drop for Migration {
     fn drop(&mut self) {
-        if !*self.published.get_mut() {
+        // Relaxed: as in `MigrationSlot::drop`; the reclaimer ordered the store before this.
+        if !self.published.load(Ordering::Relaxed) {
             // SAFETY: never published, so only this migration owns the next generation.
             drop(unsafe { Box::from_raw(self.next) });
         }
@@ -309,8 +311,9 @@ impl GrowableQf {
 
     /// The current table as a fixed-size filter (no copy), e.g. to iterate its fingerprints.
     pub fn into_inner(self) -> LocallyLockedQf {
-        let mut this = std::mem::ManuallyDrop::new(self);
-        let ptr = *this.current.get_mut();
+        let this = std::mem::ManuallyDrop::new(self);
+        // Relaxed: `self` is owned, so no other thread accesses it.
+        let ptr = this.current.load(Ordering::Relaxed);
         // SAFETY: `this` is never used again and its `Drop` does not run, so the reclaimer is
         // read out (and dropped) exactly once.
         drop(unsafe { std::ptr::read(&this.reclaimer) });
@@ -335,12 +338,10 @@ impl GrowableQf {
         }
         // AcqRel on success: the claim orders nothing else, but Acquire on failure lets a loser
         // see FAILED.
-        match generation.growth.compare_exchange(
-            IDLE,
-            CLAIMED,
-            Ordering::AcqRel,
-            Ordering::Acquire,
-        ) {
+        match generation
+            .growth
+            .compare_exchange(IDLE, CLAIMED, Ordering::AcqRel, Ordering::Acquire)
+        {
             Ok(_) => {}
             Err(FAILED) => return false,
             Err(_) => {
@@ -512,7 +513,8 @@ impl Remove for GrowableQf {
 
 impl Drop for GrowableQf {
     fn drop(&mut self) {
-        let ptr = *self.current.get_mut();
+        // Relaxed: `&mut self`, so no other thread accesses it.
+        let ptr = self.current.load(Ordering::Relaxed);
         // SAFETY: `&mut self`: no operation runs; `current` owns its generation.
         drop(unsafe { Box::from_raw(ptr) });
     }
