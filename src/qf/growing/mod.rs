@@ -31,6 +31,7 @@ use std::fmt;
 use crate::filter::{Error, Filter, Remove};
 use crate::qf::locally_locked::{LocallyLockedQf, Migrating};
 use crate::qf::sequential::SequentialQf;
+use crate::qf::slot::{Slot, OCCUPIED, WRITE_LOCK};
 use crate::qf::table::QfTable;
 use crate::sizing;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, Waiter};
@@ -239,6 +240,19 @@ impl Generation {
         }
     }
 
+    /// Whether the fill has reached the growth threshold, checked after an insert of `hash`.
+    ///
+    /// One stripe of the counter first: summing all of them on every insert would cost more
+    /// than the insert. The stripes differ by a few percent, so the exact sum is checked from
+    /// 7/8 of the threshold on.
+    #[inline]
+    fn fill_reached(&self, hash: u64) -> bool {
+        let (quotient, _) = self.filter.table.fingerprint(hash);
+        let threshold = self.threshold;
+        self.filter.len.estimate(quotient) >= threshold - threshold / 8
+            && self.filter.len.sum() >= threshold
+    }
+
     /// The migration out of this generation, if one was published.
     #[inline]
     fn migration(&self) -> Option<&Migration> {
@@ -321,6 +335,55 @@ impl GrowableQf {
         let generation = unsafe { Box::from_raw(ptr) };
         let Generation { filter, .. } = *generation;
         filter
+    }
+
+    /// Whether the table is at its final size and its fill has reached `delta_grow`, checked
+    /// after an insert of `hash` (see [`Generation::fill_reached`]): a multi-level filter then
+    /// opens its next level.
+    pub(crate) fn saturated(&self, hash: u64) -> bool {
+        let guard = reclaim::pin();
+        let generation = self.generation(&guard);
+        generation.doublings_left == 0 && generation.fill_reached(hash)
+    }
+
+    /// Stores the fingerprint of `hash` in its canonical slot if that slot is empty, with one
+    /// CAS and no lock (cascading inserts, paper 000 §4.2): no element moves, so lock-free
+    /// readers stay correct. Waits while the slot is write-locked (an operation in flight will
+    /// fill it or leave it empty). Returns whether it stored the fingerprint; `false` means the
+    /// slot holds an element, and it keeps holding one until a removal.
+    ///
+    /// For a table that does not migrate any more (a lower level): a migration lock counts as
+    /// an element.
+    pub(crate) fn insert_into_empty_canonical(&self, hash: u64) -> bool {
+        let guard = reclaim::pin();
+        let filter = &self.generation(&guard).filter;
+        let (quotient, remainder) = filter.table.fingerprint(hash);
+        let element = Slot::element(remainder, false, false).raw() | OCCUPIED;
+        let waiter = Waiter::new();
+        loop {
+            // Acquire: the decision depends on the slot; pairs with the writer's Release.
+            let raw = filter.table.slots.get(quotient, Ordering::Acquire);
+            if raw == WRITE_LOCK {
+                waiter.wait();
+                continue;
+            }
+            if raw != 0 {
+                return false;
+            }
+            if filter.update_slot(quotient, |now| (now == 0).then_some(element)) {
+                filter.len.increment(quotient);
+                return true;
+            }
+        }
+    }
+
+    /// Whether the canonical slot of `hash` is empty and unlocked (raw zero).
+    pub(crate) fn canonical_is_empty(&self, hash: u64) -> bool {
+        let guard = reclaim::pin();
+        let filter = &self.generation(&guard).filter;
+        let (quotient, _) = filter.table.fingerprint(hash);
+        // Acquire: as in `insert_into_empty_canonical`.
+        filter.table.slots.get(quotient, Ordering::Acquire) == 0
     }
 
     /// Checks the current table's invariants (see [`LocallyLockedQf::check_invariants`]).
@@ -442,15 +505,7 @@ impl Filter for GrowableQf {
             match generation.filter.insert_or_migrating(hash) {
                 Err(Migrating) => continue,
                 Ok(Ok(true)) => {
-                    let filter = &generation.filter;
-                    let (quotient, _) = filter.table.fingerprint(hash);
-                    // One stripe of the counter first: summing all of them on every insert
-                    // would cost more than the insert. The stripes differ by a few percent,
-                    // so the exact sum is checked from 7/8 of the threshold on.
-                    let threshold = generation.threshold;
-                    if filter.len.estimate(quotient) >= threshold - threshold / 8
-                        && filter.len.sum() >= threshold
-                    {
+                    if generation.fill_reached(hash) {
                         self.grow(generation, &guard);
                     }
                     return Ok(true);
