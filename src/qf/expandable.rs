@@ -296,8 +296,10 @@ impl Filter for ExpandableQf {
                 if level.contains_hash(hash) {
                     return Ok(false);
                 }
-                if self.cascading && level.insert_into_empty_canonical(hash) {
-                    return Ok(true);
+                if self.cascading {
+                    if let Some(stored) = level.insert_into_empty_canonical(hash) {
+                        return Ok(stored);
+                    }
                 }
             }
             let level = self.level(active);

@@ -2,6 +2,7 @@
 //! `RUSTFLAGS="--cfg loom" cargo test --release --test loom`.
 #![cfg(loom)]
 
+mod expandable;
 mod externally_locked;
 mod growing;
 mod linear_probing;

@@ -349,12 +349,14 @@ impl GrowableQf {
     /// Stores the fingerprint of `hash` in its canonical slot if that slot is empty, with one
     /// CAS and no lock (cascading inserts, paper 000 §4.2): no element moves, so lock-free
     /// readers stay correct. Waits while the slot is write-locked (an operation in flight will
-    /// fill it or leave it empty). Returns whether it stored the fingerprint; `false` means the
-    /// slot holds an element, and it keeps holding one until a removal.
+    /// fill it or leave it empty). Returns `Some(true)` if it stored the fingerprint,
+    /// `Some(false)` if the slot holds this very fingerprint as its cluster start (a racing
+    /// cascading insert of the same key stored it), and `None` if the slot holds another
+    /// element, which it keeps holding until a removal.
     ///
     /// For a table that does not migrate any more (a lower level): a migration lock counts as
     /// an element.
-    pub(crate) fn insert_into_empty_canonical(&self, hash: u64) -> bool {
+    pub(crate) fn insert_into_empty_canonical(&self, hash: u64) -> Option<bool> {
         let guard = reclaim::pin();
         let filter = &self.generation(&guard).filter;
         let (quotient, remainder) = filter.table.fingerprint(hash);
@@ -368,11 +370,11 @@ impl GrowableQf {
                 continue;
             }
             if raw != 0 {
-                return false;
+                return (Slot::unlocked(raw).raw() == element).then_some(false);
             }
             if filter.update_slot(quotient, |now| (now == 0).then_some(element)) {
                 filter.len.increment(quotient);
-                return true;
+                return Some(true);
             }
         }
     }
