@@ -9,6 +9,8 @@
 //! hash function.
 #![allow(dead_code)]
 
+pub(crate) mod fig4;
+
 use std::hint::black_box;
 use std::sync::{Barrier, Mutex, PoisonError};
 use std::time::{Duration, Instant};
