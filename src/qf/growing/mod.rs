@@ -147,7 +147,7 @@ impl GrowableBuilder {
             current: AtomicPtr::new(Box::into_raw(Box::new(first))),
             delta_grow: self.delta_grow,
             block_slots: self.block_slots,
-            reclaimer: Reclaimer::default(),
+            reclaimer: Reclaimer::new(),
         })
     }
 }
@@ -325,12 +325,12 @@ impl GrowableQf {
 
     /// The current table as a fixed-size filter (no copy), e.g. to iterate its fingerprints.
     pub fn into_inner(self) -> LocallyLockedQf {
-        let this = std::mem::ManuallyDrop::new(self);
+        let mut this = std::mem::ManuallyDrop::new(self);
         // Relaxed: `self` is owned, so no other thread accesses it.
         let ptr = this.current.load(Ordering::Relaxed);
         // SAFETY: `this` is never used again and its `Drop` does not run, so the reclaimer is
-        // read out (and dropped) exactly once.
-        drop(unsafe { std::ptr::read(&this.reclaimer) });
+        // dropped exactly once.
+        unsafe { std::ptr::drop_in_place(&mut this.reclaimer) };
         // SAFETY: `self` is consumed, so no operation runs; `current` owns its generation.
         let generation = unsafe { Box::from_raw(ptr) };
         let Generation { filter, .. } = *generation;

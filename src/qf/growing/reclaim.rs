@@ -17,10 +17,14 @@ mod imp {
     }
 
     /// Frees replaced tables once no guard can still see them.
-    #[derive(Default)]
     pub(crate) struct Reclaimer;
 
     impl Reclaimer {
+        /// A reclaimer.
+        pub(crate) fn new() -> Self {
+            Reclaimer
+        }
+
         /// Frees `ptr` once every guard pinned now is gone.
         ///
         /// # Safety
@@ -46,7 +50,6 @@ mod imp {
     }
 
     /// Keeps replaced tables until it is dropped.
-    #[derive(Default)]
     pub(crate) struct Reclaimer {
         retired: std::sync::Mutex<Vec<Retired>>,
     }
@@ -61,6 +64,13 @@ mod imp {
     unsafe impl Send for Retired {}
 
     impl Reclaimer {
+        /// A reclaimer holding nothing.
+        pub(crate) fn new() -> Self {
+            Reclaimer {
+                retired: std::sync::Mutex::new(Vec::new()),
+            }
+        }
+
         /// Frees `ptr` when the reclaimer is dropped.
         ///
         /// # Safety
