@@ -124,8 +124,8 @@ impl LocallyLockedQf {
     ///
     /// ```
     /// use conqf::{Filter, LocallyLockedQf};
-    /// let filter = LocallyLockedQf::growable(100, 0.01).max_doublings(4).build()?;
-    /// for k in 0..1000u64 {
+    /// let filter = LocallyLockedQf::growable(100, 1e-6).max_doublings(4).build()?;
+    /// for k in 0..2000u64 {
     ///     filter.insert(&k)?;
     /// }
     /// assert_eq!(filter.doublings(), 4);
