@@ -4,6 +4,9 @@
 //! (`quick`: 10) at a false-positive target of `2^-10`, with `CONQF_THREADS` threads (default:
 //! the available parallelism).
 //!
+//! Beside them, the growable filters users pick today at the same target, each behind a
+//! `Mutex`: `growable-bloom-filter` (a scalable Bloom filter) and `scalable_cuckoo_filter`.
+//!
 //! Per segment (insert throughput, successful and unsuccessful lookup throughput, measured FPR)
 //! the numbers come from one run of the experiment and are printed as a table, as the paper
 //! plots them; criterion then times the whole insert sequence and the lookups at the final size
@@ -17,7 +20,9 @@ mod common;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use common::fig4::{fig4_filter, fig4_run, Fig4Keys, Fig4Size, FIG4_FILTERS};
+use common::fig4::{
+    fig4_filter, fig4_peer, fig4_run, Fig4Keys, Fig4Size, FIG4_FILTERS, FIG4_PEERS,
+};
 use common::{count_hits, insert_all, parallel, per_second, piece, Scale};
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 
@@ -27,6 +32,15 @@ fn threads() -> usize {
             .parse()
             .unwrap_or_else(|_| panic!("CONQF_THREADS={text:?} is not a number")),
         Err(_) => std::thread::available_parallelism().map_or(1, |n| n.get()),
+    }
+}
+
+/// One of the Figure 4 filters or a peer, by name.
+fn make(name: &str, size: &Fig4Size) -> Box<dyn conqf::Filter> {
+    if FIG4_PEERS.contains(&name) {
+        fig4_peer(name, size)
+    } else {
+        fig4_filter(name, size).expect("valid parameters")
     }
 }
 
@@ -42,8 +56,8 @@ fn print_segments(size: &Fig4Size, keys: &Fig4Keys, threads: usize) {
         size.start_quotient_bits, size.segments, size.segment_keys
     );
     println!("filter,segment,insert_mops,positive_mops,negative_mops,fpr,bytes");
-    for name in FIG4_FILTERS {
-        let filter = fig4_filter(name, size).expect("valid parameters");
+    for name in FIG4_FILTERS.into_iter().chain(FIG4_PEERS) {
+        let filter = make(name, size);
         for (i, s) in fig4_run(&*filter, size, keys, threads).iter().enumerate() {
             assert_eq!(s.missed, 0, "{name} lost inserted keys in segment {i}");
             let n = size.segment_keys;
@@ -74,13 +88,13 @@ fn benches(c: &mut Criterion) {
         .sample_size(10)
         .warm_up_time(Duration::from_millis(100))
         .measurement_time(Duration::from_secs(5));
-    for name in FIG4_FILTERS {
+    for name in FIG4_FILTERS.into_iter().chain(FIG4_PEERS) {
         group.throughput(Throughput::Elements(all as u64));
         group.bench_function(BenchmarkId::new("insert_all_segments", name), |b| {
             b.iter_custom(|iters| {
                 let mut total = Duration::ZERO;
                 for _ in 0..iters {
-                    let filter = fig4_filter(name, &size).expect("valid parameters");
+                    let filter = make(name, &size);
                     let start = Instant::now();
                     let (_, failed) = parallel(threads, |t| {
                         insert_all(&*filter, piece(&keys.inserts, t, threads))
@@ -91,7 +105,7 @@ fn benches(c: &mut Criterion) {
                 total
             })
         });
-        let filter = fig4_filter(name, &size).expect("valid parameters");
+        let filter = make(name, &size);
         parallel(threads, |t| {
             insert_all(&*filter, piece(&keys.inserts, t, threads))
         });

@@ -158,3 +158,85 @@ pub(crate) fn fig4_run(
         })
         .collect()
 }
+
+/// The growable filters people use today, beside the three of Figure 4 in the bench: neither is
+/// concurrent, so each sits behind one `Mutex` ([`Locked`](super::Locked)).
+pub(crate) const FIG4_PEERS: [&str; 2] = [
+    "growable-bloom-filter+Mutex",
+    "scalable_cuckoo_filter+Mutex",
+];
+
+/// Builds the peer `name` (one of [`FIG4_PEERS`]) for the same start and target as
+/// [`fig4_filter`]: the expected capacity of the start table and the `2^-10` rate.
+pub(crate) fn fig4_peer(name: &str, size: &Fig4Size) -> Box<dyn Filter> {
+    let capacity = size.expected_capacity();
+    if name == FIG4_PEERS[0] {
+        Box::new(super::Locked::new(GrowableBloom(
+            growable_bloom_filter::GrowableBloom::new(FIG4_FPR, capacity),
+        )))
+    } else {
+        // A seeded `StdRng`: the default `ThreadRng` cannot move between threads.
+        let filter = scalable_cuckoo_filter::ScalableCuckooFilterBuilder::new()
+            .initial_capacity(capacity)
+            .false_positive_probability(FIG4_FPR)
+            .rng(<rand::rngs::StdRng as rand::SeedableRng>::seed_from_u64(4))
+            .finish();
+        Box::new(super::Locked::new(ScalableCuckoo(filter)))
+    }
+}
+
+/// `growable-bloom-filter` through the single-threaded table interface (it hashes the given
+/// hash once more itself). Its size is not exposed, so its bytes read as 0.
+struct GrowableBloom(growable_bloom_filter::GrowableBloom);
+
+impl super::SeqTable for GrowableBloom {
+    fn table_insert(&mut self, hash: u64) -> Result<bool, Error> {
+        Ok(self.0.insert(hash))
+    }
+    fn table_contains(&self, hash: u64) -> bool {
+        self.0.contains(hash)
+    }
+    fn table_len(&self) -> usize {
+        self.0.len()
+    }
+    fn table_capacity(&self) -> usize {
+        self.0.capacity()
+    }
+    fn table_bytes(&self) -> usize {
+        0
+    }
+    fn table_fpr(&self) -> f64 {
+        FIG4_FPR
+    }
+}
+
+/// `scalable_cuckoo_filter` through the single-threaded table interface (it hashes the given
+/// hash once more itself).
+struct ScalableCuckoo(
+    scalable_cuckoo_filter::ScalableCuckooFilter<
+        u64,
+        scalable_cuckoo_filter::DefaultHasher,
+        rand::rngs::StdRng,
+    >,
+);
+
+impl super::SeqTable for ScalableCuckoo {
+    fn table_insert(&mut self, hash: u64) -> Result<bool, Error> {
+        Ok(!self.0.insert_if_not_contained(&hash))
+    }
+    fn table_contains(&self, hash: u64) -> bool {
+        self.0.contains(&hash)
+    }
+    fn table_len(&self) -> usize {
+        self.0.len()
+    }
+    fn table_capacity(&self) -> usize {
+        self.0.capacity()
+    }
+    fn table_bytes(&self) -> usize {
+        (self.0.bits() / 8) as usize
+    }
+    fn table_fpr(&self) -> f64 {
+        self.0.false_positive_probability()
+    }
+}
