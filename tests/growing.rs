@@ -198,3 +198,52 @@ fn threads_grow_the_table_together_without_losing_a_key() {
     let expected: BTreeSet<u64> = hashes.iter().map(|&h| top_bits(h, bits)).collect();
     assert_eq!(set, expected);
 }
+
+mod model {
+    //! Random operation sequences from a small hash space (long clusters, collisions, growth
+    //! into the overflow tail and past migration-block boundaries) against the exact model: the
+    //! set of fingerprints, which growing never changes.
+
+    use std::collections::BTreeSet;
+
+    use super::common::{ops, Op};
+    use conqf::{Error, Filter, LocallyLockedQf, Remove};
+    use proptest::prelude::*;
+
+    const Q: u32 = 4;
+    const R: u32 = 8;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn growing_filter_matches_the_model(ops in ops(Q, R, 6, 40, 300)) {
+            let filter = LocallyLockedQf::growable(1, 0.5)
+                .delta_grow(0.5)
+                .max_doublings(3)
+                .migration_block_slots(5)
+                .build_with_bits(Q, R)
+                .unwrap();
+            let mut model = BTreeSet::new();
+            let fingerprint = |hash: u64| hash >> (64 - Q - R);
+            for op in ops {
+                match op {
+                    Op::Insert(h) => match filter.insert_hash(h) {
+                        Ok(stored) => prop_assert_eq!(stored, model.insert(fingerprint(h))),
+                        // Only after the last doubling, and then nothing changed.
+                        Err(Error::Full) => prop_assert_eq!(filter.doublings(), 3),
+                        Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
+                    },
+                    Op::Remove(h) => {
+                        prop_assert_eq!(filter.remove_hash(h), Ok(model.remove(&fingerprint(h))));
+                    }
+                    Op::Contains(h) => {
+                        prop_assert_eq!(filter.contains_hash(h), model.contains(&fingerprint(h)));
+                    }
+                }
+            }
+            prop_assert_eq!(filter.len(), model.len());
+            filter.check_invariants().map_err(TestCaseError::fail)?;
+        }
+    }
+}
