@@ -30,7 +30,9 @@
 //!
 //! Two threads inserting the same new key while the next level opens may both store it (one
 //! per level) and both get `Ok(true)`; a later removal then takes one copy and the key still
-//! answers `true` until the second removal. Everything else is as in [`Filter`].
+//! answers `true` until the second removal. Likewise, once a removal has freed a lower level's
+//! canonical slot, a cascading insert of a key stored higher up stores a second copy there.
+//! Everything else is as in [`Filter`].
 //!
 //! # Removals and lock-free reads of lower levels
 //!

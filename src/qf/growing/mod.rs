@@ -507,7 +507,8 @@ impl Filter for GrowableQf {
             match generation.filter.insert_or_migrating(hash) {
                 Err(Migrating) => continue,
                 Ok(Ok(true)) => {
-                    if generation.fill_reached(hash) {
+                    // A table that may not double any more skips the counter altogether.
+                    if generation.doublings_left > 0 && generation.fill_reached(hash) {
                         self.grow(generation, &guard);
                     }
                     return Ok(true);
