@@ -131,18 +131,23 @@ fn bad_parameters_are_errors() {
 /// several threads share every migration.
 #[test]
 fn threads_grow_the_table_together_without_losing_a_key() {
-    const THREADS: usize = 3;
+    for (seed, threads) in [(4, 3), (5, 4), (6, 2)] {
+        grow_together(seed, threads);
+    }
+}
+
+fn grow_together(seed: u64, threads: usize) {
     const PER_THREAD: usize = 12_000;
     let filter = LocallyLockedQf::growable(500, 0.001)
         .max_doublings(6)
         .migration_block_slots(256)
         .build()
         .unwrap();
-    let hashes = random_hashes(THREADS * PER_THREAD, 4);
-    let published: Vec<AtomicUsize> = (0..THREADS).map(|_| AtomicUsize::new(0)).collect();
+    let hashes = random_hashes(threads * PER_THREAD, seed);
+    let published: Vec<AtomicUsize> = (0..threads).map(|_| AtomicUsize::new(0)).collect();
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {
-        let writers: Vec<_> = (0..THREADS)
+        let writers: Vec<_> = (0..threads)
             .map(|t| {
                 let keys = &hashes[t * PER_THREAD..(t + 1) * PER_THREAD];
                 let (filter, published) = (&filter, &published);
@@ -164,8 +169,8 @@ fn threads_grow_the_table_together_without_losing_a_key() {
         let checker = s.spawn(move || {
             let mut rng = rand::rngs::StdRng::seed_from_u64(9);
             let mut checks = 0u64;
-            while !done.load(Ordering::Acquire) {
-                let t = rng.random_range(0..THREADS);
+            while !done.load(Ordering::Acquire) || checks < 2000 {
+                let t = rng.random_range(0..threads);
                 let upto = published[t].load(Ordering::Acquire);
                 if upto == 0 {
                     std::thread::yield_now();
