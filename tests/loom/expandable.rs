@@ -66,3 +66,35 @@ fn racing_cascading_inserts_store_once() {
         filter.check_invariants().unwrap();
     });
 }
+
+/// A removal on a lower level shifts a key back across a group boundary while a query for
+/// that key reads the level without taking the newest level's path: the query must find it.
+/// Level 0 here has 8 slots of 10-bit remainders (13-bit slots, 4 per group) and is full at
+/// four keys (δ_grow = 1/2); its cluster over slots 2-4 crosses from group 0 into group 1.
+#[test]
+fn lower_level_query_during_a_removal_shifting_across_groups() {
+    model(|| {
+        let key = |quotient: u64, remainder: u64| (quotient << 61) | (remainder << 51);
+        let filter = ExpandableQf::builder(3, 0.001)
+            .delta_grow(0.5)
+            .cascading(true)
+            .build()
+            .unwrap();
+        let (x, y, w, v) = (key(2, 1), key(2, 2), key(3, 1), key(6, 1));
+        for k in [x, y, w, v] {
+            assert!(filter.insert_hash(k).unwrap());
+        }
+        assert_eq!(filter.levels(), 2);
+        let filter = Arc::new(filter);
+        let (a, b) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || a.remove_hash(y).unwrap());
+        let u = thread::spawn(move || b.contains_hash(w) && b.contains_hash(x));
+        assert!(t.join().unwrap());
+        assert!(
+            u.join().unwrap(),
+            "false negative on a lower level during a removal"
+        );
+        assert!(!filter.contains_hash(y));
+        filter.check_invariants().unwrap();
+    });
+}
