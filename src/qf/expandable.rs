@@ -118,6 +118,7 @@ impl ExpandableBuilder {
         let levels: Box<[AtomicPtr<GrowableQf>]> = (0..MAX_LEVELS)
             .map(|_| AtomicPtr::new(std::ptr::null_mut()))
             .collect();
+        // Relaxed: the filter is not shared yet; handing it to other threads orders this.
         levels[0].store(Box::into_raw(Box::new(level0)), Ordering::Relaxed);
         Ok(ExpandableQf {
             levels,
