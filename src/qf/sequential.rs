@@ -209,19 +209,14 @@ impl SequentialQf {
     /// [`Error::InvalidParameters`] if only one remainder bit is left or the quotient would
     /// exceed 40 bits; the filter is then unchanged.
     pub fn grow(&mut self) -> Result<(), Error> {
-        if self.table.remainder_bits < 2 {
-            return Err(Error::InvalidParameters(
-                "cannot grow: only one remainder bit is left".into(),
-            ));
-        }
-        let (q, r) = (self.table.quotient_bits + 1, self.table.remainder_bits - 1);
-        let mut grown = Self::with_bits(q, r)?;
-        let refined = self.fingerprints().map(|f| Fingerprint {
-            quotient: (f.quotient << 1) | (f.remainder >> r),
-            remainder: f.remainder & crate::hash::low_mask(r),
-        });
-        // Twice the canonical slots at half the fill cannot overflow where the smaller table
-        // did not.
+        let mut grown = SequentialQf {
+            table: self.table.doubled()?,
+            len: 0,
+        };
+        let r = grown.table.remainder_bits;
+        let refined = self.fingerprints().map(|f| refine(f, r + 1, r));
+        // The doubled table has at least twice the slots, and every fingerprint lands at most
+        // at twice its old position plus one (see `growing::migration`), so this never fails.
         grown.len = build_sorted(&mut grown.table.slots, refined)?;
         *self = grown;
         Ok(())
