@@ -15,6 +15,12 @@
 //! finish first: the migration waits for their write lock, and their writes happen before the
 //! lock's release, which the migration's CAS reads.
 //!
+//! The re-read matters when a removal held the end while the migration scanned and emptied a
+//! slot before it: that slot is then the stretch's real end, still unlocked, and an insert that
+//! started before the migration could fill it after the copy. It takes three threads (grower,
+//! remover, late inserter); the loom models run two, so this step is argued here, not
+//! model-checked (a three-thread model did not finish in ten minutes).
+//!
 //! The supercluster's *start* can still move left: an insert left of it may fill the empty slot
 //! before it. So a block decides whether a supercluster at its first slot `lo` is its own only
 //! after migration-locking slot `lo - 1` too ([`fence`]): if that slot is a migration lock, the
