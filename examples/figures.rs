@@ -21,6 +21,10 @@
 //!   filter (one lock around the table) and the `atomic-cuckoo-filter` crate, with throughput
 //!   and speedup over the coarse filter at the same thread count (the workload is
 //!   `benches/common/cuckoo_mix.rs`, shared with `benches/cuckoo_mix.rs`).
+//! * `fig4`: paper 000 Figure 4, growing: bounded growing (the growable `LocallyLockedQf`) and
+//!   `ExpandableQf` without and with cascading inserts start at 1/64 of the scale's slots and
+//!   take 50 segments of 1/32 of them (10 at the quick scale) with the most threads given; per
+//!   segment the insert and lookup throughput and the measured false-positive rate.
 //!
 //! Figures 2 and 3 also measure the physical limit in the same run: independent random 8-byte reads
 //! and a dependent pointer chase over an array of the `SequentialQf` table's size.
@@ -36,6 +40,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use common::cuckoo_mix::{run_mix_named, MixRun, MixWorkload, MIX_FILTERS, MIX_LOAD};
+use common::fig4::{fig4_filter, fig4_run, Fig4Keys, Fig4Size, FIG4_FILTERS, FIG4_FPR};
 use common::{
     fig2_concurrent, fig2_sequential, items_at, key_hashes, median, parallel,
     parallel_random_reads, per_second, qfilter_like, table_count_hits, table_insert_all, Direct,
@@ -57,12 +62,14 @@ Options:
   --scale SCALE    quick (2^16 slots, a second), default (2^22 slots, well under five
                    minutes on 2 cores) or paper (2^25 slots, about 24M keys, as in the papers);
                    the environment variable CONQF_SCALE sets it too, this option wins
-  --only LIST      run only these figures, comma-separated: fig2, fig3, cuckoo, bulk
+  --only LIST      run only these figures, comma-separated: fig2, fig3, fig4, cuckoo, bulk
                    (default: all)
   --csv FILE       also write every measurement to FILE, one row each, with the columns
                    figure,filter,threads,fill,phase,ops_per_sec,speedup,fpr,bits_per_item
+                   (for fig4 the fill column holds the segment number)
   --plots DIR      write one SVG plot per figure into DIR, created if missing
-                   (default: target/figures): fig2.svg, fig3.svg, cuckoo.svg, bulk.svg
+                   (default: target/figures): fig2.svg, fig3.svg, fig4.svg, cuckoo.svg,
+                   bulk.svg
   -h, --help       print this help
 
 Figures:
@@ -73,6 +80,9 @@ Figures:
          AtomicBloomFilter, fastbloom
   fig3   paper 000 Figure 3: single-threaded throughput against fill degree, 10% to 90%
          (LinearProbingQf to 70%, its load cap)
+  fig4   paper 000 Figure 4: growing from 1/64 of the slots through 50 segments of keys
+         (FPR target 2^-10) with the most threads: bounded growing, ExpandableQf without
+         and with cascading inserts; per segment throughput and measured FPR
   cuckoo paper 001: 90% find, 5% insert, 5% remove at load 0.4 against threads:
          LockFreeCuckooFilter, LockedCuckooFilter, one lock around the table (coarse),
          atomic-cuckoo-filter; speedup over the coarse filter at the same thread count
@@ -89,17 +99,25 @@ dependent pointer chase over an array of the filter's size. Progress goes to std
 enum Figure {
     Fig2,
     Fig3,
+    Fig4,
     Cuckoo,
     Bulk,
 }
 
 impl Figure {
-    const ALL: [Figure; 4] = [Figure::Fig2, Figure::Fig3, Figure::Cuckoo, Figure::Bulk];
+    const ALL: [Figure; 5] = [
+        Figure::Fig2,
+        Figure::Fig3,
+        Figure::Fig4,
+        Figure::Cuckoo,
+        Figure::Bulk,
+    ];
 
     fn name(self) -> &'static str {
         match self {
             Figure::Fig2 => "fig2",
             Figure::Fig3 => "fig3",
+            Figure::Fig4 => "fig4",
             Figure::Cuckoo => "cuckoo",
             Figure::Bulk => "bulk",
         }
@@ -233,7 +251,7 @@ fn parse_figures(text: &str) -> Result<Vec<Figure>, String> {
             .into_iter()
             .find(|figure| figure.name() == part)
             .ok_or_else(|| {
-                format!("--only: unknown figure '{part}' (known: fig2, fig3, cuckoo, bulk)")
+                format!("--only: unknown figure '{part}' (known: fig2, fig3, fig4, cuckoo, bulk)")
             })?;
         chosen.push(figure);
     }
@@ -1390,6 +1408,155 @@ fn plot_fig3(options: &Options, rows: &[Row]) -> Result<PathBuf, String> {
     Ok(path)
 }
 
+/// Segments of Figure 4 at `scale` (the paper's 50; 10 for a quick run).
+fn fig4_segments(scale: Scale) -> usize {
+    if scale == Scale::Quick {
+        10
+    } else {
+        50
+    }
+}
+
+/// Figure 4: the three growing filters, segment by segment, with the most threads given.
+fn fig4(options: &Options, report: &mut Report) -> PlotFn {
+    let size = Fig4Size::for_quotient_bits(options.quotient_bits, fig4_segments(options.scale));
+    let threads = options.threads.iter().copied().max().unwrap_or(1);
+    progress(format_args!(
+        "fig4: hashing 2 x {} keys",
+        size.segments * size.segment_keys
+    ));
+    let keys = Fig4Keys::new(&size);
+    let first_row = report.rows.len();
+    for name in FIG4_FILTERS {
+        progress(format_args!(
+            "fig4: {name}, {}, {} segments",
+            plural(threads, "thread"),
+            size.segments
+        ));
+        let filter = match fig4_filter(name, &size) {
+            Ok(filter) => filter,
+            Err(error) => {
+                eprintln!("fig4: {name} could not be built: {error}; skipped");
+                continue;
+            }
+        };
+        for (i, segment) in fig4_run(&*filter, &size, &keys, threads)
+            .into_iter()
+            .enumerate()
+        {
+            if segment.missed > 0 {
+                report.false_negatives.push(format!(
+                    "fig4 {name} segment {}: {} inserted keys not found",
+                    i + 1,
+                    segment.missed
+                ));
+            }
+            let keys_so_far = (i + 1) * size.segment_keys;
+            let times = [segment.insert, segment.negative, segment.positive];
+            for (phase, time) in FIG2_PHASES.into_iter().zip(times) {
+                report.rows.push(Row {
+                    figure: "fig4",
+                    filter: name.to_string(),
+                    threads,
+                    fill: Some((i + 1) as f64),
+                    phase,
+                    ops_per_sec: per_second(size.segment_keys, time),
+                    speedup: None,
+                    fpr: (phase == "lookup_negative").then_some(segment.fpr),
+                    bits_per_item: Some(segment.memory as f64 * 8.0 / keys_so_far as f64),
+                    failed_inserts: (phase == "insert").then_some(segment.failed),
+                });
+            }
+        }
+    }
+    print_fig4(&size, threads, &report.rows[first_row..]);
+    plot_fig4
+}
+
+fn print_fig4(size: &Fig4Size, threads: usize, rows: &[Row]) {
+    let filters = filters_of(rows);
+    let at = |filter: &str, segment: usize, phase: &str| {
+        rows.iter().find(|row| {
+            row.filter == filter && row.phase == phase && row.fill == Some(segment as f64)
+        })
+    };
+    let mut header = vec!["segment"];
+    header.extend(filters.iter().copied());
+    let tables: [(&str, &str); 5] = [
+        ("insert", "inserts of the segment in million per second"),
+        (
+            "lookup_negative",
+            "unsuccessful lookups in million per second",
+        ),
+        (
+            "lookup_positive",
+            "successful lookups in million per second",
+        ),
+        ("fpr", "measured false-positive rate"),
+        ("bits", "bits per stored key"),
+    ];
+    for (i, (phase, what)) in tables.into_iter().enumerate() {
+        let mut title = format!(
+            "Figure 4{} (paper 000): {what}",
+            ['a', 'b', 'c', 'd', 'e'][i]
+        );
+        if i == 0 {
+            let _ = write!(
+                title,
+                "
+start 2^{} slots, {} segments of {} keys, FPR target {FIG4_FPR:.2e},                  {}; '*' = some inserts failed",
+                size.start_quotient_bits,
+                size.segments,
+                size.segment_keys,
+                plural(threads, "thread"),
+            );
+        }
+        let body: Vec<Vec<String>> = (1..=size.segments)
+            .map(|segment| {
+                let mut line = vec![segment.to_string()];
+                for &filter in &filters {
+                    line.push(match phase {
+                        "fpr" => at(filter, segment, "lookup_negative")
+                            .and_then(|row| row.fpr)
+                            .map_or("-".into(), |f| format!("{f:.2e}")),
+                        "bits" => at(filter, segment, "insert")
+                            .and_then(|row| row.bits_per_item)
+                            .map_or("-".into(), |b| format!("{b:.1}")),
+                        _ => at(filter, segment, phase).map_or("-".into(), |row| {
+                            let failed = row.failed_inserts.unwrap_or(0) > 0;
+                            format!("{}{}", mops(row.ops_per_sec), if failed { "*" } else { "" })
+                        }),
+                    });
+                }
+                line
+            })
+            .collect();
+        print_table(&title, &header, &body);
+    }
+}
+
+/// The Figure 4 plot: throughput per phase against the segment, one line per filter.
+fn plot_fig4(options: &Options, rows: &[Row]) -> Result<PathBuf, String> {
+    let path = options.plots.join("fig4.svg");
+    let panels = phase_panels(rows, |row| row.fill);
+    let segments = fig4_segments(options.scale);
+    let ticks: Vec<f64> = (1..=segments).map(|s| s as f64).collect();
+    let title = format!(
+        "Figure 4 (paper 000): growing, throughput per segment, scale {}",
+        options.scale.name()
+    );
+    draw_plot(
+        &path,
+        &title,
+        "segment",
+        &ticks,
+        11,
+        &|x| integer_label(x, if segments > 10 { 10.0 } else { 1.0 }),
+        &panels,
+    )?;
+    Ok(path)
+}
+
 /// Runs the chosen figures, prints their tables and writes the CSV file; returns the rows.
 ///
 /// # Errors
@@ -1413,6 +1580,7 @@ fn run(options: &Options) -> Result<Vec<Row>, String> {
         let plot = match figure {
             Figure::Fig2 => fig2(options, &mut report),
             Figure::Fig3 => fig3(options, &mut report),
+            Figure::Fig4 => fig4(options, &mut report),
             Figure::Cuckoo => cuckoo(options, &mut report),
             Figure::Bulk => bulk::bulk(options, &mut report),
         };
@@ -1500,6 +1668,7 @@ mod tests {
         assert_eq!(parsed.plots, PathBuf::from("p"));
         assert_eq!(parsed.scale, Scale::Paper);
         assert_eq!(parsed.figures, vec![Figure::Fig2, Figure::Fig3]);
+        assert_eq!(options("--only fig4").figures, vec![Figure::Fig4]);
         assert_eq!(options("--only cuckoo").figures, vec![Figure::Cuckoo]);
         assert_eq!(
             options("--only=cuckoo,fig2").figures,
@@ -1584,14 +1753,14 @@ mod tests {
         let plots = dir.join("plots");
         std::fs::create_dir_all(&dir).expect("a temporary directory");
         let mut opts = options(&format!(
-            "--scale quick --threads 1,2 --only fig2,fig3,cuckoo --csv {} --plots {}",
+            "--scale quick --threads 1,2 --only fig2,fig3,fig4,cuckoo --csv {} --plots {}",
             path.display(),
             plots.display()
         ));
         opts.quotient_bits = 10;
         let rows = run(&opts).expect("the run succeeds");
         let text = std::fs::read_to_string(&path).expect("the CSV file exists");
-        let svgs = ["fig2.svg", "fig3.svg", "cuckoo.svg"].map(|name| {
+        let svgs = ["fig2.svg", "fig3.svg", "fig4.svg", "cuckoo.svg"].map(|name| {
             std::fs::read_to_string(plots.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
         });
         let _ = std::fs::remove_dir_all(&dir);
@@ -1666,6 +1835,23 @@ mod tests {
                 assert_eq!(row.speedup, Some(1.0));
             }
         }
+        // Figure 4: every filter, every segment, every phase, at the most threads given; an
+        // FPR with every unsuccessful-lookup row.
+        for filter in FIG4_FILTERS {
+            for phase in FIG2_PHASES {
+                let segments: Vec<&str> = parsed
+                    .iter()
+                    .filter(|c| c[0] == "fig4" && c[1] == filter && c[4] == phase)
+                    .map(|c| {
+                        assert_eq!(c[2], "2", "{c:?}");
+                        assert_eq!(c[7].is_empty(), phase != "lookup_negative", "{c:?}");
+                        c[3]
+                    })
+                    .collect();
+                let expected: Vec<String> = (1..=10).map(|s| format!("{s}")).collect();
+                assert_eq!(segments, expected, "fig4 {filter} {phase}");
+            }
+        }
         // Every row is of a filter the test knows: nothing is claimed that is not checked.
         for cells in &parsed {
             let known = match cells[0] {
@@ -1676,6 +1862,7 @@ mod tests {
                 }
                 "fig3" => FIG3.iter().any(|&(f, _)| f == cells[1]) || cells[1] == "limit",
                 "cuckoo" => MIX_FILTERS.contains(&cells[1]),
+                "fig4" => FIG4_FILTERS.contains(&cells[1]),
                 _ => false,
             };
             assert!(known, "{cells:?}");
@@ -1694,10 +1881,12 @@ mod tests {
             .chain(FIG2_CONCURRENT.iter().map(|filter| filter.to_string()))
             .collect();
         let fig3_labels: Vec<String> = FIG3.iter().map(|(filter, _)| filter.to_string()).collect();
-        let [fig2_svg, fig3_svg, cuckoo_svg] = &svgs;
-        for (svg, labels) in [fig2_svg, fig3_svg]
-            .into_iter()
-            .zip([fig2_labels, fig3_labels])
+        let fig4_labels: Vec<String> = FIG4_FILTERS.iter().map(|f| f.to_string()).collect();
+        let [fig2_svg, fig3_svg, fig4_svg, cuckoo_svg] = &svgs;
+        for (svg, labels) in
+            [fig2_svg, fig3_svg, fig4_svg]
+                .into_iter()
+                .zip([fig2_labels, fig3_labels, fig4_labels])
         {
             assert!(svg.starts_with("<svg"), "{}", &svg[..svg.len().min(80)]);
             assert!(svg.trim_end().ends_with("</svg>"));

@@ -32,6 +32,23 @@ impl StripedCounter {
         self.stripes[hint % STRIPES].fetch_add(1, Ordering::Relaxed);
     }
 
+    /// Adds `n`, on the stripe that `hint` picks.
+    #[inline]
+    pub(crate) fn add(&self, hint: usize, n: usize) {
+        // Relaxed: as in `increment`.
+        self.stripes[hint % STRIPES].fetch_add(n, Ordering::Relaxed);
+    }
+
+    /// The stripe that `hint` picks, times the number of stripes: an estimate of the sum from
+    /// one cache line, for callers that only need to notice when the count passes a threshold.
+    #[inline]
+    pub(crate) fn estimate(&self, hint: usize) -> usize {
+        // Relaxed: as in `increment`.
+        self.stripes[hint % STRIPES]
+            .load(Ordering::Relaxed)
+            .wrapping_mul(STRIPES)
+    }
+
     /// Subtracts one, on the stripe that `hint` picks (stripes may wrap; the sum does not).
     #[inline]
     pub(crate) fn decrement(&self, hint: usize) {

@@ -9,6 +9,8 @@
 //! | --- | --- | --- |
 //! | [`SequentialQf`] | one thread (`&mut self` writes); the baseline | yes |
 //! | [`LocallyLockedQf`] | locks in the table's own status bits; lock-free when an operation stays in one 64-bit group | yes |
+//! | [`GrowableQf`] | a `LocallyLockedQf` that doubles when full, migrated by all writing threads ([`LocallyLockedQf::growable`]) | yes |
+//! | [`ExpandableQf`] | levels of growable filters, unbounded at a bounded false-positive rate | yes |
 //! | [`ExternallyLockedQf`] | one spin lock per region of 4096 slots in a separate array (the paper's baseline) | yes |
 //! | [`LinearProbingQf`] | lock-free, one CAS per insert | no |
 //! | [`TwoBitQf`] | 2 status bits; locks in the empty slots around a supercluster; grows | yes |
@@ -97,7 +99,9 @@ pub use cuckoo::table::cuckoo_fpr;
 pub use filter::{Count, Error, Filter, Merge, Remove};
 pub use hash::{hash_key, Fingerprint};
 pub use persist::qf::SequentialQfRef;
+pub use qf::expandable::{ExpandableBuilder, ExpandableQf};
 pub use qf::externally_locked::ExternallyLockedQf;
+pub use qf::growing::{GrowableBuilder, GrowableQf};
 pub use qf::linear_probing::{LinearProbingBuilder, LinearProbingQf};
 pub use qf::locally_locked::LocallyLockedQf;
 pub use qf::scan::Fingerprints;

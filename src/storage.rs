@@ -219,6 +219,13 @@ impl SlotArray {
         self.groups[group].store(word, order)
     }
 
+    /// ORs `bits` into group `group` (for writers that own the slots they set, see
+    /// [`growing`](crate::qf::growing)).
+    #[inline]
+    pub(crate) fn fetch_or_group(&self, group: usize, bits: u64, order: Ordering) {
+        self.groups[group].fetch_or(bits, order);
+    }
+
     /// Compare-and-exchange of a whole group.
     #[inline]
     pub(crate) fn compare_exchange_group(

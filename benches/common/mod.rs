@@ -10,6 +10,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod bulk;
+pub(crate) mod fig4;
 
 use std::hint::black_box;
 use std::sync::{Barrier, Mutex, PoisonError};

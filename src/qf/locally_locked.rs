@@ -118,6 +118,23 @@ impl LocallyLockedQf {
         )?))
     }
 
+    /// A builder for a filter that starts sized for `capacity` keys at a false-positive rate of
+    /// at most `fpr` and doubles concurrently when it fills up (bounded growing, paper 000
+    /// §2.1 and §3.2); see [`GrowableQf`](crate::GrowableQf).
+    ///
+    /// ```
+    /// use conqf::{Filter, LocallyLockedQf};
+    /// let filter = LocallyLockedQf::growable(100, 1e-6).max_doublings(4).build()?;
+    /// for k in 0..2000u64 {
+    ///     filter.insert(&k)?;
+    /// }
+    /// assert_eq!(filter.doublings(), 4);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn growable(capacity: usize, fpr: f64) -> crate::GrowableBuilder {
+        crate::GrowableBuilder::new(capacity, fpr)
+    }
+
     /// The concurrent filter over a sequential filter's table (no copy: the layouts are the
     /// same).
     pub fn from_sequential(filter: SequentialQf) -> Self {
@@ -234,19 +251,24 @@ impl LocallyLockedQf {
 
     /// Changes slot `index` with `change` in one CAS of its group (see
     /// [`SlotArray::update_slot`]).
-    fn update_slot(&self, index: usize, change: impl Fn(u64) -> Option<u64>) -> bool {
+    pub(crate) fn update_slot(&self, index: usize, change: impl Fn(u64) -> Option<u64>) -> bool {
         self.table.slots.update_slot(index, change)
     }
 
     /// Block B: write-locks the first empty slot at or after `quotient`, waiting for write locks
-    /// met on the way. Returns its index.
-    fn lock_supercluster_end(&self, quotient: usize) -> usize {
+    /// met on the way. Returns its index, or [`Migrating`] if the scan met a migration lock (only
+    /// in a growing filter, see [`growing`](super::growing)): the caller then holds no lock.
+    fn lock_supercluster_end(&self, quotient: usize) -> Result<usize, Migrating> {
         let waiter = Waiter::new();
         // Acquire: the scan decides where the supercluster ends from what it reads.
         let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
         loop {
             let raw = cursor.slot();
-            if raw == WRITE_LOCK {
+            if raw & STATUS_MASK == WRITE_LOCK {
+                if raw != WRITE_LOCK {
+                    // A write lock with a remainder: the table is being migrated.
+                    return Err(Migrating);
+                }
                 // Another insert or removal works on this supercluster.
                 waiter.wait();
                 cursor.reload();
@@ -255,7 +277,7 @@ impl LocallyLockedQf {
             if raw == 0 {
                 let index = cursor.index();
                 if self.update_slot(index, |now| (now == 0).then_some(WRITE_LOCK)) {
-                    return index;
+                    return Ok(index);
                 }
                 cursor.reload();
                 continue;
@@ -336,9 +358,14 @@ impl LocallyLockedQf {
 
     // ----- Blocks B-E: the locked insert ----------------------------------------------------
 
-    /// The locked insert. `None`: the locks no longer cover the cluster; restart.
-    fn insert_locked(&self, quotient: usize, remainder: u64) -> Option<Result<bool, Error>> {
-        let end = self.lock_supercluster_end(quotient);
+    /// The locked insert, holding the write lock on `end`, the first empty slot at or after
+    /// `quotient` (Block B). `None`: the locks no longer cover the cluster; restart.
+    fn insert_locked(
+        &self,
+        quotient: usize,
+        remainder: u64,
+        end: usize,
+    ) -> Option<Result<bool, Error>> {
         if end == quotient {
             // The canonical slot was empty: it becomes a one-element cluster.
             let element = Slot::element(remainder, false, false).raw() | OCCUPIED;
@@ -414,9 +441,14 @@ impl LocallyLockedQf {
 
     // ----- Deletions ------------------------------------------------------------------------
 
-    /// The locked removal. `None`: the locks no longer cover the cluster; restart.
-    fn remove_locked(&self, quotient: usize, remainder: u64) -> Option<Result<bool, Error>> {
-        let end = self.lock_supercluster_end(quotient);
+    /// The locked removal, holding the write lock on `end`, the first empty slot at or after
+    /// `quotient`. `None`: the locks no longer cover the cluster; restart.
+    fn remove_locked(
+        &self,
+        quotient: usize,
+        remainder: u64,
+        end: usize,
+    ) -> Option<Result<bool, Error>> {
         if end == quotient {
             // The canonical slot is empty: nothing to remove.
             self.unlock_write(end);
@@ -524,15 +556,8 @@ impl Commit for Locked<'_> {
 
 impl Filter for LocallyLockedQf {
     fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
-        let (quotient, remainder) = self.fingerprint(hash);
-        loop {
-            if let Some(result) = self.insert_in_group(quotient, remainder) {
-                return result;
-            }
-            if let Some(result) = self.insert_locked(quotient, remainder) {
-                return result;
-            }
-        }
+        self.insert_or_migrating(hash)
+            .unwrap_or_else(|Migrating| unreachable!("only a growing filter migrates"))
     }
 
     fn contains_hash(&self, hash: u64) -> bool {
@@ -566,13 +591,45 @@ impl Filter for LocallyLockedQf {
 
 impl Remove for LocallyLockedQf {
     fn remove_hash(&self, hash: u64) -> Result<bool, Error> {
+        self.remove_or_migrating(hash)
+            .unwrap_or_else(|Migrating| unreachable!("only a growing filter migrates"))
+    }
+}
+
+/// An operation met a migration lock: the table is being copied into a larger one (paper 000
+/// §3.2, "Growing concurrently"), so the operation holds no lock, changed nothing, and must be
+/// retried on the new table. Only a growing filter ever sees this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Migrating;
+
+impl LocallyLockedQf {
+    /// [`Filter::insert_hash`], or [`Migrating`] if the insert met a migration lock before it
+    /// changed anything.
+    #[inline]
+    pub(crate) fn insert_or_migrating(&self, hash: u64) -> Result<Result<bool, Error>, Migrating> {
+        let (quotient, remainder) = self.fingerprint(hash);
+        loop {
+            if let Some(result) = self.insert_in_group(quotient, remainder) {
+                return Ok(result);
+            }
+            let end = self.lock_supercluster_end(quotient)?;
+            if let Some(result) = self.insert_locked(quotient, remainder, end) {
+                return Ok(result);
+            }
+        }
+    }
+
+    /// [`Remove::remove_hash`], or [`Migrating`] as for
+    /// [`insert_or_migrating`](Self::insert_or_migrating).
+    pub(crate) fn remove_or_migrating(&self, hash: u64) -> Result<Result<bool, Error>, Migrating> {
         let (quotient, remainder) = self.fingerprint(hash);
         loop {
             if self.contains_in_group(quotient, remainder) == Some(false) {
-                return Ok(false);
+                return Ok(Ok(false));
             }
-            if let Some(result) = self.remove_locked(quotient, remainder) {
-                return result;
+            let end = self.lock_supercluster_end(quotient)?;
+            if let Some(result) = self.remove_locked(quotient, remainder, end) {
+                return Ok(result);
             }
         }
     }

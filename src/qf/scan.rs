@@ -2,6 +2,7 @@
 //! and merging extract, paper 000 §2.1 and paper 004 §IV-E) and the table's invariants. Building
 //! a table from sorted fingerprints is the bulk build in [`crate::batch`].
 
+use crate::filter::Error;
 use crate::hash::{low_mask, Fingerprint};
 use crate::storage::{Cursor, GroupSource, SlotArray};
 use crate::sync::Ordering;
@@ -18,16 +19,25 @@ pub struct Fingerprints<'a> {
     cursor: Cursor<'a>,
     occupied: Cursor<'a>,
     canonical: usize,
+    /// The walk stops before this slot.
+    end: usize,
     done: bool,
 }
 
 impl<'a> Fingerprints<'a> {
     pub(crate) fn new(array: &'a SlotArray, order: Ordering) -> Self {
+        Self::range(array, 0, array.len(), order)
+    }
+
+    /// The fingerprints stored in slots `from..to`, where `from` is 0 or follows an empty slot
+    /// (a supercluster starts there, or the slot is empty), e.g. one supercluster.
+    pub(crate) fn range(array: &'a SlotArray, from: usize, to: usize, order: Ordering) -> Self {
         Fingerprints {
-            cursor: array.cursor(0, order),
-            occupied: array.cursor(0, order),
-            canonical: 0,
-            done: false,
+            cursor: array.cursor(from, order),
+            occupied: array.cursor(from, order),
+            canonical: from,
+            end: to,
+            done: from >= to,
         }
     }
 }
@@ -39,7 +49,7 @@ impl Iterator for Fingerprints<'_> {
         while !self.done {
             let slot = slot_at(&self.cursor);
             let index = self.cursor.index();
-            self.done = !self.cursor.advance();
+            self.done = index + 1 >= self.end || !self.cursor.advance();
             if slot.is_empty() {
                 continue;
             }
@@ -154,4 +164,42 @@ pub(crate) fn check_table<S: GroupSource>(array: &S, remainder_bits: u32) -> Res
         return Err(format!("{runs} runs but {occupied_bits} occupied slots"));
     }
     Ok(elements)
+}
+
+/// The placement rule of the sorted build, for any destination (the migration of a growing filter writes through it): each fingerprint (increasing,
+/// equal ones stored once) goes to its canonical slot or the first slot at or after
+/// `first_free` right of the previous run, whichever is later. `write(index, bits)` ORs bits
+/// into a slot that starts out zero: the element's bits at its position, the occupied bit at
+/// its canonical slot. Returns how many were placed.
+///
+/// # Errors
+/// [`Error::Full`] if a fingerprint would land at or after `limit`.
+pub(crate) fn place_sorted(
+    fingerprints: impl IntoIterator<Item = Fingerprint>,
+    first_free: usize,
+    limit: usize,
+    mut write: impl FnMut(usize, u64),
+) -> Result<usize, Error> {
+    let mut next_free = first_free;
+    let mut previous: Option<Fingerprint> = None;
+    let mut stored = 0;
+    for fingerprint in fingerprints {
+        debug_assert!(previous.is_none_or(|p| p <= fingerprint), "input is sorted");
+        if previous == Some(fingerprint) {
+            continue;
+        }
+        let quotient = fingerprint.quotient as usize;
+        let position = quotient.max(next_free);
+        if position >= limit {
+            return Err(Error::Full);
+        }
+        let continuation = previous.is_some_and(|p| p.quotient == fingerprint.quotient);
+        let element = Slot::element(fingerprint.remainder, continuation, position != quotient);
+        write(position, element.raw());
+        write(quotient, OCCUPIED);
+        next_free = position + 1;
+        previous = Some(fingerprint);
+        stored += 1;
+    }
+    Ok(stored)
 }

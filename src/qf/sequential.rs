@@ -210,18 +210,13 @@ impl SequentialQf {
     /// [`Error::InvalidParameters`] if only one remainder bit is left or the quotient would
     /// exceed 40 bits; the filter is then unchanged.
     pub fn grow(&mut self) -> Result<(), Error> {
-        if self.table.remainder_bits < 2 {
-            return Err(Error::InvalidParameters(
-                "cannot grow: only one remainder bit is left".into(),
-            ));
-        }
-        let (q, r) = (self.table.quotient_bits + 1, self.table.remainder_bits - 1);
         // A fingerprint key does not change when its top remainder bit moves into the quotient.
         // Relaxed: `&mut self`, so no other thread touches the table.
         let keys = batch::keys::table_keys(&self.table, Ordering::Relaxed);
-        // Twice the canonical slots at half the fill cannot overflow where the smaller table
-        // did not.
-        let (table, len) = batch::build_table(q, r, &keys, BuildMethod::default())?;
+        // The doubled table has at least twice the slots, and every fingerprint lands at most at
+        // twice its old position plus one (see `growing::migration`), so this never fails.
+        let table = self.table.doubled()?;
+        let len = batch::build(&table, &keys, BuildMethod::default())?;
         *self = SequentialQf { table, len };
         Ok(())
     }
@@ -278,6 +273,15 @@ impl Merge for SequentialQf {
         let union = batch::keys::merge_sorted(&a, &b);
         let (table, len) = batch::build_table(q, bits - q, &union, BuildMethod::default())?;
         Ok(SequentialQf { table, len })
+    }
+}
+
+/// Re-splits a fingerprint stored with `from_r` remainder bits for a table with `to_r <= from_r`.
+pub(crate) fn refine(f: Fingerprint, from_r: u32, to_r: u32) -> Fingerprint {
+    let moved = from_r - to_r;
+    Fingerprint {
+        quotient: (f.quotient << moved) | (f.remainder >> to_r),
+        remainder: f.remainder & crate::hash::low_mask(to_r),
     }
 }
 

@@ -36,6 +36,11 @@ pub(crate) const READ_LOCK: u64 = CONTINUATION;
 /// Write lock: an empty slot (`000`) whose status was replaced by `110`.
 pub(crate) const WRITE_LOCK: u64 = OCCUPIED | CONTINUATION;
 
+/// Migration lock: the write-lock status `110` with remainder 1 on an empty slot that a
+/// migration has reached (paper 000 §3.2, "Growing concurrently"). Never released; ordinary write
+/// locks have remainder 0, so the two are told apart.
+pub(crate) const MIGRATION_LOCK: u64 = (1 << STATUS_BITS) | WRITE_LOCK;
+
 /// One decoded slot: status bits and remainder.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct Slot(u64);

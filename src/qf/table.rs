@@ -39,6 +39,29 @@ impl QfTable {
         })
     }
 
+    /// The table bounded growing migrates this one into (paper 000 §2.1): twice the canonical
+    /// slots, one remainder bit less, and at least twice the slots in all, so the copy of every
+    /// supercluster (which lands within twice its old slot range) fits without a `Full`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if only one remainder bit is left, the quotient would pass
+    /// the maximum, or the memory cannot be allocated.
+    pub(crate) fn doubled(&self) -> Result<Self, Error> {
+        if self.remainder_bits < 2 {
+            return Err(Error::InvalidParameters(
+                "cannot grow: only one remainder bit is left".into(),
+            ));
+        }
+        let (q, r) = (self.quotient_bits + 1, self.remainder_bits - 1);
+        sizing::check_bits(q, r, STATUS_BITS, 1)?;
+        let slot_count = ((1usize << q) + overflow_slots(q)).max(2 * self.slots.len());
+        Ok(QfTable {
+            slots: SlotArray::new(r + STATUS_BITS, slot_count)?,
+            quotient_bits: q,
+            remainder_bits: r,
+        })
+    }
+
     /// The parameters for `capacity` keys at a false-positive rate of at most `fpr`.
     pub(crate) fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
         let (q, r) = sizing::qf_parameters(capacity, fpr, MAX_LOAD)?;

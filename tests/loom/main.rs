@@ -4,7 +4,9 @@
 
 mod batch;
 mod cuckoo;
+mod expandable;
 mod externally_locked;
+mod growing;
 mod linear_probing;
 mod locally_locked;
 mod persist;

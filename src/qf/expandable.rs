@@ -1,0 +1,413 @@
+//! `ExpandableQf`: the fully expandable quotient filter of paper 000 §4, levels of growable
+//! locally locked filters whose false-positive rate stays below a bound however many keys come.
+//!
+//! # Levels (paper 000 §4.1)
+//!
+//! Level 0 has `m_0 = 2^q_0` slots, the first power of two with `δ_grow · m_0 > c` for the
+//! expected capacity `c`, and `r_0` remainder bits, the fewest with `2 δ_grow 2^-r_0 < p̄`
+//! for the bound `p̄`. Level `i > 0` has twice the final slots of level `i - 1` and fingerprints
+//! of `k_i = k_{i-1} + 2` bits; it starts at 1/8 of its final size (three remainder bits more)
+//! and reaches it by three bounded-growing doublings ([`GrowableQf`]), so the structure is
+//! always at least `2/3 δ_grow` full. Only the newest level takes ordinary inserts; when it is at
+//! its final size and `δ_grow` full, the next level opens. A level holds at most
+//! `n̄_i = δ_grow m_i` fingerprints of `k_i` bits, so its rate is at most `p_i = n̄_i 2^-k_i`,
+//! which halves from level to level, and the union bound gives Theorem 2:
+//! `p+ <= Σ p_i < 2 p_0 <= p̄`. [`false_positive_rate`](Filter::false_positive_rate) reports that
+//! sum at the current fills.
+//!
+//! The hash has 64 bits, so the levels end when a fingerprint would not fit: about
+//! `(64 - k_0) / 2` levels, each twice the last (far beyond any memory). Past that, inserts
+//! return [`Error::Full`].
+//!
+//! # Cascading inserts (paper 000 §4.2)
+//!
+//! With [`cascading`](ExpandableBuilder::cascading) on, an insert stores the fingerprint in the
+//! lowest level whose canonical slot is empty, with one CAS that moves nothing. Every insert
+//! (cascading or not) first asks the lower levels whether the key is there (insert-if-absent,
+//! the set semantics of [`Filter::insert`]), so cascading costs one extra CAS only when it
+//! succeeds. A query that meets an empty canonical slot on a lower level stops there: the key
+//! would have been stored in that slot.
+//!
+//! Two threads inserting the same new key while the next level opens may both store it (one
+//! per level) and both get `Ok(true)`; a later removal then takes one copy and the key still
+//! answers `true` until the second removal. Likewise, once a removal has freed a lower level's
+//! canonical slot, a cascading insert of a key stored higher up stores a second copy there.
+//! Everything else is as in [`Filter`].
+//!
+//! # Removals and lock-free reads of lower levels
+//!
+//! A removal shifts the elements after the removed one left, and a reader walking a run
+//! without any synchronisation could miss an element that moves past it. So lower levels are
+//! read with the locally locked filter's own query, which is lock-free exactly when that is
+//! safe: it answers from one atomically loaded 64-bit group (a consistent piece of the table
+//! even while a removal shifts), and read-locks the cluster only when the answer spans groups.
+//! Removals use the ordinary locked removal, on the level that holds the fingerprint (the
+//! newest first). Without removals, lower levels only change by cascading CASes into empty
+//! slots, which move nothing.
+//!
+//! A removal can also empty a canonical slot, which would make the cascading early stop wrong
+//! (a key stored higher up because that slot was taken). So a level that has seen a removal
+//! stops answering early: the removal sets the level's flag before it changes the table, and a
+//! query that reads the emptied slot therefore reads the flag as set.
+
+use std::fmt;
+
+use crate::filter::{Error, Filter, Remove};
+use crate::qf::growing::{GrowableBuilder, GrowableQf};
+use crate::sizing;
+use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, Waiter};
+
+/// The most levels a filter can have: fingerprints grow by 2 bits a level and must fit 64.
+const MAX_LEVELS: usize = 32;
+
+/// Doublings from a level's start to its final size (paper 000 §4.1: it starts at 1/8).
+const LEVEL_DOUBLINGS: u32 = 3;
+
+/// Options of an [`ExpandableQf`]; see [`ExpandableQf::builder`].
+#[derive(Debug, Clone)]
+pub struct ExpandableBuilder {
+    capacity: usize,
+    fpr_bound: f64,
+    delta_grow: f64,
+    cascading: bool,
+}
+
+impl ExpandableBuilder {
+    /// The fill at which a level grows or, at its final size, the next level opens, in
+    /// `(0, 0.9]` (default 0.75).
+    pub fn delta_grow(mut self, delta_grow: f64) -> Self {
+        self.delta_grow = delta_grow;
+        self
+    }
+
+    /// Cascading inserts (paper 000 §4.2; default off): insert on the lowest level whose
+    /// canonical slot is empty, and let queries stop at an empty canonical slot.
+    pub fn cascading(mut self, on: bool) -> Self {
+        self.cascading = on;
+        self
+    }
+
+    /// The filter.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if `capacity` is 0, the bound is not in `(0, 1)`,
+    /// `delta_grow` is not in `(0, 0.9]`, or level 0 would be too large.
+    pub fn build(self) -> Result<ExpandableQf, Error> {
+        sizing::check_capacity_and_fpr(self.capacity, self.fpr_bound)?;
+        if !(self.delta_grow > 0.0 && self.delta_grow <= 0.9) {
+            return Err(Error::InvalidParameters(format!(
+                "delta_grow {} is not in (0, 0.9]",
+                self.delta_grow
+            )));
+        }
+        // m_0: the first power of two with delta * m_0 > c.
+        let mut q0 = sizing::quotient_bits_for(self.capacity, self.delta_grow)?;
+        if (1u64 << q0) as f64 * self.delta_grow <= self.capacity as f64 {
+            q0 += 1;
+        }
+        // r_0: the fewest bits with 2 delta 2^-r_0 < bound.
+        let r0 = (1..=61u32.min(64 - q0))
+            .find(|&r| 2.0 * self.delta_grow * (-(r as f64)).exp2() < self.fpr_bound)
+            .ok_or_else(|| {
+                Error::InvalidParameters(format!(
+                    "false-positive bound {} needs too many remainder bits",
+                    self.fpr_bound
+                ))
+            })?;
+        let level0 = GrowableQf::builder_for_level(self.delta_grow, 0).build_with_bits(q0, r0)?;
+        let levels: Box<[AtomicPtr<GrowableQf>]> = (0..MAX_LEVELS)
+            .map(|_| AtomicPtr::new(std::ptr::null_mut()))
+            .collect();
+        // Relaxed: the filter is not shared yet; handing it to other threads orders this.
+        levels[0].store(Box::into_raw(Box::new(level0)), Ordering::Relaxed);
+        Ok(ExpandableQf {
+            levels,
+            removed: (0..MAX_LEVELS).map(|_| AtomicBool::new(false)).collect(),
+            active: AtomicUsize::new(0),
+            opening: AtomicBool::new(false),
+            q0,
+            r0,
+            delta_grow: self.delta_grow,
+            cascading: self.cascading,
+        })
+    }
+}
+
+impl GrowableQf {
+    /// The builder of an expandable filter's level: `doublings` from its start to its final
+    /// size, growing at `delta_grow`.
+    fn builder_for_level(delta_grow: f64, doublings: u32) -> GrowableBuilder {
+        GrowableBuilder::new(1, 0.5)
+            .delta_grow(delta_grow)
+            .max_doublings(doublings)
+    }
+}
+
+/// A concurrent quotient filter that grows without bound at a false-positive rate below a
+/// bound you choose: levels of growable locally locked filters (paper 000 §4; see the module
+/// docs for the level sizes, cascading inserts and how removals stay safe for lock-free reads).
+///
+/// ```
+/// use conqf::{ExpandableQf, Filter, Remove};
+///
+/// let filter = ExpandableQf::new(1000, 0.01)?; // expected capacity, FPR bound
+/// for k in 0..50_000u64 {
+///     filter.insert(&k)?; // never Full
+/// }
+/// assert!((0..50_000u64).all(|k| filter.contains(&k)));
+/// assert!(filter.levels() > 1);
+/// assert!(filter.false_positive_rate() < 0.01);
+/// assert!(filter.remove(&7u64)?);
+/// # Ok::<(), conqf::Error>(())
+/// ```
+pub struct ExpandableQf {
+    /// Level `i`, or null if it does not exist yet. Levels are never freed before the filter.
+    levels: Box<[AtomicPtr<GrowableQf>]>,
+    /// Whether a removal ever touched level `i` (turns off the cascading early stop there).
+    removed: Box<[AtomicBool]>,
+    /// The newest level.
+    active: AtomicUsize,
+    /// A thread is opening the next level.
+    opening: AtomicBool,
+    q0: u32,
+    r0: u32,
+    delta_grow: f64,
+    cascading: bool,
+}
+
+// SAFETY: the level pointers are owned boxes of `GrowableQf` (`Send + Sync`), published with
+// Release and read with Acquire, freed only in `drop`.
+unsafe impl Send for ExpandableQf {}
+// SAFETY: as above.
+unsafe impl Sync for ExpandableQf {}
+
+impl ExpandableQf {
+    /// A filter expecting about `expected_capacity` keys (it takes any number) whose
+    /// false-positive rate stays below `fpr_bound`.
+    ///
+    /// # Errors
+    /// As [`ExpandableBuilder::build`].
+    pub fn new(expected_capacity: usize, fpr_bound: f64) -> Result<Self, Error> {
+        Self::builder(expected_capacity, fpr_bound).build()
+    }
+
+    /// A builder with the options of [`ExpandableBuilder`].
+    ///
+    /// ```
+    /// use conqf::{ExpandableQf, Filter};
+    /// let filter = ExpandableQf::builder(1000, 0.001).cascading(true).build()?;
+    /// filter.insert(&"apple")?;
+    /// assert!(filter.contains(&"apple"));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn builder(expected_capacity: usize, fpr_bound: f64) -> ExpandableBuilder {
+        ExpandableBuilder {
+            capacity: expected_capacity,
+            fpr_bound,
+            delta_grow: GrowableBuilder::DEFAULT_DELTA_GROW,
+            cascading: false,
+        }
+    }
+
+    /// How many levels exist.
+    pub fn levels(&self) -> usize {
+        // Acquire: pairs with the Release that opened the newest level.
+        self.active.load(Ordering::Acquire) + 1
+    }
+
+    /// The canonical slots of all levels at their current sizes: the denominator of the
+    /// structure's fill (paper 000 §4.1: at least `2/3 δ_grow` once level 0 is full).
+    pub fn canonical_slots(&self) -> usize {
+        (0..self.levels())
+            .map(|i| 1usize << self.level(i).quotient_bits())
+            .sum()
+    }
+
+    /// Whether cascading inserts are on.
+    pub fn is_cascading(&self) -> bool {
+        self.cascading
+    }
+
+    /// Level `i`, which exists.
+    #[inline]
+    fn level(&self, i: usize) -> &GrowableQf {
+        // Acquire: pairs with the Release that published the level.
+        let ptr = self.levels[i].load(Ordering::Acquire);
+        debug_assert!(!ptr.is_null());
+        // SAFETY: levels up to `active` are published before `active` moves and live until
+        // the filter is dropped.
+        unsafe { &*ptr }
+    }
+
+    /// Checks every level's invariants. Only meaningful while no thread writes.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        (0..self.levels()).try_for_each(|i| {
+            self.level(i)
+                .check_invariants()
+                .map_err(|e| format!("level {i}: {e}"))
+        })
+    }
+
+    /// Opens level `active + 1` if nobody is opening one. Returns whether the caller should
+    /// retry (a level is or was being opened, or opened now); `false` if no level can follow.
+    fn open_next_level(&self, active: usize) -> bool {
+        let next = active + 1;
+        let (q, r) = (self.q0 + next as u32, self.r0 + next as u32);
+        if next >= MAX_LEVELS || q + r > 64 || r + LEVEL_DOUBLINGS + 3 > 64 {
+            return false;
+        }
+        // Acquire: a loser then sees the level the winner published.
+        if self
+            .opening
+            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            Waiter::new().wait();
+            return true;
+        }
+        // Acquire: as in `levels`.
+        if self.active.load(Ordering::Acquire) == active {
+            let doublings = LEVEL_DOUBLINGS.min(q - 1);
+            let level = GrowableQf::builder_for_level(self.delta_grow, doublings)
+                .build_with_bits(q - doublings, r + doublings);
+            match level {
+                Ok(level) => {
+                    // Release: the level is complete before anyone can load it.
+                    self.levels[next].store(Box::into_raw(Box::new(level)), Ordering::Release);
+                    self.active.store(next, Ordering::Release);
+                }
+                Err(_) => {
+                    // Release: pairs with the Acquire of the next claimant.
+                    self.opening.store(false, Ordering::Release);
+                    return false;
+                }
+            }
+        }
+        // Release: pairs with the Acquire of the next claimant.
+        self.opening.store(false, Ordering::Release);
+        true
+    }
+}
+
+impl Filter for ExpandableQf {
+    fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
+        loop {
+            // Acquire: as in `levels`.
+            let active = self.active.load(Ordering::Acquire);
+            for i in 0..active {
+                let level = self.level(i);
+                if level.contains_hash(hash) {
+                    return Ok(false);
+                }
+                if self.cascading {
+                    if let Some(stored) = level.insert_into_empty_canonical(hash) {
+                        return Ok(stored);
+                    }
+                }
+            }
+            let level = self.level(active);
+            match level.insert_hash(hash) {
+                Ok(stored) => {
+                    if stored && level.saturated(hash) {
+                        self.open_next_level(active);
+                    }
+                    return Ok(stored);
+                }
+                Err(Error::Full) => {
+                    if !self.open_next_level(active) {
+                        return Err(Error::Full);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn contains_hash(&self, hash: u64) -> bool {
+        // Acquire: as in `levels`.
+        let active = self.active.load(Ordering::Acquire);
+        for i in 0..=active {
+            let level = self.level(i);
+            if level.contains_hash(hash) {
+                return true;
+            }
+            // Acquire on the flag: pairs with the removal's Release store, made before its first
+            // change to the table (module doc).
+            if self.cascading
+                && i < active
+                && level.canonical_is_empty(hash)
+                && !self.removed[i].load(Ordering::Acquire)
+            {
+                return false;
+            }
+        }
+        false
+    }
+
+    fn len(&self) -> usize {
+        (0..self.levels()).map(|i| self.level(i).len()).sum()
+    }
+
+    fn capacity(&self) -> usize {
+        // The current levels' capacity at their final sizes.
+        (0..self.levels()).map(|i| self.level(i).capacity()).sum()
+    }
+
+    fn memory_bytes(&self) -> usize {
+        (0..self.levels())
+            .map(|i| self.level(i).memory_bytes())
+            .sum()
+    }
+
+    fn false_positive_rate(&self) -> f64 {
+        // Theorem 2's union bound: the sum of the levels' rates, n_i 2^-k_i each.
+        (0..self.levels())
+            .map(|i| self.level(i).false_positive_rate())
+            .sum::<f64>()
+            .min(1.0)
+    }
+}
+
+impl Remove for ExpandableQf {
+    fn remove_hash(&self, hash: u64) -> Result<bool, Error> {
+        // Acquire: as in `levels`.
+        let active = self.active.load(Ordering::Acquire);
+        for i in (0..=active).rev() {
+            let level = self.level(i);
+            if level.contains_hash(hash) {
+                // Even on the newest level: it may become a lower one before the removal
+                // changes it. Release: ordered before the removal's table changes, which a
+                // query may read (module doc); the query reads the flag after the slot, which
+                // its Acquire load of the group synchronised with.
+                self.removed[i].store(true, Ordering::Release);
+                if level.remove_hash(hash)? {
+                    return Ok(true);
+                }
+            }
+        }
+        Ok(false)
+    }
+}
+
+impl Drop for ExpandableQf {
+    fn drop(&mut self) {
+        for level in self.levels.iter() {
+            // Relaxed: `&mut self`, no other thread.
+            let ptr = level.load(Ordering::Relaxed);
+            if !ptr.is_null() {
+                // SAFETY: each level came from `Box::into_raw` and is freed once, here.
+                drop(unsafe { Box::from_raw(ptr) });
+            }
+        }
+    }
+}
+
+impl fmt::Debug for ExpandableQf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ExpandableQf")
+            .field("levels", &self.levels())
+            .field("len", &self.len())
+            .field("cascading", &self.cascading)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,277 @@
+//! One block of a concurrent migration (paper 000 §3.2, "Growing concurrently"): copying the
+//! superclusters that start in a range of the old table into the doubled table, after
+//! migration-locking every empty slot on the way so no insert or removal can change what was
+//! copied.
+//!
+//! # Why the copy is exact
+//!
+//! An insert or a removal changes slots only between a supercluster's start and its end, the
+//! first empty slot after it, and it holds the write lock on that end while it does (the
+//! lock-free fast path instead compare-and-exchanges one group whose snapshot held an empty,
+//! unlocked end slot). [`freeze`] migration-locks the end `e` of the supercluster containing a
+//! filled slot `i` (waiting while an operation holds it) and then re-reads `i..e`: if all of it is
+//! still filled, no operation can change those slots any more, because every operation that
+//! would has to lock or fill `e`, which is a migration lock for ever. Operations in flight
+//! finish first: the migration waits for their write lock, and their writes happen before the
+//! lock's release, which the migration's CAS reads.
+//!
+//! The re-read matters when a removal held the end while the migration scanned and emptied a
+//! slot before it: that slot is then the stretch's real end, still unlocked, and an insert that
+//! started before the migration could fill it after the copy. It takes three threads (grower,
+//! remover, late inserter); the loom models run two, so this step is argued here, not
+//! model-checked (a three-thread model did not finish in ten minutes).
+//!
+//! The supercluster's *start* can still move left: an insert left of it may fill the empty slot
+//! before it. So a block decides whether a supercluster at its first slot `lo` is its own only
+//! after migration-locking slot `lo - 1` too ([`fence`]): if that slot is a migration lock, the
+//! supercluster starts at `lo` for good; if it is filled after `lo`'s supercluster was frozen, it
+//! belongs to that frozen stretch and the supercluster started in an earlier block. Every other
+//! supercluster a block meets starts right after a migration lock it saw itself.
+//!
+//! # Why the target needs no atomics
+//!
+//! A supercluster of old slots `from..to` holds fingerprints whose quotients lie in `from..to`;
+//! in the doubled table their canonical slots lie in `2 from..2 to`, and placing them in order
+//! puts the `j`-th element at most at `2 p_j + 1 < 2 to`, where `p_j` is its old position
+//! (induction: `P_j <= max(2 q_j + 1, P_{j-1} + 1) <= max(2 p_j + 1, 2 p_{j-1} + 2)`). Every target
+//! slot thus has exactly one writer, the owner of the supercluster whose range covers it, and
+//! since the target starts zeroed, a group owned entirely by one range is written with one plain
+//! (`Relaxed`) store; only the group shared with a neighbouring range at each end gets a
+//! `fetch_or`, which composes with the neighbour's bits whatever the order.
+
+use crate::hash::Fingerprint;
+use crate::qf::locally_locked::LocallyLockedQf;
+use crate::qf::scan::{place_sorted, Fingerprints};
+use crate::qf::sequential::refine;
+use crate::qf::slot::{MIGRATION_LOCK, STATUS_MASK, WRITE_LOCK};
+use crate::qf::table::QfTable;
+use crate::sync::{Ordering, Waiter};
+
+/// What a slot of the old table is to the migration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Empty and unlocked: lock it.
+    Empty,
+    /// Write-locked by an insert or removal in flight: wait for it.
+    WriteLocked,
+    /// Migration-locked already.
+    Migrated,
+    /// Holds an element (read-locked or not).
+    Filled,
+}
+
+#[inline]
+fn kind(raw: u64) -> Kind {
+    if raw == 0 {
+        Kind::Empty
+    } else if raw & STATUS_MASK == WRITE_LOCK {
+        if raw == WRITE_LOCK {
+            Kind::WriteLocked
+        } else {
+            Kind::Migrated
+        }
+    } else {
+        Kind::Filled
+    }
+}
+
+/// Migration-locks slot `index` if it is empty and unlocked. Returns whether it did.
+fn lock_empty(old: &LocallyLockedQf, index: usize) -> bool {
+    old.update_slot(index, |now| (now == 0).then_some(MIGRATION_LOCK))
+}
+
+/// Migration-locks the empty, unlocked slots from `index` on (before `hi`, inside the group of
+/// `index`, up to the first other slot) with one CAS. Returns how many it locked: 0 if slot
+/// `index` is not empty and unlocked any more.
+fn lock_empty_run(old: &LocallyLockedQf, index: usize, hi: usize) -> usize {
+    let slots = &old.table.slots;
+    let layout = *slots.layout();
+    let (group, offset) = layout.locate(index);
+    let hi = hi.min(slots.len());
+    // Acquire: as in `migrate_block`.
+    let mut word = slots.load_group(group, Ordering::Acquire);
+    loop {
+        let (mut new, mut locked) = (word, 0);
+        while index + locked < hi
+            && layout.locate(index + locked).0 == group
+            && layout.get(word, offset + locked as u32) == 0
+        {
+            new = layout.set(new, offset + locked as u32, MIGRATION_LOCK);
+            locked += 1;
+        }
+        if locked == 0 {
+            return 0;
+        }
+        // AcqRel: like taking any write lock (see `LocallyLockedQf::update_slot`); Acquire on
+        // failure: the next attempt inspects the fresh word.
+        match slots.compare_exchange_group(group, word, new, Ordering::AcqRel, Ordering::Acquire) {
+            Ok(_) => return locked,
+            Err(now) => word = now,
+        }
+    }
+}
+
+/// Copies the superclusters that start in old slots `lo..hi` into `target` and migration-locks
+/// every empty slot in `lo..hi` (and the ends of the superclusters it copies). Returns how many
+/// fingerprints it copied. `buffer` is scratch space reused between calls.
+pub(super) fn migrate_block(
+    old: &LocallyLockedQf,
+    target: &QfTable,
+    lo: usize,
+    hi: usize,
+    buffer: &mut Vec<u64>,
+) -> usize {
+    let slots = &old.table.slots;
+    let waiter = Waiter::new();
+    let mut copied = 0;
+    let mut index = lo;
+    while index < hi {
+        // Acquire: what the slot holds decides what the migration does with it; pairs with the
+        // Release of the operation that wrote it.
+        match kind(slots.get(index, Ordering::Acquire)) {
+            Kind::Migrated => index += 1,
+            Kind::Empty => index += lock_empty_run(old, index, hi),
+            Kind::WriteLocked => waiter.wait(),
+            Kind::Filled => {
+                let Some(end) = freeze(old, index) else {
+                    // A removal emptied a slot of the stretch meanwhile: look again.
+                    continue;
+                };
+                // The slot before `index` is a migration lock we saw, unless `index` is the
+                // block's first slot.
+                if index > lo || lo == 0 || fence(old, lo - 1) {
+                    copied += copy_supercluster(old, index, end, target, buffer);
+                }
+                index = end + 1;
+            }
+        }
+    }
+    copied
+}
+
+/// Migration-locks the end of the supercluster holding the filled slot `from` and checks that
+/// `from..end` is still all filled. Returns the end, or `None` if a removal emptied a slot of the
+/// stretch meanwhile (the end stays locked; it is an empty slot either way).
+fn freeze(old: &LocallyLockedQf, from: usize) -> Option<usize> {
+    let slots = &old.table.slots;
+    let waiter = Waiter::new();
+    // Acquire: as in `migrate_block`.
+    let mut cursor = slots.cursor(from, Ordering::Acquire);
+    loop {
+        match kind(cursor.slot()) {
+            Kind::Filled => {
+                let moved = cursor.advance();
+                debug_assert!(moved, "the last slot is never filled");
+            }
+            Kind::Migrated => break,
+            Kind::Empty => {
+                if lock_empty(old, cursor.index()) {
+                    break;
+                }
+                cursor.reload();
+            }
+            Kind::WriteLocked => {
+                waiter.wait();
+                cursor.reload();
+            }
+        }
+    }
+    let end = cursor.index();
+    // Acquire: these loads come after the lock's CAS (or after reading a migration lock), so
+    // they see every write of the operations that held the end before.
+    let mut check = slots.cursor(from, Ordering::Acquire);
+    while check.index() < end {
+        if kind(check.slot()) != Kind::Filled {
+            return None;
+        }
+        check.advance();
+    }
+    Some(end)
+}
+
+/// Makes old slot `index`, just left of a block whose first slot belongs to a frozen
+/// supercluster, final: migration-locks it if it is empty. Returns whether it is a migration lock
+/// (the supercluster starts right after it) rather than an element (it started earlier).
+fn fence(old: &LocallyLockedQf, index: usize) -> bool {
+    let waiter = Waiter::new();
+    loop {
+        // Acquire: as in `migrate_block`.
+        match kind(old.table.slots.get(index, Ordering::Acquire)) {
+            Kind::Migrated => return true,
+            Kind::Empty => {
+                if lock_empty(old, index) {
+                    return true;
+                }
+            }
+            // An insert is filling it, or a removal will release it: wait for the outcome.
+            Kind::WriteLocked => waiter.wait(),
+            Kind::Filled => return false,
+        }
+    }
+}
+
+/// Copies the frozen supercluster in old slots `from..to` into target slots `2 from..2 to`
+/// (see the module doc). Returns how many fingerprints it copied.
+fn copy_supercluster(
+    old: &LocallyLockedQf,
+    from: usize,
+    to: usize,
+    target: &QfTable,
+    buffer: &mut Vec<u64>,
+) -> usize {
+    let (base, len) = (2 * from, 2 * (to - from));
+    buffer.clear();
+    buffer.resize(len, 0);
+    let (old_r, new_r) = (old.table.remainder_bits, target.remainder_bits);
+    // Acquire: the stretch is frozen; the freeze's loads already ordered its contents.
+    let refined = Fingerprints::range(&old.table.slots, from, to, Ordering::Acquire)
+        .map(|f: Fingerprint| refine(f, old_r, new_r));
+    let placed = place_sorted(refined, base, base + len, |index, bits| {
+        buffer[index - base] |= bits;
+    });
+    // The module doc shows every element lands below `2 to`.
+    let Ok(copied) = placed else {
+        unreachable!("a supercluster's copy fits in twice its slots")
+    };
+    write_owned(target, base, buffer);
+    copied
+}
+
+/// Writes `values` into target slots `base..base + values.len()`, which only this thread writes
+/// and which are still zero: a group inside the range with one store, a group shared with a
+/// neighbouring range with one `fetch_or`.
+fn write_owned(target: &QfTable, base: usize, values: &[u64]) {
+    let array = &target.slots;
+    let layout = *array.layout();
+    let end = base + values.len();
+    let first_shared = layout.locate(base).1 != 0;
+    let last_shared = end < array.len() && layout.locate(end).1 != 0;
+    let (first_group, _) = layout.locate(base);
+    let (last_group, _) = layout.locate(end - 1);
+    let mut group = first_group;
+    let mut word = 0u64;
+    let flush = |group: usize, word: u64| {
+        if word == 0 {
+            return;
+        }
+        let shared = (group == first_group && first_shared) || (group == last_group && last_shared);
+        if shared {
+            // Relaxed: the neighbour's bits are in other lanes; the migration's completion
+            // counter (Release/Acquire) publishes the whole target before anyone reads it.
+            array.fetch_or_group(group, word, Ordering::Relaxed);
+        } else {
+            // Relaxed: this thread owns every lane of the group; published as above.
+            array.store_group(group, word, Ordering::Relaxed);
+        }
+    };
+    for (index, &value) in (base..end).zip(values) {
+        let (at, offset) = layout.locate(index);
+        if at != group {
+            flush(group, word);
+            group = at;
+            word = 0;
+        }
+        word = layout.set(word, offset, value);
+    }
+    flush(group, word);
+}

@@ -1,0 +1,590 @@
+//! `GrowableQf`: a [`LocallyLockedQf`] that doubles itself concurrently when it fills up
+//! (bounded growing, paper 000 §2.1, done concurrently as in §3.2 "Growing concurrently").
+//!
+//! # Protocol
+//!
+//! The filter points at its current *generation*: a `LocallyLockedQf` and its growth state.
+//! When an insert finds the fill at `delta_grow`, it claims the growth, allocates the doubled
+//! table (one remainder bit moves into the quotient, so no fingerprint changes) and publishes a
+//! migration. From then on every thread that starts an insert or removal first helps: it claims
+//! blocks of old slots (4096 by default) with one `fetch_add` and copies the superclusters that
+//! start in them ([`migration`] says how, and why the copy is exact and needs no atomics in the
+//! target). Inserts and removals already running on the old table either finish before the
+//! migration locks their supercluster's end, and are copied, or meet a migration lock, give up
+//! without having changed anything, help, and retry on the new table. When the last block is
+//! done, any helper swings the filter to the new generation and retires the old one, which the
+//! epoch collector frees once no operation can still read it ([`reclaim`]).
+//!
+//! Queries never help and never wait for the migration: the old table only loses nothing (the
+//! migration adds locks to empty slots, which read as empty), and a key inserted into the new
+//! table was inserted after the swap, so a query that starts later loads the new table.
+//!
+//! What the fixed-size filter pays for this: nothing on its fast paths, and one compare in the
+//! write-lock scan, which tells a migration lock (a write lock with a non-zero remainder) from an
+//! ordinary one.
+
+mod migration;
+mod reclaim;
+
+use std::fmt;
+
+use crate::filter::{Error, Filter, Remove};
+use crate::qf::locally_locked::{LocallyLockedQf, Migrating};
+use crate::qf::sequential::SequentialQf;
+use crate::qf::slot::{Slot, OCCUPIED, WRITE_LOCK};
+use crate::qf::table::QfTable;
+use crate::sizing;
+use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, Waiter};
+
+use reclaim::{Guard, Reclaimer};
+
+/// Slots per migration block (paper 000 §3.2).
+const DEFAULT_BLOCK_SLOTS: usize = 4096;
+
+/// How [`GrowableQf`] grows; see [`LocallyLockedQf::growable`].
+///
+/// ```
+/// use conqf::{Filter, LocallyLockedQf};
+///
+/// let filter = LocallyLockedQf::growable(1000, 0.001)
+///     .delta_grow(0.8)
+///     .max_doublings(6)
+///     .build()?;
+/// for k in 0..10_000u64 {
+///     filter.insert(&k)?;
+/// }
+/// assert!(filter.doublings() >= 3);
+/// assert!((0..10_000u64).all(|k| filter.contains(&k)));
+/// # Ok::<(), conqf::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct GrowableBuilder {
+    capacity: usize,
+    fpr: f64,
+    delta_grow: f64,
+    max_doublings: u32,
+    block_slots: usize,
+}
+
+impl GrowableBuilder {
+    /// The default fill at which the table doubles.
+    pub const DEFAULT_DELTA_GROW: f64 = 0.75;
+    /// The default number of doublings.
+    pub const DEFAULT_MAX_DOUBLINGS: u32 = 8;
+
+    pub(crate) fn new(capacity: usize, fpr: f64) -> Self {
+        GrowableBuilder {
+            capacity,
+            fpr,
+            delta_grow: Self::DEFAULT_DELTA_GROW,
+            max_doublings: Self::DEFAULT_MAX_DOUBLINGS,
+            block_slots: DEFAULT_BLOCK_SLOTS,
+        }
+    }
+
+    /// The fill (stored fingerprints over `2^q`) at which the table doubles, in `(0, 0.9]`.
+    /// The initial table is sized so that `capacity` keys stay below it, with the remainder
+    /// chosen so the false-positive rate at that fill is at most `fpr`.
+    pub fn delta_grow(mut self, delta_grow: f64) -> Self {
+        self.delta_grow = delta_grow;
+        self
+    }
+
+    /// How many times the table may double (also never below one remainder bit). After the last
+    /// doubling the table fills like a fixed-size one and returns [`Error::Full`] when full.
+    pub fn max_doublings(mut self, max_doublings: u32) -> Self {
+        self.max_doublings = max_doublings;
+        self
+    }
+
+    /// Old slots per block of the migration (default 4096): each helping thread claims one
+    /// block at a time. At least 1.
+    pub fn migration_block_slots(mut self, slots: usize) -> Self {
+        self.block_slots = slots;
+        self
+    }
+
+    /// The filter.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, `delta_grow`
+    /// is not in `(0, 0.9]`, the block size is 0, or the table would be too large.
+    pub fn build(self) -> Result<GrowableQf, Error> {
+        if !(self.delta_grow > 0.0 && self.delta_grow <= 0.9) {
+            return Err(Error::InvalidParameters(format!(
+                "delta_grow {} is not in (0, 0.9]",
+                self.delta_grow
+            )));
+        }
+        let (q, r) = sizing::qf_parameters(self.capacity, self.fpr, self.delta_grow)?;
+        self.build_with_bits(q, r)
+    }
+
+    /// The filter, starting with `2^quotient_bits` slots of `remainder_bits` remainder bits
+    /// (ignoring the capacity and rate given to [`LocallyLockedQf::growable`]).
+    ///
+    /// # Errors
+    /// As [`build`](Self::build), and as [`LocallyLockedQf::with_bits`].
+    pub fn build_with_bits(
+        self,
+        quotient_bits: u32,
+        remainder_bits: u32,
+    ) -> Result<GrowableQf, Error> {
+        if !(self.delta_grow > 0.0 && self.delta_grow <= 0.9) {
+            return Err(Error::InvalidParameters(format!(
+                "delta_grow {} is not in (0, 0.9]",
+                self.delta_grow
+            )));
+        }
+        if self.block_slots == 0 {
+            return Err(Error::InvalidParameters(
+                "migration blocks need at least one slot".into(),
+            ));
+        }
+        let table = QfTable::with_bits(quotient_bits, remainder_bits)?;
+        let first = Generation::new(table, self.delta_grow, self.max_doublings, 0);
+        Ok(GrowableQf {
+            current: AtomicPtr::new(Box::into_raw(Box::new(first))),
+            delta_grow: self.delta_grow,
+            block_slots: self.block_slots,
+            reclaimer: Reclaimer::new(),
+        })
+    }
+}
+
+/// A concurrent quotient filter that doubles itself when its fill reaches `delta_grow`, at most
+/// `max_doublings` times: bounded growing (paper 000 §2.1), migrated by all writing threads
+/// together (§3.2). Build it with [`LocallyLockedQf::growable`].
+///
+/// Fingerprints keep their length when the table doubles, so the false-positive rate grows
+/// linearly with the number of keys (`n · 2^-(q + r)`); for a bounded rate at any size, use a
+/// multi-level filter.
+///
+/// ```
+/// use conqf::{Filter, LocallyLockedQf, Remove};
+/// use std::sync::Arc;
+///
+/// let filter = Arc::new(LocallyLockedQf::growable(500, 0.01).build()?);
+/// std::thread::scope(|s| {
+///     for t in 0..2u64 {
+///         let filter = &filter;
+///         s.spawn(move || {
+///             for i in 0..2000u64 {
+///                 filter.insert(&(t * 2000 + i)).unwrap();
+///             }
+///         });
+///     }
+/// });
+/// assert!((0..4000u64).all(|k| filter.contains(&k)));
+/// assert!(filter.remove(&7u64)?);
+/// # Ok::<(), conqf::Error>(())
+/// ```
+pub struct GrowableQf {
+    /// The current generation; replaced ones are retired through `reclaimer`.
+    current: AtomicPtr<Generation>,
+    delta_grow: f64,
+    block_slots: usize,
+    reclaimer: Reclaimer,
+}
+
+// SAFETY: the raw pointers inside point at generations the filter owns (`current`) or that a
+// migration owns (`Migration::next`); every shared access goes through atomics, and the
+// generations themselves are `Send + Sync` (a `LocallyLockedQf` and atomics).
+unsafe impl Send for GrowableQf {}
+// SAFETY: as above.
+unsafe impl Sync for GrowableQf {}
+
+/// One table and its growth state.
+struct Generation {
+    filter: LocallyLockedQf,
+    /// Grow once this many fingerprints are stored.
+    threshold: usize,
+    /// Doublings still allowed after this table.
+    doublings_left: u32,
+    /// Doublings that led to this table.
+    doublings_done: u32,
+    /// `IDLE`, `CLAIMED` (a thread is allocating or has published the migration) or `FAILED`.
+    growth: AtomicUsize,
+    /// The migration out of this table, null until published.
+    migration: MigrationSlot,
+}
+
+/// Owns the migration out of a generation, once published.
+struct MigrationSlot(AtomicPtr<Migration>);
+
+impl Drop for MigrationSlot {
+    fn drop(&mut self) {
+        // Relaxed: dropping means no other thread accesses the generation any more.
+        let ptr = self.0.load(Ordering::Relaxed);
+        if !ptr.is_null() {
+            // SAFETY: the migration was created by `Box::into_raw` and only this slot owns it.
+            drop(unsafe { Box::from_raw(ptr) });
+        }
+    }
+}
+
+const IDLE: usize = 0;
+const CLAIMED: usize = 1;
+const FAILED: usize = 2;
+
+impl Generation {
+    fn new(table: QfTable, delta_grow: f64, doublings_left: u32, doublings_done: u32) -> Self {
+        let threshold = ((1u64 << table.quotient_bits) as f64 * delta_grow) as usize;
+        Generation {
+            filter: LocallyLockedQf::from_sequential(SequentialQf { table, len: 0 }),
+            threshold: threshold.max(1),
+            doublings_left,
+            doublings_done,
+            growth: AtomicUsize::new(IDLE),
+            migration: MigrationSlot(AtomicPtr::new(std::ptr::null_mut())),
+        }
+    }
+
+    /// Whether the fill has reached the growth threshold, checked after an insert of `hash`.
+    ///
+    /// One stripe of the counter first: summing all of them on every insert would cost more
+    /// than the insert. The stripes differ by a few percent, so the exact sum is checked from
+    /// 7/8 of the threshold on.
+    #[inline]
+    fn fill_reached(&self, hash: u64) -> bool {
+        let (quotient, _) = self.filter.table.fingerprint(hash);
+        let threshold = self.threshold;
+        self.filter.len.estimate(quotient) >= threshold - threshold / 8
+            && self.filter.len.sum() >= threshold
+    }
+
+    /// The migration out of this generation, if one was published.
+    #[inline]
+    fn migration(&self) -> Option<&Migration> {
+        // Acquire: pairs with the Release that published the migration, so its fields and its
+        // target table are initialised.
+        let ptr = self.migration.0.load(Ordering::Acquire);
+        // SAFETY: a published migration lives as long as its generation (freed in `drop`).
+        unsafe { ptr.as_ref() }
+    }
+}
+
+/// A migration from one generation to the next (paper 000 §3.2).
+struct Migration {
+    /// The next generation: owned here until `published`, then by the filter.
+    next: *mut Generation,
+    published: AtomicBool,
+    /// Old slots per block, and the number of blocks.
+    block_slots: usize,
+    blocks: usize,
+    /// The next block to claim.
+    next_block: AtomicUsize,
+    /// Blocks copied completely.
+    done_blocks: AtomicUsize,
+}
+
+impl Drop for Migration {
+    fn drop(&mut self) {
+        // Relaxed: as in `MigrationSlot::drop`; the reclaimer ordered the store before this.
+        if !self.published.load(Ordering::Relaxed) {
+            // SAFETY: never published, so only this migration owns the next generation.
+            drop(unsafe { Box::from_raw(self.next) });
+        }
+    }
+}
+
+impl GrowableQf {
+    /// The current generation, valid while `guard` lives.
+    #[inline]
+    fn generation<'g>(&self, _guard: &'g Guard) -> &'g Generation {
+        // Acquire: pairs with the Release of the swap that published the generation, which
+        // came after the whole migration into it (the completion counter's Acquire).
+        let ptr = self.current.load(Ordering::Acquire);
+        // SAFETY: `current` always holds a live generation; a replaced one is retired through
+        // the reclaimer, which frees it only after every guard pinned before the swap is gone.
+        unsafe { &*ptr }
+    }
+
+    /// How many times the table has doubled.
+    pub fn doublings(&self) -> u32 {
+        let guard = reclaim::pin();
+        self.generation(&guard).doublings_done
+    }
+
+    /// Quotient bits of the current table.
+    pub fn quotient_bits(&self) -> u32 {
+        let guard = reclaim::pin();
+        self.generation(&guard).filter.quotient_bits()
+    }
+
+    /// Remainder bits of the current table.
+    pub fn remainder_bits(&self) -> u32 {
+        let guard = reclaim::pin();
+        self.generation(&guard).filter.remainder_bits()
+    }
+
+    /// The fill at which the table doubles.
+    pub fn delta_grow(&self) -> f64 {
+        self.delta_grow
+    }
+
+    /// The current table as a fixed-size filter (no copy), e.g. to iterate its fingerprints.
+    pub fn into_inner(self) -> LocallyLockedQf {
+        let mut this = std::mem::ManuallyDrop::new(self);
+        // Relaxed: `self` is owned, so no other thread accesses it.
+        let ptr = this.current.load(Ordering::Relaxed);
+        // SAFETY: `this` is never used again and its `Drop` does not run, so the reclaimer is
+        // dropped exactly once.
+        unsafe { std::ptr::drop_in_place(&mut this.reclaimer) };
+        // SAFETY: `self` is consumed, so no operation runs; `current` owns its generation.
+        let generation = unsafe { Box::from_raw(ptr) };
+        let Generation { filter, .. } = *generation;
+        filter
+    }
+
+    /// Whether the table is at its final size and its fill has reached `delta_grow`, checked
+    /// after an insert of `hash` (see [`Generation::fill_reached`]): a multi-level filter then
+    /// opens its next level.
+    pub(crate) fn saturated(&self, hash: u64) -> bool {
+        let guard = reclaim::pin();
+        let generation = self.generation(&guard);
+        generation.doublings_left == 0 && generation.fill_reached(hash)
+    }
+
+    /// Stores the fingerprint of `hash` in its canonical slot if that slot is empty, with one
+    /// CAS and no lock (cascading inserts, paper 000 §4.2): no element moves, so lock-free
+    /// readers stay correct. Waits while the slot is write-locked (an operation in flight will
+    /// fill it or leave it empty). Returns `Some(true)` if it stored the fingerprint,
+    /// `Some(false)` if the slot holds this very fingerprint as its cluster start (a racing
+    /// cascading insert of the same key stored it), and `None` if the slot holds another
+    /// element, which it keeps holding until a removal.
+    ///
+    /// For a table that does not migrate any more (a lower level): a migration lock counts as
+    /// an element.
+    pub(crate) fn insert_into_empty_canonical(&self, hash: u64) -> Option<bool> {
+        let guard = reclaim::pin();
+        let filter = &self.generation(&guard).filter;
+        let (quotient, remainder) = filter.table.fingerprint(hash);
+        let element = Slot::element(remainder, false, false).raw() | OCCUPIED;
+        let waiter = Waiter::new();
+        loop {
+            // Acquire: the decision depends on the slot; pairs with the writer's Release.
+            let raw = filter.table.slots.get(quotient, Ordering::Acquire);
+            if raw == WRITE_LOCK {
+                waiter.wait();
+                continue;
+            }
+            if raw != 0 {
+                return (Slot::unlocked(raw).raw() == element).then_some(false);
+            }
+            if filter.update_slot(quotient, |now| (now == 0).then_some(element)) {
+                filter.len.increment(quotient);
+                return Some(true);
+            }
+        }
+    }
+
+    /// Whether the canonical slot of `hash` is empty and unlocked (raw zero).
+    pub(crate) fn canonical_is_empty(&self, hash: u64) -> bool {
+        let guard = reclaim::pin();
+        let filter = &self.generation(&guard).filter;
+        let (quotient, _) = filter.table.fingerprint(hash);
+        // Acquire: as in `insert_into_empty_canonical`.
+        filter.table.slots.get(quotient, Ordering::Acquire) == 0
+    }
+
+    /// Checks the current table's invariants (see [`LocallyLockedQf::check_invariants`]).
+    /// Only meaningful while no thread writes.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let guard = reclaim::pin();
+        self.generation(&guard).filter.check_invariants()
+    }
+
+    /// Starts growing `generation` if nobody has; then helps. Returns whether an insert that
+    /// found the table full should retry (a migration is or will be under way).
+    fn grow(&self, generation: &Generation, guard: &Guard) -> bool {
+        if generation.doublings_left == 0 {
+            return false;
+        }
+        // AcqRel on success: the claim orders nothing else, but Acquire on failure lets a loser
+        // see FAILED.
+        match generation
+            .growth
+            .compare_exchange(IDLE, CLAIMED, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => {}
+            Err(FAILED) => return false,
+            Err(_) => {
+                match generation.migration() {
+                    Some(migration) => self.help(generation, migration, guard),
+                    // Another thread is allocating the new table.
+                    None => Waiter::new().wait(),
+                }
+                return true;
+            }
+        }
+        let Ok(table) = generation.filter.table.doubled() else {
+            // Release: nothing to publish; Relaxed would do, but losers read it with Acquire.
+            generation.growth.store(FAILED, Ordering::Release);
+            return false;
+        };
+        let next = Generation::new(
+            table,
+            self.delta_grow,
+            generation.doublings_left - 1,
+            generation.doublings_done + 1,
+        );
+        let old_slots = generation.filter.table.slots.len();
+        let migration = Box::new(Migration {
+            next: Box::into_raw(Box::new(next)),
+            published: AtomicBool::new(false),
+            block_slots: self.block_slots,
+            blocks: old_slots.div_ceil(self.block_slots),
+            next_block: AtomicUsize::new(0),
+            done_blocks: AtomicUsize::new(0),
+        });
+        // Release: publishes the migration and its zeroed target to every helper.
+        generation
+            .migration
+            .0
+            .store(Box::into_raw(migration), Ordering::Release);
+        if let Some(migration) = generation.migration() {
+            self.help(generation, migration, guard);
+        }
+        true
+    }
+
+    /// Helps `migration` out of `generation` until it is complete and published.
+    fn help(&self, generation: &Generation, migration: &Migration, guard: &Guard) {
+        // SAFETY: the next generation lives until the old one is freed: the migration owns it
+        // until it is published, and then the filter does, retiring it only after this guard.
+        let next = unsafe { &*migration.next };
+        let old = &generation.filter;
+        let old_slots = old.table.slots.len();
+        let mut buffer = Vec::new();
+        loop {
+            // Relaxed: the claim only hands out block numbers; what the block holds is read
+            // with Acquire loads of the old table.
+            let block = migration.next_block.fetch_add(1, Ordering::Relaxed);
+            if block >= migration.blocks {
+                break;
+            }
+            let lo = block * migration.block_slots;
+            let hi = (lo + migration.block_slots).min(old_slots);
+            let copied = migration::migrate_block(old, &next.filter.table, lo, hi, &mut buffer);
+            next.filter.len.add(block, copied);
+            // Release: publishes this block's target writes to whoever sees the count complete.
+            migration.done_blocks.fetch_add(1, Ordering::Release);
+        }
+        let waiter = Waiter::new();
+        // Acquire: reading the final count synchronises with every block's Release increment
+        // (a release sequence of read-modify-writes), so all target writes are visible.
+        while migration.done_blocks.load(Ordering::Acquire) < migration.blocks {
+            waiter.wait();
+        }
+        let old_ptr = generation as *const Generation as *mut Generation;
+        // AcqRel: Release publishes the new table (and, transitively, all blocks' writes) to
+        // every later `generation` load; Acquire on failure orders nothing we rely on.
+        if self
+            .current
+            .compare_exchange(old_ptr, migration.next, Ordering::AcqRel, Ordering::Acquire)
+            .is_ok()
+        {
+            // Relaxed: read only by the destructor, which the reclaimer runs after this thread
+            // retired the generation.
+            migration.published.store(true, Ordering::Relaxed);
+            // SAFETY: the old generation is unlinked (the CAS replaced it), came from
+            // `Box::into_raw`, and only the CAS winner retires it.
+            unsafe { self.reclaimer.retire(guard, old_ptr) };
+        }
+    }
+}
+
+impl Filter for GrowableQf {
+    fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
+        loop {
+            let guard = reclaim::pin();
+            let generation = self.generation(&guard);
+            if let Some(migration) = generation.migration() {
+                self.help(generation, migration, &guard);
+                continue;
+            }
+            match generation.filter.insert_or_migrating(hash) {
+                Err(Migrating) => continue,
+                Ok(Ok(true)) => {
+                    // A table that may not double any more skips the counter altogether.
+                    if generation.doublings_left > 0 && generation.fill_reached(hash) {
+                        self.grow(generation, &guard);
+                    }
+                    return Ok(true);
+                }
+                Ok(Err(Error::Full)) => {
+                    if !self.grow(generation, &guard) {
+                        return Err(Error::Full);
+                    }
+                }
+                Ok(result) => return result,
+            }
+        }
+    }
+
+    fn contains_hash(&self, hash: u64) -> bool {
+        let guard = reclaim::pin();
+        self.generation(&guard).filter.contains_hash(hash)
+    }
+
+    fn len(&self) -> usize {
+        let guard = reclaim::pin();
+        self.generation(&guard).filter.len()
+    }
+
+    fn capacity(&self) -> usize {
+        let guard = reclaim::pin();
+        let generation = self.generation(&guard);
+        generation
+            .filter
+            .capacity()
+            .saturating_mul(1usize << generation.doublings_left.min(40))
+    }
+
+    fn memory_bytes(&self) -> usize {
+        let guard = reclaim::pin();
+        self.generation(&guard).filter.memory_bytes()
+    }
+
+    fn false_positive_rate(&self) -> f64 {
+        let guard = reclaim::pin();
+        self.generation(&guard).filter.false_positive_rate()
+    }
+}
+
+impl Remove for GrowableQf {
+    fn remove_hash(&self, hash: u64) -> Result<bool, Error> {
+        loop {
+            let guard = reclaim::pin();
+            let generation = self.generation(&guard);
+            if let Some(migration) = generation.migration() {
+                self.help(generation, migration, &guard);
+                continue;
+            }
+            if let Ok(result) = generation.filter.remove_or_migrating(hash) {
+                return result;
+            }
+        }
+    }
+}
+
+impl Drop for GrowableQf {
+    fn drop(&mut self) {
+        // Relaxed: `&mut self`, so no other thread accesses it.
+        let ptr = self.current.load(Ordering::Relaxed);
+        // SAFETY: `&mut self`: no operation runs; `current` owns its generation.
+        drop(unsafe { Box::from_raw(ptr) });
+    }
+}
+
+impl fmt::Debug for GrowableQf {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("GrowableQf")
+            .field("quotient_bits", &self.quotient_bits())
+            .field("remainder_bits", &self.remainder_bits())
+            .field("len", &self.len())
+            .field("delta_grow", &self.delta_grow)
+            .finish_non_exhaustive()
+    }
+}

@@ -1,0 +1,102 @@
+//! Safe reclamation of replaced tables: epoch-based with [`crossbeam_epoch`], so an operation
+//! pays a thread-local pin and touches no shared counter (DESIGN.md, "Concurrency rules").
+//!
+//! Under `--cfg loom` the epoch collector's thread-locals and atomics are invisible to the model
+//! checker, so replaced tables are kept until the filter is dropped instead; the models check the
+//! migration protocol, not the collector.
+
+#[cfg(not(loom))]
+mod imp {
+    /// Keeps every table loaded while it lives from being freed.
+    pub(crate) struct Guard(crossbeam_epoch::Guard);
+
+    /// Pins the current thread.
+    #[inline]
+    pub(crate) fn pin() -> Guard {
+        Guard(crossbeam_epoch::pin())
+    }
+
+    /// Frees replaced tables once no guard can still see them.
+    pub(crate) struct Reclaimer;
+
+    impl Reclaimer {
+        /// A reclaimer.
+        pub(crate) fn new() -> Self {
+            Reclaimer
+        }
+
+        /// Frees `ptr` once every guard pinned now is gone.
+        ///
+        /// # Safety
+        /// `ptr` came from `Box::into_raw`, is no longer reachable from shared memory, and is
+        /// retired once.
+        pub(crate) unsafe fn retire<T>(&self, guard: &Guard, ptr: *mut T) {
+            // SAFETY: the caller unlinked `ptr`, so only threads pinned now can hold it, and the
+            // collector runs the destructor after all of them unpinned; it runs once.
+            unsafe { guard.0.defer_unchecked(move || drop(Box::from_raw(ptr))) };
+        }
+    }
+}
+
+#[cfg(loom)]
+mod imp {
+    /// Nothing to pin under loom: nothing is freed before the filter.
+    pub(crate) struct Guard;
+
+    /// Pins nothing.
+    #[inline]
+    pub(crate) fn pin() -> Guard {
+        Guard
+    }
+
+    /// Keeps replaced tables until it is dropped.
+    pub(crate) struct Reclaimer {
+        retired: std::sync::Mutex<Vec<Retired>>,
+    }
+
+    /// A replaced table and its destructor.
+    struct Retired {
+        ptr: *mut (),
+        free: unsafe fn(*mut ()),
+    }
+
+    // SAFETY: the pointee is a table of the filter, which is `Send`; it is only freed in `drop`.
+    unsafe impl Send for Retired {}
+
+    impl Reclaimer {
+        /// A reclaimer holding nothing.
+        pub(crate) fn new() -> Self {
+            Reclaimer {
+                retired: std::sync::Mutex::new(Vec::new()),
+            }
+        }
+
+        /// Frees `ptr` when the reclaimer is dropped.
+        ///
+        /// # Safety
+        /// As the epoch-based version: `ptr` came from `Box::into_raw` and is retired once.
+        pub(crate) unsafe fn retire<T>(&self, _guard: &Guard, ptr: *mut T) {
+            unsafe fn free<T>(ptr: *mut ()) {
+                // SAFETY: `retire`'s contract: a `Box<T>` pointer retired once.
+                drop(unsafe { Box::from_raw(ptr.cast::<T>()) });
+            }
+            let mut retired = self.retired.lock().unwrap_or_else(|e| e.into_inner());
+            retired.push(Retired {
+                ptr: ptr.cast(),
+                free: free::<T>,
+            });
+        }
+    }
+
+    impl Drop for Reclaimer {
+        fn drop(&mut self) {
+            let retired = self.retired.get_mut().unwrap_or_else(|e| e.into_inner());
+            for r in retired.drain(..) {
+                // SAFETY: each pointer was retired once and nobody uses it after the filter.
+                unsafe { (r.free)(r.ptr) };
+            }
+        }
+    }
+}
+
+pub(crate) use imp::{pin, Guard, Reclaimer};

@@ -1,0 +1,201 @@
+//! `ExpandableQf` (paper 000 §4): the false-positive rate stays below the bound while the
+//! structure grows far past its expected capacity (and bounded growing alone lets it grow
+//! linearly, Figure 4), the fill stays at least 2/3 δ_grow, and threads inserting, querying and
+//! removing across level openings never see a false negative.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use conqf::{ExpandableQf, Filter, LocallyLockedQf, Remove};
+use rand::{Rng, SeedableRng};
+
+const CAPACITY: usize = 3000;
+const BOUND: f64 = 1.0 / 1024.0;
+const SEGMENTS: usize = 50;
+const QUERIES: usize = 50_000;
+
+/// The measured false-positive rate over `QUERIES` fresh random keys (never inserted: the
+/// inserted keys come from another seed, and a 64-bit collision is beyond this test's luck).
+fn measured_fpr(filter: &impl Filter, seed: u64) -> f64 {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let hits = (0..QUERIES)
+        .filter(|_| filter.contains_hash(rng.random()))
+        .count();
+    hits as f64 / QUERIES as f64
+}
+
+/// Inserts 50 segments of the initial capacity into each filter; after every segment, the
+/// measured rate of the expandable filters stays below the bound (with four standard
+/// deviations of the sample as slack), while bounded growing alone climbs far past it.
+#[test]
+fn fpr_stays_below_the_bound_while_bounded_growing_climbs() {
+    let slack = 4.0 * (BOUND / QUERIES as f64).sqrt();
+    for cascading in [false, true] {
+        let expandable = ExpandableQf::builder(CAPACITY, BOUND)
+            .cascading(cascading)
+            .build()
+            .unwrap();
+        let bounded = LocallyLockedQf::growable(CAPACITY, BOUND)
+            .max_doublings(10)
+            .build()
+            .unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(1);
+        let mut bounded_rates = Vec::new();
+        for segment in 0..SEGMENTS {
+            for _ in 0..CAPACITY {
+                let h: u64 = rng.random();
+                expandable.insert_hash(h).unwrap();
+                bounded.insert_hash(h).unwrap();
+            }
+            let rate = measured_fpr(&expandable, 1000 + segment as u64);
+            assert!(
+                rate < BOUND + slack,
+                "segment {segment}: measured {rate} over the bound (cascading {cascading})"
+            );
+            assert!(expandable.false_positive_rate() < BOUND);
+            bounded_rates.push(measured_fpr(&bounded, 1000 + segment as u64));
+        }
+        assert!(expandable.levels() >= 4, "{} levels", expandable.levels());
+        // Bounded growing: the fingerprints never get longer, so the rate grows linearly with
+        // the keys: five times the keys from segment 10 to segment 50, about five times the
+        // rate (each measured from hundreds of hits).
+        let (tenth, last) = (bounded_rates[9], bounded_rates[SEGMENTS - 1]);
+        assert!(last > 4.0 * BOUND, "bounded growing ended at {last}");
+        let ratio = last / tenth;
+        assert!(
+            (3.5..7.0).contains(&ratio),
+            "bounded growing's rate went from {tenth} to {last}: not linear"
+        );
+        expandable.check_invariants().unwrap();
+    }
+}
+
+/// Once level 0 is full, the whole structure is at least 2/3 δ_grow full (paper 000 §4.1).
+#[test]
+fn fill_stays_at_least_two_thirds_of_delta_grow() {
+    for cascading in [false, true] {
+        let filter = ExpandableQf::builder(1000, 0.001)
+            .cascading(cascading)
+            .build()
+            .unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(2);
+        let mut checked = 0;
+        for i in 0..200_000 {
+            filter.insert_hash(rng.random()).unwrap();
+            if i % 100 == 0 && filter.levels() >= 2 {
+                let fill = filter.len() as f64 / filter.canonical_slots() as f64;
+                assert!(
+                    fill >= 2.0 / 3.0 * 0.75 * 0.98,
+                    "fill {fill} at {i} keys, {} levels (cascading {cascading})",
+                    filter.levels()
+                );
+                checked += 1;
+            }
+        }
+        assert!(checked > 1000 && filter.levels() >= 5);
+    }
+}
+
+#[test]
+fn removals_on_lower_levels_and_cascading_early_stops_agree() {
+    let filter = ExpandableQf::builder(500, 1e-9)
+        .cascading(true)
+        .build()
+        .unwrap();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(3);
+    let keys: Vec<u64> = (0..20_000).map(|_| rng.random()).collect();
+    for &k in &keys {
+        filter.insert_hash(k).unwrap();
+    }
+    assert!(filter.levels() >= 3);
+    // Remove every third key (many of them from lower levels, emptying canonical slots there).
+    for &k in keys.iter().step_by(3) {
+        assert_eq!(filter.remove_hash(k), Ok(true));
+    }
+    for (i, &k) in keys.iter().enumerate() {
+        if i % 3 != 0 {
+            assert!(filter.contains_hash(k), "key {i} lost after removals");
+        }
+    }
+    filter.check_invariants().unwrap();
+}
+
+#[test]
+fn bad_parameters_are_errors() {
+    assert!(ExpandableQf::new(0, 0.01).is_err());
+    assert!(ExpandableQf::new(100, 0.0).is_err());
+    assert!(ExpandableQf::new(100, 1.0).is_err());
+    assert!(ExpandableQf::builder(100, 0.01)
+        .delta_grow(1.5)
+        .build()
+        .is_err());
+}
+
+/// Writers insert disjoint keys (removing every fifth again) while levels open and grow; a
+/// checker queries published keys meanwhile.
+#[test]
+fn threads_insert_across_levels_without_false_negatives() {
+    const THREADS: usize = 3;
+    const PER_THREAD: usize = 15_000;
+    for cascading in [false, true] {
+        let filter = ExpandableQf::builder(500, 1e-9)
+            .cascading(cascading)
+            .build()
+            .unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(4);
+        let hashes: Vec<u64> = (0..THREADS * PER_THREAD).map(|_| rng.random()).collect();
+        let published: Vec<AtomicUsize> = (0..THREADS).map(|_| AtomicUsize::new(0)).collect();
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let writers: Vec<_> = (0..THREADS)
+                .map(|t| {
+                    let keys = &hashes[t * PER_THREAD..(t + 1) * PER_THREAD];
+                    let (filter, published) = (&filter, &published);
+                    s.spawn(move || {
+                        for (i, &key) in keys.iter().enumerate() {
+                            filter.insert_hash(key).unwrap();
+                            assert!(filter.contains_hash(key), "false negative after insert");
+                            published[t].store(i + 1, Ordering::Release);
+                            if i % 5 == 0 {
+                                assert_eq!(filter.remove_hash(key), Ok(true));
+                            }
+                        }
+                    })
+                })
+                .collect();
+            let (filter, published, done, hashes) = (&filter, &published, &done, &hashes);
+            let checker = s.spawn(move || {
+                let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+                let mut checks = 0u64;
+                while !done.load(Ordering::Acquire) || checks < 2000 {
+                    let t = rng.random_range(0..THREADS);
+                    let upto = published[t].load(Ordering::Acquire);
+                    if upto == 0 {
+                        std::thread::yield_now();
+                        continue;
+                    }
+                    let i = rng.random_range(0..upto);
+                    if i % 5 != 0 {
+                        assert!(
+                            filter.contains_hash(hashes[t * PER_THREAD + i]),
+                            "false negative while levels open"
+                        );
+                        checks += 1;
+                    }
+                }
+                checks
+            });
+            for w in writers {
+                w.join().unwrap();
+            }
+            done.store(true, Ordering::Release);
+            assert!(checker.join().unwrap() > 0);
+        });
+        assert!(filter.levels() >= 4, "{} levels", filter.levels());
+        for (i, &k) in hashes.iter().enumerate() {
+            if i % PER_THREAD % 5 != 0 {
+                assert!(filter.contains_hash(k));
+            }
+        }
+        filter.check_invariants().unwrap();
+    }
+}

@@ -1,0 +1,254 @@
+//! `GrowableQf` (paper 000 §2.1 bounded growing, §3.2 "Growing concurrently"): threads insert,
+//! query and remove across several doublings against an exact model. No key may be lost by a
+//! migration, no query may miss a key whose insert returned, and afterwards the table holds
+//! exactly the model's fingerprints. Bounded to a few seconds.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use conqf::{Error, Filter, GrowableQf, LocallyLockedQf, Remove};
+use rand::{Rng, SeedableRng};
+
+/// The fingerprint of `hash` as one number: its top `bits` bits. Growing moves bits from the
+/// remainder to the quotient but never changes this.
+fn top_bits(hash: u64, bits: u32) -> u64 {
+    hash >> (64 - bits)
+}
+
+/// The stored fingerprints of a quiescent filter, as top-bits numbers.
+fn stored(filter: GrowableQf) -> (BTreeSet<u64>, u32) {
+    filter.check_invariants().unwrap();
+    let inner = filter.into_inner();
+    let r = inner.remainder_bits();
+    let bits = inner.quotient_bits() + r;
+    let set = inner
+        .fingerprints()
+        .map(|f| (f.quotient << r) | f.remainder)
+        .collect();
+    (set, bits)
+}
+
+fn random_hashes(count: usize, seed: u64) -> Vec<u64> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    (0..count).map(|_| rng.random()).collect()
+}
+
+#[test]
+fn one_thread_grows_and_keeps_every_key() {
+    let filter = LocallyLockedQf::growable(100, 0.01)
+        .max_doublings(5)
+        .migration_block_slots(64)
+        .build()
+        .unwrap();
+    let start_q = filter.quotient_bits();
+    let hashes = random_hashes(6000, 1);
+    for (i, &h) in hashes.iter().enumerate() {
+        filter.insert_hash(h).unwrap();
+        // Every key so far, after each growth step too.
+        if i % 97 == 0 {
+            assert!(hashes[..=i].iter().all(|&k| filter.contains_hash(k)));
+        }
+    }
+    assert_eq!(filter.doublings(), 5);
+    assert_eq!(filter.quotient_bits(), start_q + 5);
+    assert!(hashes.iter().all(|&k| filter.contains_hash(k)));
+    let (set, bits) = stored(filter);
+    let expected: BTreeSet<u64> = hashes.iter().map(|&h| top_bits(h, bits)).collect();
+    assert_eq!(set, expected);
+}
+
+#[test]
+fn growth_keeps_the_fill_between_half_and_delta_grow() {
+    let filter = LocallyLockedQf::growable(1000, 1e-6)
+        .delta_grow(0.8)
+        .max_doublings(6)
+        .build()
+        .unwrap();
+    for &h in &random_hashes(60_000, 2) {
+        filter.insert_hash(h).unwrap();
+        let slots = (1u64 << filter.quotient_bits()) as f64;
+        let fill = filter.len() as f64 / slots;
+        // Growth starts after the insert that reaches the threshold; the counter is striped,
+        // so allow a few keys more.
+        assert!(fill <= 0.81, "fill {fill} passed delta_grow");
+        if filter.doublings() > 0 {
+            assert!(
+                fill >= 0.39,
+                "fill {fill} below half of delta_grow after a doubling"
+            );
+        }
+    }
+    assert_eq!(filter.doublings(), 6);
+}
+
+#[test]
+fn after_the_last_doubling_the_table_fills_up_and_reports_full() {
+    let filter = LocallyLockedQf::growable(50, 0.1)
+        .max_doublings(1)
+        .build()
+        .unwrap();
+    let mut stored_keys = Vec::new();
+    let mut full = false;
+    for &h in &random_hashes(10_000, 3) {
+        match filter.insert_hash(h) {
+            Ok(_) => stored_keys.push(h),
+            Err(Error::Full) => {
+                full = true;
+                break;
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
+    assert!(full);
+    assert_eq!(filter.doublings(), 1);
+    assert!(stored_keys.iter().all(|&k| filter.contains_hash(k)));
+    filter.check_invariants().unwrap();
+}
+
+#[test]
+fn bad_parameters_are_errors() {
+    for delta in [0.0, -1.0, 0.95, f64::NAN] {
+        assert!(matches!(
+            LocallyLockedQf::growable(100, 0.01)
+                .delta_grow(delta)
+                .build(),
+            Err(Error::InvalidParameters(_))
+        ));
+    }
+    assert!(matches!(
+        LocallyLockedQf::growable(100, 0.01)
+            .migration_block_slots(0)
+            .build(),
+        Err(Error::InvalidParameters(_))
+    ));
+    assert!(LocallyLockedQf::growable(0, 0.01).build().is_err());
+}
+
+/// Writers insert disjoint keys (and remove and re-insert some) while the table doubles several
+/// times; a checker keeps querying keys whose inserts have returned. Small migration blocks, so
+/// several threads share every migration.
+#[test]
+fn threads_grow_the_table_together_without_losing_a_key() {
+    for (seed, threads) in [(4, 3), (5, 4), (6, 2)] {
+        grow_together(seed, threads);
+    }
+}
+
+fn grow_together(seed: u64, threads: usize) {
+    const PER_THREAD: usize = 12_000;
+    let filter = LocallyLockedQf::growable(500, 0.001)
+        .max_doublings(6)
+        .migration_block_slots(256)
+        .build()
+        .unwrap();
+    let hashes = random_hashes(threads * PER_THREAD, seed);
+    let published: Vec<AtomicUsize> = (0..threads).map(|_| AtomicUsize::new(0)).collect();
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let writers: Vec<_> = (0..threads)
+            .map(|t| {
+                let keys = &hashes[t * PER_THREAD..(t + 1) * PER_THREAD];
+                let (filter, published) = (&filter, &published);
+                s.spawn(move || {
+                    for (i, &key) in keys.iter().enumerate() {
+                        filter.insert_hash(key).unwrap();
+                        assert!(filter.contains_hash(key), "false negative after insert");
+                        published[t].store(i + 1, Ordering::Release);
+                        // Every 5th key leaves and comes back, so removals race migrations.
+                        if i % 5 == 0 {
+                            assert_eq!(filter.remove_hash(key), Ok(true));
+                            filter.insert_hash(key).unwrap();
+                        }
+                    }
+                })
+            })
+            .collect();
+        let (filter, published, done, hashes) = (&filter, &published, &done, &hashes);
+        let checker = s.spawn(move || {
+            let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+            let mut checks = 0u64;
+            while !done.load(Ordering::Acquire) || checks < 2000 {
+                let t = rng.random_range(0..threads);
+                let upto = published[t].load(Ordering::Acquire);
+                if upto == 0 {
+                    std::thread::yield_now();
+                    continue;
+                }
+                let i = rng.random_range(0..upto);
+                if i % 5 != 0 {
+                    assert!(
+                        filter.contains_hash(hashes[t * PER_THREAD + i]),
+                        "false negative during growth"
+                    );
+                    checks += 1;
+                }
+            }
+            checks
+        });
+        for w in writers {
+            w.join().unwrap();
+        }
+        done.store(true, Ordering::Release);
+        assert!(checker.join().unwrap() > 0);
+    });
+    assert!(
+        filter.doublings() >= 4,
+        "only {} doublings",
+        filter.doublings()
+    );
+    assert!(hashes.iter().all(|&k| filter.contains_hash(k)));
+    let (set, bits) = stored(filter);
+    let expected: BTreeSet<u64> = hashes.iter().map(|&h| top_bits(h, bits)).collect();
+    assert_eq!(set, expected);
+}
+
+mod model {
+    //! Random operation sequences from a small hash space (long clusters, collisions, growth
+    //! into the overflow tail and past migration-block boundaries) against the exact model: the
+    //! set of fingerprints, which growing never changes.
+
+    use std::collections::BTreeSet;
+
+    use super::common::{ops, Op};
+    use conqf::{Error, Filter, LocallyLockedQf, Remove};
+    use proptest::prelude::*;
+
+    const Q: u32 = 4;
+    const R: u32 = 8;
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(200))]
+
+        #[test]
+        fn growing_filter_matches_the_model(ops in ops(Q, R, 6, 40, 300)) {
+            let filter = LocallyLockedQf::growable(1, 0.5)
+                .delta_grow(0.5)
+                .max_doublings(3)
+                .migration_block_slots(5)
+                .build_with_bits(Q, R)
+                .unwrap();
+            let mut model = BTreeSet::new();
+            let fingerprint = |hash: u64| hash >> (64 - Q - R);
+            for op in ops {
+                match op {
+                    Op::Insert(h) => match filter.insert_hash(h) {
+                        Ok(stored) => prop_assert_eq!(stored, model.insert(fingerprint(h))),
+                        // Only after the last doubling, and then nothing changed.
+                        Err(Error::Full) => prop_assert_eq!(filter.doublings(), 3),
+                        Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
+                    },
+                    Op::Remove(h) => {
+                        prop_assert_eq!(filter.remove_hash(h), Ok(model.remove(&fingerprint(h))));
+                    }
+                    Op::Contains(h) => {
+                        prop_assert_eq!(filter.contains_hash(h), model.contains(&fingerprint(h)));
+                    }
+                }
+            }
+            prop_assert_eq!(filter.len(), model.len());
+            filter.check_invariants().map_err(TestCaseError::fail)?;
+        }
+    }
+}

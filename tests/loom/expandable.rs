@@ -1,0 +1,100 @@
+//! Loom models of `ExpandableQf` (paper 000 §4), each named after the hazard it checks: the
+//! cascading early stop against a removal that empties a lower level's canonical slot, and two
+//! cascading inserts of one fingerprint.
+//!
+//! Level 0 has 8 canonical slots of 9-bit remainders (12-bit slots, 5 per group) and is full
+//! after two keys (δ_grow = 1/4), so level 1 opens before the threads start.
+
+use conqf::{ExpandableQf, Filter, Remove};
+use loom::sync::Arc;
+use loom::thread;
+
+/// A hash whose level-0 fingerprint is `(quotient, remainder)` (3 + 9 bits); `low` goes below.
+fn key(quotient: u64, remainder: u64, low: u64) -> u64 {
+    (quotient << 61) | (remainder << 52) | low
+}
+
+const X: u64 = 1 << 61 | 5 << 52;
+const Z: u64 = 6 << 61 | 1 << 52;
+
+/// A cascading filter whose level 0 holds `X` and `Z` and whose level 1 is open.
+fn filter() -> Arc<ExpandableQf> {
+    let filter = ExpandableQf::builder(1, 0.001)
+        .delta_grow(0.25)
+        .cascading(true)
+        .build()
+        .unwrap();
+    assert!(filter.insert_hash(X).unwrap());
+    assert!(filter.insert_hash(Z).unwrap());
+    assert_eq!(filter.levels(), 2);
+    Arc::new(filter)
+}
+
+fn model(f: impl Fn() + Sync + Send + 'static) {
+    super::check(Some(3), f);
+}
+
+/// `K` shares `X`'s canonical slot on level 0, so it went to level 1; a removal of `X` empties
+/// that slot while a query for `K` runs. The query must not stop early at the empty slot.
+#[test]
+fn cascading_early_stop_survives_a_removal_emptying_the_slot() {
+    model(|| {
+        let filter = filter();
+        let k = key(1, 9, 77);
+        assert!(filter.insert_hash(k).unwrap());
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.remove_hash(X).unwrap());
+        let u = thread::spawn(move || y.contains_hash(k));
+        assert!(t.join().unwrap());
+        assert!(u.join().unwrap(), "false negative through the early stop");
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// Two cascading inserts of one fingerprint whose level-0 canonical slot is empty: exactly
+/// one stores it, and only once.
+#[test]
+fn racing_cascading_inserts_store_once() {
+    model(|| {
+        let filter = filter();
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(3, 4, 1)).unwrap());
+        let u = thread::spawn(move || y.insert_hash(key(3, 4, 2)).unwrap());
+        let (a, b) = (t.join().unwrap(), u.join().unwrap());
+        assert!(a ^ b, "exactly one insert stores the fingerprint");
+        assert_eq!(filter.len(), 3);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// A removal on a lower level shifts a key back across a group boundary while a query for
+/// that key reads the level without taking the newest level's path: the query must find it.
+/// Level 0 here has 8 slots of 10-bit remainders (13-bit slots, 4 per group) and is full at
+/// four keys (δ_grow = 1/2); its cluster over slots 2-4 crosses from group 0 into group 1.
+#[test]
+fn lower_level_query_during_a_removal_shifting_across_groups() {
+    model(|| {
+        let key = |quotient: u64, remainder: u64| (quotient << 61) | (remainder << 51);
+        let filter = ExpandableQf::builder(3, 0.001)
+            .delta_grow(0.5)
+            .cascading(true)
+            .build()
+            .unwrap();
+        let (x, y, w, v) = (key(2, 1), key(2, 2), key(3, 1), key(6, 1));
+        for k in [x, y, w, v] {
+            assert!(filter.insert_hash(k).unwrap());
+        }
+        assert_eq!(filter.levels(), 2);
+        let filter = Arc::new(filter);
+        let (a, b) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || a.remove_hash(y).unwrap());
+        let u = thread::spawn(move || b.contains_hash(w) && b.contains_hash(x));
+        assert!(t.join().unwrap());
+        assert!(
+            u.join().unwrap(),
+            "false negative on a lower level during a removal"
+        );
+        assert!(!filter.contains_hash(y));
+        filter.check_invariants().unwrap();
+    });
+}
