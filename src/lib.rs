@@ -73,6 +73,7 @@ mod sync;
 pub use bloom::AtomicBloomFilter;
 pub use filter::{Count, Error, Filter, Merge, Remove};
 pub use hash::{hash_key, Fingerprint};
+pub use qf::counting::{CountingQf, Counts};
 pub use qf::externally_locked::ExternallyLockedQf;
 pub use qf::linear_probing::{LinearProbingBuilder, LinearProbingQf};
 pub use qf::locally_locked::LocallyLockedQf;
