@@ -276,3 +276,43 @@ fn constructors_validate() {
     let mut small = CountingQf::with_bits(4, 2).unwrap();
     assert!(small.grow().is_err());
 }
+
+/// One run of about 800 slots makes the offsets of the next blocks saturate (255 or more): lookups
+/// there recompute them from the blocks before, and inserts and removes keep them exact.
+#[test]
+fn saturated_offsets_are_recomputed_exactly() {
+    let (q, r) = (10, 9);
+    let mut model = Model::default();
+    let filter = CountingQf::with_bits_and_region(q, r, 1).unwrap();
+    let mut keys = Vec::new();
+    for x in 0..400u64 {
+        keys.push(hash_of(3, x, q, r, x));
+    }
+    for quotient in [64u64, 65, 130, 200, 330, 400, 700, 1023] {
+        for x in [0, 7, 300] {
+            keys.push(hash_of(quotient, x, q, r, quotient));
+        }
+    }
+    for (i, &h) in keys.iter().enumerate() {
+        let n = 1 + (i as u64 % 3);
+        filter.insert_count_hash(h, n).unwrap();
+        let f = Fingerprint::split(h, q, r);
+        model.set(f, model.get(f) + n);
+    }
+    filter.check_invariants().unwrap();
+    for &h in &keys {
+        assert_eq!(filter.count_hash(h), model.get(Fingerprint::split(h, q, r)));
+    }
+    // Remove every other key of the long run, then everything.
+    for &h in keys.iter().step_by(2) {
+        filter.remove_all_hash(h).unwrap();
+        model.set(Fingerprint::split(h, q, r), 0);
+        filter.check_invariants().unwrap();
+    }
+    for &h in &keys {
+        assert_eq!(filter.count_hash(h), model.get(Fingerprint::split(h, q, r)));
+        filter.remove_all_hash(h).unwrap();
+    }
+    filter.check_invariants().unwrap();
+    assert_eq!(filter.len(), 0);
+}
