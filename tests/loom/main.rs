@@ -2,6 +2,7 @@
 //! `RUSTFLAGS="--cfg loom" cargo test --release --test loom`.
 #![cfg(loom)]
 
+mod counting;
 mod externally_locked;
 mod linear_probing;
 mod locally_locked;
