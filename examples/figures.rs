@@ -8,12 +8,12 @@
 //!   `LocallyLockedQf`, `ExternallyLockedQf` (one spin lock per 4096 slots), `LinearProbingQf`
 //!   (r = 10 + 3 bits, load cap raised to 72%),
 //!   `AtomicBloomFilter` and `fastbloom`'s atomic Bloom filter (both with the r = 10 table's
-//!   memory and 4 hash functions). The concurrent part is generic over `conqf::Filter`, so each
+//!   memory and 4 hash functions), `CountingQf` (with `qfilter`'s r + 1 bits). The concurrent part is generic over `conqf::Filter`, so each
 //!   concurrent filter joins with one line in [`fig2`].
 //! * `fig3`: paper 000 Figure 3, single-threaded throughput against fill degree (every 10% up to
 //!   90%; `LinearProbingQf` up to its 70% cap) for `SequentialQf`, `qfilter`, `LocallyLockedQf`,
 //!   `ExternallyLockedQf`,
-//!   `LinearProbingQf` and `AtomicBloomFilter`.
+//!   `LinearProbingQf`, `AtomicBloomFilter` and `CountingQf` (with `qfilter`'s r + 1 bits).
 //!
 //! Both figures also measure the physical limit in the same run: independent random 8-byte reads
 //! and a dependent pointer chase over an array of the `SequentialQf` table's size.
@@ -32,8 +32,8 @@ use common::{
     FastBloom, Fig2Run, Locked, ReadArray, Scale, SeqTable, FIG2_FILL, REMAINDER_BITS,
 };
 use conqf::{
-    AtomicBloomFilter, Error, ExternallyLockedQf, Filter, LinearProbingQf, LocallyLockedQf,
-    SequentialQf,
+    AtomicBloomFilter, CountingQf, Error, ExternallyLockedQf, Filter, LinearProbingQf,
+    LocallyLockedQf, SequentialQf,
 };
 
 const USAGE: &str = "\
@@ -416,8 +416,10 @@ fn fig2(options: &Options, report: &mut Report) -> PlotFn {
         AtomicBloomFilter::with_memory(bytes, 4)
     });
     fig.concurrent("fastbloom", || Ok(FastBloom::with_memory(bytes, 4)));
-    // Still to join when they exist (one line each, `with_bits(q, r)`): TwoBitQf,
-    // ExternallyLockedQf, CountingQf.
+    // With the qfilter peer's parameters (2^q slots of r + 1 bits, the same false-positive
+    // rate), so the two rank-and-select filters compare like for like.
+    fig.concurrent("CountingQf", || CountingQf::with_bits(q, r + 1));
+    // Still to join when it exists (one line, `with_bits(q, r)`): TwoBitQf.
 
     limits(
         "fig2",
@@ -694,6 +696,8 @@ fn fig3(options: &Options, report: &mut Report) -> PlotFn {
     fig3_curve(o, "LinearProbingQf", lp_levels, linear_probing, k, report);
     let bloom = || Direct(valid(AtomicBloomFilter::with_memory(bytes, 4)));
     fig3_curve(o, "AtomicBloomFilter", levels, bloom, k, report);
+    let counting = || Direct(valid(CountingQf::with_bits(q, r + 1)));
+    fig3_curve(o, "CountingQf", levels, counting, k, report);
     // Speedup over SequentialQf at the same fill and phase.
     for row in &mut report.rows[first_row..] {
         let level = (row.fill.unwrap_or(0.0) * 10.0).round() as usize - 1;
@@ -1383,7 +1387,7 @@ mod tests {
     const FIG2_SEQUENTIAL: [&str; 2] = ["SequentialQf", "qfilter"];
 
     /// The filters of Figure 2 measured at every thread count.
-    const FIG2_CONCURRENT: [&str; 7] = [
+    const FIG2_CONCURRENT: [&str; 8] = [
         "SequentialQf+Mutex",
         "qfilter+Mutex",
         "LocallyLockedQf",
@@ -1391,16 +1395,18 @@ mod tests {
         "LinearProbingQf",
         "AtomicBloomFilter",
         "fastbloom",
+        "CountingQf",
     ];
 
     /// The filters of Figure 3 and the fill levels each must have.
-    const FIG3: [(&str, usize); 6] = [
+    const FIG3: [(&str, usize); 7] = [
         ("SequentialQf", FIG3_LEVELS),
         ("qfilter", FIG3_LEVELS),
         ("LocallyLockedQf", FIG3_LEVELS),
         ("ExternallyLockedQf", FIG3_LEVELS),
         ("LinearProbingQf", FIG3_LINEAR_PROBING_LEVELS),
         ("AtomicBloomFilter", FIG3_LEVELS),
+        ("CountingQf", FIG3_LEVELS),
     ];
 
     #[test]
