@@ -6,7 +6,9 @@
 //! offset is non-zero) and runs of 64 and 65 pushed right by them. An operation at 62 or 63
 //! locks region 0 and then extends to region 1 in ascending order; its shift moves slots and
 //! runend bits across the boundary and rewrites block 1's offset, while the other thread works
-//! at 64 or 65 holding region 1 only. After every interleaving: no
+//! at 64 or 65 holding region 1 only. Queries of 64 and 65 stay inside region 1, so they read
+//! optimistically (the seqlock check) while the writer shifts their runs. After every
+//! interleaving: no
 //! lost insert or increment, no false negative, exact counts, the table's invariants, no region
 //! left locked and (loom checks it) no deadlock.
 

@@ -20,7 +20,6 @@ mod runs;
 
 use std::hash::Hash;
 
-use crate::counter::StripedCounter;
 use crate::filter::{Count, Error, Filter, Remove};
 use crate::hash::{hash_key, low_mask, Fingerprint};
 use crate::sizing::{check_bits, qf_fpr, qf_parameters, MAX_QUOTIENT_BITS};
@@ -41,9 +40,10 @@ const MAX_LOAD: f64 = 0.95;
 /// inserted; more only through fingerprint collisions), [`remove`](Remove::remove) takes one
 /// away and [`remove_all`](Self::remove_all) all of them. [`len`](Filter::len) counts copies.
 ///
-/// All methods take `&self`; share it with an [`Arc`](std::sync::Arc). Every operation locks the
+/// All methods take `&self`; share it with an [`Arc`](std::sync::Arc). Every write locks the
 /// region (a few blocks of 64 slots) of its key and, in ascending order, the following regions
-/// its run or shift reaches; queries lock too.
+/// its run or shift reaches; queries read optimistically and check a version afterwards (a
+/// seqlock), locking only when that keeps failing or the run leaves the region.
 ///
 /// ```
 /// use conqf::{Count, CountingQf, Filter, Remove};
@@ -61,18 +61,16 @@ const MAX_LOAD: f64 = 0.95;
 /// ```
 pub struct CountingQf {
     table: Blocks,
+    /// The region locks, which also keep the counts of copies and distinct fingerprints.
     locks: RegionLocks,
     quotient_bits: u32,
     remainder_bits: u32,
-    /// Stored copies (the sum of all counts), for `len`.
-    copies: StripedCounter,
-    /// Distinct fingerprints (entries), for the load and the false-positive rate.
-    distinct: StripedCounter,
 }
 
 impl CountingQf {
-    /// Blocks per region lock by default: 512 slots.
-    pub const DEFAULT_REGION_BLOCKS: usize = 8;
+    /// Blocks per region lock by default: 4096 slots, the region of Pandey et al.'s and paper
+    /// 000's externally locked filters. Each region costs one cache line (its lock and counts).
+    pub const DEFAULT_REGION_BLOCKS: usize = 64;
 
     /// A filter that holds `capacity` distinct keys at a false-positive rate of at most `fpr`.
     ///
@@ -136,8 +134,6 @@ impl CountingQf {
             locks: RegionLocks::new(blocks, region_blocks),
             quotient_bits,
             remainder_bits,
-            copies: StripedCounter::new(),
-            distinct: StripedCounter::new(),
         })
     }
 
@@ -158,7 +154,7 @@ impl CountingQf {
 
     /// Number of distinct fingerprints stored (a fingerprint inserted many times counts once).
     pub fn distinct(&self) -> usize {
-        self.distinct.sum()
+        self.locks.counts().1 as usize
     }
 
     /// Removes every copy of the hash's fingerprint; returns how many there were.
@@ -247,7 +243,9 @@ impl CountingQf {
                 },
             )?;
             runs::apply(&view, &plan);
-            grown.account(quotient as usize, 0, count);
+            grown
+                .locks
+                .account(quotient as usize / BLOCK_SLOTS, 0, count);
         }
         *self = grown;
         Ok(())
@@ -267,16 +265,11 @@ impl CountingQf {
     pub fn check_invariants(&self) -> Result<(), String> {
         self.locks.check_unlocked()?;
         let (copies, distinct) = check::check_table(&self.table, 1usize << self.quotient_bits)?;
-        if copies as usize != self.copies.sum() {
+        let counted = self.locks.counts();
+        if (copies, distinct as u64) != counted {
             return Err(format!(
-                "the table holds {copies} copies, len says {}",
-                self.copies.sum()
-            ));
-        }
-        if distinct != self.distinct.sum() {
-            return Err(format!(
-                "the table holds {distinct} fingerprints, the counter says {}",
-                self.distinct.sum()
+                "the table holds {copies} copies of {distinct} fingerprints, the counters say \
+                 {counted:?}"
             ));
         }
         Ok(())
@@ -286,22 +279,6 @@ impl CountingQf {
     fn fingerprint(&self, hash: u64) -> (usize, u64) {
         let f = Fingerprint::split(hash, self.quotient_bits, self.remainder_bits);
         (f.quotient as usize, f.remainder)
-    }
-
-    /// Keeps `len` and `distinct` in step with a count that went from `old` to `new`.
-    #[inline]
-    fn account(&self, quotient: usize, old: u64, new: u64) {
-        let hint = quotient / BLOCK_SLOTS;
-        if new > old {
-            self.copies.add(hint, (new - old) as usize);
-        } else if old > new {
-            self.copies.sub(hint, (old - new) as usize);
-        }
-        if old == 0 && new > 0 {
-            self.distinct.increment(hint);
-        } else if old > 0 && new == 0 {
-            self.distinct.decrement(hint);
-        }
     }
 
     /// Sets the count of the hash's fingerprint from `c` to `new_count(c)` under the region
@@ -321,11 +298,10 @@ impl CountingQf {
                     return None;
                 }
                 runs::apply(view, &plan);
+                held.account(quotient / BLOCK_SLOTS, plan.old_count, plan.new_count);
                 Some(Ok((plan.old_count, plan.new_count)))
             });
-        let (old, new) = result.unwrap_or(Err(Error::Full))?;
-        self.account(quotient, old, new);
-        Ok((old, new))
+        result.unwrap_or(Err(Error::Full))
     }
 }
 
@@ -340,7 +316,7 @@ impl Filter for CountingQf {
     }
 
     fn len(&self) -> usize {
-        self.copies.sum()
+        self.locks.counts().0 as usize
     }
 
     fn capacity(&self) -> usize {
@@ -352,7 +328,7 @@ impl Filter for CountingQf {
     }
 
     fn false_positive_rate(&self) -> f64 {
-        let load = self.distinct.sum() as f64 / (1u64 << self.quotient_bits) as f64;
+        let load = self.distinct() as f64 / (1u64 << self.quotient_bits) as f64;
         qf_fpr(load, self.remainder_bits)
     }
 }
@@ -368,9 +344,8 @@ impl Count for CountingQf {
     fn count_hash(&self, hash: u64) -> u64 {
         let (quotient, remainder) = self.fingerprint(hash);
         self.locks
-            .run(&self.table, quotient / BLOCK_SLOTS, |view, held| {
-                let count = runs::count(view, quotient, remainder)?;
-                held.covers(view).then_some(count)
+            .read(&self.table, quotient / BLOCK_SLOTS, |view| {
+                runs::count(view, quotient, remainder)
             })
             .unwrap_or(0)
     }
