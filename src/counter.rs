@@ -39,20 +39,6 @@ impl StripedCounter {
         self.stripes[hint % STRIPES].fetch_sub(1, Ordering::Relaxed);
     }
 
-    /// Adds `n`, on the stripe that `hint` picks (stripes may wrap; the sum does not).
-    #[inline]
-    pub(crate) fn add(&self, hint: usize, n: usize) {
-        // Relaxed: as in `increment`.
-        self.stripes[hint % STRIPES].fetch_add(n, Ordering::Relaxed);
-    }
-
-    /// Subtracts `n`, on the stripe that `hint` picks (stripes may wrap; the sum does not).
-    #[inline]
-    pub(crate) fn sub(&self, hint: usize, n: usize) {
-        // Relaxed: as in `increment`.
-        self.stripes[hint % STRIPES].fetch_sub(n, Ordering::Relaxed);
-    }
-
     /// The sum of the stripes.
     pub(crate) fn sum(&self) -> usize {
         self.stripes
