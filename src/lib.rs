@@ -11,6 +11,7 @@
 //! | [`LocallyLockedQf`] | locks in the table's own status bits; lock-free when an operation stays in one 64-bit group | yes |
 //! | [`ExternallyLockedQf`] | one spin lock per region of 4096 slots in a separate array (the paper's baseline) | yes |
 //! | [`LinearProbingQf`] | lock-free, one CAS per insert | no |
+//! | [`CountingQf`] | region locks for writes, optimistic reads; counts repeated keys | yes |
 //! | [`AtomicBloomFilter`] | lock-free `fetch_or` | no |
 //!
 //! Concurrent filters implement [`Filter`] (and [`Remove`] where they can delete) with `&self`

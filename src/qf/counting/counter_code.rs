@@ -106,6 +106,16 @@ pub(crate) fn encode(x: u64, count: u64, remainder_bits: u32) -> Encoded {
     out
 }
 
+/// How many slots the entry of `x` with count `count` takes (0 for count 0).
+#[inline]
+pub(crate) fn entry_len(x: u64, count: u64, remainder_bits: u32) -> usize {
+    if count <= 2 {
+        count as usize
+    } else {
+        encode(x, count, remainder_bits).len()
+    }
+}
+
 /// The entry starting at slot `start` of a run ending at slot `run_end` (inclusive), reading
 /// slots with `slot`: `(remainder, count, slots it takes)`. `None` if the slots are not a valid
 /// entry (only possible for a table read while another thread changes it).

@@ -286,6 +286,20 @@ impl CountingQf {
     #[inline]
     fn update(&self, hash: u64, new_count: impl Fn(u64) -> u64) -> Result<(u64, u64), Error> {
         let (quotient, remainder) = self.fingerprint(hash);
+        let block = quotient / BLOCK_SLOTS;
+        // Optimistically: plan without the lock, then lock from the version the plan read.
+        if let Some(version) = self.locks.free_version(block) {
+            let view = View::new(&self.table);
+            let planned = runs::plan(&view, quotient, remainder, &new_count);
+            if !matches!(planned, Err(Fault::Inconsistent)) {
+                if let Some(held) = self.locks.upgrade(block, version, &view) {
+                    let plan = planned.map_err(|_| Error::Full)?;
+                    runs::apply(&View::new(&self.table), &plan);
+                    held.account(block, plan.old_count, plan.new_count);
+                    return Ok((plan.old_count, plan.new_count));
+                }
+            }
+        }
         let result = self
             .locks
             .run(&self.table, quotient / BLOCK_SLOTS, |view, held| {

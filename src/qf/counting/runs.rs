@@ -18,7 +18,7 @@
 //! panic and never loop forever: an inconsistent read gives `None` (a [`Fault`]).
 
 use super::blocks::{View, BLOCK_SLOTS, SPILL_SATURATED};
-use super::counter_code::{self, Encoded, MAX_ENTRY_SLOTS};
+use super::counter_code::{self, MAX_ENTRY_SLOTS};
 use super::rank_select::{rank, select};
 
 /// The table read as inconsistent (a concurrent writer), or full.
@@ -151,11 +151,13 @@ pub(crate) struct Plan {
     pub(crate) old_count: u64,
     /// The count after the change.
     pub(crate) new_count: u64,
-    entry: Encoded,
+    remainder: u64,
+    /// Slots of the new entry.
+    new_len: usize,
     /// How many slots the entry grows by.
     grow: usize,
-    /// The empty slots the shifts fill, in order (`grow` of them).
-    empties: [usize; MAX_ENTRY_SLOTS],
+    /// The first empty slot the shifts fill.
+    first_empty: usize,
     /// The highest slot the change touches.
     last: usize,
 }
@@ -203,7 +205,7 @@ pub(crate) fn plan(
         }
     };
     let new_count = new_count(old_count);
-    let entry = counter_code::encode(remainder, new_count, r);
+    let new_len = counter_code::entry_len(remainder, new_count, r);
     let mut plan = Plan {
         quotient,
         run,
@@ -211,24 +213,27 @@ pub(crate) fn plan(
         old_len,
         old_count,
         new_count,
-        entry,
+        remainder,
+        new_len,
         grow: 0,
-        empties: [0; MAX_ENTRY_SLOTS],
+        first_empty: at,
         last: at.max(quotient),
     };
     if plan.is_noop() {
         return Ok(plan);
     }
-    if entry.len() > old_len {
-        plan.grow = entry.len() - old_len;
+    if new_len > old_len {
+        plan.grow = new_len - old_len;
         let mut empty = at;
         for i in 0..plan.grow {
             empty = first_empty(view, empty)?;
-            plan.empties[i] = empty;
+            if i == 0 {
+                plan.first_empty = empty;
+            }
             plan.last = empty;
             empty += 1;
         }
-    } else if entry.len() < old_len {
+    } else if new_len < old_len {
         plan.last = shifted_left_until(view, plan.run.map_or(at, |(_, end)| end), quotient)?;
     }
     // Touch the spill of every block whose spill `apply` recomputes.
@@ -279,15 +284,21 @@ pub(crate) fn apply(view: &View<'_>, plan: &Plan) {
     if plan.is_noop() {
         return;
     }
-    let entry = plan.entry.slots();
+    let r = view.table().remainder_bits();
     if plan.grow > 0 {
         // Make room: each shift moves `at..empty` one slot right, filling the next empty slot
-        // (the earlier shifts filled only empty slots before it, so it is still empty).
-        for &empty in &plan.empties[..plan.grow] {
+        // (the earlier shifts filled only empty slots before it, so it is still empty). The
+        // empty slots are found again before anything moves (the offsets would be stale
+        // after the first shift), so the plan carries only the first, the common case.
+        let mut empties = [plan.first_empty; MAX_ENTRY_SLOTS];
+        for i in 1..plan.grow {
+            empties[i] = first_empty(view, empties[i - 1] + 1).expect("the plan found it");
+        }
+        for &empty in &empties[..plan.grow] {
             shift_right(view, plan.at, empty);
         }
-        for (i, &value) in entry.iter().enumerate() {
-            view.set_remainder(plan.at + i, value);
+        write_entry(view, plan.at, plan.remainder, plan.new_count, r);
+        for i in 0..plan.new_len {
             view.set_runend(plan.at + i, false);
         }
         let new_end = match plan.run {
@@ -300,17 +311,15 @@ pub(crate) fn apply(view: &View<'_>, plan: &Plan) {
             }
             None => {
                 view.set_occupied(plan.quotient, true);
-                plan.at + entry.len() - 1
+                plan.at + plan.new_len - 1
             }
         };
         view.set_runend(new_end, true);
     } else {
-        for (i, &value) in entry.iter().enumerate() {
-            view.set_remainder(plan.at + i, value);
-        }
+        write_entry(view, plan.at, plan.remainder, plan.new_count, r);
         let (start, mut end) = plan.run.expect("only an existing entry shrinks");
-        for _ in entry.len()..plan.old_len {
-            remove_slot(view, plan.quotient, start, end, plan.at + entry.len());
+        for _ in plan.new_len..plan.old_len {
+            remove_slot(view, plan.quotient, start, end, plan.at + plan.new_len);
             end = end.saturating_sub(1); // unused after the run empties
         }
     }
@@ -320,6 +329,21 @@ pub(crate) fn apply(view: &View<'_>, plan: &Plan) {
             .expect("blocks under exclusive access are consistent")
             .saturating_sub(first);
         view.set_spill(block, spill);
+    }
+}
+
+/// Writes the entry of `remainder` with `count` copies from slot `at` on.
+#[inline]
+fn write_entry(view: &View<'_>, at: usize, remainder: u64, count: u64, remainder_bits: u32) {
+    if count <= 2 {
+        for i in 0..count as usize {
+            view.set_remainder(at + i, remainder);
+        }
+    } else {
+        let entry = counter_code::encode(remainder, count, remainder_bits);
+        for (i, &value) in entry.slots().iter().enumerate() {
+            view.set_remainder(at + i, value);
+        }
     }
 }
 
