@@ -21,13 +21,6 @@
 //! A walk that reads an inconsistent table (a concurrent writer in a region it does not hold)
 //! widens the held range by a region on each side and walks again.
 //!
-//! A write first tries optimistically, like a query: it reads the region's version, plans
-//! without locking, and if the plan stayed inside the region it takes the lock with a
-//! compare-and-exchange from exactly that version. Success means no writer came in between, so
-//! the plan is still valid and is applied; otherwise it falls back to the locking above. So
-//! the table reads of a write do not wait behind a locked instruction, as they would after an
-//! up-front lock.
-//!
 //! **No deadlock**: a thread waits for a lock only while it holds none, or only lower ones, so
 //! every chain of waits goes up and ends. **Linearizable**: two-phase locking; every operation
 //! reads and writes only blocks of regions it holds, all held at once.
@@ -187,45 +180,6 @@ impl RegionLocks {
         let held = version.load(Ordering::Relaxed);
         // Release: publishes our writes in the region to its next holder and to readers.
         version.store(held + 1, Ordering::Release);
-    }
-
-    /// The version of `block`'s region if no writer holds it: the start of an optimistic write
-    /// (see [`upgrade`](Self::upgrade)).
-    #[inline]
-    pub(crate) fn free_version(&self, block: usize) -> Option<u64> {
-        // Acquire: everything the last writer wrote before unlocking is visible.
-        let version = self.regions[self.region_of(block)]
-            .version
-            .load(Ordering::Acquire);
-        (version & 1 == 0).then_some(version)
-    }
-
-    /// Ends the optimistic planning of a write begun at `version` of `block`'s region: if `view`
-    /// stayed inside the region and no writer took it since, this thread now holds it and what
-    /// the view read is still the table's state.
-    #[inline]
-    pub(crate) fn upgrade(&self, block: usize, version: u64, view: &View<'_>) -> Option<Held<'_>> {
-        let region = self.region_of(block);
-        let (low, high) = view.reach()?;
-        if self.region_of(low) != region || self.region_of(high) != region {
-            return None;
-        }
-        // Acquire fence: if the planning read a value a writer stored after locking, that
-        // writer's Release fence synchronises with this fence, so its lock (a newer version) is
-        // visible to the CAS below, which then fails.
-        fence(Ordering::Acquire);
-        // Acquire on success: as in `lock`. Relaxed on failure: nothing read is used.
-        self.regions[region]
-            .version
-            .compare_exchange(version, version + 1, Ordering::Acquire, Ordering::Relaxed)
-            .ok()?;
-        // Release fence: as in `lock`.
-        fence(Ordering::Release);
-        Some(Held {
-            locks: self,
-            first: region,
-            last: region,
-        })
     }
 
     /// Runs the read-only `op` on `block`'s region: optimistically (see the module doc), or

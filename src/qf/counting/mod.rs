@@ -287,34 +287,19 @@ impl CountingQf {
     fn update(&self, hash: u64, new_count: impl Fn(u64) -> u64) -> Result<(u64, u64), Error> {
         let (quotient, remainder) = self.fingerprint(hash);
         let block = quotient / BLOCK_SLOTS;
-        // Optimistically: plan without the lock, then lock from the version the plan read.
-        if let Some(version) = self.locks.free_version(block) {
-            let view = View::new(&self.table);
-            let planned = runs::plan(&view, quotient, remainder, &new_count);
-            if !matches!(planned, Err(Fault::Inconsistent)) {
-                if let Some(held) = self.locks.upgrade(block, version, &view) {
-                    let plan = planned.map_err(|_| Error::Full)?;
-                    runs::apply(&View::new(&self.table), &plan);
-                    held.account(block, plan.old_count, plan.new_count);
-                    return Ok((plan.old_count, plan.new_count));
-                }
+        let result = self.locks.run(&self.table, block, |view, held| {
+            let plan = match runs::plan(view, quotient, remainder, &new_count) {
+                Ok(plan) => plan,
+                Err(Fault::Full) if held.covers(view) => return Some(Err(Error::Full)),
+                Err(_) => return None,
+            };
+            if !held.covers(view) {
+                return None;
             }
-        }
-        let result = self
-            .locks
-            .run(&self.table, quotient / BLOCK_SLOTS, |view, held| {
-                let plan = match runs::plan(view, quotient, remainder, &new_count) {
-                    Ok(plan) => plan,
-                    Err(Fault::Full) if held.covers(view) => return Some(Err(Error::Full)),
-                    Err(_) => return None,
-                };
-                if !held.covers(view) {
-                    return None;
-                }
-                runs::apply(view, &plan);
-                held.account(quotient / BLOCK_SLOTS, plan.old_count, plan.new_count);
-                Some(Ok((plan.old_count, plan.new_count)))
-            });
+            runs::apply(view, &plan);
+            held.account(block, plan.old_count, plan.new_count);
+            Some(Ok((plan.old_count, plan.new_count)))
+        });
         result.unwrap_or(Err(Error::Full))
     }
 }
