@@ -19,7 +19,8 @@ use common::{
     SeqTable, NEGATIVE_KEYS, POSITIVE_KEYS, REMAINDER_BITS,
 };
 use conqf::{
-    AtomicBloomFilter, ExternallyLockedQf, LinearProbingQf, LocallyLockedQf, SequentialQf, TwoBitQf,
+    AtomicBloomFilter, CountingQf, ExternallyLockedQf, LinearProbingQf, LocallyLockedQf,
+    SequentialQf, TwoBitQf,
 };
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 
@@ -99,6 +100,10 @@ fn benches(c: &mut Criterion) {
         valid(SequentialQf::with_bits(q, r))
     });
     curve(c, &keys, "qfilter", 90, || qfilter_like(q, r));
+    // The qfilter peer's parameters (2^q slots of r + 1 bits): like for like.
+    curve(c, &keys, "CountingQf", 90, || {
+        Direct(valid(CountingQf::with_bits(q, r + 1)))
+    });
     curve(c, &keys, "LocallyLockedQf", 90, || {
         Direct(valid(LocallyLockedQf::with_bits(q, r)))
     });

@@ -26,8 +26,8 @@ use common::{
     REMAINDER_BITS,
 };
 use conqf::{
-    AtomicBloomFilter, Error, ExternallyLockedQf, Filter, LinearProbingQf, LocallyLockedQf,
-    SequentialQf, TwoBitQf,
+    AtomicBloomFilter, CountingQf, Error, ExternallyLockedQf, Filter, LinearProbingQf,
+    LocallyLockedQf, SequentialQf, TwoBitQf,
 };
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
 
@@ -234,7 +234,9 @@ fn benches(c: &mut Criterion) {
     concurrent(c, &setup, "fastbloom", || {
         Ok(FastBloom::with_memory(bytes, 4))
     });
-    // Still to join when it exists (one line, `with_bits(q, r)`): CountingQf.
+    // CountingQf with the qfilter peer's parameters (`qfilter_like`: 2^q slots of r + 1 bits,
+    // the same false-positive rate), so the two rank-and-select filters compare like for like.
+    concurrent(c, &setup, "CountingQf", || CountingQf::with_bits(q, r + 1));
 
     random_read_limit(c, &setup);
 }

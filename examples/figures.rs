@@ -9,12 +9,12 @@
 //!   `LinearProbingQf`
 //!   (r = 10 + 3 bits, load cap raised to 72%),
 //!   `AtomicBloomFilter` and `fastbloom`'s atomic Bloom filter (both with the r = 10 table's
-//!   memory and 4 hash functions). The concurrent part is generic over `conqf::Filter`, so each
+//!   memory and 4 hash functions), `CountingQf` (with `qfilter`'s r + 1 bits). The concurrent part is generic over `conqf::Filter`, so each
 //!   concurrent filter joins with one line in [`fig2`].
 //! * `fig3`: paper 000 Figure 3, single-threaded throughput against fill degree (every 10% up to
 //!   90%; `LinearProbingQf` up to its 70% cap) for `SequentialQf`, `qfilter`, `LocallyLockedQf`,
-//!   `ExternallyLockedQf`, `TwoBitQf`,
-//!   `LinearProbingQf` and `AtomicBloomFilter`.
+//!   `ExternallyLockedQf`, `TwoBitQf`, `LinearProbingQf`, `AtomicBloomFilter` and `CountingQf`
+//!   (with `qfilter`'s r + 1 bits).
 //!
 //! * `cuckoo`: paper 001 §3.1, a cuckoo table at load 0.4 under 90% finds, 5% inserts and 5%
 //!   removes against threads: `LockFreeCuckooFilter`, `LockedCuckooFilter`, the coarse-grained
@@ -47,8 +47,8 @@ use common::{
     FastBloom, Fig2Run, Locked, ReadArray, Scale, SeqTable, FIG2_FILL, REMAINDER_BITS,
 };
 use conqf::{
-    AtomicBloomFilter, Error, ExternallyLockedQf, Filter, LinearProbingQf, LocallyLockedQf,
-    SequentialQf, TwoBitQf,
+    AtomicBloomFilter, CountingQf, Error, ExternallyLockedQf, Filter, LinearProbingQf,
+    LocallyLockedQf, SequentialQf, TwoBitQf,
 };
 
 const USAGE: &str = "\
@@ -459,7 +459,9 @@ fn fig2(options: &Options, report: &mut Report) -> PlotFn {
         AtomicBloomFilter::with_memory(bytes, 4)
     });
     fig.concurrent("fastbloom", || Ok(FastBloom::with_memory(bytes, 4)));
-    // Still to join when it exists (one line, `with_bits(q, r)`): CountingQf.
+    // With the qfilter peer's parameters (2^q slots of r + 1 bits, the same false-positive
+    // rate), so the two rank-and-select filters compare like for like.
+    fig.concurrent("CountingQf", || CountingQf::with_bits(q, r + 1));
 
     limits(
         "fig2",
@@ -877,6 +879,8 @@ fn fig3(options: &Options, report: &mut Report) -> PlotFn {
     fig3_curve(o, "LinearProbingQf", lp_levels, linear_probing, k, report);
     let bloom = || Direct(valid(AtomicBloomFilter::with_memory(bytes, 4)));
     fig3_curve(o, "AtomicBloomFilter", levels, bloom, k, report);
+    let counting = || Direct(valid(CountingQf::with_bits(q, r + 1)));
+    fig3_curve(o, "CountingQf", levels, counting, k, report);
     // Speedup over SequentialQf at the same fill and phase.
     for row in &mut report.rows[first_row..] {
         let level = (row.fill.unwrap_or(0.0) * 10.0).round() as usize - 1;
@@ -1724,7 +1728,7 @@ mod tests {
     const FIG2_SEQUENTIAL: [&str; 2] = ["SequentialQf", "qfilter"];
 
     /// The filters of Figure 2 measured at every thread count.
-    const FIG2_CONCURRENT: [&str; 8] = [
+    const FIG2_CONCURRENT: [&str; 9] = [
         "SequentialQf+Mutex",
         "qfilter+Mutex",
         "LocallyLockedQf",
@@ -1733,10 +1737,11 @@ mod tests {
         "LinearProbingQf",
         "AtomicBloomFilter",
         "fastbloom",
+        "CountingQf",
     ];
 
     /// The filters of Figure 3 and the fill levels each must have.
-    const FIG3: [(&str, usize); 7] = [
+    const FIG3: [(&str, usize); 8] = [
         ("SequentialQf", FIG3_LEVELS),
         ("qfilter", FIG3_LEVELS),
         ("LocallyLockedQf", FIG3_LEVELS),
@@ -1744,6 +1749,7 @@ mod tests {
         ("TwoBitQf", FIG3_LEVELS),
         ("LinearProbingQf", FIG3_LINEAR_PROBING_LEVELS),
         ("AtomicBloomFilter", FIG3_LEVELS),
+        ("CountingQf", FIG3_LEVELS),
     ];
 
     #[test]

@@ -14,6 +14,7 @@
 //! | [`ExternallyLockedQf`] | one spin lock per region of 4096 slots in a separate array (the paper's baseline) | yes |
 //! | [`LinearProbingQf`] | lock-free, one CAS per insert | no |
 //! | [`TwoBitQf`] | 2 status bits; locks in the empty slots around a supercluster; grows | yes |
+//! | [`CountingQf`] | region locks for writes, optimistic reads; counts repeated keys | yes |
 //! | [`AtomicBloomFilter`] | lock-free `fetch_or` | no |
 //! | [`LockFreeCuckooFilter`] | lock-free cuckoo filter (paper 001): relocation counters and a two-round find | yes |
 //! | [`LockedCuckooFilter`] | cuckoo filter behind striped, writer-fair reader/writer locks | yes |
@@ -99,6 +100,7 @@ pub use cuckoo::table::cuckoo_fpr;
 pub use filter::{Count, Error, Filter, Merge, Remove};
 pub use hash::{hash_key, Fingerprint};
 pub use persist::qf::SequentialQfRef;
+pub use qf::counting::{CountingQf, Counts};
 pub use qf::expandable::{ExpandableBuilder, ExpandableQf};
 pub use qf::externally_locked::ExternallyLockedQf;
 pub use qf::growing::{GrowableBuilder, GrowableQf};

@@ -1,6 +1,7 @@
 //! Quotient filters: the shared 3-status-bit slot, run/cluster walk and whole-table scans, and
 //! one file per variant.
 
+pub(crate) mod counting;
 pub(crate) mod expandable;
 pub(crate) mod externally_locked;
 pub(crate) mod growing;

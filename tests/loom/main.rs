@@ -3,6 +3,7 @@
 #![cfg(loom)]
 
 mod batch;
+mod counting;
 mod cuckoo;
 mod expandable;
 mod externally_locked;

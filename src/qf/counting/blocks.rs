@@ -1,0 +1,239 @@
+//! The block layout of the rank-and-select quotient filter (paper 004 §III-B, paper 000 §2.2):
+//! slots in blocks of 64, each block an `occupieds` word, a `runends` word and 64 remainders of
+//! `r` bits packed into `r` words, plus an 8-bit offset per block (2.125 metadata bits per slot).
+//!
+//! The offset is kept in a separate array, eight blocks to a word, so a block stays exactly
+//! `2 + r` aligned words and the offsets of a whole region share a cache line. Our offset of
+//! block `b` is its *spill*: how many slots from the block's first slot `64 b` on are used by
+//! runs of quotients below `64 b` (Pandey et al.'s offset, without the ambiguity at 0). It
+//! saturates at [`SPILL_SATURATED`]; the exact value is then recomputed from the block before
+//! (see `runs::spill`).
+//!
+//! [`View`] is how every algorithm reads and writes the table: it records the lowest and highest
+//! block it touched (the *reach*), so the concurrent filter can check that an operation stayed in
+//! the regions it has locked. All accesses are `Relaxed` atomics; what orders them is the region
+//! lock (see `concurrent`), or exclusive access (`&mut self`).
+
+use std::cell::Cell;
+
+use crate::hash::low_mask;
+use crate::sync::{AtomicU64, Ordering};
+
+/// Slots per block.
+pub(crate) const BLOCK_SLOTS: usize = 64;
+/// A stored spill of this value means "255 or more: recompute".
+pub(crate) const SPILL_SATURATED: u64 = 255;
+
+/// The table: blocks of `2 + r` words, and the spills.
+pub(crate) struct Blocks {
+    words: Box<[AtomicU64]>,
+    spills: Box<[AtomicU64]>,
+    remainder_bits: u32,
+    block_words: usize,
+    blocks: usize,
+}
+
+impl Blocks {
+    /// An empty table of `blocks` blocks of `remainder_bits`-bit remainders (`2 <= r <= 62`).
+    pub(crate) fn new(blocks: usize, remainder_bits: u32) -> Self {
+        let block_words = 2 + remainder_bits as usize;
+        Blocks {
+            words: (0..blocks * block_words)
+                .map(|_| AtomicU64::new(0))
+                .collect(),
+            spills: (0..blocks.div_ceil(8)).map(|_| AtomicU64::new(0)).collect(),
+            remainder_bits,
+            block_words,
+            blocks,
+        }
+    }
+
+    /// Number of blocks.
+    #[inline]
+    pub(crate) fn blocks(&self) -> usize {
+        self.blocks
+    }
+
+    /// Number of slots (`64` per block).
+    #[inline]
+    pub(crate) fn slots(&self) -> usize {
+        self.blocks * BLOCK_SLOTS
+    }
+
+    /// Remainder bits per slot.
+    #[inline]
+    pub(crate) fn remainder_bits(&self) -> u32 {
+        self.remainder_bits
+    }
+
+    /// Heap bytes of the words and spills.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        (self.words.len() + self.spills.len()) * 8
+    }
+}
+
+/// Reads and writes of a [`Blocks`] table that record the range of blocks touched.
+pub(crate) struct View<'a> {
+    table: &'a Blocks,
+    lowest: Cell<usize>,
+    highest: Cell<usize>,
+}
+
+impl<'a> View<'a> {
+    /// A view that has touched nothing yet.
+    #[inline]
+    pub(crate) fn new(table: &'a Blocks) -> Self {
+        View {
+            table,
+            lowest: Cell::new(usize::MAX),
+            highest: Cell::new(0),
+        }
+    }
+
+    /// The table.
+    #[inline]
+    pub(crate) fn table(&self) -> &'a Blocks {
+        self.table
+    }
+
+    /// The lowest and highest block touched so far (`None` if none).
+    #[inline]
+    pub(crate) fn reach(&self) -> Option<(usize, usize)> {
+        let lowest = self.lowest.get();
+        (lowest != usize::MAX).then(|| (lowest, self.highest.get()))
+    }
+
+    #[inline]
+    fn touch(&self, block: usize) {
+        self.lowest.set(self.lowest.get().min(block));
+        self.highest.set(self.highest.get().max(block));
+    }
+
+    #[inline]
+    fn word(&self, block: usize, index: usize) -> &'a AtomicU64 {
+        self.touch(block);
+        &self.table.words[block * self.table.block_words + index]
+    }
+
+    /// The `occupieds` word of a block: bit `i` is set if quotient `64 b + i` has a run.
+    #[inline]
+    pub(crate) fn occupieds(&self, block: usize) -> u64 {
+        // Relaxed: ordered by the region lock or exclusive access (module doc).
+        self.word(block, 0).load(Ordering::Relaxed)
+    }
+
+    /// The `runends` word of a block: bit `i` is set if slot `64 b + i` ends a run.
+    #[inline]
+    pub(crate) fn runends(&self, block: usize) -> u64 {
+        // Relaxed: as in `occupieds`.
+        self.word(block, 1).load(Ordering::Relaxed)
+    }
+
+    /// Replaces the `occupieds` word of a block.
+    #[inline]
+    pub(crate) fn set_occupieds(&self, block: usize, word: u64) {
+        // Relaxed: only the holder of the block's region writes it (module doc).
+        self.word(block, 0).store(word, Ordering::Relaxed);
+    }
+
+    /// Replaces the `runends` word of a block.
+    #[inline]
+    pub(crate) fn set_runends(&self, block: usize, word: u64) {
+        // Relaxed: as in `set_occupieds`.
+        self.word(block, 1).store(word, Ordering::Relaxed);
+    }
+
+    /// Sets or clears the occupied bit of `quotient`.
+    #[inline]
+    pub(crate) fn set_occupied(&self, quotient: usize, value: bool) {
+        let block = quotient / BLOCK_SLOTS;
+        let bit = 1u64 << (quotient % BLOCK_SLOTS);
+        let word = self.occupieds(block);
+        self.set_occupieds(block, if value { word | bit } else { word & !bit });
+    }
+
+    /// Whether slot `slot` ends a run.
+    #[inline]
+    pub(crate) fn is_runend(&self, slot: usize) -> bool {
+        self.runends(slot / BLOCK_SLOTS) >> (slot % BLOCK_SLOTS) & 1 == 1
+    }
+
+    /// Sets or clears the runend bit of `slot`.
+    #[inline]
+    pub(crate) fn set_runend(&self, slot: usize, value: bool) {
+        let block = slot / BLOCK_SLOTS;
+        let bit = 1u64 << (slot % BLOCK_SLOTS);
+        let word = self.runends(block);
+        self.set_runends(block, if value { word | bit } else { word & !bit });
+    }
+
+    /// Where slot `slot`'s remainder lives: (block, word index in the block, bit offset).
+    #[inline]
+    fn remainder_place(&self, slot: usize) -> (usize, usize, u32) {
+        let block = slot / BLOCK_SLOTS;
+        let bit = (slot % BLOCK_SLOTS) * self.table.remainder_bits as usize;
+        (block, 2 + bit / 64, (bit % 64) as u32)
+    }
+
+    /// The remainder in slot `slot`.
+    #[inline]
+    pub(crate) fn remainder(&self, slot: usize) -> u64 {
+        let r = self.table.remainder_bits;
+        let (block, index, offset) = self.remainder_place(slot);
+        // Relaxed: as in `occupieds`.
+        let mut value = self.word(block, index).load(Ordering::Relaxed) >> offset;
+        if offset + r > 64 {
+            // Relaxed: as in `occupieds`.
+            value |= self.word(block, index + 1).load(Ordering::Relaxed) << (64 - offset);
+        }
+        value & low_mask(r)
+    }
+
+    /// Stores `value` (`< 2^r`) as the remainder of slot `slot`.
+    #[inline]
+    pub(crate) fn set_remainder(&self, slot: usize, value: u64) {
+        let r = self.table.remainder_bits;
+        let (block, index, offset) = self.remainder_place(slot);
+        let mask = low_mask(r);
+        let word = self.word(block, index);
+        // Relaxed (load and store): only the holder of the block's region writes it.
+        let old = word.load(Ordering::Relaxed);
+        word.store(
+            (old & !(mask << offset)) | (value << offset),
+            Ordering::Relaxed,
+        );
+        if offset + r > 64 {
+            let spilled = 64 - offset;
+            let next = self.word(block, index + 1);
+            // Relaxed: as above.
+            let old = next.load(Ordering::Relaxed);
+            next.store(
+                (old & !(mask >> spilled)) | (value >> spilled),
+                Ordering::Relaxed,
+            );
+        }
+    }
+
+    /// The stored (possibly saturated) spill of a block.
+    #[inline]
+    pub(crate) fn stored_spill(&self, block: usize) -> u64 {
+        self.touch(block);
+        // Relaxed: this block's byte is written only by the holder of its region; other bytes of
+        // the word may change concurrently, and are not used.
+        (self.table.spills[block / 8].load(Ordering::Relaxed) >> (8 * (block % 8))) & 0xFF
+    }
+
+    /// Stores the spill of a block, saturated at [`SPILL_SATURATED`].
+    #[inline]
+    pub(crate) fn set_spill(&self, block: usize, spill: usize) {
+        let new = (spill as u64).min(SPILL_SATURATED);
+        let old = self.stored_spill(block);
+        if new != old {
+            // Relaxed: an atomic XOR changes only this block's byte, so writers of the other
+            // blocks sharing the word (other regions) are not disturbed; the region lock orders
+            // this write before the next reader of the block.
+            self.table.spills[block / 8]
+                .fetch_xor((old ^ new) << (8 * (block % 8)), Ordering::Relaxed);
+        }
+    }
+}

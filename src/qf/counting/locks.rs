@@ -1,0 +1,318 @@
+//! The region locks of `CountingQf`, as in Pandey et al.'s multi-threaded counting quotient
+//! filter: one lock per region of a few blocks, in an array beside the table, plus optimistic
+//! (seqlock) reads.
+//!
+//! Each region has its own cache line holding a version word and the region's share of the
+//! filter's counts (copies and distinct fingerprints). The version is even while the region is
+//! free; a writer locks it by raising it to the next odd value and unlocks by raising it to the
+//! next even one.
+//!
+//! # Writers
+//!
+//! An operation on quotient `Q` locks the region of `Q`'s block and runs its walk (`runs`)
+//! through a [`View`] that records the lowest and highest block it touched. If those all lie in
+//! held regions, everything it read is stable and it may write (a write touches only blocks its
+//! plan touched). Otherwise it discards what it read and locks more:
+//!
+//! * regions after the held ones: locked in ascending order while holding the ones it has;
+//! * regions before them (an offset of 255 or more sends the lookup one block back): it releases
+//!   everything and locks from the lowest one up, in ascending order.
+//!
+//! A walk that reads an inconsistent table (a concurrent writer in a region it does not hold)
+//! widens the held range by a region on each side and walks again.
+//!
+//! **No deadlock**: a thread waits for a lock only while it holds none, or only lower ones, so
+//! every chain of waits goes up and ends. **Linearizable**: two-phase locking; every operation
+//! reads and writes only blocks of regions it holds, all held at once.
+//!
+//! # Readers
+//!
+//! A query reads the version of its region (waiting while it is odd), walks without locking,
+//! and accepts the answer only if the walk stayed inside that region and the version is still
+//! the same afterwards (a seqlock). Otherwise it tries again, and after a few failed tries, or
+//! when the walk leaves the region, it locks like a writer. Queries therefore write no shared
+//! memory, and a query never waits for a writer of another region.
+//!
+//! # Memory orderings
+//!
+//! * Locking is an `Acquire` compare-and-exchange followed by a `Release` fence, unlocking a
+//!   `Release` store. The lock's `Acquire` orders the previous holder's writes before ours; the
+//!   fence orders our lock before every table write that follows, which is what a reader's check
+//!   relies on.
+//! * A reader loads the version with `Acquire` (it then sees everything the last writer wrote),
+//!   reads the table `Relaxed`, then issues an `Acquire` fence and loads the version again. If it
+//!   read any value a later writer stored, that writer's `Release` fence synchronises with the
+//!   reader's fence, so the writer's lock happens before the second load, which then sees a
+//!   newer version and the reader retries (Boehm, "Can seqlocks get along with programming
+//!   language memory models?", 2012).
+//! * Table accesses are `Relaxed` (see `blocks`); the per-region counts are read and written
+//!   `Relaxed` under the lock (`len` is a statistic that may lag).
+
+use super::blocks::{Blocks, View};
+use crate::sync::{fence, AtomicU64, Ordering, Waiter};
+
+/// Optimistic tries of a query before it locks.
+const OPTIMISTIC_TRIES: usize = 4;
+
+/// One region's lock and counts, alone on a cache line so regions do not share lines.
+#[repr(align(64))]
+struct Region {
+    /// Even: free; odd: held by a writer.
+    version: AtomicU64,
+    /// Copies stored by operations on quotients of this region (wrapping).
+    copies: AtomicU64,
+    /// Distinct fingerprints of quotients of this region (wrapping).
+    distinct: AtomicU64,
+}
+
+/// One lock per `2^shift` blocks.
+pub(crate) struct RegionLocks {
+    regions: Box<[Region]>,
+    shift: u32,
+}
+
+impl RegionLocks {
+    /// Locks for `blocks` blocks, `region_blocks >= 1` (rounded up to a power of two) per lock.
+    pub(crate) fn new(blocks: usize, region_blocks: usize) -> Self {
+        let region_blocks = region_blocks.clamp(1, blocks.max(1)).next_power_of_two();
+        let shift = region_blocks.trailing_zeros();
+        let regions = ((blocks.max(1) - 1) >> shift) + 1;
+        RegionLocks {
+            regions: (0..regions)
+                .map(|_| Region {
+                    version: AtomicU64::new(0),
+                    copies: AtomicU64::new(0),
+                    distinct: AtomicU64::new(0),
+                })
+                .collect(),
+            shift,
+        }
+    }
+
+    /// Blocks per region.
+    pub(crate) fn region_blocks(&self) -> usize {
+        1 << self.shift
+    }
+
+    /// Heap bytes of the lock array.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.regions.len() * std::mem::size_of::<Region>()
+    }
+
+    /// `Err` naming a region that is still locked.
+    pub(crate) fn check_unlocked(&self) -> Result<(), String> {
+        for (index, region) in self.regions.iter().enumerate() {
+            // Acquire: pairs with the last holder's Release, so a later scan sees its writes.
+            if region.version.load(Ordering::Acquire) & 1 == 1 {
+                return Err(format!("region {index} is still locked"));
+            }
+        }
+        Ok(())
+    }
+
+    /// The sums of the regions' copies and distinct counts.
+    pub(crate) fn counts(&self) -> (u64, u64) {
+        self.regions
+            .iter()
+            .fold((0u64, 0u64), |(copies, distinct), region| {
+                (
+                    // Relaxed: statistics (module doc).
+                    copies.wrapping_add(region.copies.load(Ordering::Relaxed)),
+                    distinct.wrapping_add(region.distinct.load(Ordering::Relaxed)),
+                )
+            })
+    }
+
+    /// Records that a count in `block`'s region went from `old` to `new`. The caller holds the
+    /// region, or has the filter to itself.
+    #[inline]
+    pub(crate) fn account(&self, block: usize, old: u64, new: u64) {
+        let region = &self.regions[self.region_of(block)];
+        // Relaxed load and store, no read-modify-write: only the region's holder writes them.
+        let copies = region.copies.load(Ordering::Relaxed);
+        region.copies.store(
+            copies.wrapping_add(new.wrapping_sub(old)),
+            Ordering::Relaxed,
+        );
+        let change = u64::from(new > 0).wrapping_sub(u64::from(old > 0));
+        if change != 0 {
+            // Relaxed: as above.
+            let distinct = region.distinct.load(Ordering::Relaxed);
+            region
+                .distinct
+                .store(distinct.wrapping_add(change), Ordering::Relaxed);
+        }
+    }
+
+    #[inline]
+    fn region_of(&self, block: usize) -> usize {
+        block >> self.shift
+    }
+
+    /// Spins until this thread holds `region` (test and test-and-set).
+    #[inline]
+    fn lock(&self, region: usize) {
+        let version = &self.regions[region].version;
+        let waiter = Waiter::new();
+        loop {
+            // Relaxed: only a hint; the CAS below acquires.
+            let seen = version.load(Ordering::Relaxed);
+            // Acquire on success: the previous holder's writes (before its Release unlock)
+            // happen before ours. Relaxed on failure: nothing read is used.
+            if seen & 1 == 0
+                && version
+                    .compare_exchange(seen, seen + 1, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                break;
+            }
+            waiter.wait();
+        }
+        // Release fence: every table write after it is ordered after the odd version, so an
+        // optimistic reader that sees such a write sees the odd (or a later) version too.
+        fence(Ordering::Release);
+    }
+
+    #[inline]
+    fn unlock(&self, region: usize) {
+        let version = &self.regions[region].version;
+        // Relaxed: we hold the region, so nobody else changes its version.
+        let held = version.load(Ordering::Relaxed);
+        // Release: publishes our writes in the region to its next holder and to readers.
+        version.store(held + 1, Ordering::Release);
+    }
+
+    /// Runs the read-only `op` on `block`'s region: optimistically (see the module doc), or
+    /// under locks. `None` only if `op` fails with every region held (a corrupt table).
+    #[inline]
+    pub(crate) fn read<T>(
+        &self,
+        table: &Blocks,
+        block: usize,
+        op: impl Fn(&View<'_>) -> Option<T>,
+    ) -> Option<T> {
+        let region = self.region_of(block);
+        let version = &self.regions[region].version;
+        let waiter = Waiter::new();
+        for _ in 0..OPTIMISTIC_TRIES {
+            // Acquire: everything the last writer wrote before unlocking is visible.
+            let before = version.load(Ordering::Acquire);
+            if before & 1 == 1 {
+                waiter.wait();
+                continue;
+            }
+            let view = View::new(table);
+            let answer = op(&view);
+            let inside = view.reach().is_some_and(|(low, high)| {
+                self.region_of(low) == region && self.region_of(high) == region
+            });
+            // Acquire fence: pairs with the Release fence of any writer whose table write the
+            // walk read, making its lock visible to the load below.
+            fence(Ordering::Acquire);
+            // Relaxed: ordered by the fence above.
+            if version.load(Ordering::Relaxed) == before {
+                if !inside {
+                    break;
+                }
+                if answer.is_some() {
+                    return answer;
+                }
+            }
+        }
+        self.run(table, block, |view, held| {
+            let answer = op(view)?;
+            held.covers(view).then_some(answer)
+        })
+    }
+
+    /// Runs `op` under the lock of `block`'s region, and of more regions until `op` answers
+    /// `Some` (see the module doc); `None` only if `op` fails with every region held, i.e. the
+    /// table is corrupt.
+    #[inline]
+    pub(crate) fn run<T>(
+        &self,
+        table: &Blocks,
+        block: usize,
+        mut op: impl FnMut(&View<'_>, &Held<'_>) -> Option<T>,
+    ) -> Option<T> {
+        let region = self.region_of(block);
+        let mut held = Held::lock(self, region, region);
+        loop {
+            let view = View::new(table);
+            if let Some(answer) = op(&view, &held) {
+                return Some(answer);
+            }
+            let last = self.regions.len() - 1;
+            match view.reach() {
+                Some((low, high)) if !held.covers(&view) => {
+                    held.extend(self.region_of(low), self.region_of(high).min(last));
+                }
+                _ if held.first == 0 && held.last == last => return None,
+                _ => held.extend(held.first.saturating_sub(1), (held.last + 1).min(last)),
+            }
+        }
+    }
+}
+
+/// The regions `first..=last`, all locked by this thread; unlocked on drop.
+pub(crate) struct Held<'a> {
+    locks: &'a RegionLocks,
+    first: usize,
+    last: usize,
+}
+
+impl<'a> Held<'a> {
+    fn lock(locks: &'a RegionLocks, first: usize, last: usize) -> Self {
+        for region in first..=last {
+            locks.lock(region);
+        }
+        Held { locks, first, last }
+    }
+
+    /// Holds `first.min(self.first)..=last.max(self.last)`, locking in ascending order.
+    fn extend(&mut self, first: usize, last: usize) {
+        let last = last.max(self.last);
+        if first < self.first {
+            self.release();
+            self.first = first;
+            for region in first..=last {
+                self.locks.lock(region);
+            }
+        } else {
+            for region in self.last + 1..=last {
+                self.locks.lock(region);
+            }
+        }
+        self.last = last;
+    }
+
+    fn release(&self) {
+        for region in self.first..=self.last {
+            self.locks.unlock(region);
+        }
+    }
+
+    /// Whether every block `view` touched lies in a held region.
+    #[inline]
+    pub(crate) fn covers(&self, view: &View<'_>) -> bool {
+        match view.reach() {
+            Some((low, high)) => {
+                self.locks.region_of(low) >= self.first && self.locks.region_of(high) <= self.last
+            }
+            None => true,
+        }
+    }
+
+    /// Records a count change of a quotient in `block`, which must be in a held region.
+    #[inline]
+    pub(crate) fn account(&self, block: usize, old: u64, new: u64) {
+        debug_assert!((self.first..=self.last).contains(&self.locks.region_of(block)));
+        self.locks.account(block, old, new);
+    }
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.release();
+    }
+}

@@ -1,0 +1,404 @@
+//! `CountingQf`: the counting quotient filter of Pandey et al. on the rank-and-select layout
+//! (paper 004 §III-B; paper 000 §2.2, "(Counting) Quotient Filter Using Rank-and-Select"), made
+//! concurrent with region locks as in Pandey et al.'s multi-threaded CQF.
+//!
+//! * [`rank_select`]: `rank` and `select` on one word (BMI2 `pdep` when present).
+//! * [`blocks`]: blocks of 64 slots (`occupieds`, `runends`, 64 packed remainders) and their
+//!   8-bit offsets; the [`View`](blocks::View) that records which blocks an operation touched.
+//! * [`counter_code`]: how a remainder and its count are stored in consecutive slots.
+//! * [`runs`]: finding runs by rank and select, and changing one fingerprint's count.
+//! * [`locks`]: the region locks and the protocol that runs an operation under them.
+//! * [`check`]: the invariant checker for tests.
+//! * this file: the public filter.
+
+mod blocks;
+mod check;
+mod counter_code;
+mod locks;
+mod rank_select;
+mod runs;
+
+use std::hash::Hash;
+
+use crate::filter::{Count, Error, Filter, Remove};
+use crate::hash::{hash_key, low_mask, Fingerprint};
+use crate::sizing::{check_bits, qf_fpr, qf_parameters, MAX_QUOTIENT_BITS};
+
+use blocks::{Blocks, View, BLOCK_SLOTS};
+use counter_code::MIN_REMAINDER_BITS;
+use locks::RegionLocks;
+use runs::Fault;
+
+/// The fill `new` sizes for: Pandey et al. run the rank-and-select filter up to 95% full.
+const MAX_LOAD: f64 = 0.95;
+
+/// A concurrent counting quotient filter on the rank-and-select layout (Pandey et al.): 2.125
+/// metadata bits per slot, and a key inserted many times costs a few slots, not one per copy.
+///
+/// It is a multiset of fingerprints: [`insert`](Filter::insert) adds one copy (returning
+/// `Ok(true)` for the first), [`count`](Count::count) tells how many there are (never fewer than
+/// inserted; more only through fingerprint collisions), [`remove`](Remove::remove) takes one
+/// away and [`remove_all`](Self::remove_all) all of them. [`len`](Filter::len) counts copies.
+///
+/// All methods take `&self`; share it with an [`Arc`](std::sync::Arc). Every write locks the
+/// region (a few blocks of 64 slots) of its key and, in ascending order, the following regions
+/// its run or shift reaches; queries read optimistically and check a version afterwards (a
+/// seqlock), locking only when that keeps failing or the run leaves the region.
+///
+/// ```
+/// use conqf::{Count, CountingQf, Filter, Remove};
+///
+/// let filter = CountingQf::new(10_000, 0.001)?;
+/// assert_eq!(filter.insert(&"apple")?, true); // first copy
+/// assert_eq!(filter.insert(&"apple")?, false); // counted
+/// filter.insert_count(&"pear", 1_000_000)?; // a few slots, not a million
+/// assert_eq!(filter.count(&"apple"), 2);
+/// assert_eq!(filter.count(&"pear"), 1_000_000);
+/// assert_eq!(filter.remove(&"apple")?, true);
+/// assert_eq!(filter.remove_all(&"pear")?, 1_000_000);
+/// assert_eq!(filter.count(&"pear"), 0);
+/// # Ok::<(), conqf::Error>(())
+/// ```
+pub struct CountingQf {
+    table: Blocks,
+    /// The region locks, which also keep the counts of copies and distinct fingerprints.
+    locks: RegionLocks,
+    quotient_bits: u32,
+    remainder_bits: u32,
+}
+
+impl CountingQf {
+    /// Blocks per region lock by default: 4096 slots, the region of Pandey et al.'s and paper
+    /// 000's externally locked filters. Each region costs one cache line (its lock and counts).
+    pub const DEFAULT_REGION_BLOCKS: usize = 64;
+
+    /// A filter that holds `capacity` distinct keys at a false-positive rate of at most `fpr`.
+    ///
+    /// ```
+    /// let filter = conqf::CountingQf::new(1_000_000, 0.01)?;
+    /// assert!(conqf::Filter::capacity(&filter) >= 1_000_000);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
+    /// would be too large.
+    pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
+        let (q, r) = qf_parameters(capacity, fpr, MAX_LOAD)?;
+        Self::with_bits(q, r.max(MIN_REMAINDER_BITS))
+    }
+
+    /// A filter with `2^quotient_bits` slots of `remainder_bits` remainder bits each.
+    ///
+    /// ```
+    /// let filter = conqf::CountingQf::with_bits(16, 8)?;
+    /// assert_eq!(filter.remainder_bits(), 8);
+    /// assert!(conqf::CountingQf::with_bits(16, 1).is_err()); // counters need r >= 2
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] unless `1 <= quotient_bits <= 40`, `remainder_bits >= 2`,
+    /// `quotient_bits + remainder_bits <= 64` and `remainder_bits <= 62`.
+    pub fn with_bits(quotient_bits: u32, remainder_bits: u32) -> Result<Self, Error> {
+        Self::with_bits_and_region(quotient_bits, remainder_bits, Self::DEFAULT_REGION_BLOCKS)
+    }
+
+    /// As [`with_bits`](Self::with_bits), with one lock per `region_blocks` blocks of 64 slots
+    /// (rounded up to a power of two).
+    ///
+    /// ```
+    /// let filter = conqf::CountingQf::with_bits_and_region(12, 8, 3)?;
+    /// assert_eq!(filter.region_blocks(), 4);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`with_bits`](Self::with_bits), and [`Error::InvalidParameters`] if `region_blocks`
+    /// is 0.
+    pub fn with_bits_and_region(
+        quotient_bits: u32,
+        remainder_bits: u32,
+        region_blocks: usize,
+    ) -> Result<Self, Error> {
+        check_bits(quotient_bits, remainder_bits, 2, MIN_REMAINDER_BITS)?;
+        if region_blocks == 0 {
+            return Err(Error::InvalidParameters(
+                "region_blocks must be at least 1".into(),
+            ));
+        }
+        let slots = (1usize << quotient_bits) + crate::qf::overflow_slots(quotient_bits);
+        let blocks = slots.div_ceil(BLOCK_SLOTS);
+        Ok(CountingQf {
+            table: Blocks::new(blocks, remainder_bits),
+            locks: RegionLocks::new(blocks, region_blocks),
+            quotient_bits,
+            remainder_bits,
+        })
+    }
+
+    /// Quotient bits `q`: the table has `2^q` canonical slots.
+    pub fn quotient_bits(&self) -> u32 {
+        self.quotient_bits
+    }
+
+    /// Remainder bits `r` stored per slot.
+    pub fn remainder_bits(&self) -> u32 {
+        self.remainder_bits
+    }
+
+    /// Blocks of 64 slots per region lock.
+    pub fn region_blocks(&self) -> usize {
+        self.locks.region_blocks()
+    }
+
+    /// Number of distinct fingerprints stored (a fingerprint inserted many times counts once).
+    pub fn distinct(&self) -> usize {
+        self.locks.counts().1 as usize
+    }
+
+    /// Removes every copy of the hash's fingerprint; returns how many there were.
+    ///
+    /// # Errors
+    /// None today; the `Result` matches [`Remove::remove_hash`].
+    pub fn remove_all_hash(&self, hash: u64) -> Result<u64, Error> {
+        self.update(hash, |_| 0).map(|(old, _)| old)
+    }
+
+    /// Removes every copy of a key; returns how many there were.
+    ///
+    /// ```
+    /// use conqf::{Count, CountingQf, Filter};
+    /// let filter = CountingQf::with_bits(10, 8)?;
+    /// filter.insert_count(&7u32, 5)?;
+    /// assert_eq!(filter.remove_all(&7u32)?, 5);
+    /// assert!(!filter.contains(&7u32));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`remove_all_hash`](Self::remove_all_hash).
+    pub fn remove_all<K: Hash + ?Sized>(&self, key: &K) -> Result<u64, Error> {
+        self.remove_all_hash(hash_key(key))
+    }
+
+    /// The stored fingerprints and their counts, in increasing order of fingerprint. Only
+    /// meaningful while no thread writes.
+    ///
+    /// ```
+    /// use conqf::{Count, CountingQf, Filter};
+    /// let filter = CountingQf::with_bits(10, 8)?;
+    /// filter.insert_count(&"a", 3)?;
+    /// filter.insert(&"b")?;
+    /// let mut counts: Vec<u64> = filter.counts().map(|(_, count)| count).collect();
+    /// counts.sort();
+    /// assert_eq!(counts, [1, 3]);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn counts(&self) -> Counts<'_> {
+        Counts {
+            view: View::new(&self.table),
+            next_quotient: Some(0),
+            quotient: 0,
+            at: 1,
+            end: 0,
+            limit: 1usize << self.quotient_bits,
+        }
+    }
+
+    /// Doubles the number of slots without rehashing: each fingerprint keeps its bits, one more
+    /// of them addresses the table and one fewer is stored (`q + 1`, `r - 1`), so the
+    /// false-positive rate at the same number of keys stays the same.
+    ///
+    /// ```
+    /// use conqf::{Count, CountingQf, Filter};
+    /// let mut filter = CountingQf::with_bits(8, 10)?;
+    /// filter.insert_count(&"key", 3)?;
+    /// filter.grow()?;
+    /// assert_eq!((filter.quotient_bits(), filter.remainder_bits()), (9, 9));
+    /// assert_eq!(filter.count(&"key"), 3);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if the remainder would drop below 2 bits or the quotient
+    /// above the maximum; [`Error::Full`] if the entries do not fit (not expected: the load
+    /// halves). The filter is unchanged on error.
+    pub fn grow(&mut self) -> Result<(), Error> {
+        let (q, r) = (self.quotient_bits, self.remainder_bits);
+        if r <= MIN_REMAINDER_BITS || q >= MAX_QUOTIENT_BITS {
+            return Err(Error::InvalidParameters(format!(
+                "cannot grow a filter of {q} quotient and {r} remainder bits"
+            )));
+        }
+        let grown = Self::with_bits_and_region(q + 1, r - 1, self.region_blocks())?;
+        for (fingerprint, count) in self.counts() {
+            let quotient = (fingerprint.quotient << 1) | (fingerprint.remainder >> (r - 1));
+            let remainder = fingerprint.remainder & low_mask(r - 1);
+            let view = View::new(&grown.table);
+            let plan = runs::plan(&view, quotient as usize, remainder, |old| old + count).map_err(
+                |fault| match fault {
+                    Fault::Full => Error::Full,
+                    Fault::Inconsistent => Error::Corrupt("inconsistent table".into()),
+                },
+            )?;
+            runs::apply(&view, &plan);
+            grown
+                .locks
+                .account(quotient as usize / BLOCK_SLOTS, 0, count);
+        }
+        *self = grown;
+        Ok(())
+    }
+
+    /// Checks the table's invariants: no region locked, runs where the occupied and runend bits
+    /// say, rank-and-select lookups agree with a plain scan, offsets exact, entries decodable and
+    /// strictly increasing within runs, and the counts match `len` and
+    /// [`distinct`](Self::distinct). Only meaningful while no thread works on the filter.
+    ///
+    /// ```
+    /// let filter = conqf::CountingQf::with_bits(10, 8)?;
+    /// conqf::Filter::insert(&filter, &1u8)?;
+    /// assert_eq!(filter.check_invariants(), Ok(()));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn check_invariants(&self) -> Result<(), String> {
+        self.locks.check_unlocked()?;
+        let (copies, distinct) = check::check_table(&self.table, 1usize << self.quotient_bits)?;
+        let counted = self.locks.counts();
+        if (copies, distinct as u64) != counted {
+            return Err(format!(
+                "the table holds {copies} copies of {distinct} fingerprints, the counters say \
+                 {counted:?}"
+            ));
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn fingerprint(&self, hash: u64) -> (usize, u64) {
+        let f = Fingerprint::split(hash, self.quotient_bits, self.remainder_bits);
+        (f.quotient as usize, f.remainder)
+    }
+
+    /// Sets the count of the hash's fingerprint from `c` to `new_count(c)` under the region
+    /// locks; returns `(c, new_count(c))`.
+    #[inline]
+    fn update(&self, hash: u64, new_count: impl Fn(u64) -> u64) -> Result<(u64, u64), Error> {
+        let (quotient, remainder) = self.fingerprint(hash);
+        let block = quotient / BLOCK_SLOTS;
+        let result = self.locks.run(&self.table, block, |view, held| {
+            let plan = match runs::plan(view, quotient, remainder, &new_count) {
+                Ok(plan) => plan,
+                Err(Fault::Full) if held.covers(view) => return Some(Err(Error::Full)),
+                Err(_) => return None,
+            };
+            if !held.covers(view) {
+                return None;
+            }
+            runs::apply(view, &plan);
+            held.account(block, plan.old_count, plan.new_count);
+            Some(Ok((plan.old_count, plan.new_count)))
+        });
+        result.unwrap_or(Err(Error::Full))
+    }
+}
+
+impl Filter for CountingQf {
+    fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
+        self.update(hash, |count| count.saturating_add(1))
+            .map(|(old, _)| old == 0)
+    }
+
+    fn contains_hash(&self, hash: u64) -> bool {
+        self.count_hash(hash) > 0
+    }
+
+    fn len(&self) -> usize {
+        self.locks.counts().0 as usize
+    }
+
+    fn capacity(&self) -> usize {
+        ((1u64 << self.quotient_bits) as f64 * MAX_LOAD) as usize
+    }
+
+    fn memory_bytes(&self) -> usize {
+        self.table.memory_bytes() + self.locks.memory_bytes()
+    }
+
+    fn false_positive_rate(&self) -> f64 {
+        let load = self.distinct() as f64 / (1u64 << self.quotient_bits) as f64;
+        qf_fpr(load, self.remainder_bits)
+    }
+}
+
+impl Remove for CountingQf {
+    fn remove_hash(&self, hash: u64) -> Result<bool, Error> {
+        self.update(hash, |count| count.saturating_sub(1))
+            .map(|(old, _)| old > 0)
+    }
+}
+
+impl Count for CountingQf {
+    fn count_hash(&self, hash: u64) -> u64 {
+        let (quotient, remainder) = self.fingerprint(hash);
+        self.locks
+            .read(&self.table, quotient / BLOCK_SLOTS, |view| {
+                runs::count(view, quotient, remainder)
+            })
+            .unwrap_or(0)
+    }
+
+    /// Adds `n` copies (the count saturates at `u64::MAX`).
+    fn insert_count_hash(&self, hash: u64, n: u64) -> Result<(), Error> {
+        if n == 0 {
+            return Ok(());
+        }
+        self.update(hash, |count| count.saturating_add(n))
+            .map(|_| ())
+    }
+}
+
+/// The `(fingerprint, count)` pairs of a [`CountingQf`] in increasing order; see
+/// [`CountingQf::counts`].
+pub struct Counts<'a> {
+    view: View<'a>,
+    /// The first quotient not yet visited, `None` when all are.
+    next_quotient: Option<usize>,
+    quotient: usize,
+    /// The next slot of the current run, and its last.
+    at: usize,
+    end: usize,
+    limit: usize,
+}
+
+impl Iterator for Counts<'_> {
+    type Item = (Fingerprint, u64);
+
+    fn next(&mut self) -> Option<Self::Item> {
+        loop {
+            if self.at <= self.end {
+                let r = self.view.table().remainder_bits();
+                let (x, count, len) =
+                    counter_code::decode(self.at, self.end, r, |i| self.view.remainder(i))?;
+                self.at += len;
+                let fingerprint = Fingerprint {
+                    quotient: self.quotient as u64,
+                    remainder: x,
+                };
+                return Some((fingerprint, count));
+            }
+            let from = self.next_quotient?;
+            let quotient = runs::next_occupied_from(&self.view, from).filter(|&q| q < self.limit);
+            let Some(quotient) = quotient else {
+                self.next_quotient = None;
+                return None;
+            };
+            let (start, end) = runs::run_of(&self.view, quotient)??;
+            self.quotient = quotient;
+            self.next_quotient = Some(quotient + 1);
+            self.at = start;
+            self.end = end;
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! Rank and select on one 64-bit word: the bit tricks behind the rank-and-select quotient
+//! filter's run lookup (paper 004 §III-B; paper 000 §2.2, "(Counting) Quotient Filter Using
+//! Rank-and-Select").
+//!
+//! `rank` is a masked `popcnt`. `select` uses BMI2 `pdep` when the CPU has it (detected at run
+//! time, so one binary runs everywhere) and otherwise a broadword byte search.
+
+/// The number of set bits of `word` at positions `0..=position` (`position < 64`).
+#[inline]
+pub(crate) fn rank(word: u64, position: u32) -> u32 {
+    debug_assert!(position < 64);
+    // `2 << 63` is 0 in wrapping arithmetic, so position 63 keeps every bit.
+    let mask = (2u64 << position).wrapping_sub(1);
+    (word & mask).count_ones()
+}
+
+/// The position of the set bit of `word` with `k` set bits below it (`k` counts from 0), or 64
+/// if `word` has at most `k` set bits.
+#[inline]
+pub(crate) fn select(word: u64, k: u32) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if std::arch::is_x86_feature_detected!("bmi2") {
+            // SAFETY: the CPU supports BMI2, checked just above.
+            return unsafe { select_pdep(word, k) };
+        }
+    }
+    select_broadword(word, k)
+}
+
+/// `select` with one `pdep`: depositing the single bit `1 << k` into the set bits of `word`
+/// lands it on the `k`-th of them.
+///
+/// # Safety
+/// The CPU must support BMI2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "bmi2")]
+#[inline]
+unsafe fn select_pdep(word: u64, k: u32) -> u32 {
+    if k >= 64 {
+        return 64;
+    }
+    // `_pdep_u64` is safe to call inside a function compiled with the bmi2 feature.
+    std::arch::x86_64::_pdep_u64(1u64 << k, word).trailing_zeros()
+}
+
+/// Portable `select`: find the byte holding the `k`-th set bit from per-byte prefix counts, then
+/// clear the lower set bits of that byte.
+#[inline]
+pub(crate) fn select_broadword(word: u64, k: u32) -> u32 {
+    if k >= word.count_ones() {
+        return 64;
+    }
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    // Per-byte popcounts (the classic SWAR steps), then prefix sums over bytes by multiplication:
+    // byte i of `prefix` counts the set bits of bytes 0..=i (at most 64, so no carry across).
+    let mut counts = word - ((word >> 1) & 0x5555_5555_5555_5555);
+    counts = (counts & 0x3333_3333_3333_3333) + ((counts >> 2) & 0x3333_3333_3333_3333);
+    counts = (counts + (counts >> 4)) & 0x0F0F_0F0F_0F0F_0F0F;
+    let prefix = counts.wrapping_mul(ONES);
+    let mut below = 0u32;
+    let mut byte = 0u32;
+    while byte < 8 {
+        let through = ((prefix >> (8 * byte)) & 0xFF) as u32;
+        if through > k {
+            break;
+        }
+        below = through;
+        byte += 1;
+    }
+    let mut bits = (word >> (8 * byte)) & 0xFF;
+    for _ in below..k {
+        bits &= bits - 1;
+    }
+    8 * byte + bits.trailing_zeros()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn select_naive(word: u64, k: u32) -> u32 {
+        (0..64)
+            .filter(|&i| word >> i & 1 == 1)
+            .nth(k as usize)
+            .unwrap_or(64)
+    }
+
+    #[test]
+    fn rank_counts_up_to_and_including_the_position() {
+        assert_eq!(rank(0b1011, 0), 1);
+        assert_eq!(rank(0b1011, 2), 2);
+        assert_eq!(rank(0b1011, 3), 3);
+        assert_eq!(rank(u64::MAX, 63), 64);
+        assert_eq!(rank(1 << 63, 62), 0);
+    }
+
+    #[test]
+    fn select_matches_the_naive_definition() {
+        let mut word = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..2000 {
+            for k in 0..66 {
+                let want = select_naive(word, k);
+                assert_eq!(select(word, k), want, "{word:#x} {k}");
+                assert_eq!(select_broadword(word, k), want, "{word:#x} {k}");
+            }
+            word = crate::hash::remix(word) & crate::hash::remix(word ^ 1);
+        }
+        for k in 0..64 {
+            assert_eq!(select(u64::MAX, k), k);
+            assert_eq!(select_broadword(1 << 63, k), if k == 0 { 63 } else { 64 });
+        }
+        assert_eq!(select(0, 0), 64);
+    }
+}

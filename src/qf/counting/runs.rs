@@ -1,0 +1,375 @@
+//! Runs of the rank-and-select quotient filter (paper 004 §III-B, paper 000 §2.2) and the one
+//! write operation everything else is built on: set the count of one fingerprint.
+//!
+//! A run is found without walking to its cluster start: in the block `b` of quotient `Q`, the
+//! runs of quotients below `64 b` use the first `spill(b)` slots from `64 b` on, and the runs of
+//! the occupied quotients `64 b ..= Q` end at the next runend bits in order. So with
+//! `d = rank(occupieds[b], Q % 64)`, `Q`'s run ends at the `d`-th runend at or after
+//! `64 b + spill(b)`, and starts after the one before (or at `Q`, whichever is later).
+//!
+//! Inserting, incrementing, decrementing and removing a fingerprint all re-encode its entry
+//! (`counter_code`) and then make room (shift the rest of the cluster right, one slot per
+//! missing slot) or close the gap (shift each following run left while it is not at its
+//! canonical slot). [`plan`] does every read and computes what will change, touching the whole
+//! stretch the write will touch, before [`apply`] writes: the concurrent filter checks between
+//! the two that it holds every region the plan touched.
+//!
+//! Functions that read a table another thread may be changing (outside the caller's locks) never
+//! panic and never loop forever: an inconsistent read gives `None` (a [`Fault`]).
+
+use super::blocks::{View, BLOCK_SLOTS, SPILL_SATURATED};
+use super::counter_code::{self, MAX_ENTRY_SLOTS};
+use super::rank_select::{rank, select};
+
+/// The table read as inconsistent (a concurrent writer), or full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Fault {
+    /// The slots read are not a valid table: read again under more locks.
+    Inconsistent,
+    /// No empty slot is left for the shift (the overflow tail is used up).
+    Full,
+}
+
+/// The position of the runend bit with `k` runend bits between `from` and it (`k` from 0).
+#[inline]
+fn select_from(view: &View<'_>, from: usize, k: usize) -> Option<usize> {
+    let mut block = from / BLOCK_SLOTS;
+    if block >= view.table().blocks() {
+        return None;
+    }
+    let mut word = view.runends(block) & !((1u64 << (from % BLOCK_SLOTS)) - 1);
+    let mut k = k as u32;
+    loop {
+        let ones = word.count_ones();
+        if k < ones {
+            return Some(block * BLOCK_SLOTS + select(word, k) as usize);
+        }
+        k -= ones;
+        block += 1;
+        if block >= view.table().blocks() {
+            return None;
+        }
+        word = view.runends(block);
+    }
+}
+
+/// The slot after the run of the last occupied quotient `<= slot` (or, if that run ends before
+/// `slot` or there is none, some position `<= slot`). So `slot` is in use iff the result is
+/// larger than `slot`.
+#[inline]
+pub(crate) fn end_after(view: &View<'_>, slot: usize) -> Option<usize> {
+    let block = slot / BLOCK_SLOTS;
+    let d = rank(view.occupieds(block), (slot % BLOCK_SLOTS) as u32) as usize;
+    let first = block * BLOCK_SLOTS + spill(view, block)?;
+    if d == 0 {
+        Some(first)
+    } else {
+        Some(select_from(view, first, d - 1)? + 1)
+    }
+}
+
+/// The exact spill of `block`: slots from `64 b` on used by runs of quotients below `64 b`.
+#[inline]
+pub(crate) fn spill(view: &View<'_>, block: usize) -> Option<usize> {
+    let stored = view.stored_spill(block);
+    if stored < SPILL_SATURATED {
+        return Some(stored as usize);
+    }
+    if block == 0 {
+        return None;
+    }
+    // Saturated: recompute from the block before (recursively, if that one is saturated too).
+    let first = block * BLOCK_SLOTS;
+    Some(end_after(view, first - 1)?.saturating_sub(first))
+}
+
+/// The first and last slot of `quotient`'s run, if it is occupied.
+#[inline]
+pub(crate) fn run_of(view: &View<'_>, quotient: usize) -> Option<Option<(usize, usize)>> {
+    let block = quotient / BLOCK_SLOTS;
+    let occupieds = view.occupieds(block);
+    if occupieds >> (quotient % BLOCK_SLOTS) & 1 == 0 {
+        return Some(None);
+    }
+    let d = rank(occupieds, (quotient % BLOCK_SLOTS) as u32) as usize;
+    let first = block * BLOCK_SLOTS + spill(view, block)?;
+    let after_previous = if d == 1 {
+        first
+    } else {
+        select_from(view, first, d - 2)? + 1
+    };
+    let end = select_from(view, after_previous, 0)?;
+    let start = after_previous.max(quotient);
+    if start > end {
+        return None;
+    }
+    Some(Some((start, end)))
+}
+
+/// The first empty slot at or after `slot`; `Err(Full)` if there is none.
+#[inline]
+pub(crate) fn first_empty(view: &View<'_>, mut slot: usize) -> Result<usize, Fault> {
+    loop {
+        if slot >= view.table().slots() {
+            return Err(Fault::Full);
+        }
+        let end = end_after(view, slot).ok_or(Fault::Inconsistent)?;
+        if end <= slot {
+            return Ok(slot);
+        }
+        slot = end;
+    }
+}
+
+/// The count stored for `(quotient, remainder)` (0 if absent).
+#[inline]
+pub(crate) fn count(view: &View<'_>, quotient: usize, remainder: u64) -> Option<u64> {
+    let Some((start, end)) = run_of(view, quotient)? else {
+        return Some(0);
+    };
+    let r = view.table().remainder_bits();
+    let mut at = start;
+    while at <= end {
+        let (x, c, len) = counter_code::decode(at, end, r, |i| view.remainder(i))?;
+        if x >= remainder {
+            return Some(if x == remainder { c } else { 0 });
+        }
+        at += len;
+    }
+    Some(0)
+}
+
+/// A planned change of one fingerprint's count.
+pub(crate) struct Plan {
+    quotient: usize,
+    /// The run of `quotient` before the change, if it had one.
+    run: Option<(usize, usize)>,
+    /// Where the entry starts (or will be inserted).
+    at: usize,
+    old_len: usize,
+    /// The count before the change.
+    pub(crate) old_count: u64,
+    /// The count after the change.
+    pub(crate) new_count: u64,
+    remainder: u64,
+    /// Slots of the new entry.
+    new_len: usize,
+    /// How many slots the entry grows by.
+    grow: usize,
+    /// The first empty slot the shifts fill.
+    first_empty: usize,
+    /// The highest slot the change touches.
+    last: usize,
+}
+
+impl Plan {
+    /// Whether applying the plan changes nothing.
+    #[inline]
+    pub(crate) fn is_noop(&self) -> bool {
+        self.old_count == self.new_count
+    }
+}
+
+/// Reads everything needed to change the count of `(quotient, remainder)` from `c` to
+/// `new_count(c)`, and touches every block [`apply`] will touch.
+pub(crate) fn plan(
+    view: &View<'_>,
+    quotient: usize,
+    remainder: u64,
+    new_count: impl FnOnce(u64) -> u64,
+) -> Result<Plan, Fault> {
+    let r = view.table().remainder_bits();
+    let run = run_of(view, quotient).ok_or(Fault::Inconsistent)?;
+    let (at, old_count, old_len) = match run {
+        None => {
+            let after = end_after(view, quotient).ok_or(Fault::Inconsistent)?;
+            (after.max(quotient), 0, 0)
+        }
+        Some((start, end)) => {
+            let mut at = start;
+            let mut found = (end + 1, 0, 0);
+            while at <= end {
+                let (x, c, len) = counter_code::decode(at, end, r, |i| view.remainder(i))
+                    .ok_or(Fault::Inconsistent)?;
+                if x >= remainder {
+                    found = if x == remainder {
+                        (at, c, len)
+                    } else {
+                        (at, 0, 0)
+                    };
+                    break;
+                }
+                at += len;
+            }
+            found
+        }
+    };
+    let new_count = new_count(old_count);
+    let new_len = counter_code::entry_len(remainder, new_count, r);
+    let mut plan = Plan {
+        quotient,
+        run,
+        at,
+        old_len,
+        old_count,
+        new_count,
+        remainder,
+        new_len,
+        grow: 0,
+        first_empty: at,
+        last: at.max(quotient),
+    };
+    if plan.is_noop() {
+        return Ok(plan);
+    }
+    if new_len > old_len {
+        plan.grow = new_len - old_len;
+        let mut empty = at;
+        for i in 0..plan.grow {
+            empty = first_empty(view, empty)?;
+            if i == 0 {
+                plan.first_empty = empty;
+            }
+            plan.last = empty;
+            empty += 1;
+        }
+    } else if new_len < old_len {
+        plan.last = shifted_left_until(view, plan.run.map_or(at, |(_, end)| end), quotient)?;
+    }
+    // Touch the spill of every block whose spill `apply` recomputes.
+    for block in quotient / BLOCK_SLOTS + 1..=plan.last / BLOCK_SLOTS {
+        view.stored_spill(block);
+    }
+    Ok(plan)
+}
+
+/// The last slot that moves when a slot of the run of `quotient` ending at `end` is removed: the
+/// end of the last run after it that is not at its canonical slot, in an unbroken row.
+fn shifted_left_until(view: &View<'_>, mut end: usize, quotient: usize) -> Result<usize, Fault> {
+    let mut current = quotient;
+    loop {
+        let Some(next) = next_occupied_from(view, current + 1) else {
+            return Ok(end);
+        };
+        if next > end {
+            return Ok(end);
+        }
+        end = select_from(view, end + 1, 0).ok_or(Fault::Inconsistent)?;
+        current = next;
+    }
+}
+
+/// The first occupied quotient at or after `from`, looking no further than the table's end.
+pub(crate) fn next_occupied_from(view: &View<'_>, from: usize) -> Option<usize> {
+    let mut block = from / BLOCK_SLOTS;
+    if block >= view.table().blocks() {
+        return None;
+    }
+    let mut word = view.occupieds(block) & !((1u64 << (from % BLOCK_SLOTS)) - 1);
+    loop {
+        if word != 0 {
+            return Some(block * BLOCK_SLOTS + word.trailing_zeros() as usize);
+        }
+        block += 1;
+        if block >= view.table().blocks() {
+            return None;
+        }
+        word = view.occupieds(block);
+    }
+}
+
+/// Writes a plan made by [`plan`] on the same, unchanged table. Touches only blocks the plan
+/// touched.
+pub(crate) fn apply(view: &View<'_>, plan: &Plan) {
+    if plan.is_noop() {
+        return;
+    }
+    let r = view.table().remainder_bits();
+    if plan.grow > 0 {
+        // Make room: each shift moves `at..empty` one slot right, filling the next empty slot
+        // (the earlier shifts filled only empty slots before it, so it is still empty). The
+        // empty slots are found again before anything moves (the offsets would be stale
+        // after the first shift), so the plan carries only the first, the common case.
+        let mut empties = [plan.first_empty; MAX_ENTRY_SLOTS];
+        for i in 1..plan.grow {
+            empties[i] = first_empty(view, empties[i - 1] + 1).expect("the plan found it");
+        }
+        for &empty in &empties[..plan.grow] {
+            shift_right(view, plan.at, empty);
+        }
+        write_entry(view, plan.at, plan.remainder, plan.new_count, r);
+        for i in 0..plan.new_len {
+            view.set_runend(plan.at + i, false);
+        }
+        let new_end = match plan.run {
+            Some((_, end)) => {
+                if end < plan.at {
+                    // Appended after the old run end: that slot no longer ends the run.
+                    view.set_runend(end, false);
+                }
+                end + plan.grow
+            }
+            None => {
+                view.set_occupied(plan.quotient, true);
+                plan.at + plan.new_len - 1
+            }
+        };
+        view.set_runend(new_end, true);
+    } else {
+        write_entry(view, plan.at, plan.remainder, plan.new_count, r);
+        let (start, mut end) = plan.run.expect("only an existing entry shrinks");
+        for _ in plan.new_len..plan.old_len {
+            remove_slot(view, plan.quotient, start, end, plan.at + plan.new_len);
+            end = end.saturating_sub(1); // unused after the run empties
+        }
+    }
+    for block in plan.quotient / BLOCK_SLOTS + 1..=plan.last / BLOCK_SLOTS {
+        let first = block * BLOCK_SLOTS;
+        let spill = end_after(view, first - 1)
+            .expect("blocks under exclusive access are consistent")
+            .saturating_sub(first);
+        view.set_spill(block, spill);
+    }
+}
+
+/// Writes the entry of `remainder` with `count` copies from slot `at` on.
+#[inline]
+fn write_entry(view: &View<'_>, at: usize, remainder: u64, count: u64, remainder_bits: u32) {
+    if count <= 2 {
+        for i in 0..count as usize {
+            view.set_remainder(at + i, remainder);
+        }
+    } else {
+        let entry = counter_code::encode(remainder, count, remainder_bits);
+        for (i, &value) in entry.slots().iter().enumerate() {
+            view.set_remainder(at + i, value);
+        }
+    }
+}
+
+/// Moves slots `from..to` one slot right (remainders and runend bits); `to` was empty.
+fn shift_right(view: &View<'_>, from: usize, to: usize) {
+    for slot in (from..to).rev() {
+        view.set_remainder(slot + 1, view.remainder(slot));
+        view.set_runend(slot + 1, view.is_runend(slot));
+    }
+}
+
+/// Removes slot `slot` from the run of `quotient` (`start..=end`): the rest of the run and every
+/// following shifted run of the cluster move one slot left.
+fn remove_slot(view: &View<'_>, quotient: usize, start: usize, end: usize, slot: usize) {
+    let last = shifted_left_until(view, end, quotient).expect("consistent under exclusive access");
+    if slot == end {
+        if start == end {
+            view.set_occupied(quotient, false);
+        } else {
+            view.set_runend(end - 1, true);
+        }
+    }
+    for at in slot..last {
+        view.set_remainder(at, view.remainder(at + 1));
+        view.set_runend(at, view.is_runend(at + 1));
+    }
+    view.set_remainder(last, 0);
+    view.set_runend(last, false);
+}

@@ -1,0 +1,132 @@
+//! `CountingQf` under real threads against exact counts: every thread owns keys it inserts
+//! (some many times), checks right away and removes again, while all threads also increment the
+//! same shared keys. On a small table with one block per region lock, runs and shifts cross
+//! region boundaries all the time. Bounded to a few seconds.
+
+mod common;
+
+use std::collections::BTreeSet;
+use std::sync::Barrier;
+
+use common::hash_of;
+use conqf::{Count, CountingQf, Filter, Fingerprint, Remove};
+use rand::{Rng, SeedableRng};
+
+/// `count` hashes of distinct fingerprints, quotients drawn from `quotients` canonical slots.
+fn distinct_hashes(q: u32, r: u32, quotients: u64, count: usize, seed: u64) -> Vec<u64> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let stride = (1u64 << q) / quotients;
+    let mut seen = BTreeSet::new();
+    let mut hashes = Vec::with_capacity(count);
+    while hashes.len() < count {
+        let quotient = rng.random_range(0..quotients) * stride;
+        let remainder = rng.random_range(0..1u64 << r);
+        if seen.insert(Fingerprint::split(
+            hash_of(quotient, remainder, q, r, 0),
+            q,
+            r,
+        )) {
+            hashes.push(hash_of(quotient, remainder, q, r, rng.random()));
+        }
+    }
+    hashes
+}
+
+/// Each of `threads` threads owns `per_thread` keys: inserts key `i` with count `1 + i % 5`
+/// (one by one or at once), checks the count, removes the copies of every third key again and
+/// checks that it is gone. Meanwhile every thread increments each of `shared` keys `rounds`
+/// times. At the end every count is exact and the invariants hold.
+fn hammer(filter: CountingQf, quotients: u64, per_thread: usize, shared: usize, threads: usize) {
+    let (q, r) = (filter.quotient_bits(), filter.remainder_bits());
+    let all = distinct_hashes(q, r, quotients, per_thread * threads + shared, 7);
+    let (own, hot) = all.split_at(per_thread * threads);
+    let rounds = 20u64;
+    let barrier = Barrier::new(threads);
+    std::thread::scope(|s| {
+        for (t, mine) in own.chunks(per_thread).enumerate() {
+            let (filter, barrier) = (&filter, &barrier);
+            s.spawn(move || {
+                barrier.wait();
+                for (i, &h) in mine.iter().enumerate() {
+                    let n = 1 + i as u64 % 5;
+                    if i % 2 == 0 {
+                        filter.insert_count_hash(h, n).unwrap();
+                    } else {
+                        for _ in 0..n {
+                            filter.insert_hash(h).unwrap();
+                        }
+                    }
+                    assert_eq!(filter.count_hash(h), n, "thread {t} key {i}");
+                    if i % 7 == t % 7 {
+                        for &k in hot {
+                            filter.insert_hash(k).unwrap();
+                        }
+                    }
+                }
+                for (i, &h) in mine.iter().enumerate().filter(|(i, _)| i % 3 == 0) {
+                    let n = 1 + i as u64 % 5;
+                    for _ in 0..n - 1 {
+                        assert!(filter.remove_hash(h).unwrap());
+                    }
+                    assert_eq!(filter.count_hash(h), 1);
+                    assert_eq!(filter.remove_all_hash(h).unwrap(), 1);
+                    assert!(!filter.contains_hash(h), "thread {t} removed key {i}");
+                }
+                for (i, &h) in mine.iter().enumerate() {
+                    let expected = if i % 3 == 0 { 0 } else { 1 + i as u64 % 5 };
+                    assert_eq!(filter.count_hash(h), expected, "thread {t} key {i}");
+                }
+                for _ in 0..rounds {
+                    for &k in hot {
+                        filter.insert_hash(k).unwrap();
+                    }
+                }
+            });
+        }
+    });
+    let hot_inserts_per_thread =
+        |t: usize| (0..per_thread).filter(|i| i % 7 == t % 7).count() as u64 + rounds;
+    let hot_count: u64 = (0..threads).map(hot_inserts_per_thread).sum();
+    for &k in hot {
+        assert_eq!(filter.count_hash(k), hot_count);
+    }
+    let own_copies: u64 = (0..per_thread)
+        .map(|i| if i % 3 == 0 { 0 } else { 1 + i as u64 % 5 })
+        .sum::<u64>()
+        * threads as u64;
+    assert_eq!(filter.len() as u64, own_copies + hot_count * shared as u64);
+    filter.check_invariants().unwrap();
+}
+
+#[test]
+fn small_table_one_block_per_region() {
+    for _ in 0..10 {
+        hammer(
+            CountingQf::with_bits_and_region(10, 6, 1).unwrap(),
+            64,
+            120,
+            8,
+            4,
+        );
+    }
+}
+
+#[test]
+fn crowded_quotients_long_runs_across_regions() {
+    // 16 quotients 64 apart: every run is long and spills into the next block's region.
+    for _ in 0..10 {
+        hammer(
+            CountingQf::with_bits_and_region(10, 8, 1).unwrap(),
+            16,
+            100,
+            4,
+            3,
+        );
+    }
+}
+
+#[test]
+fn large_table_default_regions() {
+    // 20000 keys of 2.4 slots on average: at most 75% of the 2^16 slots even before removals.
+    hammer(CountingQf::with_bits(16, 8).unwrap(), 1 << 16, 5000, 16, 4);
+}
