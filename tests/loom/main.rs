@@ -3,6 +3,7 @@
 #![cfg(loom)]
 
 mod cuckoo;
+mod cuckoo_persist;
 mod externally_locked;
 mod linear_probing;
 mod locally_locked;
