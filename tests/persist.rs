@@ -1118,5 +1118,11 @@ fn cuckoo_entries_are_checked_one_by_one() {
         all_reject(&bytes)
             .map_err(|e| format!("b {b} f {f}: {e}"))
             .unwrap();
-    }
+    } // The largest table (2^36 buckets) with a header claiming its whole length: rejected as
+      // truncated before anything is allocated.
+    let mut bytes = cuckoo_file_with_word(1, 6, 0);
+    bytes[24..28].copy_from_slice(&36u32.to_le_bytes());
+    bytes[16..24].copy_from_slice(&(1u64 << 38).to_le_bytes());
+    rechecksum(&mut bytes);
+    all_reject(&bytes).unwrap();
 }

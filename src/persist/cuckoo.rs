@@ -29,7 +29,7 @@ use std::io::{Read, Write};
 
 use crate::cuckoo::lock_free::LockFreeCuckooFilter;
 use crate::cuckoo::locked::LockedCuckooFilter;
-use crate::cuckoo::table::{CuckooTable, STATE_BITS};
+use crate::cuckoo::table::{CuckooTable, ENTRIES_PER_BUCKET, STATE_BITS};
 use crate::filter::Error;
 use crate::hash::low_mask;
 use crate::storage::{Cursor, GroupSource, LeWords};
@@ -84,8 +84,8 @@ impl<'a> Decoded<'a> {
             if entry & low_mask(STATE_BITS) != 0 {
                 return Err(corrupt(format!(
                     "entry {} of bucket {} is in a relocation state",
-                    cursor.index() % 4,
-                    cursor.index() / 4
+                    cursor.index() % ENTRIES_PER_BUCKET,
+                    cursor.index() / ENTRIES_PER_BUCKET
                 )));
             }
             len += (entry != 0) as usize;
