@@ -7,6 +7,11 @@
 //! * `to_bytes`, `from_bytes` (checksum, invariants, copy into a new table), `view`
 //!   (`SequentialQfRef::from_bytes`: checksum and invariants, no copy), `copy`, `checksum`;
 //! * `lookup`: positive lookups in the owned filter and in the view over the bytes, per lookup.
+//! * `persist_cuckoo`, per stored key: `to_bytes` and `from_bytes` of both cuckoo filters with
+//!   `2^(q-2)` buckets of 4 entries (as many entries as the quotient filter has slots) and
+//!   16-bit fingerprints at the mix load of 40%, beside the `cuckoofilter` crate's
+//!   `export` and `From<ExportedCuckooFilter>` (8-bit fingerprints, no checksum or
+//!   validation) holding the same keys.
 //!
 //! No peer crate is measured: `qfilter` and `fastbloom` serialise only through their `serde`
 //! features, which this crate's dev-dependencies do not enable.
@@ -19,8 +24,9 @@ mod common;
 use std::hint::black_box;
 use std::time::Duration;
 
+use common::cuckoo_mix::{MIX_FINGERPRINT_BITS, MIX_LOAD};
 use common::{items_at, key_hashes, Scale, FIG2_FILL, POSITIVE_KEYS, REMAINDER_BITS};
-use conqf::{SequentialQf, SequentialQfRef};
+use conqf::{LockFreeCuckooFilter, LockedCuckooFilter, SequentialQf, SequentialQfRef};
 use criterion::{Criterion, SamplingMode, Throughput};
 
 fn main() {
@@ -64,5 +70,55 @@ fn main() {
         b.iter(|| probes.iter().filter(|&&h| view.contains_hash(h)).count())
     });
     group.finish();
+
+    persist_cuckoo(&mut criterion, q);
     criterion.final_summary();
+}
+
+/// The cuckoo filters' `to_bytes`/`from_bytes` beside the `cuckoofilter` crate's export and
+/// import, per stored key.
+fn persist_cuckoo(criterion: &mut Criterion, q: u32) {
+    let bucket_bits = q - 2;
+    let keys = key_hashes(POSITIVE_KEYS, items_at(q, MIX_LOAD));
+    let mut lock_free =
+        LockFreeCuckooFilter::with_bits(bucket_bits, MIX_FINGERPRINT_BITS).expect("valid");
+    let locked = LockedCuckooFilter::with_bits(bucket_bits, MIX_FINGERPRINT_BITS).expect("valid");
+    type Peer = cuckoofilter::CuckooFilter<std::collections::hash_map::DefaultHasher>;
+    let mut peer = Peer::with_capacity(keys.len() * 2);
+    for &h in &keys {
+        conqf::Filter::insert_hash(&lock_free, h).expect("fits at 40%");
+        conqf::Filter::insert_hash(&locked, h).expect("fits at 40%");
+        peer.add(&h).expect("fits at 40%");
+    }
+    let bytes = lock_free.to_bytes();
+
+    let mut group = criterion.benchmark_group(format!("persist_cuckoo/q{q}"));
+    group.sampling_mode(SamplingMode::Flat);
+    group.throughput(Throughput::Elements(keys.len() as u64));
+    group.bench_function("lock_free/to_bytes", |b| {
+        b.iter(|| black_box(lock_free.to_bytes()))
+    });
+    group.bench_function("lock_free/from_bytes", |b| {
+        b.iter(|| black_box(LockFreeCuckooFilter::from_bytes(&bytes).expect("valid")))
+    });
+    group.bench_function("locked/to_bytes", |b| {
+        b.iter(|| black_box(locked.to_bytes()))
+    });
+    group.bench_function("locked/from_bytes", |b| {
+        b.iter(|| black_box(LockedCuckooFilter::from_bytes(&bytes).expect("valid")))
+    });
+    group.bench_function("cuckoofilter/export", |b| {
+        b.iter(|| black_box(peer.export()))
+    });
+    let exported = peer.export();
+    group.bench_function("cuckoofilter/import", |b| {
+        b.iter(|| {
+            let copy = cuckoofilter::ExportedCuckooFilter {
+                values: exported.values.clone(),
+                length: exported.length,
+            };
+            black_box(Peer::from(copy))
+        })
+    });
+    group.finish();
 }

@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use common::{hash_of, ops, Model, Op};
 use conqf::{
     hash_key, AtomicBloomFilter, Error, ExternallyLockedQf, Filter, Fingerprint, LinearProbingQf,
-    LocallyLockedQf, Remove, SequentialQf, SequentialQfRef,
+    LocallyLockedQf, LockFreeCuckooFilter, LockedCuckooFilter, Remove, SequentialQf,
+    SequentialQfRef,
 };
 use proptest::prelude::*;
 use xxhash_rust::xxh3::xxh3_64;
@@ -60,6 +61,18 @@ fn readers() -> Vec<(&'static str, Reader)> {
         ("AtomicBloomFilter/read", |b| {
             AtomicBloomFilter::read_from(b).map(drop)
         }),
+        ("LockFreeCuckooFilter", |b| {
+            LockFreeCuckooFilter::from_bytes(b).map(drop)
+        }),
+        ("LockFreeCuckooFilter/read", |b| {
+            LockFreeCuckooFilter::read_from(b).map(drop)
+        }),
+        ("LockedCuckooFilter", |b| {
+            LockedCuckooFilter::from_bytes(b).map(drop)
+        }),
+        ("LockedCuckooFilter/read", |b| {
+            LockedCuckooFilter::read_from(b).map(drop)
+        }),
     ]
 }
 
@@ -91,6 +104,31 @@ fn sequential_sample(q: u32, r: u32, count: u64) -> SequentialQf {
     filter
 }
 
+/// Hashes from a small space for a cuckoo table of `2^b` buckets and `f`-bit fingerprints:
+/// key `k % keys` fixes the bucket and fingerprint bits, so fingerprints collide, copies repeat
+/// and relocation chains form; the low bits (the index rotation) vary with `k`.
+fn cuckoo_hashes(count: u64, keys: u64, b: u32, f: u32) -> Vec<u64> {
+    let top_bits = b + f;
+    (0..count)
+        .map(|k| {
+            let top = ((k % keys).wrapping_mul(0x9E37_79B9)) & ((1 << top_bits) - 1);
+            (top << (64 - top_bits)) | (k.wrapping_mul(0x2545_F491_4F6C_DD1D) >> top_bits)
+        })
+        .collect()
+}
+
+/// A small lock-free cuckoo filter filled to about 60% with colliding fingerprints.
+fn cuckoo_sample() -> LockFreeCuckooFilter {
+    let filter = LockFreeCuckooFilter::with_bits(3, 6).unwrap();
+    for h in cuckoo_hashes(19, 11, 3, 6) {
+        filter.insert_hash(h).unwrap();
+    }
+    filter
+}
+
+/// The number of [`samples`].
+const SAMPLES: usize = 6;
+
 /// One small valid file of each family (named), for the corruption tests.
 fn samples() -> Vec<(&'static str, Vec<u8>)> {
     let external =
@@ -112,6 +150,7 @@ fn samples() -> Vec<(&'static str, Vec<u8>)> {
         ("ExternallyLockedQf", external.to_bytes()),
         ("LinearProbingQf", probing.to_bytes()),
         ("AtomicBloomFilter", bloom.to_bytes()),
+        ("LockFreeCuckooFilter", cuckoo_sample().to_bytes()),
     ]
 }
 
@@ -244,6 +283,156 @@ proptest! {
     }
 }
 
+/// What the cuckoo round trip needs from either cuckoo filter.
+trait CuckooFilter: Filter + Remove + Sized {
+    fn build(bucket_bits: u32, fingerprint_bits: u32) -> Self;
+    fn bytes(&mut self) -> Vec<u8>;
+    fn stream(&mut self) -> Vec<u8>;
+    fn decode(bytes: &[u8]) -> Result<Self, Error>;
+    fn stored(&self) -> Vec<(u64, [usize; 2])>;
+    fn invariants(&self) -> Result<(), String>;
+}
+
+impl CuckooFilter for LockFreeCuckooFilter {
+    fn build(bucket_bits: u32, fingerprint_bits: u32) -> Self {
+        Self::with_bits(bucket_bits, fingerprint_bits).unwrap()
+    }
+    fn bytes(&mut self) -> Vec<u8> {
+        self.to_bytes()
+    }
+    fn stream(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.write_to(&mut out).unwrap();
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, Error> {
+        Self::from_bytes(bytes)
+    }
+    fn stored(&self) -> Vec<(u64, [usize; 2])> {
+        self.fingerprints()
+    }
+    fn invariants(&self) -> Result<(), String> {
+        self.check_invariants()
+    }
+}
+
+impl CuckooFilter for LockedCuckooFilter {
+    fn build(bucket_bits: u32, fingerprint_bits: u32) -> Self {
+        Self::with_stripes(bucket_bits, fingerprint_bits, 2).unwrap()
+    }
+    fn bytes(&mut self) -> Vec<u8> {
+        self.to_bytes()
+    }
+    fn stream(&mut self) -> Vec<u8> {
+        let mut out = Vec::new();
+        self.write_to(&mut out).unwrap();
+        out
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, Error> {
+        Self::from_bytes(bytes)
+    }
+    fn stored(&self) -> Vec<(u64, [usize; 2])> {
+        self.fingerprints()
+    }
+    fn invariants(&self) -> Result<(), String> {
+        self.check_invariants()
+    }
+}
+
+/// Builds a `W` from `hashes` (every third one removed again), writes it, and checks that both
+/// cuckoo filters read it back with the same entries, count and answers, that reading and
+/// writing again gives the same bytes, and that the copy then behaves like the original under
+/// the same further operations.
+fn check_cuckoo_round_trip<W: CuckooFilter>(
+    b: u32,
+    f: u32,
+    hashes: &[u64],
+    probes: &[u64],
+) -> Result<(), TestCaseError> {
+    let mut original = W::build(b, f);
+    for (i, &h) in hashes.iter().enumerate() {
+        match original.insert_hash(h) {
+            Ok(_) | Err(Error::Full) => {}
+            Err(e) => return Err(TestCaseError::fail(e.to_string())),
+        }
+        if i % 3 == 2 {
+            original.remove_hash(hashes[i / 2]).unwrap();
+        }
+    }
+    let bytes = original.bytes();
+    prop_assert_eq!(&original.stream(), &bytes);
+    let mut lock_free = LockFreeCuckooFilter::from_bytes(&bytes).unwrap();
+    let locked = LockedCuckooFilter::read_from(bytes.as_slice()).unwrap();
+    let same = W::decode(&bytes).unwrap();
+    for copy in [&lock_free as &dyn CuckooFilterView, &locked, &same] {
+        copy.view_invariants().map_err(TestCaseError::fail)?;
+        prop_assert_eq!(copy.view_stored(), original.stored());
+        prop_assert_eq!(copy.view_len(), original.len());
+        for &h in hashes.iter().chain(probes) {
+            prop_assert_eq!(copy.view_contains(h), original.contains_hash(h));
+        }
+    }
+    prop_assert_eq!(lock_free.to_bytes(), bytes.clone());
+    prop_assert_eq!(locked.to_bytes(), bytes.clone());
+    // The copy goes on exactly as the original: removes, then inserts.
+    for &h in probes.iter().chain(hashes.iter().step_by(2)) {
+        prop_assert_eq!(
+            same.remove_hash(h).unwrap(),
+            original.remove_hash(h).unwrap()
+        );
+        prop_assert_eq!(same.insert_hash(h).is_ok(), original.insert_hash(h).is_ok());
+    }
+    prop_assert_eq!(same.stored(), original.stored());
+    same.invariants().map_err(TestCaseError::fail)?;
+    Ok(())
+}
+
+/// Either cuckoo filter, as a trait object for the answers the round trip compares.
+trait CuckooFilterView {
+    fn view_invariants(&self) -> Result<(), String>;
+    fn view_stored(&self) -> Vec<(u64, [usize; 2])>;
+    fn view_len(&self) -> usize;
+    fn view_contains(&self, hash: u64) -> bool;
+}
+
+impl<F: CuckooFilter> CuckooFilterView for F {
+    fn view_invariants(&self) -> Result<(), String> {
+        self.invariants()
+    }
+    fn view_stored(&self) -> Vec<(u64, [usize; 2])> {
+        self.stored()
+    }
+    fn view_len(&self) -> usize {
+        self.len()
+    }
+    fn view_contains(&self, hash: u64) -> bool {
+        self.contains_hash(hash)
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn cuckoo_round_trip_keeps_every_answer(
+        (b, f, keys) in prop_oneof![Just((2u32, 4u32, 6u64)), Just((3, 6, 20)), Just((5, 12, 1000))],
+        count in 0u64..150,
+        seed in any::<u64>(),
+        locked in any::<bool>(),
+        probes in proptest::collection::vec(any::<u64>(), 30),
+    ) {
+        let hashes: Vec<u64> = cuckoo_hashes(count + seed % 7, keys, b, f)
+            .into_iter()
+            .map(|h| h ^ (seed & 0xffff))
+            .collect();
+        if locked {
+            check_cuckoo_round_trip::<LockedCuckooFilter>(b, f, &hashes, &probes)?;
+        } else {
+            check_cuckoo_round_trip::<LockFreeCuckooFilter>(b, f, &hashes, &probes)?;
+        }
+    }
+}
+
 #[test]
 fn a_stream_of_several_filters_reads_back_one_at_a_time() {
     let first = sequential_sample(4, 5, 9);
@@ -272,6 +461,7 @@ fn readers_take_only_their_own_family() {
         let expected: &[&str] = match name {
             "LinearProbingQf" => &["LinearProbingQf"],
             "AtomicBloomFilter" => &["AtomicBloomFilter"],
+            "LockFreeCuckooFilter" => &["LockFreeCuckooFilter", "LockedCuckooFilter"],
             _ => &[
                 "SequentialQf",
                 "LocallyLockedQf",
@@ -439,6 +629,44 @@ fn exercise_qf3(mut filter: SequentialQf, hashes: &[u64]) -> Result<(), TestCase
     Ok(())
 }
 
+/// Drives a decoded cuckoo filter with more operations against an exact multiset of
+/// `(fingerprint, bucket pair)` seeded with its contents: a decoder that accepted a broken table
+/// fails here.
+fn exercise_cuckoo(filter: LockFreeCuckooFilter, hashes: &[u64]) -> Result<(), TestCaseError> {
+    filter
+        .check_invariants()
+        .map_err(|e| TestCaseError::fail(format!("accepted but invalid: {e}")))?;
+    let mut model = filter.fingerprints();
+    let place = |h: u64| {
+        let (a, b, fp) = filter.placement(h);
+        (fp, [a.min(b), a.max(b)])
+    };
+    for (i, &h) in hashes.iter().enumerate() {
+        let entry = place(h);
+        if i % 3 == 2 {
+            let position = model.iter().position(|e| *e == entry);
+            prop_assert_eq!(filter.remove_hash(h).unwrap(), position.is_some());
+            if let Some(at) = position {
+                model.remove(at);
+            }
+        } else {
+            match filter.insert_hash(h) {
+                Ok(stored) => {
+                    prop_assert!(stored);
+                    model.push(entry);
+                }
+                Err(Error::Full) => {}
+                Err(e) => return Err(TestCaseError::fail(e.to_string())),
+            }
+        }
+        prop_assert_eq!(filter.contains_hash(h), model.contains(&entry));
+    }
+    model.sort_by_key(|&(fp, pair)| (pair, fp));
+    prop_assert_eq!(filter.fingerprints(), model);
+    filter.check_invariants().map_err(TestCaseError::fail)?;
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(fuzz_cases()))]
 
@@ -447,7 +675,7 @@ proptest! {
     /// the bytes and the filter. Whatever a decoder accepts must be a working filter.
     #[test]
     fn rechecksummed_mutations_are_rejected_or_work(
-        sample in 0usize..5,
+        sample in 0usize..SAMPLES,
         mutations in mutations(),
         hashes in proptest::collection::vec(any::<u64>(), 30),
     ) {
@@ -480,6 +708,9 @@ proptest! {
                 prop_assert!(filter.contains_hash(h));
             }
         }
+        if let Ok(filter) = LockFreeCuckooFilter::from_bytes(&bytes) {
+            exercise_cuckoo(filter, &hashes)?;
+        }
     }
 
     #[test]
@@ -490,7 +721,7 @@ proptest! {
     /// Random bytes behind a valid header: a random table the checksum vouches for.
     #[test]
     fn random_tables_with_valid_headers_are_rejected_or_work(
-        sample in 0usize..5,
+        sample in 0usize..SAMPLES,
         seed in any::<u64>(),
         density in 0u32..4,
         hashes in proptest::collection::vec(any::<u64>(), 20),
@@ -507,6 +738,9 @@ proptest! {
         rechecksum(&mut bytes);
         if let Ok(filter) = SequentialQf::from_bytes(&bytes) {
             exercise_qf3(filter, &hashes)?;
+        }
+        if let Ok(filter) = LockFreeCuckooFilter::from_bytes(&bytes) {
+            exercise_cuckoo(filter, &hashes)?;
         }
         for (name, read) in readers() {
             match read(&bytes) {
@@ -540,19 +774,30 @@ fn golden_filters() -> Vec<(&'static str, Vec<u8>)> {
         .build_with_bits(9, 11)
         .unwrap();
     let bloom = AtomicBloomFilter::with_memory(512, 4).unwrap();
+    // 2^7 buckets of 4 entries, 300 keys: 59% full, with relocations.
+    let mut lock_free = LockFreeCuckooFilter::with_bits(7, 10).unwrap();
+    let locked = LockedCuckooFilter::with_stripes(7, 13, 4).unwrap();
     for k in keys {
+        lock_free.insert(&k).unwrap();
+        locked.insert(&k).unwrap();
         locally.insert(&k).unwrap();
         external.insert(&k).unwrap();
         probing.insert(&k).unwrap();
         bloom.insert(&k).unwrap();
     }
     external.remove(&5u64).unwrap();
+    for k in (0..300u64).step_by(11) {
+        lock_free.remove(&k).unwrap();
+        locked.remove(&k).unwrap();
+    }
     vec![
         ("sequential", sequential.to_bytes()),
         ("locally_locked", locally.to_bytes()),
         ("externally_locked", external.to_bytes()),
         ("linear_probing", probing.to_bytes()),
         ("bloom", bloom.to_bytes()),
+        ("cuckoo_lock_free", lock_free.to_bytes()),
+        ("cuckoo_locked", locked.to_bytes()),
     ]
 }
 
@@ -583,6 +828,16 @@ fn golden_answers(name: &str, bytes: &[u8]) -> String {
         "bloom" => {
             let f = AtomicBloomFilter::from_bytes(bytes).unwrap();
             Box::new(move |k| f.contains(&k))
+        }
+        "cuckoo_lock_free" | "cuckoo_locked" => {
+            let f = LockFreeCuckooFilter::from_bytes(bytes).unwrap();
+            let g = LockedCuckooFilter::from_bytes(bytes).unwrap();
+            f.check_invariants().unwrap();
+            assert_eq!(f.len(), 300 - 28);
+            Box::new(move |k| {
+                assert_eq!(g.contains(&k), f.contains(&k));
+                f.contains(&k)
+            })
         }
         _ => unreachable!(),
     };
@@ -693,6 +948,56 @@ fn externally_locked_snapshots_are_consistent_under_inserts() {
 }
 
 #[test]
+fn locked_cuckoo_snapshots_are_consistent_under_inserts() {
+    // 2^11 buckets of 4 entries and 2 x 2800 keys: 68% full at the end, so inserts relocate
+    // while the snapshots are taken.
+    let filter = LockedCuckooFilter::with_stripes(11, 12, 16).unwrap();
+    snapshot_while_inserting(
+        &filter,
+        2800,
+        |f| f.to_bytes(),
+        |bytes, hashes| {
+            let back = LockedCuckooFilter::from_bytes(bytes).map_err(|e| e.to_string())?;
+            back.check_invariants()?;
+            match hashes.iter().find(|&&h| !back.contains_hash(h)) {
+                Some(h) => Err(format!("{h:#x} missing")),
+                None => Ok(()),
+            }
+        },
+    );
+}
+
+/// The lock-free filter's snapshot takes `&mut self`: after the threads are done, through
+/// `Arc::get_mut`, it holds every key.
+#[test]
+fn lock_free_cuckoo_snapshot_after_the_threads_holds_every_key() {
+    let mut filter = std::sync::Arc::new(LockFreeCuckooFilter::with_bits(11, 12).unwrap());
+    std::thread::scope(|s| {
+        for t in 0..2u64 {
+            let filter = std::sync::Arc::clone(&filter);
+            s.spawn(move || {
+                for i in 0..2800u64 {
+                    filter.insert(&(t, i)).unwrap();
+                }
+                for i in (0..2800u64).step_by(5) {
+                    assert!(filter.remove(&(t, i)).unwrap());
+                }
+            });
+        }
+    });
+    let bytes = std::sync::Arc::get_mut(&mut filter).unwrap().to_bytes();
+    let back = LockFreeCuckooFilter::from_bytes(&bytes).unwrap();
+    back.check_invariants().unwrap();
+    assert_eq!(back.fingerprints(), filter.fingerprints());
+    assert_eq!(back.len(), 2 * (2800 - 560));
+    for t in 0..2u64 {
+        assert!((0..2800u64)
+            .filter(|i| i % 5 != 0)
+            .all(|i| back.contains(&(t, i))));
+    }
+}
+
+#[test]
 fn linear_probing_snapshots_hold_finished_inserts() {
     let filter = LinearProbingQf::with_bits(14, 11).unwrap();
     snapshot_while_inserting(
@@ -754,10 +1059,70 @@ fn serde_writes_the_same_bytes_and_checks_them() {
         serde_json::from_str(&serde_json::to_string(&probing).unwrap()).unwrap();
     assert!(back.contains(&"k"));
 
+    let locked = LockedCuckooFilter::new(100, 0.01).unwrap();
+    locked.insert(&"k").unwrap();
+    let json = serde_json::to_string(&locked).unwrap();
+    assert_eq!(
+        serde_json::from_str::<Vec<u8>>(&json).unwrap(),
+        locked.to_bytes()
+    );
+    let back: LockedCuckooFilter = serde_json::from_str(&json).unwrap();
+    assert_eq!(back.fingerprints(), locked.fingerprints());
+    let back: LockFreeCuckooFilter = serde_json::from_str(&json).unwrap();
+    assert!(back.contains(&"k"));
+
     // Corrupt bytes are a deserialisation error, not a panic.
     let mut bad = filter.to_bytes();
     bad[40] ^= 1;
     let json = serde_json::to_string(&bad).unwrap();
     assert!(serde_json::from_str::<SequentialQf>(&json).is_err());
     assert!(serde_json::from_str::<ExternallyLockedQf>("[1,2,3]").is_err());
+}
+
+// ----- Cuckoo table invariants -----------------------------------------------------------------
+
+/// The file of an empty lock-free filter of `2^b` buckets with its one payload word replaced
+/// by `word`, the checksum fixed.
+fn cuckoo_file_with_word(b: u32, f: u32, word: u64) -> Vec<u8> {
+    let mut bytes = LockFreeCuckooFilter::with_bits(b, f).unwrap().to_bytes();
+    assert_eq!(bytes.len(), 24 + 8 + 8 + 8, "one payload word");
+    bytes[32..40].copy_from_slice(&word.to_le_bytes());
+    rechecksum(&mut bytes);
+    bytes
+}
+
+#[test]
+fn cuckoo_entries_are_checked_one_by_one() {
+    // 2 buckets of 4 entries of 6 + 2 bits: one word, no padding. Entry 5 holds fingerprint
+    // 0x2b.
+    let stable = 0x2bu64 << 2 << (5 * 8);
+    let filter = LockFreeCuckooFilter::from_bytes(&cuckoo_file_with_word(1, 6, stable)).unwrap();
+    assert_eq!(filter.fingerprints(), vec![(0x2b, [0, 1])]);
+    assert_eq!(filter.len(), 1);
+    // The same fingerprint in each relocation state (Out, In, Vacated) is rejected.
+    for state in 1..4u64 {
+        let bytes = cuckoo_file_with_word(1, 6, stable | state << (5 * 8));
+        all_reject(&bytes).unwrap();
+    }
+    // A state without a fingerprint is not an empty entry either.
+    all_reject(&cuckoo_file_with_word(1, 6, 2 << 8)).unwrap();
+    // 4-bit fingerprints: 8 entries of 6 bits leave 16 padding bits, which must be clear.
+    assert!(LockFreeCuckooFilter::from_bytes(&cuckoo_file_with_word(1, 4, 0x3c)).is_ok());
+    all_reject(&cuckoo_file_with_word(1, 4, 1 << 60)).unwrap();
+    // Parameters out of range: no bucket bits, too wide fingerprints.
+    for (b, f) in [(0u32, 6u32), (1, 31), (37, 6), (1, 3)] {
+        let mut bytes = cuckoo_file_with_word(1, 6, 0);
+        bytes[24..28].copy_from_slice(&b.to_le_bytes());
+        bytes[28..32].copy_from_slice(&f.to_le_bytes());
+        rechecksum(&mut bytes);
+        all_reject(&bytes)
+            .map_err(|e| format!("b {b} f {f}: {e}"))
+            .unwrap();
+    } // The largest table (2^36 buckets) with a header claiming its whole length: rejected as
+      // truncated before anything is allocated.
+    let mut bytes = cuckoo_file_with_word(1, 6, 0);
+    bytes[24..28].copy_from_slice(&36u32.to_le_bytes());
+    bytes[16..24].copy_from_slice(&(1u64 << 38).to_le_bytes());
+    rechecksum(&mut bytes);
+    all_reject(&bytes).unwrap();
 }

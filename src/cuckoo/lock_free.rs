@@ -116,7 +116,7 @@ const INSERT_ROUNDS: usize = 4;
 /// # Ok::<(), conqf::Error>(())
 /// ```
 pub struct LockFreeCuckooFilter {
-    table: CuckooTable,
+    pub(crate) table: CuckooTable,
     /// Relocation counters: `versions[bucket & stripe_mask]` counts moves into that stripe.
     versions: Box<[AtomicU64]>,
     stripe_mask: usize,

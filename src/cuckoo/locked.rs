@@ -22,7 +22,7 @@ use std::fmt;
 use crossbeam_utils::CachePadded;
 
 use crate::filter::{Error, Filter, Remove};
-use crate::sync::{self, Ordering, RwLock, WriteGuard};
+use crate::sync::{self, Ordering, ReadGuard, RwLock, WriteGuard};
 
 use super::table::{CuckooTable, Entry, State};
 
@@ -57,8 +57,8 @@ const INSERT_ROUNDS: usize = 4;
 /// # Ok::<(), conqf::Error>(())
 /// ```
 pub struct LockedCuckooFilter {
-    table: CuckooTable,
-    locks: Box<[CachePadded<RwLock>]>,
+    pub(crate) table: CuckooTable,
+    pub(crate) locks: Box<[CachePadded<RwLock>]>,
     /// `bucket >> stripe_shift` is the bucket's stripe.
     stripe_shift: u32,
 }
@@ -230,6 +230,13 @@ impl LockedCuckooFilter {
             std::cmp::Ordering::Greater => (y, Some(x)),
             std::cmp::Ordering::Equal => (x, None),
         }
+    }
+
+    /// Read-locks every stripe, in stripe order (the order every operation locks in, so this
+    /// waits for the operations in flight and cannot deadlock with them). While the guards live
+    /// no entry changes: every write holds a write lock on the stripe of the entry it changes.
+    pub(crate) fn read_all(&self) -> Vec<ReadGuard<'_>> {
+        self.locks.iter().map(|lock| sync::read(lock)).collect()
     }
 
     /// Write-locks the stripes of two buckets, in stripe order.

@@ -71,7 +71,7 @@ pub(crate) const MAX_FINGERPRINT_BITS: u32 = 30;
 pub(crate) const MAX_BUCKET_BITS: u32 = 36;
 
 /// Bits of the state field of an entry.
-const STATE_BITS: u32 = 2;
+pub(crate) const STATE_BITS: u32 = 2;
 
 /// The longest relocation path an insert follows before it gives up on that chain.
 pub(crate) const MAX_PATH: usize = 256;
@@ -146,7 +146,8 @@ pub(crate) struct Placement {
 
 /// `2^b` buckets of 4 packed entries, with the hashing and path search both filters share.
 pub(crate) struct CuckooTable {
-    entries: SlotArray,
+    /// Entry `i` of bucket `k` is slot `4k + i`.
+    pub(crate) entries: SlotArray,
     bucket_bits: u32,
     fingerprint_bits: u32,
     /// Stored copies (inserts minus removes); a statistic.
@@ -159,6 +160,18 @@ impl CuckooTable {
     /// # Errors
     /// [`Error::InvalidParameters`] if either is out of range or the memory cannot be allocated.
     pub(crate) fn new(bucket_bits: u32, fingerprint_bits: u32) -> Result<Self, Error> {
+        Self::check_bits(bucket_bits, fingerprint_bits)?;
+        let entries = SlotArray::new(fingerprint_bits + STATE_BITS, Self::slots_for(bucket_bits))?;
+        Ok(CuckooTable {
+            entries,
+            bucket_bits,
+            fingerprint_bits,
+            len: StripedCounter::new(),
+        })
+    }
+
+    /// `Err` unless `bucket_bits` and `fingerprint_bits` are in range (nothing allocated).
+    pub(crate) fn check_bits(bucket_bits: u32, fingerprint_bits: u32) -> Result<(), Error> {
         if !(1..=MAX_BUCKET_BITS).contains(&bucket_bits) {
             return Err(Error::InvalidParameters(format!(
                 "bucket_bits {bucket_bits} is not in 1..={MAX_BUCKET_BITS}"
@@ -170,16 +183,12 @@ impl CuckooTable {
                  {MIN_FINGERPRINT_BITS}..={MAX_FINGERPRINT_BITS}"
             )));
         }
-        let entries = SlotArray::new(
-            fingerprint_bits + STATE_BITS,
-            ENTRIES_PER_BUCKET << bucket_bits,
-        )?;
-        Ok(CuckooTable {
-            entries,
-            bucket_bits,
-            fingerprint_bits,
-            len: StripedCounter::new(),
-        })
+        Ok(())
+    }
+
+    /// The entries (slots) of `2^bucket_bits` buckets; `bucket_bits` was checked.
+    pub(crate) fn slots_for(bucket_bits: u32) -> usize {
+        ENTRIES_PER_BUCKET << bucket_bits
     }
 
     /// Parameters for `capacity` items at fill at most [`MAX_LOAD`] and an expected

@@ -47,6 +47,9 @@ pub(crate) enum Tag {
     LinearProbing = 3,
     /// `AtomicBloomFilter`: hash functions, capacity, len (the bit count is the payload's).
     Bloom = 4,
+    /// The cuckoo table (`LockFreeCuckooFilter`, `LockedCuckooFilter`): bucket bits,
+    /// fingerprint bits.
+    Cuckoo = 5,
 }
 
 impl Tag {
@@ -56,6 +59,7 @@ impl Tag {
             2 => Tag::Qf3Regions,
             3 => Tag::LinearProbing,
             4 => Tag::Bloom,
+            5 => Tag::Cuckoo,
             _ => return None,
         })
     }
@@ -67,6 +71,7 @@ impl Tag {
             Tag::Qf3Regions => 16,
             Tag::LinearProbing => 16,
             Tag::Bloom => 24,
+            Tag::Cuckoo => 8,
         }
     }
 }

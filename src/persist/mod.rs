@@ -8,7 +8,7 @@
 //! One module per variant family holds its parameters, its payload and its methods:
 //! [`qf`] (the 3-status-bit table of `SequentialQf`, `LocallyLockedQf`, `ExternallyLockedQf`,
 //! and the zero-copy [`SequentialQfRef`](crate::SequentialQfRef)), [`linear_probing`],
-//! [`bloom`]; `serde` support (feature `serde`) is in `serde_impls`.
+//! [`bloom`], [`cuckoo`] (`LockFreeCuckooFilter`, `LockedCuckooFilter`); `serde` support (feature `serde`) is in `serde_impls`.
 //!
 //! # Adding a variant
 //!
@@ -21,6 +21,7 @@
 //! 3. Add its type to the round-trip, corruption and golden-file tests in `tests/persist.rs`.
 
 pub(crate) mod bloom;
+pub(crate) mod cuckoo;
 pub(crate) mod format;
 pub(crate) mod linear_probing;
 pub(crate) mod qf;

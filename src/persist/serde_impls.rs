@@ -4,7 +4,8 @@
 //!
 //! `LocallyLockedQf` deserialises but does not implement `Serialize`: its snapshot needs
 //! `&mut self` (see [`LocallyLockedQf::to_bytes`]), which `Serialize` cannot take; serialise
-//! `filter.to_bytes()` instead. [`SequentialQfRef`] deserialises zero-copy from formats that
+//! `filter.to_bytes()` instead; the same holds for `LockFreeCuckooFilter`.
+//! [`SequentialQfRef`] deserialises zero-copy from formats that
 //! lend their bytes.
 
 use std::fmt;
@@ -13,6 +14,8 @@ use serde::de::{Deserialize, Deserializer, Error as _, SeqAccess, Visitor};
 use serde::{Serialize, Serializer};
 
 use crate::bloom::AtomicBloomFilter;
+use crate::cuckoo::lock_free::LockFreeCuckooFilter;
+use crate::cuckoo::locked::LockedCuckooFilter;
 use crate::qf::externally_locked::ExternallyLockedQf;
 use crate::qf::linear_probing::LinearProbingQf;
 use crate::qf::locally_locked::LocallyLockedQf;
@@ -76,6 +79,8 @@ serde_via_bytes!(
     ExternallyLockedQf: yes,
     LinearProbingQf: yes,
     AtomicBloomFilter: yes,
+    LockFreeCuckooFilter: no,
+    LockedCuckooFilter: yes,
 );
 
 /// Lends the deserialiser's bytes; only formats that hand out borrowed byte strings (e.g.

@@ -12,11 +12,11 @@ use conqf::{Filter, LockFreeCuckooFilter, LockedCuckooFilter, Remove};
 use loom::sync::Arc;
 use loom::thread;
 
-const BUCKET_BITS: u32 = 2;
-const FINGERPRINT_BITS: u32 = 8;
+pub(crate) const BUCKET_BITS: u32 = 2;
+pub(crate) const FINGERPRINT_BITS: u32 = 8;
 
 /// The hash with primary `bucket`, fingerprint `fingerprint`, trying entry `index` first.
-fn key(bucket: u64, fingerprint: u64, index: u64) -> u64 {
+pub(crate) fn key(bucket: u64, fingerprint: u64, index: u64) -> u64 {
     (bucket << 62) | (fingerprint << 54) | index
 }
 
@@ -33,14 +33,14 @@ fn fingerprints_with_offset(offset: usize, count: usize) -> Vec<u64> {
 /// The keys of the scenario: `full` fills buckets 0 and 1 (fingerprints with offset 2, entry
 /// `i` holding the `i`-th), `mover` is the key in entry 0 of bucket 0 (its pair is {0, 2}),
 /// and `newcomer` is a key of the pair {0, 1} that tries entry 0 of bucket 0 first.
-struct Scenario {
-    full: Vec<u64>,
-    mover: u64,
-    mover_from_bucket_2: u64,
-    newcomer: u64,
+pub(crate) struct Scenario {
+    pub(crate) full: Vec<u64>,
+    pub(crate) mover: u64,
+    pub(crate) mover_from_bucket_2: u64,
+    pub(crate) newcomer: u64,
 }
 
-fn scenario() -> Scenario {
+pub(crate) fn scenario() -> Scenario {
     let offset_2 = fingerprints_with_offset(2, 8);
     let offset_1 = fingerprints_with_offset(1, 1);
     let full: Vec<u64> = (0..8)

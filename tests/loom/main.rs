@@ -5,6 +5,7 @@
 mod batch;
 mod counting;
 mod cuckoo;
+mod cuckoo_persist;
 mod expandable;
 mod externally_locked;
 mod growing;
