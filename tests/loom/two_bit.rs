@@ -244,3 +244,33 @@ fn two_bit_insert_waits_for_a_query_holding_its_right_boundary() {
         filter.check_invariants().unwrap();
     });
 }
+
+/// The one wait that holds a lock: two locked inserts into neighbouring superclusters (slots 2-3
+/// and 5-7, empty slots 1, 4 and 8). A inserts into the left one (left lock 1, right lock 4), B
+/// into the right one (left lock 4, right lock 8), so A can hold slot 1 and wait in `lock_right`
+/// for slot 4 while B holds slots 4 and 8. Waits run strictly rightwards, so neither deadlocks,
+/// and A's shift then merges the two superclusters that B has just grown.
+/// (Checked: with `lock_right` panicking instead of waiting, this model fails. A third thread
+/// querying quotient 4 makes loom exceed its branch limit, two threads then spinning at once.)
+#[test]
+fn two_bit_insert_holding_its_left_lock_waits_for_a_right_lock_held_by_an_insert() {
+    model(|| {
+        let filter = filter_with(&[key(1, 1), key(1, 2), key(4, 1), key(4, 2), key(4, 3)]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(1, 3)).unwrap());
+        let u = thread::spawn(move || y.insert_hash(key(4, 4)).unwrap());
+        assert!(t.join().unwrap() && u.join().unwrap());
+        for k in [
+            key(1, 1),
+            key(1, 2),
+            key(1, 3),
+            key(4, 1),
+            key(4, 2),
+            key(4, 3),
+            key(4, 4),
+        ] {
+            assert!(filter.contains_hash(k));
+        }
+        filter.check_invariants().unwrap();
+    });
+}
