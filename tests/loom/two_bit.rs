@@ -103,11 +103,14 @@ fn two_bit_contains_during_a_removal_never_misses() {
     });
 }
 
-/// An insert that fills the empty slot 4 between two superclusters (its right lock) races a
-/// lock-free insert into the right supercluster, whose left boundary is that same slot 4: the
-/// fast path must see the lock and not act on a boundary that is about to be filled.
+/// An insert that merges two superclusters (slots 2-3 and 5-6) by filling the empty slot 4
+/// between them, its right lock, races a lock-free insert into the right supercluster, whose
+/// left boundary is that slot 4: both inserts must land and the merged supercluster stay valid.
+/// (The right lock's fill writes nothing that the right supercluster's fast path reads, and the
+/// fast path's CAS covers slot 4, so this model does not depend on the fast path refusing a
+/// locked left boundary; the next model checks that refusal where it matters.)
 #[test]
-fn two_bit_insert_merging_two_superclusters_races_the_right_one() {
+fn two_bit_insert_merging_two_superclusters_and_a_fast_insert_into_the_right_one_lose_nothing() {
     model(|| {
         let filter = filter_with(&[key(1, 1), key(1, 2), key(4, 7), key(4, 8)]);
         let (x, y) = (filter.clone(), filter.clone());
@@ -119,6 +122,34 @@ fn two_bit_insert_merging_two_superclusters_races_the_right_one() {
             key(1, 2),
             key(1, 3),
             key(4, 5),
+            key(4, 7),
+            key(4, 8),
+        ] {
+            assert!(filter.contains_hash(k));
+        }
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// An insert that merges two superclusters (slots 2-3 and 5-6) by filling the empty slot 4
+/// between them, its right lock, races an insert whose canonical slot is that same slot 4
+/// (quotient 3). The second insert must not fill the slot in one CAS while it is locked, or the
+/// merging insert's shift overwrites it; it waits instead and inserts after the merge, or fills
+/// slot 4 first and the merging insert locks the new end of the longer supercluster. (Checked:
+/// without the fast path's check that its boundary slots are unlocked this model fails.)
+#[test]
+fn two_bit_fast_path_insert_never_fills_a_right_lock() {
+    model(|| {
+        let filter = filter_with(&[key(1, 1), key(1, 2), key(4, 7), key(4, 8)]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(1, 3)).unwrap());
+        let u = thread::spawn(move || y.insert_hash(key(3, 5)).unwrap());
+        assert!(t.join().unwrap() && u.join().unwrap());
+        for k in [
+            key(1, 1),
+            key(1, 2),
+            key(1, 3),
+            key(3, 5),
             key(4, 7),
             key(4, 8),
         ] {
