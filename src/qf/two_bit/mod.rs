@@ -432,8 +432,11 @@ impl TwoBitQf {
 
     /// Plans an insert by walking from the locked slot `left`.
     fn plan_locked(&self, left: usize, quotient: usize, remainder: u64) -> Option<InsertStep> {
-        // Acquire: reads of the locked stretch; the lock's Acquire already ordered them after the
-        // previous holder's writes.
+        // Acquire on every group load, not only on the lock: a lock-free insert into an empty
+        // canonical slot (one CAS) can extend the stretch at its end without ever touching the
+        // left lock, so taking the lock does not order us after that fill. Acquiring the word
+        // that shows the fill synchronises with that writer's Release, so the slots and status
+        // bits it published are the ones we read.
         let mut cursor = self.table.slots.cursor(left, Ordering::Acquire);
         walk::plan_insert(&mut cursor, quotient, remainder)
     }
