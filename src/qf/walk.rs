@@ -173,14 +173,27 @@ pub(crate) fn lookup<S: GroupSource>(
 /// Moves the cursor to the first empty slot at or after it and returns its index.
 #[inline]
 pub(crate) fn seek_empty(cursor: &mut Cursor<'_>) -> Option<usize> {
+    seek_lane(cursor, |word, lsb| {
+        let word = unlocked_word(word, lsb);
+        !(word | (word >> 1) | (word >> 2)) & lsb
+    })
+}
+
+/// Moves the cursor to the first slot at or after it whose lane `wanted` marks, a word at a
+/// time, and returns its index. `wanted(word, lane_lsb)` returns the lowest bit of every lane of
+/// `word` to stop at (other bits clear); each table decodes its own status bits there, so the
+/// scan is written once for both slot formats. `None` if a bounded cursor would leave its group.
+#[inline]
+pub(crate) fn seek_lane(
+    cursor: &mut Cursor<'_>,
+    wanted: impl Fn(u64, u64) -> u64,
+) -> Option<usize> {
     let lsb = cursor.lane_lsb();
     let mut from = cursor.shift();
     loop {
-        let word = unlocked_word(cursor.word(), lsb);
-        let filled = (word | (word >> 1) | (word >> 2)) & lsb;
-        let empty = !filled & lsb & !low_mask(from);
-        if empty != 0 {
-            cursor.jump_to_bit(empty.trailing_zeros());
+        let found = wanted(cursor.word(), lsb) & lsb & !low_mask(from);
+        if found != 0 {
+            cursor.jump_to_bit(found.trailing_zeros());
             return Some(cursor.index());
         }
         if !cursor.enter_next_group() {
