@@ -126,9 +126,26 @@ pub(crate) fn search_run<S: GroupSource>(
     cursor: &mut Cursor<'_, S>,
     remainder: u64,
 ) -> Option<RunSearch> {
+    search_run_by(
+        cursor,
+        remainder,
+        |raw| Slot::unlocked(raw).remainder(),
+        |raw| Slot::unlocked(raw).is_continuation(),
+    )
+}
+
+/// [`search_run`] for any slot format: `remainder_of` and `continues_run` decode a raw slot
+/// (generic, so each table's search compiles to its own loop).
+#[inline]
+pub(crate) fn search_run_by<S: GroupSource>(
+    cursor: &mut Cursor<'_, S>,
+    remainder: u64,
+    remainder_of: impl Fn(u64) -> u64,
+    continues_run: impl Fn(u64) -> bool,
+) -> Option<RunSearch> {
     let mut at_head = true;
     loop {
-        let stored = slot_at(cursor).remainder();
+        let stored = remainder_of(cursor.slot());
         if stored == remainder {
             return Some(RunSearch::Found(cursor.index()));
         }
@@ -139,7 +156,7 @@ pub(crate) fn search_run<S: GroupSource>(
             return None;
         }
         at_head = false;
-        if !slot_at(cursor).is_continuation() {
+        if !continues_run(cursor.slot()) {
             break;
         }
     }

@@ -4,15 +4,16 @@
 //!
 //! The 3-bit walk in [`super::super::walk`] finds cluster starts with the `shifted` bit, which
 //! this table does not have, so the 2-bit walk is its own module over the same [`Cursor`] and
-//! [`Rewriter`]; the word-at-a-time slot search ([`seek_lane`]) is shared, with this table's own
-//! lane decoder. As there, every function reads through a cursor, so the same code serves the
+//! [`Rewriter`]; the word-at-a-time slot search ([`seek_lane`]) and the run search
+//! ([`search_run_by`]) are shared, with this table's own slot decoders. As there, every function reads through a cursor, so the same code serves the
 //! locked paths (an unbounded cursor over a stretch the caller has locked) and the lock-elided
 //! fast paths (a cursor bounded to one atomically loaded group: a walk that would leave the group
 //! returns `None`). A locked empty slot reads as empty everywhere here.
 
 use crate::storage::{Commit, Cursor, Rewriter};
 
-use super::super::walk::seek_lane;
+pub(crate) use super::super::walk::RunSearch;
+use super::super::walk::{search_run_by, seek_lane};
 
 use super::table::{
     continues_run, element, is_filled, is_occupied, remainder_of, starts_run, NEW_RUN, OCCUPIED,
@@ -89,46 +90,11 @@ pub(crate) fn seek_run(cursor: &mut Cursor<'_>, quotient: usize) -> Option<RunSt
     }
 }
 
-/// Where a remainder is, or belongs, in a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RunSearch {
-    /// Stored at this slot.
-    Found(usize),
-    /// Not stored; it belongs at this slot (the first larger element, or the slot after the run),
-    /// and `at_head` says whether that is the run's first slot.
-    Absent {
-        /// Where the remainder belongs.
-        position: usize,
-        /// Whether that is the first slot of the run.
-        at_head: bool,
-    },
-}
-
-/// Searches the sorted run that starts under the cursor for `remainder`; the cursor ends on the
-/// slot the answer names.
+/// Searches the sorted run that starts under the cursor for `remainder` ([`search_run_by`] with
+/// this table's decoders); the cursor ends on the slot the answer names.
 #[inline]
 pub(crate) fn search_run(cursor: &mut Cursor<'_>, remainder: u64) -> Option<RunSearch> {
-    let mut at_head = true;
-    loop {
-        let stored = remainder_of(cursor.slot());
-        if stored == remainder {
-            return Some(RunSearch::Found(cursor.index()));
-        }
-        if stored > remainder {
-            break;
-        }
-        if !cursor.advance() {
-            return None;
-        }
-        at_head = false;
-        if !continues_run(cursor.slot()) {
-            break;
-        }
-    }
-    Some(RunSearch::Absent {
-        position: cursor.index(),
-        at_head,
-    })
+    search_run_by(cursor, remainder, remainder_of, continues_run)
 }
 
 /// Whether `(quotient, remainder)` is stored, reading from a cursor on the canonical slot
