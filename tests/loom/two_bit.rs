@@ -305,3 +305,22 @@ fn two_bit_insert_holding_its_left_lock_waits_for_a_right_lock_held_by_an_insert
         filter.check_invariants().unwrap();
     });
 }
+
+/// Two lock-free inserts into different lanes of group 1 (slots 4-7): A into quotient 4's run
+/// (stretch 4-6), B into the empty canonical slot 7. When B's CAS wins first, A's CAS fails only
+/// because another lane changed, and A plans again on the new word: neither insert is lost and
+/// the word A rebuilds keeps B's element.
+#[test]
+fn two_bit_fast_path_insert_replanning_after_another_lane_changed_keeps_both() {
+    model(|| {
+        let filter = filter_with(&[key(4, 1)]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(4, 2)).unwrap());
+        let u = thread::spawn(move || y.insert_hash(key(6, 1)).unwrap());
+        assert!(t.join().unwrap() && u.join().unwrap());
+        for k in [key(4, 1), key(4, 2), key(6, 1)] {
+            assert!(filter.contains_hash(k));
+        }
+        filter.check_invariants().unwrap();
+    });
+}
