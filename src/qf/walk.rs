@@ -126,9 +126,26 @@ pub(crate) fn search_run<S: GroupSource>(
     cursor: &mut Cursor<'_, S>,
     remainder: u64,
 ) -> Option<RunSearch> {
+    search_run_by(
+        cursor,
+        remainder,
+        |raw| Slot::unlocked(raw).remainder(),
+        |raw| Slot::unlocked(raw).is_continuation(),
+    )
+}
+
+/// [`search_run`] for any slot format: `remainder_of` and `continues_run` decode a raw slot
+/// (generic, so each table's search compiles to its own loop).
+#[inline]
+pub(crate) fn search_run_by<S: GroupSource>(
+    cursor: &mut Cursor<'_, S>,
+    remainder: u64,
+    remainder_of: impl Fn(u64) -> u64,
+    continues_run: impl Fn(u64) -> bool,
+) -> Option<RunSearch> {
     let mut at_head = true;
     loop {
-        let stored = slot_at(cursor).remainder();
+        let stored = remainder_of(cursor.slot());
         if stored == remainder {
             return Some(RunSearch::Found(cursor.index()));
         }
@@ -139,7 +156,7 @@ pub(crate) fn search_run<S: GroupSource>(
             return None;
         }
         at_head = false;
-        if !slot_at(cursor).is_continuation() {
+        if !continues_run(cursor.slot()) {
             break;
         }
     }
@@ -173,14 +190,27 @@ pub(crate) fn lookup<S: GroupSource>(
 /// Moves the cursor to the first empty slot at or after it and returns its index.
 #[inline]
 pub(crate) fn seek_empty(cursor: &mut Cursor<'_>) -> Option<usize> {
+    seek_lane(cursor, |word, lsb| {
+        let word = unlocked_word(word, lsb);
+        !(word | (word >> 1) | (word >> 2)) & lsb
+    })
+}
+
+/// Moves the cursor to the first slot at or after it whose lane `wanted` marks, a word at a
+/// time, and returns its index. `wanted(word, lane_lsb)` returns the lowest bit of every lane of
+/// `word` to stop at (other bits clear); each table decodes its own status bits there, so the
+/// scan is written once for both slot formats. `None` if a bounded cursor would leave its group.
+#[inline]
+pub(crate) fn seek_lane(
+    cursor: &mut Cursor<'_>,
+    wanted: impl Fn(u64, u64) -> u64,
+) -> Option<usize> {
     let lsb = cursor.lane_lsb();
     let mut from = cursor.shift();
     loop {
-        let word = unlocked_word(cursor.word(), lsb);
-        let filled = (word | (word >> 1) | (word >> 2)) & lsb;
-        let empty = !filled & lsb & !low_mask(from);
-        if empty != 0 {
-            cursor.jump_to_bit(empty.trailing_zeros());
+        let found = wanted(cursor.word(), lsb) & lsb & !low_mask(from);
+        if found != 0 {
+            cursor.jump_to_bit(found.trailing_zeros());
             return Some(cursor.index());
         }
         if !cursor.enter_next_group() {

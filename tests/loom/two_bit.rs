@@ -103,11 +103,14 @@ fn two_bit_contains_during_a_removal_never_misses() {
     });
 }
 
-/// An insert that fills the empty slot 4 between two superclusters (its right lock) races a
-/// lock-free insert into the right supercluster, whose left boundary is that same slot 4: the
-/// fast path must see the lock and not act on a boundary that is about to be filled.
+/// An insert that merges two superclusters (slots 2-3 and 5-6) by filling the empty slot 4
+/// between them, its right lock, races a lock-free insert into the right supercluster, whose
+/// left boundary is that slot 4: both inserts must land and the merged supercluster stay valid.
+/// (The right lock's fill writes nothing that the right supercluster's fast path reads, and the
+/// fast path's CAS covers slot 4, so this model does not depend on the fast path refusing a
+/// locked left boundary; the next model checks that refusal where it matters.)
 #[test]
-fn two_bit_insert_merging_two_superclusters_races_the_right_one() {
+fn two_bit_insert_merging_two_superclusters_and_a_fast_insert_into_the_right_one_lose_nothing() {
     model(|| {
         let filter = filter_with(&[key(1, 1), key(1, 2), key(4, 7), key(4, 8)]);
         let (x, y) = (filter.clone(), filter.clone());
@@ -119,6 +122,34 @@ fn two_bit_insert_merging_two_superclusters_races_the_right_one() {
             key(1, 2),
             key(1, 3),
             key(4, 5),
+            key(4, 7),
+            key(4, 8),
+        ] {
+            assert!(filter.contains_hash(k));
+        }
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// An insert that merges two superclusters (slots 2-3 and 5-6) by filling the empty slot 4
+/// between them, its right lock, races an insert whose canonical slot is that same slot 4
+/// (quotient 3). The second insert must not fill the slot in one CAS while it is locked, or the
+/// merging insert's shift overwrites it; it waits instead and inserts after the merge, or fills
+/// slot 4 first and the merging insert locks the new end of the longer supercluster. (Checked:
+/// without the fast path's check that its boundary slots are unlocked this model fails.)
+#[test]
+fn two_bit_fast_path_insert_never_fills_a_right_lock() {
+    model(|| {
+        let filter = filter_with(&[key(1, 1), key(1, 2), key(4, 7), key(4, 8)]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(1, 3)).unwrap());
+        let u = thread::spawn(move || y.insert_hash(key(3, 5)).unwrap());
+        assert!(t.join().unwrap() && u.join().unwrap());
+        for k in [
+            key(1, 1),
+            key(1, 2),
+            key(1, 3),
+            key(3, 5),
             key(4, 7),
             key(4, 8),
         ] {
@@ -241,6 +272,55 @@ fn two_bit_insert_waits_for_a_query_holding_its_right_boundary() {
         });
         u.join().unwrap();
         assert!(t.join().unwrap());
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// The one wait that holds a lock: two locked inserts into neighbouring superclusters (slots 2-3
+/// and 5-7, empty slots 1, 4 and 8). A inserts into the left one (left lock 1, right lock 4), B
+/// into the right one (left lock 4, right lock 8), so A can hold slot 1 and wait in `lock_right`
+/// for slot 4 while B holds slots 4 and 8. Waits run strictly rightwards, so neither deadlocks,
+/// and A's shift then merges the two superclusters that B has just grown.
+/// (Checked: with `lock_right` panicking instead of waiting, this model fails. A third thread
+/// querying quotient 4 makes loom exceed its branch limit, two threads then spinning at once.)
+#[test]
+fn two_bit_insert_holding_its_left_lock_waits_for_a_right_lock_held_by_an_insert() {
+    model(|| {
+        let filter = filter_with(&[key(1, 1), key(1, 2), key(4, 1), key(4, 2), key(4, 3)]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(1, 3)).unwrap());
+        let u = thread::spawn(move || y.insert_hash(key(4, 4)).unwrap());
+        assert!(t.join().unwrap() && u.join().unwrap());
+        for k in [
+            key(1, 1),
+            key(1, 2),
+            key(1, 3),
+            key(4, 1),
+            key(4, 2),
+            key(4, 3),
+            key(4, 4),
+        ] {
+            assert!(filter.contains_hash(k));
+        }
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// Two lock-free inserts into different lanes of group 1 (slots 4-7): A into quotient 4's run
+/// (stretch 4-6), B into the empty canonical slot 7. When B's CAS wins first, A's CAS fails only
+/// because another lane changed, and A plans again on the new word: neither insert is lost and
+/// the word A rebuilds keeps B's element.
+#[test]
+fn two_bit_fast_path_insert_replanning_after_another_lane_changed_keeps_both() {
+    model(|| {
+        let filter = filter_with(&[key(4, 1)]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(4, 2)).unwrap());
+        let u = thread::spawn(move || y.insert_hash(key(6, 1)).unwrap());
+        assert!(t.join().unwrap() && u.join().unwrap());
+        for k in [key(4, 1), key(4, 2), key(6, 1)] {
+            assert!(filter.contains_hash(k));
+        }
         filter.check_invariants().unwrap();
     });
 }

@@ -262,14 +262,44 @@ impl TwoBitQf {
     // ----- Lock-free paths --------------------------------------------------------------------
 
     /// Inserts with one CAS of the canonical slot's group if the whole insert, both boundary
-    /// slots included, lies in that group and neither boundary is locked. `None`: take the
-    /// locked path.
+    /// slots included, lies in that group and neither boundary is locked. If the CAS fails only
+    /// because other lanes of the group changed (the insert's own stretch reads the same), it
+    /// plans once more on the new word. `None`: take the locked path.
     fn insert_in_group(&self, quotient: usize, remainder: u64) -> Option<Result<bool, Error>> {
         let slots = &self.table.slots;
         let (group, _) = slots.layout().locate(quotient);
         // Acquire: the group's content is what we build on; pairs with the Release of the
         // writer that published it.
-        let word = slots.load_group(group, Ordering::Acquire);
+        let mut word = slots.load_group(group, Ordering::Acquire);
+        for retry in [true, false] {
+            match self.insert_into_word(quotient, remainder, group, word)? {
+                Ok(done) => return Some(done),
+                Err(Lost { actual, left, end }) => {
+                    let same = |index| {
+                        slots.cursor_in_group(index, word).slot()
+                            == slots.cursor_in_group(index, actual).slot()
+                    };
+                    if !retry || !(left..=end).all(same) {
+                        return None;
+                    }
+                    word = actual;
+                }
+            }
+        }
+        None
+    }
+
+    /// One attempt of [`insert_in_group`](Self::insert_in_group) on `word`, the group as last
+    /// read. `None`: the insert does not fit the group or meets a lock; `Some(Err(_))`: the CAS
+    /// lost to another writer.
+    fn insert_into_word(
+        &self,
+        quotient: usize,
+        remainder: u64,
+        group: usize,
+        word: u64,
+    ) -> Option<Result<Result<bool, Error>, Lost>> {
+        let slots = &self.table.slots;
         let mut cursor = slots.cursor_in_group(quotient, word);
         let canonical = cursor.slot();
         let (plan, left) = if !is_filled(canonical) {
@@ -280,7 +310,7 @@ impl TwoBitQf {
         } else {
             let left = walk::back_to_boundary(&mut cursor)?;
             match walk::plan_insert(&mut cursor, quotient, remainder)? {
-                InsertStep::Duplicate => return Some(Ok(false)),
+                InsertStep::Duplicate => return Some(Ok(Ok(false))),
                 InsertStep::Place(plan) => (plan, left),
             }
         };
@@ -293,19 +323,25 @@ impl TwoBitQf {
         let mut rewriter = Rewriter::new(slots, &preview, OCCUPIED);
         walk::shift_in(&mut read, &mut rewriter, &plan);
         rewriter.finish();
-        // Release: publishes the new element with the group; failure needs no ordering because
-        // the fast path is simply abandoned.
-        slots
-            .compare_exchange_group(
-                group,
-                word,
-                preview.result(),
-                Ordering::Release,
-                Ordering::Relaxed,
-            )
-            .ok()?;
-        self.len.increment(quotient);
-        Some(Ok(true))
+        // Release: publishes the new element with the group. Acquire on failure: the caller may
+        // plan again on the word it returns, so it must see what that word's writer published.
+        match slots.compare_exchange_group(
+            group,
+            word,
+            preview.result(),
+            Ordering::Release,
+            Ordering::Acquire,
+        ) {
+            Ok(_) => {
+                self.len.increment(quotient);
+                Some(Ok(Ok(true)))
+            }
+            Err(actual) => Some(Err(Lost {
+                actual,
+                left,
+                end: plan.end,
+            })),
+        }
     }
 
     /// Answers from the group of the canonical slot alone, if it can (locks read as empty).
@@ -432,8 +468,11 @@ impl TwoBitQf {
 
     /// Plans an insert by walking from the locked slot `left`.
     fn plan_locked(&self, left: usize, quotient: usize, remainder: u64) -> Option<InsertStep> {
-        // Acquire: reads of the locked stretch; the lock's Acquire already ordered them after the
-        // previous holder's writes.
+        // Acquire on every group load, not only on the lock: a lock-free insert into an empty
+        // canonical slot (one CAS) can extend the stretch at its end without ever touching the
+        // left lock, so taking the lock does not order us after that fill. Acquiring the word
+        // that shows the fill synchronises with that writer's Release, so the slots and status
+        // bits it published are the ones we read.
         let mut cursor = self.table.slots.cursor(left, Ordering::Acquire);
         walk::plan_insert(&mut cursor, quotient, remainder)
     }
@@ -567,6 +606,14 @@ impl std::fmt::Debug for TwoBitQf {
     }
 }
 
+/// A fast-path insert whose CAS lost: the group as it is now, and the slots the insert read.
+#[derive(Debug, PartialEq, Eq)]
+struct Lost {
+    actual: u64,
+    left: usize,
+    end: usize,
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -600,6 +647,31 @@ mod tests {
         filter.unlock(3);
         assert_eq!(filter.insert_in_group(2, 9), Some(Ok(true)));
         filter.check_invariants().unwrap();
+    }
+
+    #[test]
+    fn fast_path_insert_losing_to_another_lane_can_plan_again_on_the_new_word() {
+        // Group 1 holds slots 4-7: quotient 4's element at slot 5 (the index the walks take),
+        // the insert's stretch 4-6.
+        let filter = filter(&[key(4, 5)]);
+        let stale = filter.table.slots.load_group(1, Ordering::Relaxed);
+        // Another writer fills slot 7 (quotient 6), outside the stretch but in the group.
+        assert_eq!(filter.insert_hash(key(6, 1)), Ok(true));
+        let Some(Err(lost)) = filter.insert_into_word(5, 9, 1, stale) else {
+            panic!("the CAS on the stale word must fail");
+        };
+        assert_eq!((lost.left, lost.end), (4, 6));
+        let slot = |word, index| filter.table.slots.cursor_in_group(index, word).slot();
+        assert!((4..=6).all(|i| slot(stale, i) == slot(lost.actual, i)));
+        assert_ne!(slot(stale, 7), slot(lost.actual, 7));
+        assert_eq!(
+            filter.insert_into_word(5, 9, 1, lost.actual),
+            Some(Ok(Ok(true)))
+        );
+        filter.check_invariants().unwrap();
+        assert!([key(4, 5), key(4, 9), key(6, 1)]
+            .iter()
+            .all(|&k| filter.contains_hash(k)));
     }
 
     #[test]

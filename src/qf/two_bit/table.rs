@@ -29,7 +29,7 @@
 use crate::filter::Error;
 use crate::hash::{low_mask, Fingerprint};
 use crate::sizing;
-use crate::storage::SlotArray;
+use crate::storage::{Cursor, SlotArray};
 use crate::sync::Ordering;
 
 use super::super::overflow_slots;
@@ -161,11 +161,10 @@ impl TwoBitTable {
     /// The stored fingerprints in increasing `(quotient, remainder)` order, read with `order`.
     pub(crate) fn fingerprints(&self, order: Ordering) -> TwoBitFingerprints<'_> {
         TwoBitFingerprints {
-            array: &self.slots,
-            index: 0,
-            occupied: 0,
+            cursor: self.slots.cursor(0, order),
+            occupied: self.slots.cursor(0, order),
             canonical: 0,
-            order,
+            done: false,
         }
     }
 
@@ -260,34 +259,32 @@ pub(crate) fn folded_fpr(load: f64, remainder_bits: u32) -> f64 {
 /// table belongs to its `j`-th occupied slot, so one pass pairs them. Not a snapshot if other
 /// threads write; callers iterate quiescent tables.
 pub(crate) struct TwoBitFingerprints<'a> {
-    array: &'a SlotArray,
-    /// The next slot to read.
-    index: usize,
-    /// The next slot to test for an occupied bit.
-    occupied: usize,
+    /// On the next slot to read; like [`Fingerprints`](crate::qf::scan::Fingerprints), the scan
+    /// reads a group at a time.
+    cursor: Cursor<'a>,
+    /// On the next slot to test for an occupied bit, trailing `cursor`.
+    occupied: Cursor<'a>,
     /// The canonical slot of the current run.
     canonical: usize,
-    order: Ordering,
+    /// `cursor` has read the last slot.
+    done: bool,
 }
 
 impl Iterator for TwoBitFingerprints<'_> {
     type Item = Fingerprint;
 
     fn next(&mut self) -> Option<Fingerprint> {
-        while self.index < self.array.len() {
-            let raw = self.array.get(self.index, self.order);
-            self.index += 1;
+        while !self.done {
+            let raw = self.cursor.slot();
+            self.done = !self.cursor.advance();
             if !is_filled(raw) {
                 continue;
             }
             if starts_run(raw) {
-                while self.occupied < self.array.len()
-                    && !is_occupied(self.array.get(self.occupied, self.order))
-                {
-                    self.occupied += 1;
-                }
-                self.canonical = self.occupied;
-                self.occupied += 1;
+                // The last slot is never occupied, so at rest the next occupied slot exists.
+                while !is_occupied(self.occupied.slot()) && self.occupied.advance() {}
+                self.canonical = self.occupied.index();
+                self.occupied.advance();
             }
             return Some(Fingerprint {
                 quotient: self.canonical.saturating_sub(GUARD) as u64,

@@ -4,12 +4,16 @@
 //!
 //! The 3-bit walk in [`super::super::walk`] finds cluster starts with the `shifted` bit, which
 //! this table does not have, so the 2-bit walk is its own module over the same [`Cursor`] and
-//! [`Rewriter`]. As there, every function reads through a cursor, so the same code serves the
+//! [`Rewriter`]; the word-at-a-time slot search ([`seek_lane`]) and the run search
+//! ([`search_run_by`]) are shared, with this table's own slot decoders. As there, every function reads through a cursor, so the same code serves the
 //! locked paths (an unbounded cursor over a stretch the caller has locked) and the lock-elided
 //! fast paths (a cursor bounded to one atomically loaded group: a walk that would leave the group
 //! returns `None`). A locked empty slot reads as empty everywhere here.
 
 use crate::storage::{Commit, Cursor, Rewriter};
+
+pub(crate) use super::super::walk::RunSearch;
+use super::super::walk::{search_run_by, seek_lane};
 
 use super::table::{
     continues_run, element, is_filled, is_occupied, remainder_of, starts_run, NEW_RUN, OCCUPIED,
@@ -86,46 +90,11 @@ pub(crate) fn seek_run(cursor: &mut Cursor<'_>, quotient: usize) -> Option<RunSt
     }
 }
 
-/// Where a remainder is, or belongs, in a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum RunSearch {
-    /// Stored at this slot.
-    Found(usize),
-    /// Not stored; it belongs at this slot (the first larger element, or the slot after the run),
-    /// and `at_head` says whether that is the run's first slot.
-    Absent {
-        /// Where the remainder belongs.
-        position: usize,
-        /// Whether that is the first slot of the run.
-        at_head: bool,
-    },
-}
-
-/// Searches the sorted run that starts under the cursor for `remainder`; the cursor ends on the
-/// slot the answer names.
+/// Searches the sorted run that starts under the cursor for `remainder` ([`search_run_by`] with
+/// this table's decoders); the cursor ends on the slot the answer names.
 #[inline]
 pub(crate) fn search_run(cursor: &mut Cursor<'_>, remainder: u64) -> Option<RunSearch> {
-    let mut at_head = true;
-    loop {
-        let stored = remainder_of(cursor.slot());
-        if stored == remainder {
-            return Some(RunSearch::Found(cursor.index()));
-        }
-        if stored > remainder {
-            break;
-        }
-        if !cursor.advance() {
-            return None;
-        }
-        at_head = false;
-        if !continues_run(cursor.slot()) {
-            break;
-        }
-    }
-    Some(RunSearch::Absent {
-        position: cursor.index(),
-        at_head,
-    })
+    search_run_by(cursor, remainder, remainder_of, continues_run)
 }
 
 /// Whether `(quotient, remainder)` is stored, reading from a cursor on the canonical slot
@@ -143,17 +112,27 @@ pub(crate) fn lookup(cursor: &mut Cursor<'_>, quotient: usize, remainder: u64) -
     ))
 }
 
-/// Moves the cursor to the first slot at or after it that is not filled and returns its index.
+/// Moves the cursor to the first slot at or after it that is not filled (empty or locked) and
+/// returns its index, a word at a time ([`seek_lane`]). `None` if the cursor cannot move.
 #[inline]
 pub(crate) fn seek_empty(cursor: &mut Cursor<'_>) -> Option<usize> {
-    while is_filled(cursor.slot()) {
-        if !cursor.advance() {
-            return None;
-        }
-    }
-    Some(cursor.index())
+    let bits = cursor.slot_bits();
+    seek_lane(cursor, |word, lsb| !filled_lanes(word, lsb, bits) & lsb)
 }
 
+/// The lowest bit of every lane of `word` (lanes of `bits >= 3` bits, lowest bits `lsb`) that
+/// holds an element: a non-zero remainder above the two status bits.
+#[inline]
+fn filled_lanes(word: u64, lsb: u64, bits: u32) -> u64 {
+    let top = lsb << (bits - 1);
+    // Every bit of each lane but its top one; `top - lsb` borrows nowhere since `bits >= 2`.
+    let below_top = top - lsb;
+    let remainders = word & !(lsb | (lsb << 1));
+    // Adding `below_top` carries into a lane's top bit iff its lower bits are non-zero, and
+    // never out of the lane (at most `2 * below_top`, which fits below the next lane).
+    let nonzero = (((remainders & below_top) + below_top) | remainders) & top;
+    nonzero >> (bits - 1)
+}
 /// Everything an insert will write, decided before anything is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct InsertPlan {
@@ -352,4 +331,41 @@ pub(crate) fn shift_out<C: Commit>(
     }
     put(rewriter, target, 0);
     target
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// `filled_lanes` agrees with `is_filled` lane by lane, for every slot width and words with
+    /// locks, status bits alone, and remainders of one bit anywhere in the lane.
+    #[test]
+    fn filled_lanes_matches_is_filled_slot_by_slot() {
+        for bits in 3..=64u32 {
+            let lanes = 64 / bits;
+            let lsb = (0..lanes).fold(0u64, |acc, lane| acc | 1 << (lane * bits));
+            let mask = crate::hash::low_mask(bits);
+            let mut state = 0x9e37_79b9_7f4a_7c15u64 ^ u64::from(bits);
+            for _ in 0..200 {
+                let mut word = 0;
+                for lane in 0..lanes {
+                    state = state
+                        .wrapping_mul(6_364_136_223_846_793_005)
+                        .wrapping_add(1);
+                    let slot = match state >> 61 {
+                        0 => 0,
+                        1 => NEW_RUN,
+                        2 => OCCUPIED,
+                        3 => 1 << (2 + (state >> 20) as u32 % (bits - 2)),
+                        _ => (state >> 7) & mask,
+                    };
+                    word |= slot << (lane * bits);
+                }
+                let expected = (0..lanes)
+                    .filter(|lane| is_filled((word >> (lane * bits)) & mask))
+                    .fold(0u64, |acc, lane| acc | 1 << (lane * bits));
+                assert_eq!(filled_lanes(word, lsb, bits), expected, "{bits} {word:#x}");
+            }
+        }
+    }
 }
