@@ -30,9 +30,12 @@
 //!
 //! Two threads inserting the same new key while the next level opens may both store it (one
 //! per level) and both get `Ok(true)`; a later removal then takes one copy and the key still
-//! answers `true` until the second removal. Likewise, once a removal has freed a lower level's
-//! canonical slot, a cascading insert of a key stored higher up stores a second copy there.
-//! Everything else is as in [`Filter`].
+//! answers `true` until the second removal. Everything else is as in [`Filter`].
+//!
+//! A removal can empty a lower level's canonical slot after a key went higher up because that
+//! slot was taken. So a cascading insert that finds the slot empty on a level that has seen a
+//! removal (its flag, see below) first asks the higher levels, and stores nothing if one holds the
+//! key.
 //!
 //! # Removals and lock-free reads of lower levels
 //!
@@ -300,7 +303,16 @@ impl Filter for ExpandableQf {
                     return Ok(false);
                 }
                 if self.cascading {
-                    if let Some(stored) = level.insert_into_empty_canonical(hash) {
+                    // The slot may be empty because a removal emptied it after this key went
+                    // higher up for want of it: then store here only if no higher level holds
+                    // the key. Acquire on the flag, read after the Acquire load that saw the
+                    // slot empty: pairs with the removal's Release store, made before it
+                    // changed the table (module doc).
+                    let absent_above = || {
+                        !self.removed[i].load(Ordering::Acquire)
+                            || !(i + 1..=active).any(|j| self.level(j).contains_hash(hash))
+                    };
+                    if let Some(stored) = level.insert_into_empty_canonical(hash, absent_above) {
                         return Ok(stored);
                     }
                 }

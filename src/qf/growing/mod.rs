@@ -349,14 +349,20 @@ impl GrowableQf {
     /// Stores the fingerprint of `hash` in its canonical slot if that slot is empty, with one
     /// CAS and no lock (cascading inserts, paper 000 §4.2): no element moves, so lock-free
     /// readers stay correct. Waits while the slot is write-locked (an operation in flight will
-    /// fill it or leave it empty). Returns `Some(true)` if it stored the fingerprint,
-    /// `Some(false)` if the slot holds this very fingerprint as its cluster start (a racing
-    /// cascading insert of the same key stored it), and `None` if the slot holds another
-    /// element, which it keeps holding until a removal.
+    /// fill it or leave it empty). Each time it reads the slot empty (Acquire) it first asks
+    /// `may_store`, so the caller can check state written before whatever emptied the slot;
+    /// if that says no, it returns `None` without storing. Returns `Some(true)` if it stored
+    /// the fingerprint, `Some(false)` if the slot holds this very fingerprint as its cluster
+    /// start (a racing cascading insert of the same key stored it), and `None` if the slot
+    /// holds another element, which it keeps holding until a removal.
     ///
     /// For a table that does not migrate any more (a lower level): a migration lock counts as
     /// an element.
-    pub(crate) fn insert_into_empty_canonical(&self, hash: u64) -> Option<bool> {
+    pub(crate) fn insert_into_empty_canonical(
+        &self,
+        hash: u64,
+        may_store: impl Fn() -> bool,
+    ) -> Option<bool> {
         let guard = reclaim::pin();
         let filter = &self.generation(&guard).filter;
         let (quotient, remainder) = filter.table.fingerprint(hash);
@@ -371,6 +377,9 @@ impl GrowableQf {
             }
             if raw != 0 {
                 return (Slot::unlocked(raw).raw() == element).then_some(false);
+            }
+            if !may_store() {
+                return None;
             }
             if filter.update_slot(quotient, |now| (now == 0).then_some(element)) {
                 filter.len.increment(quotient);
