@@ -57,7 +57,10 @@ fn filter_holding(keys: &[(u64, u64)]) -> Arc<GrowableQf> {
 /// Inserts `k` and checks, before the thread ends, that the inserting thread finds it.
 fn insert_and_find(filter: &GrowableQf, k: u64) -> bool {
     let stored = filter.insert_hash(k).unwrap();
-    assert!(filter.contains_hash(k), "the inserting thread misses its key");
+    assert!(
+        filter.contains_hash(k),
+        "the inserting thread misses its key"
+    );
     stored
 }
 
