@@ -32,11 +32,18 @@ impl StripedCounter {
         self.stripes[hint % STRIPES].fetch_add(1, Ordering::Relaxed);
     }
 
-    /// Adds `n`, on the stripe that `hint` picks.
-    #[inline]
-    pub(crate) fn add(&self, hint: usize, n: usize) {
-        // Relaxed: as in `increment`.
-        self.stripes[hint % STRIPES].fetch_add(n, Ordering::Relaxed);
+    /// Adds `n` spread evenly over all stripes (the remainder one each from the stripe `hint`
+    /// picks on), so that [`estimate`](Self::estimate) stays close to the sum for every hint,
+    /// e.g. after a migration copied a whole block of items at once.
+    pub(crate) fn add_spread(&self, hint: usize, n: usize) {
+        let (share, extra) = (n / STRIPES, n % STRIPES);
+        for offset in 0..STRIPES {
+            let add = share + usize::from(offset < extra);
+            if add > 0 {
+                // Relaxed: as in `increment`.
+                self.stripes[(hint + offset) % STRIPES].fetch_add(add, Ordering::Relaxed);
+            }
+        }
     }
 
     /// The stripe that `hint` picks, times the number of stripes: an estimate of the sum from
@@ -74,5 +81,27 @@ impl StripedCounter {
         }
         // Relaxed: as above.
         self.stripes[0].store(value, Ordering::Relaxed);
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{StripedCounter, STRIPES};
+
+    /// After a bulk add, every stripe's estimate is within one stripe's weight of the sum.
+    #[test]
+    fn a_spread_add_keeps_every_estimate_near_the_sum() {
+        for n in [0, 5, STRIPES, 37, 4096] {
+            let counter = StripedCounter::new();
+            counter.add_spread(3, n);
+            assert_eq!(counter.sum(), n);
+            for hint in 0..STRIPES {
+                let estimate = counter.estimate(hint);
+                assert!(
+                    estimate.abs_diff(n) < STRIPES,
+                    "n {n}: stripe {hint} estimates {estimate}"
+                );
+            }
+        }
     }
 }

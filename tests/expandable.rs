@@ -119,6 +119,50 @@ fn removals_on_lower_levels_and_cascading_early_stops_agree() {
     filter.check_invariants().unwrap();
 }
 
+/// Set semantics across a removal (issue 6 review): keys stored on level 1 because their
+/// level-0 canonical slot was taken must not be stored a second time once removals empty those
+/// slots. Re-inserting each key answers `Ok(false)`, the length counts it once, and one removal
+/// makes it absent.
+#[test]
+fn reinsert_after_a_lower_level_removal_keeps_one_copy() {
+    let filter = ExpandableQf::builder(500, 1e-9)
+        .cascading(true)
+        .build()
+        .unwrap();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(4);
+    let mut background = Vec::new();
+    while filter.levels() < 2 {
+        let k: u64 = rng.random();
+        if filter.insert_hash(k).unwrap() {
+            background.push(k);
+        }
+    }
+    // Many of these land on level 1: level 0 is about δ_grow full, so their canonical slots
+    // there are often taken.
+    let keys: Vec<u64> = (0..200).map(|_| rng.random()).collect();
+    for &k in &keys {
+        assert_eq!(filter.insert_hash(k), Ok(true));
+    }
+    // Empty level 0 (and whatever else the background filled).
+    for &k in &background {
+        assert_eq!(filter.remove_hash(k), Ok(true));
+    }
+    assert_eq!(filter.len(), keys.len());
+    for (i, &k) in keys.iter().enumerate() {
+        assert_eq!(filter.insert_hash(k), Ok(false), "key {i} stored twice");
+    }
+    assert_eq!(filter.len(), keys.len());
+    for (i, &k) in keys.iter().enumerate() {
+        assert_eq!(filter.remove_hash(k), Ok(true));
+        assert!(
+            !filter.contains_hash(k),
+            "key {i} still present after its removal"
+        );
+    }
+    assert_eq!(filter.len(), 0);
+    filter.check_invariants().unwrap();
+}
+
 #[test]
 fn bad_parameters_are_errors() {
     assert!(ExpandableQf::new(0, 0.01).is_err());

@@ -30,9 +30,12 @@
 //!
 //! Two threads inserting the same new key while the next level opens may both store it (one
 //! per level) and both get `Ok(true)`; a later removal then takes one copy and the key still
-//! answers `true` until the second removal. Likewise, once a removal has freed a lower level's
-//! canonical slot, a cascading insert of a key stored higher up stores a second copy there.
-//! Everything else is as in [`Filter`].
+//! answers `true` until the second removal. Everything else is as in [`Filter`].
+//!
+//! A removal can empty a lower level's canonical slot after a key went higher up because that
+//! slot was taken. So a cascading insert that finds the slot empty on a level that has seen a
+//! removal (its flag, see below) first asks the higher levels, and stores nothing if one holds the
+//! key.
 //!
 //! # Removals and lock-free reads of lower levels
 //!
@@ -53,7 +56,7 @@
 use std::fmt;
 
 use crate::filter::{Error, Filter, Remove};
-use crate::qf::growing::{GrowableBuilder, GrowableQf};
+use crate::qf::growing::{self, GrowableBuilder, GrowableQf};
 use crate::sizing;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, Waiter};
 
@@ -250,7 +253,9 @@ impl ExpandableQf {
 
     /// Opens level `active + 1` if nobody is opening one. Returns whether the caller should
     /// retry (a level is or was being opened, or opened now); `false` if no level can follow.
-    fn open_next_level(&self, active: usize) -> bool {
+    /// A loser waits one step of the caller's `waiter`, so its backoff escalates over the
+    /// caller's retries.
+    fn open_next_level(&self, active: usize, waiter: &Waiter) -> bool {
         let next = active + 1;
         let (q, r) = (self.q0 + next as u32, self.r0 + next as u32);
         if next >= MAX_LEVELS || q + r > 64 || r + LEVEL_DOUBLINGS + 3 > 64 {
@@ -262,7 +267,7 @@ impl ExpandableQf {
             .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
             .is_err()
         {
-            Waiter::new().wait();
+            waiter.wait();
             return true;
         }
         // Acquire: as in `levels`.
@@ -291,30 +296,44 @@ impl ExpandableQf {
 
 impl Filter for ExpandableQf {
     fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
+        let guard = growing::pin();
+        let waiter = Waiter::new();
         loop {
             // Acquire: as in `levels`.
             let active = self.active.load(Ordering::Acquire);
             for i in 0..active {
                 let level = self.level(i);
-                if level.contains_hash(hash) {
+                if level.contains_pinned(hash, &guard) {
                     return Ok(false);
                 }
                 if self.cascading {
-                    if let Some(stored) = level.insert_into_empty_canonical(hash) {
+                    // The slot may be empty because a removal emptied it after this key went
+                    // higher up for want of it: then store here only if no higher level holds
+                    // the key. Acquire on the flag, read after the Acquire load that saw the
+                    // slot empty: pairs with the removal's Release store, made before it
+                    // changed the table (module doc).
+                    let absent_above = || {
+                        !self.removed[i].load(Ordering::Acquire)
+                            || !(i + 1..=active)
+                                .any(|j| self.level(j).contains_pinned(hash, &guard))
+                    };
+                    if let Some(stored) =
+                        level.insert_into_empty_canonical(hash, &guard, absent_above)
+                    {
                         return Ok(stored);
                     }
                 }
             }
             let level = self.level(active);
-            match level.insert_hash(hash) {
+            match level.insert_pinned(hash, &guard) {
                 Ok(stored) => {
-                    if stored && level.saturated(hash) {
-                        self.open_next_level(active);
+                    if stored && level.saturated(hash, &guard) {
+                        self.open_next_level(active, &waiter);
                     }
                     return Ok(stored);
                 }
                 Err(Error::Full) => {
-                    if !self.open_next_level(active) {
+                    if !self.open_next_level(active, &waiter) {
                         return Err(Error::Full);
                     }
                 }
@@ -324,18 +343,19 @@ impl Filter for ExpandableQf {
     }
 
     fn contains_hash(&self, hash: u64) -> bool {
+        let guard = growing::pin();
         // Acquire: as in `levels`.
         let active = self.active.load(Ordering::Acquire);
         for i in 0..=active {
             let level = self.level(i);
-            if level.contains_hash(hash) {
+            if level.contains_pinned(hash, &guard) {
                 return true;
             }
             // Acquire on the flag: pairs with the removal's Release store, made before its first
             // change to the table (module doc).
             if self.cascading
                 && i < active
-                && level.canonical_is_empty(hash)
+                && level.canonical_is_empty(hash, &guard)
                 && !self.removed[i].load(Ordering::Acquire)
             {
                 return false;
@@ -370,17 +390,18 @@ impl Filter for ExpandableQf {
 
 impl Remove for ExpandableQf {
     fn remove_hash(&self, hash: u64) -> Result<bool, Error> {
+        let guard = growing::pin();
         // Acquire: as in `levels`.
         let active = self.active.load(Ordering::Acquire);
         for i in (0..=active).rev() {
             let level = self.level(i);
-            if level.contains_hash(hash) {
+            if level.contains_pinned(hash, &guard) {
                 // Even on the newest level: it may become a lower one before the removal
                 // changes it. Release: ordered before the removal's table changes, which a
                 // query may read (module doc); the query reads the flag after the slot, which
                 // its Acquire load of the group synchronised with.
                 self.removed[i].store(true, Ordering::Release);
-                if level.remove_hash(hash)? {
+                if level.remove_pinned(hash, &guard)? {
                     return Ok(true);
                 }
             }

@@ -62,7 +62,8 @@ use crate::sync::{Ordering, Waiter};
 use super::scan::Fingerprints;
 use super::sequential::SequentialQf;
 use super::slot::{
-    Slot, CONTINUATION, OCCUPIED, READ_LOCK, SHIFTED, STATUS_BITS, STATUS_MASK, WRITE_LOCK,
+    LockView, Slot, CONTINUATION, OCCUPIED, READ_LOCK, SHIFTED, STATUS_BITS, STATUS_MASK,
+    WRITE_LOCK,
 };
 use super::table::QfTable;
 use super::walk::{self, InsertStep, KEEP_OCCUPIED};
@@ -259,32 +260,41 @@ impl LocallyLockedQf {
     /// met on the way. Returns its index, or [`Migrating`] if the scan met a migration lock (only
     /// in a growing filter, see [`growing`](super::growing)): the caller then holds no lock.
     fn lock_supercluster_end(&self, quotient: usize) -> Result<usize, Migrating> {
+        self.lock_first_empty(quotient, WRITE_LOCK)
+            .map_err(|_| Migrating)
+    }
+
+    /// Puts `lock` into the first empty, unlocked slot at or after `from`, waiting for write
+    /// locks met on the way, and returns its index; or returns `Err` with the index of the first
+    /// migration lock met before it (the scan then locked nothing). Shared by block B and the
+    /// growing migration's freeze ([`growing`](super::growing)), which locks with
+    /// [`MIGRATION_LOCK`](super::slot::MIGRATION_LOCK).
+    #[inline]
+    pub(crate) fn lock_first_empty(&self, from: usize, lock: u64) -> Result<usize, usize> {
         let waiter = Waiter::new();
         // Acquire: the scan decides where the supercluster ends from what it reads.
-        let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
+        let mut cursor = self.table.slots.cursor(from, Ordering::Acquire);
         loop {
-            let raw = cursor.slot();
-            if raw & STATUS_MASK == WRITE_LOCK {
-                if raw != WRITE_LOCK {
-                    // A write lock with a remainder: the table is being migrated.
-                    return Err(Migrating);
+            match LockView::of(cursor.slot()) {
+                LockView::MigrationLocked => return Err(cursor.index()),
+                LockView::WriteLocked => {
+                    // Another insert or removal works on this supercluster.
+                    waiter.wait();
+                    cursor.reload();
                 }
-                // Another insert or removal works on this supercluster.
-                waiter.wait();
-                cursor.reload();
-                continue;
-            }
-            if raw == 0 {
-                let index = cursor.index();
-                if self.update_slot(index, |now| (now == 0).then_some(WRITE_LOCK)) {
-                    return Ok(index);
+                LockView::Empty => {
+                    let index = cursor.index();
+                    if self.update_slot(index, |now| (now == 0).then_some(lock)) {
+                        return Ok(index);
+                    }
+                    cursor.reload();
                 }
-                cursor.reload();
-                continue;
+                LockView::Filled => {
+                    // The last slot is never filled, so a filled slot always has a successor.
+                    let moved = cursor.advance();
+                    debug_assert!(moved, "the last slot is always empty or write-locked");
+                }
             }
-            // The last slot is never filled, so a filled slot always has a successor.
-            let moved = cursor.advance();
-            debug_assert!(moved, "the last slot is always empty or write-locked");
         }
     }
 

@@ -41,6 +41,38 @@ pub(crate) const WRITE_LOCK: u64 = OCCUPIED | CONTINUATION;
 /// locks have remainder 0, so the two are told apart.
 pub(crate) const MIGRATION_LOCK: u64 = (1 << STATUS_BITS) | WRITE_LOCK;
 
+/// What a raw slot is to a thread about to lock it: the one classification the locked scans of
+/// [`LocallyLockedQf`](super::locally_locked::LocallyLockedQf) and the growing migration share.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum LockView {
+    /// Empty and unlocked: lock it.
+    Empty,
+    /// Write-locked by an insert or removal in flight: wait for it.
+    WriteLocked,
+    /// Migration-locked (a write lock with a remainder): the table is being migrated.
+    MigrationLocked,
+    /// Holds an element (read-locked or not).
+    Filled,
+}
+
+impl LockView {
+    /// The view of raw slot `raw`.
+    #[inline]
+    pub(crate) fn of(raw: u64) -> LockView {
+        if raw == 0 {
+            LockView::Empty
+        } else if raw & STATUS_MASK == WRITE_LOCK {
+            if raw == WRITE_LOCK {
+                LockView::WriteLocked
+            } else {
+                LockView::MigrationLocked
+            }
+        } else {
+            LockView::Filled
+        }
+    }
+}
+
 /// One decoded slot: status bits and remainder.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct Slot(u64);

@@ -1,6 +1,6 @@
 //! Loom models of `ExpandableQf` (paper 000 §4), each named after the hazard it checks: the
-//! cascading early stop against a removal that empties a lower level's canonical slot, and two
-//! cascading inserts of one fingerprint.
+//! cascading early stop and a cascading re-insert against a removal that empties a lower
+//! level's canonical slot, and two cascading inserts of one fingerprint.
 //!
 //! Level 0 has 8 canonical slots of 9-bit remainders (12-bit slots, 5 per group) and is full
 //! after two keys (δ_grow = 1/4), so level 1 opens before the threads start.
@@ -95,6 +95,27 @@ fn lower_level_query_during_a_removal_shifting_across_groups() {
             "false negative on a lower level during a removal"
         );
         assert!(!filter.contains_hash(y));
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// `K` went to level 1 because `X` held its canonical slot on level 0; a removal of `X`
+/// empties that slot while `K` is inserted again. The re-insert must find `K` on level 1 and
+/// store nothing, whatever it reads of the slot, so one removal of `K` makes it absent.
+#[test]
+fn reinsert_racing_a_removal_emptying_the_slot_stores_no_second_copy() {
+    model(|| {
+        let filter = filter();
+        let k = key(1, 9, 77);
+        assert!(filter.insert_hash(k).unwrap());
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.remove_hash(X).unwrap());
+        let u = thread::spawn(move || y.insert_hash(k).unwrap());
+        assert!(t.join().unwrap());
+        assert!(!u.join().unwrap(), "the re-insert stored a second copy");
+        assert_eq!(filter.len(), 2);
+        assert!(filter.remove_hash(k).unwrap());
+        assert!(!filter.contains_hash(k));
         filter.check_invariants().unwrap();
     });
 }

@@ -43,37 +43,9 @@ use crate::hash::Fingerprint;
 use crate::qf::locally_locked::LocallyLockedQf;
 use crate::qf::scan::{place_sorted, Fingerprints};
 use crate::qf::sequential::refine;
-use crate::qf::slot::{MIGRATION_LOCK, STATUS_MASK, WRITE_LOCK};
+use crate::qf::slot::{LockView, MIGRATION_LOCK};
 use crate::qf::table::QfTable;
 use crate::sync::{Ordering, Waiter};
-
-/// What a slot of the old table is to the migration.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// Empty and unlocked: lock it.
-    Empty,
-    /// Write-locked by an insert or removal in flight: wait for it.
-    WriteLocked,
-    /// Migration-locked already.
-    Migrated,
-    /// Holds an element (read-locked or not).
-    Filled,
-}
-
-#[inline]
-fn kind(raw: u64) -> Kind {
-    if raw == 0 {
-        Kind::Empty
-    } else if raw & STATUS_MASK == WRITE_LOCK {
-        if raw == WRITE_LOCK {
-            Kind::WriteLocked
-        } else {
-            Kind::Migrated
-        }
-    } else {
-        Kind::Filled
-    }
-}
 
 /// Migration-locks slot `index` if it is empty and unlocked. Returns whether it did.
 fn lock_empty(old: &LocallyLockedQf, index: usize) -> bool {
@@ -128,11 +100,11 @@ pub(super) fn migrate_block(
     while index < hi {
         // Acquire: what the slot holds decides what the migration does with it; pairs with the
         // Release of the operation that wrote it.
-        match kind(slots.get(index, Ordering::Acquire)) {
-            Kind::Migrated => index += 1,
-            Kind::Empty => index += lock_empty_run(old, index, hi),
-            Kind::WriteLocked => waiter.wait(),
-            Kind::Filled => {
+        match LockView::of(slots.get(index, Ordering::Acquire)) {
+            LockView::MigrationLocked => index += 1,
+            LockView::Empty => index += lock_empty_run(old, index, hi),
+            LockView::WriteLocked => waiter.wait(),
+            LockView::Filled => {
                 let Some(end) = freeze(old, index) else {
                     // A removal emptied a slot of the stretch meanwhile: look again.
                     continue;
@@ -154,34 +126,14 @@ pub(super) fn migrate_block(
 /// stretch meanwhile (the end stays locked; it is an empty slot either way).
 fn freeze(old: &LocallyLockedQf, from: usize) -> Option<usize> {
     let slots = &old.table.slots;
-    let waiter = Waiter::new();
-    // Acquire: as in `migrate_block`.
-    let mut cursor = slots.cursor(from, Ordering::Acquire);
-    loop {
-        match kind(cursor.slot()) {
-            Kind::Filled => {
-                let moved = cursor.advance();
-                debug_assert!(moved, "the last slot is never filled");
-            }
-            Kind::Migrated => break,
-            Kind::Empty => {
-                if lock_empty(old, cursor.index()) {
-                    break;
-                }
-                cursor.reload();
-            }
-            Kind::WriteLocked => {
-                waiter.wait();
-                cursor.reload();
-            }
-        }
-    }
-    let end = cursor.index();
+    // The end: the first empty slot from `from` on, migration-locked now, or a migration lock
+    // met before it (that slot ends the stretch for good as well).
+    let (Ok(end) | Err(end)) = old.lock_first_empty(from, MIGRATION_LOCK);
     // Acquire: these loads come after the lock's CAS (or after reading a migration lock), so
     // they see every write of the operations that held the end before.
     let mut check = slots.cursor(from, Ordering::Acquire);
     while check.index() < end {
-        if kind(check.slot()) != Kind::Filled {
+        if LockView::of(check.slot()) != LockView::Filled {
             return None;
         }
         check.advance();
@@ -196,16 +148,16 @@ fn fence(old: &LocallyLockedQf, index: usize) -> bool {
     let waiter = Waiter::new();
     loop {
         // Acquire: as in `migrate_block`.
-        match kind(old.table.slots.get(index, Ordering::Acquire)) {
-            Kind::Migrated => return true,
-            Kind::Empty => {
+        match LockView::of(old.table.slots.get(index, Ordering::Acquire)) {
+            LockView::MigrationLocked => return true,
+            LockView::Empty => {
                 if lock_empty(old, index) {
                     return true;
                 }
             }
             // An insert is filling it, or a removal will release it: wait for the outcome.
-            Kind::WriteLocked => waiter.wait(),
-            Kind::Filled => return false,
+            LockView::WriteLocked => waiter.wait(),
+            LockView::Filled => return false,
         }
     }
 }

@@ -36,7 +36,8 @@ use crate::qf::table::QfTable;
 use crate::sizing;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, Waiter};
 
-use reclaim::{Guard, Reclaimer};
+use reclaim::Reclaimer;
+pub(crate) use reclaim::{pin, Guard};
 
 /// Slots per migration block (paper 000 §3.2).
 const DEFAULT_BLOCK_SLOTS: usize = 4096;
@@ -340,25 +341,30 @@ impl GrowableQf {
     /// Whether the table is at its final size and its fill has reached `delta_grow`, checked
     /// after an insert of `hash` (see [`Generation::fill_reached`]): a multi-level filter then
     /// opens its next level.
-    pub(crate) fn saturated(&self, hash: u64) -> bool {
-        let guard = reclaim::pin();
-        let generation = self.generation(&guard);
+    pub(crate) fn saturated(&self, hash: u64, guard: &Guard) -> bool {
+        let generation = self.generation(guard);
         generation.doublings_left == 0 && generation.fill_reached(hash)
     }
 
     /// Stores the fingerprint of `hash` in its canonical slot if that slot is empty, with one
     /// CAS and no lock (cascading inserts, paper 000 §4.2): no element moves, so lock-free
     /// readers stay correct. Waits while the slot is write-locked (an operation in flight will
-    /// fill it or leave it empty). Returns `Some(true)` if it stored the fingerprint,
-    /// `Some(false)` if the slot holds this very fingerprint as its cluster start (a racing
-    /// cascading insert of the same key stored it), and `None` if the slot holds another
-    /// element, which it keeps holding until a removal.
+    /// fill it or leave it empty). Each time it reads the slot empty (Acquire) it first asks
+    /// `may_store`, so the caller can check state written before whatever emptied the slot;
+    /// if that says no, it returns `None` without storing. Returns `Some(true)` if it stored
+    /// the fingerprint, `Some(false)` if the slot holds this very fingerprint as its cluster
+    /// start (a racing cascading insert of the same key stored it), and `None` if the slot
+    /// holds another element, which it keeps holding until a removal.
     ///
     /// For a table that does not migrate any more (a lower level): a migration lock counts as
     /// an element.
-    pub(crate) fn insert_into_empty_canonical(&self, hash: u64) -> Option<bool> {
-        let guard = reclaim::pin();
-        let filter = &self.generation(&guard).filter;
+    pub(crate) fn insert_into_empty_canonical(
+        &self,
+        hash: u64,
+        guard: &Guard,
+        may_store: impl Fn() -> bool,
+    ) -> Option<bool> {
+        let filter = &self.generation(guard).filter;
         let (quotient, remainder) = filter.table.fingerprint(hash);
         let element = Slot::element(remainder, false, false).raw() | OCCUPIED;
         let waiter = Waiter::new();
@@ -372,6 +378,9 @@ impl GrowableQf {
             if raw != 0 {
                 return (Slot::unlocked(raw).raw() == element).then_some(false);
             }
+            if !may_store() {
+                return None;
+            }
             if filter.update_slot(quotient, |now| (now == 0).then_some(element)) {
                 filter.len.increment(quotient);
                 return Some(true);
@@ -380,9 +389,8 @@ impl GrowableQf {
     }
 
     /// Whether the canonical slot of `hash` is empty and unlocked (raw zero).
-    pub(crate) fn canonical_is_empty(&self, hash: u64) -> bool {
-        let guard = reclaim::pin();
-        let filter = &self.generation(&guard).filter;
+    pub(crate) fn canonical_is_empty(&self, hash: u64, guard: &Guard) -> bool {
+        let filter = &self.generation(guard).filter;
         let (quotient, _) = filter.table.fingerprint(hash);
         // Acquire: as in `insert_into_empty_canonical`.
         filter.table.slots.get(quotient, Ordering::Acquire) == 0
@@ -396,8 +404,10 @@ impl GrowableQf {
     }
 
     /// Starts growing `generation` if nobody has; then helps. Returns whether an insert that
-    /// found the table full should retry (a migration is or will be under way).
-    fn grow(&self, generation: &Generation, guard: &Guard) -> bool {
+    /// found the table full should retry (a migration is or will be under way). A loser that
+    /// finds the new table still being allocated waits one step of the caller's `waiter`, so
+    /// its backoff escalates over the caller's retries.
+    fn grow(&self, generation: &Generation, guard: &Guard, waiter: &Waiter) -> bool {
         if generation.doublings_left == 0 {
             return false;
         }
@@ -413,7 +423,7 @@ impl GrowableQf {
                 match generation.migration() {
                     Some(migration) => self.help(generation, migration, guard),
                     // Another thread is allocating the new table.
-                    None => Waiter::new().wait(),
+                    None => waiter.wait(),
                 }
                 return true;
             }
@@ -467,7 +477,7 @@ impl GrowableQf {
             let lo = block * migration.block_slots;
             let hi = (lo + migration.block_slots).min(old_slots);
             let copied = migration::migrate_block(old, &next.filter.table, lo, hi, &mut buffer);
-            next.filter.len.add(block, copied);
+            next.filter.len.add_spread(block, copied);
             // Release: publishes this block's target writes to whoever sees the count complete.
             migration.done_blocks.fetch_add(1, Ordering::Release);
         }
@@ -495,13 +505,15 @@ impl GrowableQf {
     }
 }
 
-impl Filter for GrowableQf {
-    fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
+impl GrowableQf {
+    /// [`Filter::insert_hash`] under a guard the caller pinned (a multi-level filter pins once
+    /// per operation). The retries reload the current generation under the same guard.
+    pub(crate) fn insert_pinned(&self, hash: u64, guard: &Guard) -> Result<bool, Error> {
+        let waiter = Waiter::new();
         loop {
-            let guard = reclaim::pin();
-            let generation = self.generation(&guard);
+            let generation = self.generation(guard);
             if let Some(migration) = generation.migration() {
-                self.help(generation, migration, &guard);
+                self.help(generation, migration, guard);
                 continue;
             }
             match generation.filter.insert_or_migrating(hash) {
@@ -509,12 +521,12 @@ impl Filter for GrowableQf {
                 Ok(Ok(true)) => {
                     // A table that may not double any more skips the counter altogether.
                     if generation.doublings_left > 0 && generation.fill_reached(hash) {
-                        self.grow(generation, &guard);
+                        self.grow(generation, guard, &waiter);
                     }
                     return Ok(true);
                 }
                 Ok(Err(Error::Full)) => {
-                    if !self.grow(generation, &guard) {
+                    if !self.grow(generation, guard, &waiter) {
                         return Err(Error::Full);
                     }
                 }
@@ -523,9 +535,33 @@ impl Filter for GrowableQf {
         }
     }
 
+    /// [`Filter::contains_hash`] under a guard the caller pinned.
+    pub(crate) fn contains_pinned(&self, hash: u64, guard: &Guard) -> bool {
+        self.generation(guard).filter.contains_hash(hash)
+    }
+
+    /// [`Remove::remove_hash`] under a guard the caller pinned.
+    pub(crate) fn remove_pinned(&self, hash: u64, guard: &Guard) -> Result<bool, Error> {
+        loop {
+            let generation = self.generation(guard);
+            if let Some(migration) = generation.migration() {
+                self.help(generation, migration, guard);
+                continue;
+            }
+            if let Ok(result) = generation.filter.remove_or_migrating(hash) {
+                return result;
+            }
+        }
+    }
+}
+
+impl Filter for GrowableQf {
+    fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
+        self.insert_pinned(hash, &reclaim::pin())
+    }
+
     fn contains_hash(&self, hash: u64) -> bool {
-        let guard = reclaim::pin();
-        self.generation(&guard).filter.contains_hash(hash)
+        self.contains_pinned(hash, &reclaim::pin())
     }
 
     fn len(&self) -> usize {
@@ -555,17 +591,7 @@ impl Filter for GrowableQf {
 
 impl Remove for GrowableQf {
     fn remove_hash(&self, hash: u64) -> Result<bool, Error> {
-        loop {
-            let guard = reclaim::pin();
-            let generation = self.generation(&guard);
-            if let Some(migration) = generation.migration() {
-                self.help(generation, migration, &guard);
-                continue;
-            }
-            if let Ok(result) = generation.filter.remove_or_migrating(hash) {
-                return result;
-            }
-        }
+        self.remove_pinned(hash, &reclaim::pin())
     }
 }
 

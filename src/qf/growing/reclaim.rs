@@ -34,6 +34,10 @@ mod imp {
             // SAFETY: the caller unlinked `ptr`, so only threads pinned now can hold it, and the
             // collector runs the destructor after all of them unpinned; it runs once.
             unsafe { guard.0.defer_unchecked(move || drop(Box::from_raw(ptr))) };
+            // The deferred free sits in this thread's bag, which crossbeam flushes to the global
+            // queue only at 64 entries or thread exit: a replaced table would stay allocated for
+            // the thread's life. One flush per doubling is cheap.
+            guard.0.flush();
         }
     }
 }
@@ -100,3 +104,42 @@ mod imp {
 }
 
 pub(crate) use imp::{pin, Guard, Reclaimer};
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::{pin, Reclaimer};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
+
+    /// Counts its drops.
+    struct Table(Arc<AtomicUsize>);
+
+    impl Drop for Table {
+        fn drop(&mut self) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// A retired table is freed while the retiring thread lives on and only pins (the
+    /// collector collects from its global queue every so many pins), not kept in the thread's
+    /// local bag until 64 retirements or thread exit.
+    #[test]
+    fn a_retired_table_is_freed_while_the_thread_lives() {
+        let drops = Arc::new(AtomicUsize::new(0));
+        let reclaimer = Reclaimer::new();
+        {
+            let guard = pin();
+            let table = Box::into_raw(Box::new(Table(Arc::clone(&drops))));
+            // SAFETY: `table` came from `Box::into_raw`, is shared with nobody, retired once.
+            unsafe { reclaimer.retire(&guard, table) };
+        }
+        for _ in 0..100_000 {
+            if drops.load(Ordering::SeqCst) == 1 {
+                break;
+            }
+            drop(pin());
+            std::thread::yield_now();
+        }
+        assert_eq!(drops.load(Ordering::SeqCst), 1);
+    }
+}
