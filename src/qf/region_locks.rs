@@ -157,10 +157,10 @@ impl<L: RegionLock> Drop for Held<'_, L> {
 /// Locks `first..=last` in ascending order.
 #[inline]
 fn lock_range<L: RegionLock>(locks: &[L], first: usize, last: usize) {
-    for region in first..=last {
-        #[cfg(all(test, not(loom)))]
-        tests::record_lock(region);
-        locks[region].lock();
+    #[cfg(all(test, not(loom)))]
+    tests::record_locks(first..=last);
+    for lock in &locks[first..=last] {
+        lock.lock();
     }
 }
 
@@ -173,9 +173,9 @@ pub(crate) mod tests {
         static LOCKED: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
     }
 
-    /// Called for every region a [`Held`] locks in unit tests.
-    pub(super) fn record_lock(region: usize) {
-        LOCKED.with(|locked| locked.borrow_mut().push(region));
+    /// Called with the regions a [`Held`] is about to lock, in order, in unit tests.
+    pub(super) fn record_locks(regions: std::ops::RangeInclusive<usize>) {
+        LOCKED.with(|locked| locked.borrow_mut().extend(regions));
     }
 
     /// Runs `op` on this thread and returns the regions it locked, in the order it locked them
