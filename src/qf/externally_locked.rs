@@ -68,8 +68,9 @@
 use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter, Remove};
 use crate::storage::{Commit, Rewriter, SlotArray};
-use crate::sync::{AtomicBool, Ordering, Waiter};
+use crate::sync::{AtomicBool, Ordering};
 
+use super::region_locks;
 use super::scan::Fingerprints;
 use super::sequential::SequentialQf;
 use super::slot::Slot;
@@ -239,7 +240,7 @@ impl ExternallyLockedQf {
         let groups = slots.layout().groups_for(slots.len());
         // Allocated before locking, so other threads wait only for the copy.
         let mut copy = Vec::with_capacity(groups);
-        let _all = Held::lock(self, 0, self.locks.len() - 1);
+        let _all = region_locks::Held::lock(&self.locks, 0, self.locks.len() - 1);
         // Relaxed: every region is held, so no thread writes the table, and the locks'
         // Acquire ordered the previous holders' stores before these loads.
         copy.extend((0..groups).map(|group| slots.load_group(group, Ordering::Relaxed)));
@@ -249,12 +250,7 @@ impl ExternallyLockedQf {
     /// Checks that no region is locked and the table's invariants (status bits, run order, the
     /// count). Only meaningful while no thread works on the filter; for tests and debugging.
     pub fn check_invariants(&self) -> Result<(), String> {
-        for (region, lock) in self.locks.iter().enumerate() {
-            // Acquire: pairs with the last holder's Release, so the scan sees its writes.
-            if lock.load(Ordering::Acquire) {
-                return Err(format!("region {region} is still locked"));
-            }
-        }
+        region_locks::check_unlocked(&self.locks)?;
         self.table.check(self.len.sum())
     }
 
@@ -269,50 +265,25 @@ impl ExternallyLockedQf {
         self.table.slots.layout().locate(index).0 >> self.region_shift
     }
 
-    /// Spins until this thread holds the lock of `region` (test and test-and-set).
-    #[inline]
-    fn lock(&self, region: usize) {
-        #[cfg(all(test, not(loom)))]
-        tests::record_lock(region);
-        let lock = &self.locks[region];
-        let waiter = Waiter::new();
-        // Acquire on success: everything the previous holder wrote before its Release unlock
-        // happens before our reads of the region. Relaxed on failure: nothing read is used.
-        // (A CAS rather than a swap: a failed CAS writes nothing, so waiting threads do not
-        // bounce the line with stores, and loom can tell that they wait.)
-        while lock
-            .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
-            .is_err()
-        {
-            // Relaxed: only a hint that the lock may be free; the CAS acquires it.
-            while lock.load(Ordering::Relaxed) {
-                waiter.wait();
-            }
-        }
-    }
-
-    /// Releases the lock of `region`.
-    #[inline]
-    fn unlock(&self, region: usize) {
-        // Release: publishes our table writes in the region to its next holder.
-        self.locks[region].store(false, Ordering::Release);
-    }
-
     /// Runs `op` holding the region of `quotient`, and more regions as `op` asks for them,
     /// until it answers; releases everything before returning.
     #[inline]
     fn locked<T>(&self, quotient: usize, mut op: impl FnMut(&Held<'_>) -> Walked<T>) -> T {
         let region = self.region_of(quotient);
-        let mut held = Held::lock(self, region, region);
+        let mut held = Held {
+            filter: self,
+            regions: region_locks::Held::lock(&self.locks, region, region),
+        };
         loop {
             match op(&held) {
                 Walked::Done(answer) => return answer,
                 Walked::Read { from, to } => {
-                    held.extend(self.region_of(from), self.region_of(to));
+                    held.regions
+                        .extend(self.region_of(from), self.region_of(to));
                 }
                 Walked::Failed => {
-                    let last = self.locks.len() - 1;
-                    held.extend(held.first.saturating_sub(1), (held.last + 1).min(last));
+                    // `failed` answers `Done` once every region is held, so there is more.
+                    held.regions.widen();
                 }
             }
         }
@@ -329,55 +300,18 @@ enum Walked<T> {
     Failed,
 }
 
-/// The regions `first..=last`, all locked by this thread; unlocked on drop.
+/// The regions an operation holds, with the filter that maps slots to them.
 struct Held<'a> {
     filter: &'a ExternallyLockedQf,
-    first: usize,
-    last: usize,
+    regions: region_locks::Held<'a, AtomicBool>,
 }
 
-impl<'a> Held<'a> {
-    /// Locks `first..=last` in ascending order.
-    fn lock(filter: &'a ExternallyLockedQf, first: usize, last: usize) -> Self {
-        for region in first..=last {
-            filter.lock(region);
-        }
-        Held {
-            filter,
-            first,
-            last,
-        }
-    }
-
-    /// Holds `first.min(self.first)..=last.max(self.last)`, locking in ascending order: regions
-    /// after the held ones are added while holding them (they are all lower); for regions before
-    /// them, everything is released first and locked again from the lowest.
-    fn extend(&mut self, first: usize, last: usize) {
-        let last = last.max(self.last);
-        if first < self.first {
-            self.release();
-            self.first = first;
-            for region in first..=last {
-                self.filter.lock(region);
-            }
-        } else {
-            for region in self.last + 1..=last {
-                self.filter.lock(region);
-            }
-        }
-        self.last = last;
-    }
-
-    fn release(&self) {
-        for region in self.first..=self.last {
-            self.filter.unlock(region);
-        }
-    }
-
+impl Held<'_> {
     /// Whether the slots `from..=to` all lie in held regions.
     #[inline]
     fn covers(&self, from: usize, to: usize) -> bool {
-        self.filter.region_of(from) >= self.first && self.filter.region_of(to) <= self.last
+        self.regions
+            .holds(self.filter.region_of(from), self.filter.region_of(to))
     }
 
     /// `answer` if the walk that produced it read only `from..=to` and those are held.
@@ -394,17 +328,11 @@ impl<'a> Held<'a> {
     /// the sequential filter answers) stands; otherwise lock more and walk again.
     #[inline]
     fn failed<T>(&self, fallback: T) -> Walked<T> {
-        if self.first == 0 && self.last == self.filter.locks.len() - 1 {
+        if self.regions.holds_all() {
             Walked::Done(fallback)
         } else {
             Walked::Failed
         }
-    }
-}
-
-impl Drop for Held<'_> {
-    fn drop(&mut self) {
-        self.release();
     }
 }
 
@@ -562,6 +490,7 @@ impl std::fmt::Debug for ExternallyLockedQf {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
+    use super::super::region_locks::tests::locked_regions;
     use super::*;
 
     const Q: u32 = 4;
@@ -580,27 +509,6 @@ mod tests {
         }
         filter.check_invariants().unwrap();
         filter
-    }
-
-    thread_local! {
-        /// The regions this thread has locked since [`locked_regions`] last cleared the list.
-        static LOCKED: std::cell::RefCell<Vec<usize>> = const { std::cell::RefCell::new(Vec::new()) };
-    }
-
-    /// Called by [`ExternallyLockedQf::lock`] in unit tests: records every region it locks.
-    pub(super) fn record_lock(region: usize) {
-        LOCKED.with(|locked| locked.borrow_mut().push(region));
-    }
-
-    /// Runs `op` on this thread and returns the regions it locked (sorted, each once) with its
-    /// answer: a deterministic check of which regions an operation serialises on.
-    fn locked_regions<T>(op: impl FnOnce() -> T) -> (Vec<usize>, T) {
-        LOCKED.with(|locked| locked.borrow_mut().clear());
-        let answer = op();
-        let mut regions = LOCKED.with(|locked| std::mem::take(&mut *locked.borrow_mut()));
-        regions.sort_unstable();
-        regions.dedup();
-        (regions, answer)
     }
 
     #[test]

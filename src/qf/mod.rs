@@ -7,6 +7,7 @@ pub(crate) mod externally_locked;
 pub(crate) mod growing;
 pub(crate) mod linear_probing;
 pub(crate) mod locally_locked;
+pub(crate) mod region_locks;
 pub(crate) mod scan;
 pub(crate) mod sequential;
 pub(crate) mod slot;

@@ -22,7 +22,9 @@
 //! widens the held range by a region on each side and walks again.
 //!
 //! **No deadlock**: a thread waits for a lock only while it holds none, or only lower ones, so
-//! every chain of waits goes up and ends. **Linearizable**: two-phase locking; every operation
+//! every chain of waits goes up and ends. The held-range bookkeeping and the ascending-order
+//! rules are the shared [`region_locks`] module's; this file adds the seqlock version, the
+//! per-region counts and the cache-line padding. **Linearizable**: two-phase locking; every operation
 //! reads and writes only blocks of regions it holds, all held at once.
 //!
 //! # Readers
@@ -49,6 +51,7 @@
 //!   `Relaxed` under the lock (`len` is a statistic that may lag).
 
 use super::blocks::{Blocks, View};
+use crate::qf::region_locks::{self, RegionLock};
 use crate::sync::{fence, AtomicU64, Ordering, Waiter};
 
 /// Optimistic tries of a query before it locks.
@@ -63,6 +66,46 @@ struct Region {
     copies: AtomicU64,
     /// Distinct fingerprints of quotients of this region (wrapping).
     distinct: AtomicU64,
+}
+
+impl RegionLock for Region {
+    /// Raises the version from even to odd (test and test-and-set).
+    #[inline]
+    fn lock(&self) {
+        let version = &self.version;
+        let waiter = Waiter::new();
+        loop {
+            // Relaxed: only a hint; the CAS below acquires.
+            let seen = version.load(Ordering::Relaxed);
+            // Acquire on success: the previous holder's writes (before its Release unlock)
+            // happen before ours. Relaxed on failure: nothing read is used.
+            if seen & 1 == 0
+                && version
+                    .compare_exchange(seen, seen + 1, Ordering::Acquire, Ordering::Relaxed)
+                    .is_ok()
+            {
+                break;
+            }
+            waiter.wait();
+        }
+        // Release fence: every table write after it is ordered after the odd version, so an
+        // optimistic reader that sees such a write sees the odd (or a later) version too.
+        fence(Ordering::Release);
+    }
+
+    /// Raises the version from odd to even.
+    #[inline]
+    fn unlock(&self) {
+        // Relaxed: we hold the region, so nobody else changes its version.
+        let held = self.version.load(Ordering::Relaxed);
+        // Release: publishes our writes in the region to its next holder and to readers.
+        self.version.store(held + 1, Ordering::Release);
+    }
+
+    fn is_locked(&self) -> bool {
+        // Acquire: pairs with the last holder's Release, so a later scan sees its writes.
+        self.version.load(Ordering::Acquire) & 1 == 1
+    }
 }
 
 /// One lock per `2^shift` blocks.
@@ -101,13 +144,7 @@ impl RegionLocks {
 
     /// `Err` naming a region that is still locked.
     pub(crate) fn check_unlocked(&self) -> Result<(), String> {
-        for (index, region) in self.regions.iter().enumerate() {
-            // Acquire: pairs with the last holder's Release, so a later scan sees its writes.
-            if region.version.load(Ordering::Acquire) & 1 == 1 {
-                return Err(format!("region {index} is still locked"));
-            }
-        }
-        Ok(())
+        region_locks::check_unlocked(&self.regions)
     }
 
     /// The sums of the regions' copies and distinct counts.
@@ -147,39 +184,6 @@ impl RegionLocks {
     #[inline]
     fn region_of(&self, block: usize) -> usize {
         block >> self.shift
-    }
-
-    /// Spins until this thread holds `region` (test and test-and-set).
-    #[inline]
-    fn lock(&self, region: usize) {
-        let version = &self.regions[region].version;
-        let waiter = Waiter::new();
-        loop {
-            // Relaxed: only a hint; the CAS below acquires.
-            let seen = version.load(Ordering::Relaxed);
-            // Acquire on success: the previous holder's writes (before its Release unlock)
-            // happen before ours. Relaxed on failure: nothing read is used.
-            if seen & 1 == 0
-                && version
-                    .compare_exchange(seen, seen + 1, Ordering::Acquire, Ordering::Relaxed)
-                    .is_ok()
-            {
-                break;
-            }
-            waiter.wait();
-        }
-        // Release fence: every table write after it is ordered after the odd version, so an
-        // optimistic reader that sees such a write sees the odd (or a later) version too.
-        fence(Ordering::Release);
-    }
-
-    #[inline]
-    fn unlock(&self, region: usize) {
-        let version = &self.regions[region].version;
-        // Relaxed: we hold the region, so nobody else changes its version.
-        let held = version.load(Ordering::Relaxed);
-        // Release: publishes our writes in the region to its next holder and to readers.
-        version.store(held + 1, Ordering::Release);
     }
 
     /// Runs the read-only `op` on `block`'s region: optimistically (see the module doc), or
@@ -236,68 +240,45 @@ impl RegionLocks {
         mut op: impl FnMut(&View<'_>, &Held<'_>) -> Option<T>,
     ) -> Option<T> {
         let region = self.region_of(block);
-        let mut held = Held::lock(self, region, region);
+        let mut held = Held {
+            locks: self,
+            regions: region_locks::Held::lock(&self.regions, region, region),
+        };
         loop {
             let view = View::new(table);
             if let Some(answer) = op(&view, &held) {
                 return Some(answer);
             }
-            let last = self.regions.len() - 1;
             match view.reach() {
                 Some((low, high)) if !held.covers(&view) => {
-                    held.extend(self.region_of(low), self.region_of(high).min(last));
+                    held.regions
+                        .extend(self.region_of(low), self.region_of(high));
                 }
-                _ if held.first == 0 && held.last == last => return None,
-                _ => held.extend(held.first.saturating_sub(1), (held.last + 1).min(last)),
+                _ => {
+                    if !held.regions.widen() {
+                        return None;
+                    }
+                }
             }
         }
     }
 }
 
-/// The regions `first..=last`, all locked by this thread; unlocked on drop.
+/// The regions an operation holds (ascending-order locking, see [`region_locks`]), with the
+/// lock array that maps blocks to them and keeps their counts.
 pub(crate) struct Held<'a> {
     locks: &'a RegionLocks,
-    first: usize,
-    last: usize,
+    regions: region_locks::Held<'a, Region>,
 }
 
-impl<'a> Held<'a> {
-    fn lock(locks: &'a RegionLocks, first: usize, last: usize) -> Self {
-        for region in first..=last {
-            locks.lock(region);
-        }
-        Held { locks, first, last }
-    }
-
-    /// Holds `first.min(self.first)..=last.max(self.last)`, locking in ascending order.
-    fn extend(&mut self, first: usize, last: usize) {
-        let last = last.max(self.last);
-        if first < self.first {
-            self.release();
-            self.first = first;
-            for region in first..=last {
-                self.locks.lock(region);
-            }
-        } else {
-            for region in self.last + 1..=last {
-                self.locks.lock(region);
-            }
-        }
-        self.last = last;
-    }
-
-    fn release(&self) {
-        for region in self.first..=self.last {
-            self.locks.unlock(region);
-        }
-    }
-
+impl Held<'_> {
     /// Whether every block `view` touched lies in a held region.
     #[inline]
     pub(crate) fn covers(&self, view: &View<'_>) -> bool {
         match view.reach() {
             Some((low, high)) => {
-                self.locks.region_of(low) >= self.first && self.locks.region_of(high) <= self.last
+                let (low, high) = (self.locks.region_of(low), self.locks.region_of(high));
+                self.regions.holds(low, high)
             }
             None => true,
         }
@@ -306,13 +287,8 @@ impl<'a> Held<'a> {
     /// Records a count change of a quotient in `block`, which must be in a held region.
     #[inline]
     pub(crate) fn account(&self, block: usize, old: u64, new: u64) {
-        debug_assert!((self.first..=self.last).contains(&self.locks.region_of(block)));
+        let region = self.locks.region_of(block);
+        debug_assert!(self.regions.holds(region, region));
         self.locks.account(block, old, new);
-    }
-}
-
-impl Drop for Held<'_> {
-    fn drop(&mut self) {
-        self.release();
     }
 }
