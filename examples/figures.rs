@@ -26,8 +26,9 @@
 //!   take 50 segments of 1/32 of them (10 at the quick scale) with the most threads given; per
 //!   segment the insert and lookup throughput and the measured false-positive rate.
 //!
-//! Figures 2 and 3 also measure the physical limit in the same run: independent random 8-byte reads
-//! and a dependent pointer chase over an array of the `SequentialQf` table's size.
+//! Every figure also measures the physical limit in the same run: independent random 8-byte reads
+//! and a dependent pointer chase over an array of the table's size (for `fig4`, the largest
+//! filter's final size; for `cuckoo`, the lock-free table's).
 //! Keys are hashed before every timed loop. `--help` lists the options.
 
 #[path = "figures/bulk.rs"]
@@ -48,7 +49,7 @@ use common::{
 };
 use conqf::{
     AtomicBloomFilter, CountingQf, Error, ExternallyLockedQf, Filter, LinearProbingQf,
-    LocallyLockedQf, SequentialQf, TwoBitQf,
+    LocallyLockedQf, LockFreeCuckooFilter, SequentialQf, TwoBitQf,
 };
 
 const USAGE: &str = "\
@@ -90,7 +91,7 @@ Figures:
          the three methods (on the most threads of --threads) and one-by-one inserts;
          unsuccessful lookups, contains against contains_batch
 
-fig2 and fig3 also measure the physical limit: independent random 8-byte reads and a
+Every figure also measures the physical limit: independent random 8-byte reads and a
 dependent pointer chase over an array of the filter's size. Progress goes to stderr.
 ";
 
@@ -567,16 +568,27 @@ fn cuckoo(options: &Options, report: &mut Report) -> PlotFn {
             });
         }
     }
-    print_cuckoo(options, bucket_bits, &report.rows[first_row..]);
+    // The physical limit over an array of the table's size, with as many reads as operations.
+    let bytes = LockFreeCuckooFilter::with_bits(bucket_bits, 16).map_or(0, |f| f.memory_bytes());
+    limits(
+        "cuckoo",
+        Some(MIX_LOAD),
+        bytes,
+        ops,
+        &options.threads,
+        options.repetitions,
+        report,
+    );
+    print_cuckoo(options, bucket_bits, bytes, &report.rows[first_row..]);
     plot_cuckoo
 }
 
-fn print_cuckoo(options: &Options, bucket_bits: u32, rows: &[Row]) {
+fn print_cuckoo(options: &Options, bucket_bits: u32, bytes: usize, rows: &[Row]) {
     let title = format!(
         "Paper 001 §3.1: 90% find, 5% insert, 5% remove at load {MIX_LOAD}; 2^{bucket_bits} \
          buckets of 4 entries, 16-bit fingerprints, {} operations per run, scale {}\n\
          throughput in million operations per second (speedup over {CUCKOO_BASELINE} at the \
-         same thread count)",
+         same thread count, share of the random-read limit over the table's bytes)",
         4usize << bucket_bits,
         options.scale.name()
     );
@@ -589,10 +601,13 @@ fn print_cuckoo(options: &Options, bucket_bits: u32, rows: &[Row]) {
             let mut line = vec![name.to_string()];
             line.extend(options.threads.iter().map(|&threads| {
                 find(rows, name, threads, CUCKOO_PHASE).map_or("-".to_string(), |row| {
+                    let limit = find(rows, "limit", threads, "random_read")
+                        .map_or(f64::NAN, |limit| limit.ops_per_sec);
                     format!(
-                        "{} ({:.2}x)",
+                        "{} ({:.2}x, {:.0}%)",
                         mops(row.ops_per_sec),
-                        row.speedup.unwrap_or(0.0)
+                        row.speedup.unwrap_or(0.0),
+                        100.0 * row.ops_per_sec / limit
                     )
                 })
             }));
@@ -600,6 +615,7 @@ fn print_cuckoo(options: &Options, bucket_bits: u32, rows: &[Row]) {
         })
         .collect();
     print_table(&title, &header, &body);
+    print_limits(rows, bytes, &options.threads);
 }
 
 /// The cuckoo plot: throughput of the 90/5/5 mix against threads, one line per filter.
@@ -1116,13 +1132,21 @@ fn print_fig3(options: &Options, bytes: usize, operations: usize, rows: &[Row]) 
         }
         print_table(&title, &header, &body);
     }
-    for phase in ["random_read", "pointer_chase"] {
-        if let Some(row) = find(rows, "limit", 1, phase) {
-            println!(
-                "limit ({} over {bytes} bytes, 1 thread): {} million reads per second",
-                phase.replace('_', " "),
-                mops(row.ops_per_sec)
-            );
+    print_limits(rows, bytes, &[1]);
+}
+
+/// Prints a figure's random-read and pointer-chase limit rows, one line each per thread count.
+fn print_limits(rows: &[Row], bytes: usize, threads: &[usize]) {
+    for &threads in threads {
+        for phase in ["random_read", "pointer_chase"] {
+            if let Some(row) = find(rows, "limit", threads, phase) {
+                println!(
+                    "limit ({} over {bytes} bytes, {}): {} million reads per second",
+                    phase.replace('_', " "),
+                    plural(threads, "thread"),
+                    mops(row.ops_per_sec)
+                );
+            }
         }
     }
 }
@@ -1431,6 +1455,7 @@ fn fig4(options: &Options, report: &mut Report) -> PlotFn {
     ));
     let keys = Fig4Keys::new(&size);
     let first_row = report.rows.len();
+    let mut largest_memory = 0;
     for name in FIG4_FILTERS {
         progress(format_args!(
             "fig4: {name}, {}, {} segments",
@@ -1455,6 +1480,7 @@ fn fig4(options: &Options, report: &mut Report) -> PlotFn {
                     segment.missed
                 ));
             }
+            largest_memory = largest_memory.max(segment.memory);
             let keys_so_far = (i + 1) * size.segment_keys;
             let times = [segment.insert, segment.negative, segment.positive];
             for (phase, time) in FIG2_PHASES.into_iter().zip(times) {
@@ -1473,7 +1499,20 @@ fn fig4(options: &Options, report: &mut Report) -> PlotFn {
             }
         }
     }
+    // The physical limit over an array as large as the largest filter grew, read with as many
+    // reads as a segment has lookups.
+    let bytes = largest_memory.max(8);
+    limits(
+        "fig4",
+        None,
+        bytes,
+        size.segment_keys,
+        &[threads],
+        options.repetitions,
+        report,
+    );
     print_fig4(&size, threads, &report.rows[first_row..]);
+    print_limits(&report.rows[first_row..], bytes, &[threads]);
     plot_fig4
 }
 
@@ -1826,6 +1865,12 @@ mod tests {
         }
         assert!(has("fig3", "limit", "1", "random_read"));
         assert!(has("fig3", "limit", "1", "pointer_chase"));
+        // The cuckoo mix and Figure 4 also measure the limit: at every thread count of the mix,
+        // at the most threads for the growing filters.
+        for phase in ["random_read", "pointer_chase"] {
+            assert!(has("cuckoo", "limit", "1", phase) && has("cuckoo", "limit", "2", phase));
+            assert!(has("fig4", "limit", "2", phase) && !has("fig4", "limit", "1", phase));
+        }
         for filter in MIX_FILTERS {
             for threads in ["1", "2"] {
                 assert!(
@@ -1867,8 +1912,8 @@ mod tests {
                         || cells[1] == "limit"
                 }
                 "fig3" => FIG3.iter().any(|&(f, _)| f == cells[1]) || cells[1] == "limit",
-                "cuckoo" => MIX_FILTERS.contains(&cells[1]),
-                "fig4" => FIG4_FILTERS.contains(&cells[1]),
+                "cuckoo" => MIX_FILTERS.contains(&cells[1]) || cells[1] == "limit",
+                "fig4" => FIG4_FILTERS.contains(&cells[1]) || cells[1] == "limit",
                 _ => false,
             };
             assert!(known, "{cells:?}");
