@@ -3,6 +3,8 @@
 //! linearly, Figure 4), the fill stays at least 2/3 δ_grow, and threads inserting, querying and
 //! removing across level openings never see a false negative.
 
+mod common;
+
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use conqf::{ExpandableQf, Filter, LocallyLockedQf, Remove};
@@ -208,25 +210,15 @@ fn threads_insert_across_levels_without_false_negatives() {
                 .collect();
             let (filter, published, done, hashes) = (&filter, &published, &done, &hashes);
             let checker = s.spawn(move || {
-                let mut rng = rand::rngs::StdRng::seed_from_u64(9);
-                let mut checks = 0u64;
-                while !done.load(Ordering::Acquire) || checks < 2000 {
-                    let t = rng.random_range(0..THREADS);
-                    let upto = published[t].load(Ordering::Acquire);
-                    if upto == 0 {
-                        std::thread::yield_now();
-                        continue;
-                    }
-                    let i = rng.random_range(0..upto);
-                    if i % 5 != 0 {
-                        assert!(
-                            filter.contains_hash(hashes[t * PER_THREAD + i]),
-                            "false negative while levels open"
-                        );
-                        checks += 1;
-                    }
-                }
-                checks
+                common::check_published_keys(
+                    filter,
+                    hashes,
+                    PER_THREAD,
+                    published,
+                    done,
+                    |i| i % 5 != 0,
+                    "false negative while levels open",
+                )
             });
             for w in writers {
                 w.join().unwrap();

@@ -167,25 +167,15 @@ fn grow_together(seed: u64, threads: usize) {
             .collect();
         let (filter, published, done, hashes) = (&filter, &published, &done, &hashes);
         let checker = s.spawn(move || {
-            let mut rng = rand::rngs::StdRng::seed_from_u64(9);
-            let mut checks = 0u64;
-            while !done.load(Ordering::Acquire) || checks < 2000 {
-                let t = rng.random_range(0..threads);
-                let upto = published[t].load(Ordering::Acquire);
-                if upto == 0 {
-                    std::thread::yield_now();
-                    continue;
-                }
-                let i = rng.random_range(0..upto);
-                if i % 5 != 0 {
-                    assert!(
-                        filter.contains_hash(hashes[t * PER_THREAD + i]),
-                        "false negative during growth"
-                    );
-                    checks += 1;
-                }
-            }
-            checks
+            common::check_published_keys(
+                filter,
+                hashes,
+                PER_THREAD,
+                published,
+                done,
+                |i| i % 5 != 0,
+                "false negative during growth",
+            )
         });
         for w in writers {
             w.join().unwrap();

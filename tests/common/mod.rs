@@ -230,3 +230,36 @@ pub(crate) fn run_model<F: UnderTest>(
     );
     Ok((filter, model))
 }
+
+/// The checker thread of the growing stress tests: until `done` is set (and at least 2000 checks
+/// have run), picks a key some writer has published (writer `t` publishes its first
+/// `published[t]` keys of `hashes[t * per_thread..]`) and, if `kept(i)` says the `i`-th key of
+/// its writer stays stored, asserts the filter finds it. Returns the number of checks.
+pub(crate) fn check_published_keys(
+    filter: &impl conqf::Filter,
+    hashes: &[u64],
+    per_thread: usize,
+    published: &[std::sync::atomic::AtomicUsize],
+    done: &std::sync::atomic::AtomicBool,
+    kept: impl Fn(usize) -> bool,
+    what: &str,
+) -> u64 {
+    use rand::{Rng, SeedableRng};
+    use std::sync::atomic::Ordering;
+    let mut rng = rand::rngs::StdRng::seed_from_u64(9);
+    let mut checks = 0u64;
+    while !done.load(Ordering::Acquire) || checks < 2000 {
+        let t = rng.random_range(0..published.len());
+        let upto = published[t].load(Ordering::Acquire);
+        if upto == 0 {
+            std::thread::yield_now();
+            continue;
+        }
+        let i = rng.random_range(0..upto);
+        if kept(i) {
+            assert!(filter.contains_hash(hashes[t * per_thread + i]), "{what}");
+            checks += 1;
+        }
+    }
+    checks
+}
