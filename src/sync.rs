@@ -1,6 +1,6 @@
 //! The one place the crate takes its atomics and thread primitives from.
 //!
-//! Under `--cfg loom` every atomic and every spin-wait comes from [`loom`], so the model checker
+//! Under `--cfg loom` every atomic and every spin-wait comes from `loom`, so the model checker
 //! sees each shared access of the locking protocols (paper 000 §3.2); otherwise they are the
 //! standard library's. No other module names `std::sync::atomic` directly.
 
@@ -44,8 +44,23 @@ impl Waiter {
     }
 }
 
-/// Whether loom models read groups with read-modify-write operations (environment variable
-/// `CONQF_LOOM_RMW_LOADS`); see [`SlotArray::load_group`](crate::storage::SlotArray).
+/// Whether loom models read and write groups with read-modify-write operations only
+/// (environment variable `CONQF_LOOM_RMW_LOADS`), see `SlotArray::load_group` and
+/// `SlotArray::store_group` in `crate::storage`.
+///
+/// Reads are `fetch_or(0)`: loom's partial-order reduction compares a pending plain load only
+/// with the last write, so it skips some load-then-CAS races (loom issues #166, #392), while an
+/// RMW is dependent on every access. Writes that are plain stores elsewhere are `swap`s here:
+/// loom 0.7 does not apply RMW atomicity to a plain store (loom issues #254, #389; pull request
+/// #391), so a store racing another thread's `fetch_or(0)` stays unordered with that RMW's
+/// write-back, and a later RMW read, even one that happens after the store (e.g. after taking
+/// the lock the storing thread released), may read the stale write-back. That made
+/// `ExternallyLockedQf`'s lock holder, which commits groups with plain stores, lose inserts in
+/// loom only. On a real machine an RMW reads the newest value in the location's single
+/// modification order, so `fetch_or(0)` racing a store can only land before it (and be
+/// overwritten) or after it (and write back the stored value). With every group write an RMW the
+/// order loom keeps is total, as the hardware's is; a swap whose result is dropped has the
+/// effect of the store.
 #[cfg(loom)]
 pub(crate) fn loom_loads_as_rmw() -> bool {
     static RMW: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
