@@ -3,7 +3,7 @@
 //!
 //! The object-safe core of [`Filter`] works on 64-bit hashes, so `dyn Filter` works and callers
 //! that already hold a hash skip rehashing; the generic conveniences hash a key with
-//! [`hash_key`](crate::hash_key) first.
+//! [`hash_key`] first.
 
 use std::fmt;
 use std::hash::Hash;
@@ -52,7 +52,7 @@ impl std::error::Error for Error {}
 /// positive for a key never inserted, with probability about [`false_positive_rate`].
 ///
 /// The methods on `u64` hashes are the object-safe core; the generic methods hash the key with
-/// [`hash_key`](crate::hash_key) and call them.
+/// [`hash_key`] and call them.
 ///
 /// [`false_positive_rate`]: Filter::false_positive_rate
 pub trait Filter: Send + Sync {

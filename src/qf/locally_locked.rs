@@ -4,7 +4,7 @@
 //!
 //! # Protocol
 //!
-//! The table is exactly the 3-status-bit table of [`SequentialQf`](crate::SequentialQf), packed
+//! The table is exactly the 3-status-bit table of [`SequentialQf`], packed
 //! into 64-bit groups. Two status combinations never occur at rest and serve as locks
 //! (see [`slot`](super::slot)):
 //!

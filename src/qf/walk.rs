@@ -6,7 +6,7 @@
 //! concurrent filter (which read through its own locks), and the lock-elision fast paths (a
 //! cursor bounded to one atomically loaded group: a walk that would leave the group returns
 //! `None` and the caller takes the locked path). Writes go through a
-//! [`Rewriter`](crate::storage::Rewriter), so shifting is also written once.
+//! [`Rewriter`], so shifting is also written once.
 
 use crate::hash::low_mask;
 use crate::storage::{Commit, Cursor, GroupSource, Rewriter};

@@ -4,7 +4,7 @@
 //!
 //! * [`rank_select`]: `rank` and `select` on one word (BMI2 `pdep` when present).
 //! * [`blocks`]: blocks of 64 slots (`occupieds`, `runends`, 64 packed remainders) and their
-//!   8-bit offsets; the [`View`](blocks::View) that records which blocks an operation touched.
+//!   8-bit offsets; the [`View`] that records which blocks an operation touched.
 //! * [`counter_code`]: how a remainder and its count are stored in consecutive slots.
 //! * [`runs`]: finding runs by rank and select, and changing one fingerprint's count.
 //! * [`locks`]: the region locks and the protocol that runs an operation under them.
