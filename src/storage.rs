@@ -257,18 +257,33 @@ impl SlotArray {
     /// released.
     pub(crate) fn update_slot(&self, index: usize, change: impl Fn(u64) -> Option<u64>) -> bool {
         let (group, offset) = self.layout.locate(index);
-        // Acquire: the decision is based on the slot's current value.
+        self.update_group(group, |word| {
+            let slot = change(self.layout.get(word, offset))?;
+            Some((self.layout.set(word, offset, slot), ()))
+        })
+        .is_some()
+    }
+
+    /// Changes group `group` with `change` (old word -> new word and a result, or `None` to give
+    /// up) in one CAS, retrying with the fresh word while the CAS fails. Returns the result of
+    /// the `change` that was written, or `None` if it gave up. For several slots of one group at
+    /// once, e.g. migration-locking a run of empty slots.
+    #[inline]
+    pub(crate) fn update_group<T>(
+        &self,
+        group: usize,
+        change: impl Fn(u64) -> Option<(u64, T)>,
+    ) -> Option<T> {
+        // Acquire: the decision is based on the group's current value.
         let mut word = self.load_group(group, Ordering::Acquire);
         loop {
-            let Some(slot) = change(self.layout.get(word, offset)) else {
-                return false;
-            };
-            let new = self.layout.set(word, offset, slot);
+            let (new, result) = change(word)?;
             // AcqRel: callers both take locks (Acquire: see everything the previous holder
             // wrote before releasing) and release them (Release: publish their writes).
+            // Acquire on failure: the next attempt decides on the fresh word.
             match self.compare_exchange_group(group, word, new, Ordering::AcqRel, Ordering::Acquire)
             {
-                Ok(_) => return true,
+                Ok(_) => return Some(result),
                 Err(now) => word = now,
             }
         }

@@ -60,27 +60,20 @@ fn lock_empty_run(old: &LocallyLockedQf, index: usize, hi: usize) -> usize {
     let layout = *slots.layout();
     let (group, offset) = layout.locate(index);
     let hi = hi.min(slots.len());
-    // Acquire: as in `migrate_block`.
-    let mut word = slots.load_group(group, Ordering::Acquire);
-    loop {
-        let (mut new, mut locked) = (word, 0);
-        while index + locked < hi
-            && layout.locate(index + locked).0 == group
-            && layout.get(word, offset + locked as u32) == 0
-        {
-            new = layout.set(new, offset + locked as u32, MIGRATION_LOCK);
-            locked += 1;
-        }
-        if locked == 0 {
-            return 0;
-        }
-        // AcqRel: like taking any write lock (see `LocallyLockedQf::update_slot`); Acquire on
-        // failure: the next attempt inspects the fresh word.
-        match slots.compare_exchange_group(group, word, new, Ordering::AcqRel, Ordering::Acquire) {
-            Ok(_) => return locked,
-            Err(now) => word = now,
-        }
-    }
+    // One CAS of the group, like taking any write lock (see `LocallyLockedQf::update_slot`).
+    slots
+        .update_group(group, |word| {
+            let (mut new, mut locked) = (word, 0);
+            while index + locked < hi
+                && layout.locate(index + locked).0 == group
+                && layout.get(word, offset + locked as u32) == 0
+            {
+                new = layout.set(new, offset + locked as u32, MIGRATION_LOCK);
+                locked += 1;
+            }
+            (locked > 0).then_some((new, locked))
+        })
+        .unwrap_or(0)
 }
 
 /// Copies the superclusters that start in old slots `lo..hi` into `target` and migration-locks
