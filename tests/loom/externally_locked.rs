@@ -196,3 +196,35 @@ fn contains_across_two_regions_during_a_shift_from_the_left() {
         filter.check_invariants().unwrap();
     });
 }
+
+/// 8-bit remainders: 11-bit slots, 5 per group, so the requested 4-slot region rounds up to one
+/// group of 5 slots (region 0 is slots 0-4, region 1 slots 5-9) and slots per group do not divide
+/// the request. The same race as `shift_into_the_next_region_locks_it` across that boundary:
+/// an insert from region 0 shifts region 1, an insert canonical in region 1 holds only it. A
+/// group shared by two regions would let the two lock holders write one word at once.
+#[test]
+fn shift_into_the_next_region_with_five_slots_per_group() {
+    const R8: u32 = 8;
+    fn key8(quotient: u64, remainder: u64) -> u64 {
+        ((quotient << R8) | remainder) << (64 - Q - R8)
+    }
+    // Slots 3-4: run of 3; slots 5-6: run of 5 (cluster start 5); slot 7: run of 6.
+    const KEYS: [(u64, u64); 5] = [(3, 1), (3, 2), (5, 1), (5, 2), (6, 1)];
+    model(|| {
+        let mut sequential = SequentialQf::with_bits(Q, R8).unwrap();
+        for (q, r) in KEYS {
+            assert!(sequential.insert_hash(key8(q, r)).unwrap());
+        }
+        let filter = ExternallyLockedQf::from_sequential_with_region(sequential, REGION).unwrap();
+        assert_eq!(filter.region_slots(), 5);
+        let filter = Arc::new(filter);
+        let (a, b) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || a.insert_hash(key8(3, 0)).unwrap());
+        let u = thread::spawn(move || b.insert_hash(key8(6, 0)).unwrap());
+        assert!(t.join().unwrap() && u.join().unwrap());
+        for (q, r) in KEYS.into_iter().chain([(3, 0), (6, 0)]) {
+            assert!(filter.contains_hash(key8(q, r)), "lost ({q}, {r})");
+        }
+        filter.check_invariants().unwrap();
+    });
+}
