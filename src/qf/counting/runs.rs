@@ -19,7 +19,7 @@
 
 use super::blocks::{View, BLOCK_SLOTS, SPILL_SATURATED};
 use super::counter_code::{self, MAX_ENTRY_SLOTS};
-use super::rank_select::{rank, select};
+use super::rank_select::{popcount, rank, select};
 
 /// The table read as inconsistent (a concurrent writer), or full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +40,7 @@ fn select_from(view: &View<'_>, from: usize, k: usize) -> Option<usize> {
     let mut word = view.runends(block) & !((1u64 << (from % BLOCK_SLOTS)) - 1);
     let mut k = k as u32;
     loop {
-        let ones = word.count_ones();
+        let ones = popcount(word);
         if k < ones {
             return Some(block * BLOCK_SLOTS + select(word, k) as usize);
         }
@@ -290,12 +290,16 @@ pub(crate) fn apply(view: &View<'_>, plan: &Plan) {
         // (the earlier shifts filled only empty slots before it, so it is still empty). The
         // empty slots are found again before anything moves (the offsets would be stale
         // after the first shift), so the plan carries only the first, the common case.
-        let mut empties = [plan.first_empty; MAX_ENTRY_SLOTS];
-        for i in 1..plan.grow {
-            empties[i] = first_empty(view, empties[i - 1] + 1).expect("the plan found it");
-        }
-        for &empty in &empties[..plan.grow] {
-            shift_right(view, plan.at, empty);
+        if plan.grow == 1 {
+            shift_right(view, plan.at, plan.first_empty);
+        } else {
+            let mut empties = [plan.first_empty; MAX_ENTRY_SLOTS];
+            for i in 1..plan.grow {
+                empties[i] = first_empty(view, empties[i - 1] + 1).expect("the plan found it");
+            }
+            for &empty in &empties[..plan.grow] {
+                shift_right(view, plan.at, empty);
+            }
         }
         write_entry(view, plan.at, plan.remainder, plan.new_count, r);
         for i in 0..plan.new_len {
@@ -347,12 +351,52 @@ fn write_entry(view: &View<'_>, at: usize, remainder: u64, count: u64, remainder
     }
 }
 
-/// Moves slots `from..to` one slot right (remainders and runend bits); `to` was empty.
+/// Moves slots `from..to` one slot right (remainders and runend bits); `to` was empty. Slot
+/// `from` keeps its old content. Block by block from the highest, each a word-level shift plus
+/// the one slot carried over from the block below.
 fn shift_right(view: &View<'_>, from: usize, to: usize) {
-    for slot in (from..to).rev() {
-        view.set_remainder(slot + 1, view.remainder(slot));
-        view.set_runend(slot + 1, view.is_runend(slot));
+    if from >= to {
+        return;
     }
+    let mut block = to / BLOCK_SLOTS;
+    loop {
+        let base = block * BLOCK_SLOTS;
+        let (lo, hi) = (from.max(base) - base, (to - base).min(BLOCK_SLOTS - 1));
+        if lo < hi {
+            view.shift_up_in_block(block, lo, hi);
+        }
+        if from >= base {
+            return;
+        }
+        // The last slot of the block below moves to this block's first (not yet changed there).
+        view.set_remainder(base, view.remainder(base - 1));
+        view.set_runend(base, view.is_runend(base - 1));
+        block -= 1;
+    }
+}
+
+/// Moves slots `from + 1..=to` one slot left (remainders and runend bits) and empties slot
+/// `to`. Block by block from the lowest, each a word-level shift plus the one slot carried over
+/// from the block above.
+fn shift_left(view: &View<'_>, from: usize, to: usize) {
+    let mut block = from / BLOCK_SLOTS;
+    while from < to {
+        let base = block * BLOCK_SLOTS;
+        let (lo, hi) = (from.max(base) - base, (to - base).min(BLOCK_SLOTS - 1));
+        if lo < hi {
+            view.shift_down_in_block(block, lo, hi);
+        }
+        let top = base + BLOCK_SLOTS - 1;
+        if to <= top {
+            break;
+        }
+        // The first slot of the block above moves to this block's last (not yet changed there).
+        view.set_remainder(top, view.remainder(top + 1));
+        view.set_runend(top, view.is_runend(top + 1));
+        block += 1;
+    }
+    view.set_remainder(to, 0);
+    view.set_runend(to, false);
 }
 
 /// Removes slot `slot` from the run of `quotient` (`start..=end`): the rest of the run and every
@@ -366,10 +410,5 @@ fn remove_slot(view: &View<'_>, quotient: usize, start: usize, end: usize, slot:
             view.set_runend(end - 1, true);
         }
     }
-    for at in slot..last {
-        view.set_remainder(at, view.remainder(at + 1));
-        view.set_runend(at, view.is_runend(at + 1));
-    }
-    view.set_remainder(last, 0);
-    view.set_runend(last, false);
+    shift_left(view, slot, last);
 }
