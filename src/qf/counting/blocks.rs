@@ -66,6 +66,32 @@ impl Blocks {
         self.remainder_bits
     }
 
+    /// Asks the CPU to start loading the metadata words of `slot`'s block and the word of its
+    /// remainder, so a writer's miss on them overlaps with taking its lock. A hint only: a no-op
+    /// where there is no prefetch instruction (and under loom).
+    #[inline]
+    pub(crate) fn prefetch(&self, slot: usize) {
+        #[cfg(all(target_arch = "x86_64", not(loom)))]
+        {
+            let block = (slot / BLOCK_SLOTS).min(self.blocks - 1);
+            let bit = (slot % BLOCK_SLOTS) * self.remainder_bits as usize;
+            let first = block * self.block_words;
+            for index in [first, first + 2 + bit / 64] {
+                let pointer = self.words[index].as_ptr().cast::<i8>().cast_const();
+                // SAFETY: `_mm_prefetch` never faults and reads nothing architecturally; the
+                // pointer is to a live word of this table anyway. SSE is part of the x86_64
+                // baseline.
+                unsafe {
+                    core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                        pointer,
+                    )
+                };
+            }
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+        let _ = slot;
+    }
+
     /// Heap bytes of the words and spills.
     pub(crate) fn memory_bytes(&self) -> usize {
         (self.words.len() + self.spills.len()) * 8

@@ -20,6 +20,7 @@
 use super::blocks::{View, BLOCK_SLOTS, SPILL_SATURATED};
 use super::counter_code::{self, MAX_ENTRY_SLOTS};
 use super::rank_select::{popcount, rank, select};
+use crate::hash::low_mask;
 
 /// The table read as inconsistent (a concurrent writer), or full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,6 +50,30 @@ fn select_from(view: &View<'_>, from: usize, k: usize) -> Option<usize> {
         if block >= view.table().blocks() {
             return None;
         }
+        word = view.runends(block);
+    }
+}
+
+/// The last runend bit in slots `floor..slot`, if any.
+#[inline]
+fn last_runend_before(view: &View<'_>, floor: usize, slot: usize) -> Option<usize> {
+    if slot <= floor {
+        return None;
+    }
+    let floor_block = floor / BLOCK_SLOTS;
+    let mut block = (slot - 1) / BLOCK_SLOTS;
+    let mut word = view.runends(block) & low_mask(((slot - 1) % BLOCK_SLOTS) as u32 + 1);
+    loop {
+        if block == floor_block {
+            word &= !low_mask((floor % BLOCK_SLOTS) as u32);
+        }
+        if word != 0 {
+            return Some(block * BLOCK_SLOTS + 63 - word.leading_zeros() as usize);
+        }
+        if block == floor_block {
+            return None;
+        }
+        block -= 1;
         word = view.runends(block);
     }
 }
@@ -84,21 +109,57 @@ pub(crate) fn spill(view: &View<'_>, block: usize) -> Option<usize> {
 }
 
 /// The first and last slot of `quotient`'s run, if it is occupied.
-#[inline]
+#[inline(always)]
 pub(crate) fn run_of(view: &View<'_>, quotient: usize) -> Option<Option<(usize, usize)>> {
     let block = quotient / BLOCK_SLOTS;
     let occupieds = view.occupieds(block);
     if occupieds >> (quotient % BLOCK_SLOTS) & 1 == 0 {
         return Some(None);
     }
-    let d = rank(occupieds, (quotient % BLOCK_SLOTS) as u32) as usize;
+    let d = rank(occupieds, (quotient % BLOCK_SLOTS) as u32);
+    // The common case, all in the quotient's block: the spill is exact and the run ends in the
+    // block. Then one select finds the end, and the highest runend below it the start.
+    let stored = view.stored_spill(block);
+    if stored < BLOCK_SLOTS as u64 {
+        let ends = view.runends(block) & !low_mask(stored as u32);
+        let end = select(ends, d - 1);
+        if end < BLOCK_SLOTS as u32 {
+            let after_previous = if d == 1 {
+                stored as usize
+            } else {
+                let below = ends & low_mask(end);
+                if below == 0 {
+                    return None; // inconsistent: `d - 1` runends must lie below
+                }
+                BLOCK_SLOTS - below.leading_zeros() as usize
+            };
+            let base = block * BLOCK_SLOTS;
+            let start = (base + after_previous).max(quotient);
+            let end = base + end as usize;
+            return if start > end {
+                None
+            } else {
+                Some(Some((start, end)))
+            };
+        }
+    }
+    run_across_blocks(view, quotient, d as usize)
+}
+
+/// [`run_of`] for an occupied quotient, the `d`-th occupied one of its block, whose run ends in
+/// a later block or whose block's spill is 64 or more.
+#[inline(never)]
+fn run_across_blocks(view: &View<'_>, quotient: usize, d: usize) -> Option<Option<(usize, usize)>> {
+    let block = quotient / BLOCK_SLOTS;
     let first = block * BLOCK_SLOTS + spill(view, block)?;
+    // The run ends at the `d`-th runend from `first` and starts after the one before it, found
+    // by a backward scan (usually in the same word) rather than a second select.
+    let end = select_from(view, first, d - 1)?;
     let after_previous = if d == 1 {
         first
     } else {
-        select_from(view, first, d - 2)? + 1
+        last_runend_before(view, first, end)? + 1
     };
-    let end = select_from(view, after_previous, 0)?;
     let start = after_previous.max(quotient);
     if start > end {
         return None;
@@ -122,7 +183,7 @@ pub(crate) fn first_empty(view: &View<'_>, mut slot: usize) -> Result<usize, Fau
 }
 
 /// The count stored for `(quotient, remainder)` (0 if absent).
-#[inline]
+#[inline(always)]
 pub(crate) fn count(view: &View<'_>, quotient: usize, remainder: u64) -> Option<u64> {
     let Some((start, end)) = run_of(view, quotient)? else {
         return Some(0);
