@@ -81,10 +81,29 @@ fn last_runend_before(view: &View<'_>, floor: usize, slot: usize) -> Option<usiz
 /// The slot after the run of the last occupied quotient `<= slot` (or, if that run ends before
 /// `slot` or there is none, some position `<= slot`). So `slot` is in use iff the result is
 /// larger than `slot`.
-#[inline]
+#[inline(always)]
 pub(crate) fn end_after(view: &View<'_>, slot: usize) -> Option<usize> {
     let block = slot / BLOCK_SLOTS;
-    let d = rank(view.occupieds(block), (slot % BLOCK_SLOTS) as u32) as usize;
+    let d = rank(view.occupieds(block), (slot % BLOCK_SLOTS) as u32);
+    let base = block * BLOCK_SLOTS;
+    // The common case, as in `run_of`: an exact spill and the run ending in the block.
+    let stored = view.stored_spill(block);
+    if stored < BLOCK_SLOTS as u64 {
+        if d == 0 {
+            return Some(base + stored as usize);
+        }
+        let end = select(view.runends(block) & !low_mask(stored as u32), d - 1);
+        if end < BLOCK_SLOTS as u32 {
+            return Some(base + end as usize + 1);
+        }
+    }
+    end_after_across_blocks(view, block, d as usize)
+}
+
+/// [`end_after`] for a slot of `block` with `d` occupied quotients up to it in the block, when
+/// the block's spill is 64 or more or the run ends in a later block.
+#[inline(never)]
+fn end_after_across_blocks(view: &View<'_>, block: usize, d: usize) -> Option<usize> {
     let first = block * BLOCK_SLOTS + spill(view, block)?;
     if d == 0 {
         Some(first)
@@ -168,7 +187,7 @@ fn run_across_blocks(view: &View<'_>, quotient: usize, d: usize) -> Option<Optio
 }
 
 /// The first empty slot at or after `slot`; `Err(Full)` if there is none.
-#[inline]
+#[inline(always)]
 pub(crate) fn first_empty(view: &View<'_>, mut slot: usize) -> Result<usize, Fault> {
     loop {
         if slot >= view.table().slots() {
