@@ -82,9 +82,7 @@ impl Blocks {
                 // pointer is to a live word of this table anyway. SSE is part of the x86_64
                 // baseline.
                 unsafe {
-                    core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
-                        pointer,
-                    )
+                    core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(pointer)
                 };
             }
         }

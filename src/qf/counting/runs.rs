@@ -260,9 +260,13 @@ pub(crate) fn plan(
 ) -> Result<Plan, Fault> {
     let r = view.table().remainder_bits();
     let run = run_of(view, quotient).ok_or(Fault::Inconsistent)?;
+    // Whether slot `at` is known to be empty: a new quotient whose canonical slot is free, the
+    // common insert into a not yet crowded table (no search for an empty slot, no shift).
+    let mut at_is_empty = false;
     let (at, old_count, old_len) = match run {
         None => {
             let after = end_after(view, quotient).ok_or(Fault::Inconsistent)?;
+            at_is_empty = after <= quotient;
             (after.max(quotient), 0, 0)
         }
         Some((start, end)) => {
@@ -306,7 +310,9 @@ pub(crate) fn plan(
         plan.grow = new_len - old_len;
         let mut empty = at;
         for i in 0..plan.grow {
-            empty = first_empty(view, empty)?;
+            if i > 0 || !at_is_empty {
+                empty = first_empty(view, empty)?;
+            }
             if i == 0 {
                 plan.first_empty = empty;
             }
@@ -491,4 +497,59 @@ fn remove_slot(view: &View<'_>, quotient: usize, start: usize, end: usize, slot:
         }
     }
     shift_left(view, slot, last);
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::super::blocks::Blocks;
+    use super::*;
+
+    /// Every slot's remainder and runend bit.
+    fn slots(view: &View<'_>) -> Vec<(u64, bool)> {
+        (0..view.table().slots())
+            .map(|slot| (view.remainder(slot), view.is_runend(slot)))
+            .collect()
+    }
+
+    /// A table of 4 blocks with random remainders and runend bits.
+    fn random_table(r: u32, seed: u64) -> Blocks {
+        let table = Blocks::new(4, r);
+        let view = View::new(&table);
+        let mut x = seed;
+        for slot in 0..table.slots() {
+            x = crate::hash::remix(x);
+            view.set_remainder(slot, x & low_mask(r));
+            view.set_runend(slot, x >> 63 == 1);
+        }
+        table
+    }
+
+    #[test]
+    fn word_level_shifts_match_moving_one_slot_at_a_time() {
+        let mut seed = 1u64;
+        for r in [2, 3, 7, 8, 11, 13, 31, 32, 33, 62] {
+            for _ in 0..200 {
+                seed = crate::hash::remix(seed);
+                let table = random_table(r, seed);
+                let view = View::new(&table);
+                let slots_count = table.slots();
+                let from = (seed % slots_count as u64) as usize;
+                let to = from + ((seed >> 20) % (slots_count - from) as u64) as usize;
+
+                let mut want = slots(&view);
+                for slot in (from..to).rev() {
+                    want[slot + 1] = want[slot];
+                }
+                shift_right(&view, from, to);
+                assert_eq!(slots(&view), want, "shift_right r={r} {from}..{to}");
+
+                for slot in from..to {
+                    want[slot] = want[slot + 1];
+                }
+                want[to] = (0, false);
+                shift_left(&view, from, to);
+                assert_eq!(slots(&view), want, "shift_left r={r} {from}..{to}");
+            }
+        }
+    }
 }
