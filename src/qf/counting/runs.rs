@@ -465,21 +465,22 @@ fn shift_right(view: &View<'_>, from: usize, to: usize) {
 /// `to`. Block by block from the lowest, each a word-level shift plus the one slot carried over
 /// from the block above.
 fn shift_left(view: &View<'_>, from: usize, to: usize) {
-    let mut block = from / BLOCK_SLOTS;
-    while from < to {
-        let base = block * BLOCK_SLOTS;
-        let (lo, hi) = (from.max(base) - base, (to - base).min(BLOCK_SLOTS - 1));
-        if lo < hi {
-            view.shift_down_in_block(block, lo, hi);
+    let last_block = to / BLOCK_SLOTS;
+    if from < to {
+        for block in from / BLOCK_SLOTS..=last_block {
+            let base = block * BLOCK_SLOTS;
+            let (lo, hi) = (from.max(base) - base, (to - base).min(BLOCK_SLOTS - 1));
+            if lo < hi {
+                view.shift_down_in_block(block, lo, hi);
+            }
+            if block < last_block {
+                // The first slot of the block above moves to this block's last (not yet
+                // changed there).
+                let top = base + BLOCK_SLOTS - 1;
+                view.set_remainder(top, view.remainder(top + 1));
+                view.set_runend(top, view.is_runend(top + 1));
+            }
         }
-        let top = base + BLOCK_SLOTS - 1;
-        if to <= top {
-            break;
-        }
-        // The first slot of the block above moves to this block's last (not yet changed there).
-        view.set_remainder(top, view.remainder(top + 1));
-        view.set_runend(top, view.is_runend(top + 1));
-        block += 1;
     }
     view.set_remainder(to, 0);
     view.set_runend(to, false);
