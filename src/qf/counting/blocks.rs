@@ -66,6 +66,30 @@ impl Blocks {
         self.remainder_bits
     }
 
+    /// Asks the CPU to start loading the metadata words of `slot`'s block and the word of its
+    /// remainder, so a writer's miss on them overlaps with taking its lock. A hint only: a no-op
+    /// where there is no prefetch instruction (and under loom).
+    #[inline]
+    pub(crate) fn prefetch(&self, slot: usize) {
+        #[cfg(all(target_arch = "x86_64", not(loom)))]
+        {
+            let block = (slot / BLOCK_SLOTS).min(self.blocks - 1);
+            let bit = (slot % BLOCK_SLOTS) * self.remainder_bits as usize;
+            let first = block * self.block_words;
+            for index in [first, first + 2 + bit / 64] {
+                let pointer = self.words[index].as_ptr().cast::<i8>().cast_const();
+                // SAFETY: `_mm_prefetch` never faults and reads nothing architecturally; the
+                // pointer is to a live word of this table anyway. SSE is part of the x86_64
+                // baseline.
+                unsafe {
+                    core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(pointer)
+                };
+            }
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+        let _ = slot;
+    }
+
     /// Heap bytes of the words and spills.
     pub(crate) fn memory_bytes(&self) -> usize {
         (self.words.len() + self.spills.len()) * 8
@@ -214,6 +238,63 @@ impl<'a> View<'a> {
         }
     }
 
+    /// Moves the remainders and runend bits of the block's slots `lo..hi` one slot up, to
+    /// `lo + 1..=hi` (`lo < hi < 64`): slot `hi`'s old content is overwritten, slot `lo` keeps
+    /// its own. Works a word at a time (a shift by `r` bits across the packed remainders),
+    /// highest word first so every word is read before it is overwritten.
+    #[inline]
+    pub(crate) fn shift_up_in_block(&self, block: usize, lo: usize, hi: usize) {
+        debug_assert!(lo < hi && hi < BLOCK_SLOTS);
+        let runends = self.runends(block);
+        let moved = (runends & bit_range(lo, hi)) << 1;
+        self.set_runends(block, (runends & !bit_range(lo + 1, hi + 1)) | moved);
+        let r = self.table.remainder_bits as usize;
+        let (start, end) = ((lo + 1) * r, (hi + 1) * r);
+        let (first, last) = (start / 64, (end - 1) / 64);
+        // Relaxed (loads and stores): only the holder of the block's region writes it.
+        let mut current = self.word(block, 2 + last).load(Ordering::Relaxed);
+        for w in (first..=last).rev() {
+            let below = if w > 0 {
+                self.word(block, 2 + w - 1).load(Ordering::Relaxed)
+            } else {
+                0
+            };
+            let shifted = (current << r) | (below >> (64 - r));
+            let mask = word_mask(start, end, w);
+            self.word(block, 2 + w)
+                .store((current & !mask) | (shifted & mask), Ordering::Relaxed);
+            current = below;
+        }
+    }
+
+    /// Moves the remainders and runend bits of the block's slots `lo + 1..=hi` one slot down,
+    /// to `lo..hi` (`lo < hi < 64`): slot `lo`'s old content is overwritten, slot `hi` keeps
+    /// its own. Word at a time, lowest word first.
+    #[inline]
+    pub(crate) fn shift_down_in_block(&self, block: usize, lo: usize, hi: usize) {
+        debug_assert!(lo < hi && hi < BLOCK_SLOTS);
+        let runends = self.runends(block);
+        let moved = (runends >> 1) & bit_range(lo, hi);
+        self.set_runends(block, (runends & !bit_range(lo, hi)) | moved);
+        let r = self.table.remainder_bits as usize;
+        let (start, end) = (lo * r, hi * r);
+        let (first, last) = (start / 64, (end - 1) / 64);
+        // Relaxed (loads and stores): only the holder of the block's region writes it.
+        let mut current = self.word(block, 2 + first).load(Ordering::Relaxed);
+        for w in first..=last {
+            let above = if w + 1 < r {
+                self.word(block, 2 + w + 1).load(Ordering::Relaxed)
+            } else {
+                0
+            };
+            let shifted = (current >> r) | (above << (64 - r));
+            let mask = word_mask(start, end, w);
+            self.word(block, 2 + w)
+                .store((current & !mask) | (shifted & mask), Ordering::Relaxed);
+            current = above;
+        }
+    }
+
     /// The stored (possibly saturated) spill of a block.
     #[inline]
     pub(crate) fn stored_spill(&self, block: usize) -> u64 {
@@ -236,4 +317,18 @@ impl<'a> View<'a> {
                 .fetch_xor((old ^ new) << (8 * (block % 8)), Ordering::Relaxed);
         }
     }
+}
+
+/// The bits `lo..hi` of a word (`lo <= hi <= 64`).
+#[inline]
+fn bit_range(lo: usize, hi: usize) -> u64 {
+    low_mask(hi as u32) & !low_mask(lo as u32)
+}
+
+/// The bits of word `w` of a block's remainders that lie in the bit range `start..end` of the
+/// block's `64 r` remainder bits (the range must meet the word).
+#[inline]
+fn word_mask(start: usize, end: usize, w: usize) -> u64 {
+    let base = 64 * w;
+    bit_range(start.max(base) - base, end.min(base + 64) - base)
 }

@@ -287,6 +287,9 @@ impl CountingQf {
     fn update(&self, hash: u64, new_count: impl Fn(u64) -> u64) -> Result<(u64, u64), Error> {
         let (quotient, remainder) = self.fingerprint(hash);
         let block = quotient / BLOCK_SLOTS;
+        // Start the likely cache misses on the table before the lock's read-modify-write, which
+        // later loads cannot pass.
+        self.table.prefetch(quotient);
         let result = self.locks.run(&self.table, block, |view, held| {
             let plan = match runs::plan(view, quotient, remainder, &new_count) {
                 Ok(plan) => plan,

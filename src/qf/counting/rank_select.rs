@@ -2,46 +2,88 @@
 //! filter's run lookup (paper 004 §III-B; paper 000 §2.2, "(Counting) Quotient Filter Using
 //! Rank-and-Select").
 //!
-//! `rank` is a masked `popcnt`. `select` uses BMI2 `pdep` when the CPU has it (detected at run
-//! time, so one binary runs everywhere) and otherwise a broadword byte search.
+//! `rank` is a masked population count and `select` a BMI2 `pdep` followed by `tzcnt`, when the
+//! CPU has `popcnt` and BMI2; otherwise a portable bit count and a broadword byte search. The CPU
+//! is asked at run time (so one binary runs everywhere; std caches the answer, so each call costs
+//! a load and a predicted branch), and the instructions are issued with inline assembly: a
+//! `#[target_feature]` function cannot be inlined into the hot paths, which are compiled for the
+//! baseline CPU, and the call would cost more than the instruction.
+
+/// Whether the CPU has `popcnt` (cached by std after the first call).
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[inline(always)]
+fn has_popcnt() -> bool {
+    std::arch::is_x86_feature_detected!("popcnt")
+}
+
+/// Whether the CPU has BMI2 (`pdep`) and BMI1 (`tzcnt`), cached by std after the first call.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[inline(always)]
+fn has_bmi2() -> bool {
+    std::arch::is_x86_feature_detected!("bmi2") && std::arch::is_x86_feature_detected!("bmi1")
+}
+
+/// The number of set bits of `word`.
+#[inline(always)]
+pub(crate) fn popcount(word: u64) -> u32 {
+    #[cfg(all(target_arch = "x86_64", not(miri), not(target_feature = "popcnt")))]
+    {
+        if has_popcnt() {
+            let count: u64;
+            // SAFETY: the CPU has `popcnt` (checked just above); the instruction only reads and
+            // writes the two registers named.
+            unsafe {
+                std::arch::asm!(
+                    "popcnt {count}, {word}",
+                    word = in(reg) word,
+                    count = lateout(reg) count,
+                    options(pure, nomem, nostack)
+                );
+            }
+            return count as u32;
+        }
+    }
+    word.count_ones()
+}
 
 /// The number of set bits of `word` at positions `0..=position` (`position < 64`).
-#[inline]
+#[inline(always)]
 pub(crate) fn rank(word: u64, position: u32) -> u32 {
     debug_assert!(position < 64);
     // `2 << 63` is 0 in wrapping arithmetic, so position 63 keeps every bit.
     let mask = (2u64 << position).wrapping_sub(1);
-    (word & mask).count_ones()
+    popcount(word & mask)
 }
 
 /// The position of the set bit of `word` with `k` set bits below it (`k` counts from 0), or 64
 /// if `word` has at most `k` set bits.
-#[inline]
+#[inline(always)]
 pub(crate) fn select(word: u64, k: u32) -> u32 {
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(all(target_arch = "x86_64", not(miri)))]
     {
-        if std::arch::is_x86_feature_detected!("bmi2") {
-            // SAFETY: the CPU supports BMI2, checked just above.
-            return unsafe { select_pdep(word, k) };
+        if has_bmi2() {
+            if k >= 64 {
+                return 64;
+            }
+            // `pdep` deposits the single bit `1 << k` into the set bits of `word`, landing it on
+            // the `k`-th of them (0 if there are not that many); `tzcnt` of 0 is 64.
+            let position: u64;
+            // SAFETY: the CPU has BMI1 and BMI2 (checked just above); the instructions only read
+            // and write the registers named.
+            unsafe {
+                std::arch::asm!(
+                    "pdep {position}, {bit}, {word}",
+                    "tzcnt {position}, {position}",
+                    bit = in(reg) 1u64 << k,
+                    word = in(reg) word,
+                    position = out(reg) position,
+                    options(pure, nomem, nostack)
+                );
+            }
+            return position as u32;
         }
     }
     select_broadword(word, k)
-}
-
-/// `select` with one `pdep`: depositing the single bit `1 << k` into the set bits of `word`
-/// lands it on the `k`-th of them.
-///
-/// # Safety
-/// The CPU must support BMI2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "bmi2")]
-#[inline]
-unsafe fn select_pdep(word: u64, k: u32) -> u32 {
-    if k >= 64 {
-        return 64;
-    }
-    // `_pdep_u64` is safe to call inside a function compiled with the bmi2 feature.
-    std::arch::x86_64::_pdep_u64(1u64 << k, word).trailing_zeros()
 }
 
 /// Portable `select`: find the byte holding the `k`-th set bit from per-byte prefix counts, then
@@ -93,6 +135,13 @@ mod tests {
         assert_eq!(rank(0b1011, 3), 3);
         assert_eq!(rank(u64::MAX, 63), 64);
         assert_eq!(rank(1 << 63, 62), 0);
+        let mut word = 0x9E37_79B9_7F4A_7C15u64;
+        for _ in 0..1000 {
+            assert_eq!(popcount(word), word.count_ones());
+            word = crate::hash::remix(word);
+        }
+        assert_eq!(popcount(0), 0);
+        assert_eq!(popcount(u64::MAX), 64);
     }
 
     #[test]

@@ -19,7 +19,8 @@
 
 use super::blocks::{View, BLOCK_SLOTS, SPILL_SATURATED};
 use super::counter_code::{self, MAX_ENTRY_SLOTS};
-use super::rank_select::{rank, select};
+use super::rank_select::{popcount, rank, select};
+use crate::hash::low_mask;
 
 /// The table read as inconsistent (a concurrent writer), or full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,7 +41,7 @@ fn select_from(view: &View<'_>, from: usize, k: usize) -> Option<usize> {
     let mut word = view.runends(block) & !((1u64 << (from % BLOCK_SLOTS)) - 1);
     let mut k = k as u32;
     loop {
-        let ones = word.count_ones();
+        let ones = popcount(word);
         if k < ones {
             return Some(block * BLOCK_SLOTS + select(word, k) as usize);
         }
@@ -53,13 +54,56 @@ fn select_from(view: &View<'_>, from: usize, k: usize) -> Option<usize> {
     }
 }
 
+/// The last runend bit in slots `floor..slot`, if any.
+#[inline]
+fn last_runend_before(view: &View<'_>, floor: usize, slot: usize) -> Option<usize> {
+    if slot <= floor {
+        return None;
+    }
+    let floor_block = floor / BLOCK_SLOTS;
+    let mut block = (slot - 1) / BLOCK_SLOTS;
+    let mut word = view.runends(block) & low_mask(((slot - 1) % BLOCK_SLOTS) as u32 + 1);
+    loop {
+        if block == floor_block {
+            word &= !low_mask((floor % BLOCK_SLOTS) as u32);
+        }
+        if word != 0 {
+            return Some(block * BLOCK_SLOTS + 63 - word.leading_zeros() as usize);
+        }
+        if block == floor_block {
+            return None;
+        }
+        block -= 1;
+        word = view.runends(block);
+    }
+}
+
 /// The slot after the run of the last occupied quotient `<= slot` (or, if that run ends before
 /// `slot` or there is none, some position `<= slot`). So `slot` is in use iff the result is
 /// larger than `slot`.
-#[inline]
+#[inline(always)]
 pub(crate) fn end_after(view: &View<'_>, slot: usize) -> Option<usize> {
     let block = slot / BLOCK_SLOTS;
-    let d = rank(view.occupieds(block), (slot % BLOCK_SLOTS) as u32) as usize;
+    let d = rank(view.occupieds(block), (slot % BLOCK_SLOTS) as u32);
+    let base = block * BLOCK_SLOTS;
+    // The common case, as in `run_of`: an exact spill and the run ending in the block.
+    let stored = view.stored_spill(block);
+    if stored < BLOCK_SLOTS as u64 {
+        if d == 0 {
+            return Some(base + stored as usize);
+        }
+        let end = select(view.runends(block) & !low_mask(stored as u32), d - 1);
+        if end < BLOCK_SLOTS as u32 {
+            return Some(base + end as usize + 1);
+        }
+    }
+    end_after_across_blocks(view, block, d as usize)
+}
+
+/// [`end_after`] for a slot of `block` with `d` occupied quotients up to it in the block, when
+/// the block's spill is 64 or more or the run ends in a later block.
+#[inline(never)]
+fn end_after_across_blocks(view: &View<'_>, block: usize, d: usize) -> Option<usize> {
     let first = block * BLOCK_SLOTS + spill(view, block)?;
     if d == 0 {
         Some(first)
@@ -84,21 +128,57 @@ pub(crate) fn spill(view: &View<'_>, block: usize) -> Option<usize> {
 }
 
 /// The first and last slot of `quotient`'s run, if it is occupied.
-#[inline]
+#[inline(always)]
 pub(crate) fn run_of(view: &View<'_>, quotient: usize) -> Option<Option<(usize, usize)>> {
     let block = quotient / BLOCK_SLOTS;
     let occupieds = view.occupieds(block);
     if occupieds >> (quotient % BLOCK_SLOTS) & 1 == 0 {
         return Some(None);
     }
-    let d = rank(occupieds, (quotient % BLOCK_SLOTS) as u32) as usize;
+    let d = rank(occupieds, (quotient % BLOCK_SLOTS) as u32);
+    // The common case, all in the quotient's block: the spill is exact and the run ends in the
+    // block. Then one select finds the end, and the highest runend below it the start.
+    let stored = view.stored_spill(block);
+    if stored < BLOCK_SLOTS as u64 {
+        let ends = view.runends(block) & !low_mask(stored as u32);
+        let end = select(ends, d - 1);
+        if end < BLOCK_SLOTS as u32 {
+            let after_previous = if d == 1 {
+                stored as usize
+            } else {
+                let below = ends & low_mask(end);
+                if below == 0 {
+                    return None; // inconsistent: `d - 1` runends must lie below
+                }
+                BLOCK_SLOTS - below.leading_zeros() as usize
+            };
+            let base = block * BLOCK_SLOTS;
+            let start = (base + after_previous).max(quotient);
+            let end = base + end as usize;
+            return if start > end {
+                None
+            } else {
+                Some(Some((start, end)))
+            };
+        }
+    }
+    run_across_blocks(view, quotient, d as usize)
+}
+
+/// [`run_of`] for an occupied quotient, the `d`-th occupied one of its block, whose run ends in
+/// a later block or whose block's spill is 64 or more.
+#[inline(never)]
+fn run_across_blocks(view: &View<'_>, quotient: usize, d: usize) -> Option<Option<(usize, usize)>> {
+    let block = quotient / BLOCK_SLOTS;
     let first = block * BLOCK_SLOTS + spill(view, block)?;
+    // The run ends at the `d`-th runend from `first` and starts after the one before it, found
+    // by a backward scan (usually in the same word) rather than a second select.
+    let end = select_from(view, first, d - 1)?;
     let after_previous = if d == 1 {
         first
     } else {
-        select_from(view, first, d - 2)? + 1
+        last_runend_before(view, first, end)? + 1
     };
-    let end = select_from(view, after_previous, 0)?;
     let start = after_previous.max(quotient);
     if start > end {
         return None;
@@ -107,7 +187,7 @@ pub(crate) fn run_of(view: &View<'_>, quotient: usize) -> Option<Option<(usize, 
 }
 
 /// The first empty slot at or after `slot`; `Err(Full)` if there is none.
-#[inline]
+#[inline(always)]
 pub(crate) fn first_empty(view: &View<'_>, mut slot: usize) -> Result<usize, Fault> {
     loop {
         if slot >= view.table().slots() {
@@ -122,7 +202,7 @@ pub(crate) fn first_empty(view: &View<'_>, mut slot: usize) -> Result<usize, Fau
 }
 
 /// The count stored for `(quotient, remainder)` (0 if absent).
-#[inline]
+#[inline(always)]
 pub(crate) fn count(view: &View<'_>, quotient: usize, remainder: u64) -> Option<u64> {
     let Some((start, end)) = run_of(view, quotient)? else {
         return Some(0);
@@ -180,9 +260,13 @@ pub(crate) fn plan(
 ) -> Result<Plan, Fault> {
     let r = view.table().remainder_bits();
     let run = run_of(view, quotient).ok_or(Fault::Inconsistent)?;
+    // Whether slot `at` is known to be empty: a new quotient whose canonical slot is free, the
+    // common insert into a not yet crowded table (no search for an empty slot, no shift).
+    let mut at_is_empty = false;
     let (at, old_count, old_len) = match run {
         None => {
             let after = end_after(view, quotient).ok_or(Fault::Inconsistent)?;
+            at_is_empty = after <= quotient;
             (after.max(quotient), 0, 0)
         }
         Some((start, end)) => {
@@ -226,7 +310,9 @@ pub(crate) fn plan(
         plan.grow = new_len - old_len;
         let mut empty = at;
         for i in 0..plan.grow {
-            empty = first_empty(view, empty)?;
+            if i > 0 || !at_is_empty {
+                empty = first_empty(view, empty)?;
+            }
             if i == 0 {
                 plan.first_empty = empty;
             }
@@ -290,12 +376,16 @@ pub(crate) fn apply(view: &View<'_>, plan: &Plan) {
         // (the earlier shifts filled only empty slots before it, so it is still empty). The
         // empty slots are found again before anything moves (the offsets would be stale
         // after the first shift), so the plan carries only the first, the common case.
-        let mut empties = [plan.first_empty; MAX_ENTRY_SLOTS];
-        for i in 1..plan.grow {
-            empties[i] = first_empty(view, empties[i - 1] + 1).expect("the plan found it");
-        }
-        for &empty in &empties[..plan.grow] {
-            shift_right(view, plan.at, empty);
+        if plan.grow == 1 {
+            shift_right(view, plan.at, plan.first_empty);
+        } else {
+            let mut empties = [plan.first_empty; MAX_ENTRY_SLOTS];
+            for i in 1..plan.grow {
+                empties[i] = first_empty(view, empties[i - 1] + 1).expect("the plan found it");
+            }
+            for &empty in &empties[..plan.grow] {
+                shift_right(view, plan.at, empty);
+            }
         }
         write_entry(view, plan.at, plan.remainder, plan.new_count, r);
         for i in 0..plan.new_len {
@@ -347,12 +437,53 @@ fn write_entry(view: &View<'_>, at: usize, remainder: u64, count: u64, remainder
     }
 }
 
-/// Moves slots `from..to` one slot right (remainders and runend bits); `to` was empty.
+/// Moves slots `from..to` one slot right (remainders and runend bits); `to` was empty. Slot
+/// `from` keeps its old content. Block by block from the highest, each a word-level shift plus
+/// the one slot carried over from the block below.
 fn shift_right(view: &View<'_>, from: usize, to: usize) {
-    for slot in (from..to).rev() {
-        view.set_remainder(slot + 1, view.remainder(slot));
-        view.set_runend(slot + 1, view.is_runend(slot));
+    if from >= to {
+        return;
     }
+    let mut block = to / BLOCK_SLOTS;
+    loop {
+        let base = block * BLOCK_SLOTS;
+        let (lo, hi) = (from.max(base) - base, (to - base).min(BLOCK_SLOTS - 1));
+        if lo < hi {
+            view.shift_up_in_block(block, lo, hi);
+        }
+        if from >= base {
+            return;
+        }
+        // The last slot of the block below moves to this block's first (not yet changed there).
+        view.set_remainder(base, view.remainder(base - 1));
+        view.set_runend(base, view.is_runend(base - 1));
+        block -= 1;
+    }
+}
+
+/// Moves slots `from + 1..=to` one slot left (remainders and runend bits) and empties slot
+/// `to`. Block by block from the lowest, each a word-level shift plus the one slot carried over
+/// from the block above.
+fn shift_left(view: &View<'_>, from: usize, to: usize) {
+    let last_block = to / BLOCK_SLOTS;
+    if from < to {
+        for block in from / BLOCK_SLOTS..=last_block {
+            let base = block * BLOCK_SLOTS;
+            let (lo, hi) = (from.max(base) - base, (to - base).min(BLOCK_SLOTS - 1));
+            if lo < hi {
+                view.shift_down_in_block(block, lo, hi);
+            }
+            if block < last_block {
+                // The first slot of the block above moves to this block's last (not yet
+                // changed there).
+                let top = base + BLOCK_SLOTS - 1;
+                view.set_remainder(top, view.remainder(top + 1));
+                view.set_runend(top, view.is_runend(top + 1));
+            }
+        }
+    }
+    view.set_remainder(to, 0);
+    view.set_runend(to, false);
 }
 
 /// Removes slot `slot` from the run of `quotient` (`start..=end`): the rest of the run and every
@@ -366,10 +497,60 @@ fn remove_slot(view: &View<'_>, quotient: usize, start: usize, end: usize, slot:
             view.set_runend(end - 1, true);
         }
     }
-    for at in slot..last {
-        view.set_remainder(at, view.remainder(at + 1));
-        view.set_runend(at, view.is_runend(at + 1));
+    shift_left(view, slot, last);
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::super::blocks::Blocks;
+    use super::*;
+
+    /// Every slot's remainder and runend bit.
+    fn slots(view: &View<'_>) -> Vec<(u64, bool)> {
+        (0..view.table().slots())
+            .map(|slot| (view.remainder(slot), view.is_runend(slot)))
+            .collect()
     }
-    view.set_remainder(last, 0);
-    view.set_runend(last, false);
+
+    /// A table of 4 blocks with random remainders and runend bits.
+    fn random_table(r: u32, seed: u64) -> Blocks {
+        let table = Blocks::new(4, r);
+        let view = View::new(&table);
+        let mut x = seed;
+        for slot in 0..table.slots() {
+            x = crate::hash::remix(x);
+            view.set_remainder(slot, x & low_mask(r));
+            view.set_runend(slot, x >> 63 == 1);
+        }
+        table
+    }
+
+    #[test]
+    fn word_level_shifts_match_moving_one_slot_at_a_time() {
+        let mut seed = 1u64;
+        for r in [2, 3, 7, 8, 11, 13, 31, 32, 33, 62] {
+            for _ in 0..200 {
+                seed = crate::hash::remix(seed);
+                let table = random_table(r, seed);
+                let view = View::new(&table);
+                let slots_count = table.slots();
+                let from = (seed % slots_count as u64) as usize;
+                let to = from + ((seed >> 20) % (slots_count - from) as u64) as usize;
+
+                let mut want = slots(&view);
+                for slot in (from..to).rev() {
+                    want[slot + 1] = want[slot];
+                }
+                shift_right(&view, from, to);
+                assert_eq!(slots(&view), want, "shift_right r={r} {from}..{to}");
+
+                for slot in from..to {
+                    want[slot] = want[slot + 1];
+                }
+                want[to] = (0, false);
+                shift_left(&view, from, to);
+                assert_eq!(slots(&view), want, "shift_left r={r} {from}..{to}");
+            }
+        }
+    }
 }
