@@ -79,7 +79,7 @@ use std::fmt;
 use crate::filter::{Error, Filter, Remove};
 use crate::sync::{AtomicU64, Ordering, Waiter};
 
-use super::table::{CuckooTable, Entry, State, ENTRIES_PER_BUCKET};
+use super::table::{BucketWords, CuckooTable, Entry, State, ENTRIES_PER_BUCKET};
 
 /// The most version stripes (8 KiB of counters, which stay in cache).
 pub(crate) const VERSION_STRIPES: usize = 1024;
@@ -256,15 +256,12 @@ impl LockFreeCuckooFilter {
         self.version(bucket).load(Ordering::Acquire)
     }
 
-    /// Whether `bucket` shows a copy of `fingerprint` a query counts (any state but
+    /// Whether `bucket` (loaded) shows a copy of `fingerprint` a query counts (any state but
     /// `Vacated`).
     #[inline]
-    fn visible_in(&self, bucket: usize, fingerprint: u64) -> bool {
-        // Acquire: the entry was published by a `Release` CAS; see the module docs.
+    fn visible_in(&self, bucket: &BucketWords, fingerprint: u64) -> bool {
         self.table
-            .find_in_bucket(bucket, fingerprint, Ordering::Acquire, |state| {
-                state != State::Vacated
-            })
+            .search(bucket, fingerprint, |state| state != State::Vacated)
             .is_some()
     }
 
@@ -392,8 +389,13 @@ impl Filter for LockFreeCuckooFilter {
         let place = self.table.placement(hash);
         loop {
             let version = self.load_version(place.primary);
-            if self.visible_in(place.primary, place.fingerprint)
-                || self.visible_in(place.alternate, place.fingerprint)
+            // Both buckets are loaded, `primary` first, before either is searched, so the two
+            // loads overlap; the order of the reads is the one the module docs' argument uses.
+            // Acquire: the entries were published by `Release` CASes; see the module docs.
+            let primary = self.table.load_bucket(place.primary, Ordering::Acquire);
+            let alternate = self.table.load_bucket(place.alternate, Ordering::Acquire);
+            if self.visible_in(&primary, place.fingerprint)
+                || self.visible_in(&alternate, place.fingerprint)
             {
                 return true;
             }
