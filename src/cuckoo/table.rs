@@ -48,9 +48,33 @@
 //! relocation path from entry `i` of a bucket is a chain through entry `i` of other buckets
 //! ([`CuckooTable::relocation_path`]). The price: a copy never changes index, so relocation
 //! chains are single paths instead of a tree of choices, and the table fills less far than a
-//! sequential cuckoo filter's 95% before the first insert fails: about 88% at 2^6 buckets, 83%
-//! at 2^10 and 80% at 2^14 (all fingerprint widths alike; counted once by inserting until the
-//! first failure). The constructors size for [`MAX_LOAD`] = 70%; paper 001 measures at 40%.
+//! sequential cuckoo filter's 95% before the first insert fails.
+//!
+//! # Supported sizes and load caps
+//!
+//! Buckets have 4 entries ([`ENTRIES_PER_BUCKET`], the only bucket size). Fingerprints have 4
+//! to 30 bits (`with_bits`); `new(capacity, fpr)` picks the smallest width of at least 8 bits
+//! ([`MIN_SIZED_FINGERPRINT_BITS`]) that meets `fpr` at [`MAX_LOAD`] = 70% and sizes the table
+//! for that fill (paper 001 measures at 40%). The fill at which the first insert fails (the
+//! *load cap*), measured by inserting distinct keys into an empty `LockFreeCuckooFilter` until
+//! the first `Full` (median of 3 runs; one run at 2^22 buckets):
+//!
+//! | fingerprint bits | 2^6 buckets | 2^10 | 2^14 | 2^18 | 2^22 |
+//! | --- | --- | --- | --- | --- | --- |
+//! | 4 | 84% | 78% | 74% | 68% | 60% |
+//! | 5 | | | | | 70% |
+//! | 6 | 87% | 83% | 78% | 77% | 75% |
+//! | 8 | 87% | 83% | 80% | 78% | 77% |
+//! | 12 | 89% | 84% | 80% | 79% | |
+//! | 16 | 88% | 83% | 80% | 79% | 78% |
+//! | 24 | 84% | 83% | 80% | 78% | |
+//! | 30 | 87% | 84% | 81% | 79% | |
+//!
+//! From 8 bits on the cap hardly depends on the width and stays above 70% up to 2^22 buckets;
+//! it falls slowly with the table's size. Below 8 bits the alternate bucket takes only
+//! `2^f - 1` offsets, so relocation chains run into each other sooner: with 4 or 5 bits a large
+//! table caps below 70%, which is why `new` never picks them (`with_bits` still accepts them,
+//! for small tables or a lower fill).
 
 use crate::counter::StripedCounter;
 use crate::filter::Error;
@@ -63,6 +87,12 @@ pub(crate) const ENTRIES_PER_BUCKET: usize = 4;
 
 /// The smallest fingerprint width the filters accept.
 pub(crate) const MIN_FINGERPRINT_BITS: u32 = 4;
+
+/// The smallest fingerprint width `new(capacity, fpr)` picks: below 8 bits, the few distinct
+/// alternate-bucket offsets (`2^f - 1`) make relocation chains fail early on large tables (the
+/// first insert fails at about 60% fill with 4 bits and 70% with 5 bits on 2^22 buckets, under
+/// [`MAX_LOAD`]; see the module docs).
+pub(crate) const MIN_SIZED_FINGERPRINT_BITS: u32 = 8;
 
 /// The largest fingerprint width the filters accept (entries of 32 bits, 2 per group).
 pub(crate) const MAX_FINGERPRINT_BITS: u32 = 30;
@@ -294,7 +324,7 @@ impl CuckooTable {
         }
         let fingerprint_bits = crate::sizing::smallest_remainder(
             fpr,
-            MIN_FINGERPRINT_BITS,
+            MIN_SIZED_FINGERPRINT_BITS,
             MAX_FINGERPRINT_BITS,
             |f| cuckoo_fpr(MAX_LOAD, f),
         )?;
