@@ -1,8 +1,9 @@
 //! Paper 001's experiment (§3.1): a cuckoo table at load 0.4 under 90% finds, 5% inserts and
 //! 5% removes, with 1, 2, ... threads: `LockFreeCuckooFilter` beside `LockedCuckooFilter`
 //! (striped, writer-fair locks), the coarse-grained filter (one lock around the whole table,
-//! paper 001 §1.2) and the `atomic-cuckoo-filter` crate; plus single-thread lookups beside the
-//! `cuckoofilter` crate. All tables have 16-bit fingerprints and 4-entry buckets.
+//! paper 001 §1.2) and the `atomic-cuckoo-filter` crate, all with 16-bit fingerprints and 4-entry
+//! buckets; plus single-thread lookups of both filters beside the `cuckoofilter` crate (with its
+//! default hasher and with xxh3) at 8-bit fingerprints, its only width.
 //!
 //! Paper 001 §3.3's associativity table (2 to 128 entries per bucket) is not reproduced: this
 //! crate's buckets have 4 entries (the 2-bit entry states and the same-index rule are built for
@@ -17,12 +18,11 @@
 #[path = "common/mod.rs"]
 mod common;
 
-use std::hint::black_box;
 use std::time::Duration;
 
-use common::cuckoo_mix::{run_mix_named, MixWorkload, MIX_FILTERS, MIX_FINGERPRINT_BITS};
-use common::{Scale, NEGATIVE_KEYS};
-use conqf::{Filter, LockFreeCuckooFilter};
+use common::cuckoo_lookup::{LookupFilter, LookupWorkload, LOOKUP_FILTERS};
+use common::cuckoo_mix::{run_mix_named, MixWorkload, MIX_FILTERS};
+use common::Scale;
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 
 /// The thread counts from `CONQF_THREADS` (comma-separated), else `1..=available_parallelism`.
@@ -70,45 +70,29 @@ fn mix(c: &mut Criterion, bucket_bits: u32) {
     group.finish();
 }
 
-/// Single-thread lookups of keys (half inserted, half not) at load 0.4, hashing included: both
-/// filters are called as a user calls them, with the key.
+/// Single-thread lookups at load 0.4 with 8-bit fingerprints (`cuckoofilter`'s only width),
+/// hashing included: every filter is called as a user calls it, with the key; positive and
+/// negative lookups apart.
 fn lookups(c: &mut Criterion, bucket_bits: u32) {
-    let entries = 4usize << bucket_bits;
-    let stored = (entries as f64 * common::cuckoo_mix::MIX_LOAD) as u64;
-    let ours = LockFreeCuckooFilter::with_bits(bucket_bits, MIX_FINGERPRINT_BITS).expect("valid");
-    let mut theirs =
-        cuckoofilter::CuckooFilter::<std::collections::hash_map::DefaultHasher>::with_capacity(
-            entries,
-        );
-    for key in 0..stored {
-        ours.insert(&key).expect("room at load 0.4");
-        theirs.add(&key).expect("room at load 0.4");
-    }
-    let queries: Vec<u64> = (0..stored / 2)
-        .chain(NEGATIVE_KEYS..NEGATIVE_KEYS + stored / 2)
-        .collect();
+    let workload = LookupWorkload::new(bucket_bits);
     let mut group = c.benchmark_group("cuckoo_lookup/single_thread");
     group
-        .throughput(Throughput::Elements(queries.len() as u64))
+        .throughput(Throughput::Elements(workload.stored.len() as u64))
         .sample_size(10)
         .warm_up_time(Duration::from_secs(1))
         .measurement_time(Duration::from_secs(3));
-    group.bench_function("LockFreeCuckooFilter", |b| {
-        b.iter(|| {
-            queries
-                .iter()
-                .filter(|&&k| ours.contains(&black_box(k)))
-                .count()
-        })
-    });
-    group.bench_function("cuckoofilter", |b| {
-        b.iter(|| {
-            queries
-                .iter()
-                .filter(|&&k| theirs.contains(&black_box(k)))
-                .count()
-        })
-    });
+    for name in LOOKUP_FILTERS {
+        let (filter, failed) = LookupFilter::build(name, bucket_bits, &workload);
+        assert_eq!(failed, 0, "{name}: inserts failed at load 0.4");
+        for (phase, keys) in [
+            ("positive", &workload.stored),
+            ("negative", &workload.absent),
+        ] {
+            group.bench_function(BenchmarkId::new(name, phase), |b| {
+                b.iter(|| filter.count_hits(keys))
+            });
+        }
+    }
     group.finish();
 }
 

@@ -48,6 +48,21 @@ impl StableHasher {
     }
 }
 
+impl StableHasher {
+    /// Appends `N` bytes: a copy of a known size into the inline buffer when it fits (the
+    /// common case of integer keys), else [`Hasher::write`]. Hashes exactly as `write` would.
+    #[inline]
+    fn write_fixed<const N: usize>(&mut self, bytes: [u8; N]) {
+        let end = self.inline_len + N;
+        if self.stream.is_none() && end <= INLINE_BYTES {
+            self.inline[self.inline_len..end].copy_from_slice(&bytes);
+            self.inline_len = end;
+        } else {
+            self.write(&bytes);
+        }
+    }
+}
+
 impl Hasher for StableHasher {
     fn write(&mut self, bytes: &[u8]) {
         if let Some(stream) = self.stream.as_mut() {
@@ -63,43 +78,56 @@ impl Hasher for StableHasher {
         }
     }
 
+    #[inline]
     fn write_u8(&mut self, i: u8) {
         self.write(&[i]);
     }
+    #[inline]
     fn write_u16(&mut self, i: u16) {
-        self.write(&i.to_le_bytes());
+        self.write_fixed(i.to_le_bytes());
     }
+    #[inline]
     fn write_u32(&mut self, i: u32) {
-        self.write(&i.to_le_bytes());
+        self.write_fixed(i.to_le_bytes());
     }
+    #[inline]
     fn write_u64(&mut self, i: u64) {
-        self.write(&i.to_le_bytes());
+        self.write_fixed(i.to_le_bytes());
     }
+    #[inline]
     fn write_u128(&mut self, i: u128) {
-        self.write(&i.to_le_bytes());
+        self.write_fixed(i.to_le_bytes());
     }
+    #[inline]
     fn write_usize(&mut self, i: usize) {
         self.write_u64(i as u64);
     }
+    #[inline]
     fn write_i8(&mut self, i: i8) {
         self.write_u8(i as u8);
     }
+    #[inline]
     fn write_i16(&mut self, i: i16) {
         self.write_u16(i as u16);
     }
+    #[inline]
     fn write_i32(&mut self, i: i32) {
         self.write_u32(i as u32);
     }
+    #[inline]
     fn write_i64(&mut self, i: i64) {
         self.write_u64(i as u64);
     }
+    #[inline]
     fn write_i128(&mut self, i: i128) {
         self.write_u128(i as u128);
     }
+    #[inline]
     fn write_isize(&mut self, i: isize) {
         self.write_u64(i as i64 as u64);
     }
 
+    #[inline]
     fn finish(&self) -> u64 {
         match self.stream.as_ref() {
             Some(stream) => stream.digest(),

@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use conqf::{hash_key, Error, Filter, SequentialQf};
 
+pub(crate) mod cuckoo_lookup;
 pub(crate) mod cuckoo_mix;
 
 /// Remainder bits of the paper's quotient filters (paper 000 §5: r = 10).

@@ -79,7 +79,7 @@ use std::fmt;
 use crate::filter::{Error, Filter, Remove};
 use crate::sync::{AtomicU64, Ordering, Waiter};
 
-use super::table::{CuckooTable, Entry, State, ENTRIES_PER_BUCKET};
+use super::table::{BucketWords, CuckooTable, Entry, State};
 
 /// The most version stripes (8 KiB of counters, which stay in cache).
 pub(crate) const VERSION_STRIPES: usize = 1024;
@@ -136,13 +136,18 @@ impl LockFreeCuckooFilter {
     /// # Errors
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)` or needs more
     /// than 30 fingerprint bits, or the table would be too large.
+    ///
+    /// The fingerprints have at least 8 bits (fewer would cap the fill below 70% on large
+    /// tables), so a large `fpr` is met with room to spare.
     pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
         let (bucket_bits, fingerprint_bits) = CuckooTable::parameters_for(capacity, fpr)?;
         Self::with_bits(bucket_bits, fingerprint_bits)
     }
 
     /// A filter of `2^bucket_bits` buckets of 4 entries with `fingerprint_bits`-bit
-    /// fingerprints (4 to 30 bits; 8, 12 and 16 are the usual choices).
+    /// fingerprints (4 to 30 bits; 8, 12 and 16 are the usual choices). Below 8 bits large
+    /// tables fill less far before an insert fails (about 60% with 4 bits at 2^22 buckets; the
+    /// load caps are tabled in the crate README's cuckoo section).
     ///
     /// ```
     /// use conqf::LockFreeCuckooFilter;
@@ -256,15 +261,12 @@ impl LockFreeCuckooFilter {
         self.version(bucket).load(Ordering::Acquire)
     }
 
-    /// Whether `bucket` shows a copy of `fingerprint` a query counts (any state but
+    /// Whether `bucket` (loaded) shows a copy of `fingerprint` a query counts (any state but
     /// `Vacated`).
     #[inline]
-    fn visible_in(&self, bucket: usize, fingerprint: u64) -> bool {
-        // Acquire: the entry was published by a `Release` CAS; see the module docs.
+    fn visible_in(&self, bucket: &BucketWords, fingerprint: u64) -> bool {
         self.table
-            .find_in_bucket(bucket, fingerprint, Ordering::Acquire, |state| {
-                state != State::Vacated
-            })
+            .search(bucket, fingerprint, |state| state != State::Vacated)
             .is_some()
     }
 
@@ -392,8 +394,13 @@ impl Filter for LockFreeCuckooFilter {
         let place = self.table.placement(hash);
         loop {
             let version = self.load_version(place.primary);
-            if self.visible_in(place.primary, place.fingerprint)
-                || self.visible_in(place.alternate, place.fingerprint)
+            // Both buckets are loaded, `primary` first, before either is searched, so the two
+            // loads overlap; the order of the reads is the one the module docs' argument uses.
+            // Acquire: the entries were published by `Release` CASes; see the module docs.
+            let primary = self.table.load_bucket(place.primary, Ordering::Acquire);
+            let alternate = self.table.load_bucket(place.alternate, Ordering::Acquire);
+            if self.visible_in(&primary, place.fingerprint)
+                || self.visible_in(&alternate, place.fingerprint)
             {
                 return true;
             }
@@ -434,28 +441,29 @@ impl Remove for LockFreeCuckooFilter {
             let version = self.load_version(place.primary);
             let mut moving = false;
             for bucket in [place.primary, place.alternate] {
-                for index in 0..ENTRIES_PER_BUCKET {
-                    // Acquire: as every load.
-                    let entry = self.table.entry(bucket, index, Ordering::Acquire);
-                    if entry.fingerprint() != place.fingerprint {
-                        continue;
+                // Acquire: as every load.
+                let words = self.table.load_bucket(bucket, Ordering::Acquire);
+                let stable = Entry::new(place.fingerprint, State::Stable);
+                if let Some(index) = self
+                    .table
+                    .search(&words, place.fingerprint, |state| state == State::Stable)
+                {
+                    if self
+                        .table
+                        .compare_exchange(bucket, index, stable, Entry::EMPTY)
+                    {
+                        self.table.len.decrement(place.primary);
+                        return Ok(true);
                     }
-                    match entry.state() {
-                        State::Stable => {
-                            if self
-                                .table
-                                .compare_exchange(bucket, index, entry, Entry::EMPTY)
-                            {
-                                self.table.len.decrement(place.primary);
-                                return Ok(true);
-                            }
-                            // The entry changed under us (moved or removed): look again.
-                            continue 'retry;
-                        }
-                        State::Out | State::In => moving = true,
-                        State::Vacated => {}
-                    }
+                    // The entry changed under us (moved or removed): look again.
+                    continue 'retry;
                 }
+                moving |= self
+                    .table
+                    .search(&words, place.fingerprint, |state| {
+                        matches!(state, State::Out | State::In)
+                    })
+                    .is_some();
             }
             if moving {
                 waiter.wait();

@@ -48,14 +48,38 @@
 //! relocation path from entry `i` of a bucket is a chain through entry `i` of other buckets
 //! ([`CuckooTable::relocation_path`]). The price: a copy never changes index, so relocation
 //! chains are single paths instead of a tree of choices, and the table fills less far than a
-//! sequential cuckoo filter's 95% before the first insert fails: about 88% at 2^6 buckets, 83%
-//! at 2^10 and 80% at 2^14 (all fingerprint widths alike; counted once by inserting until the
-//! first failure). The constructors size for [`MAX_LOAD`] = 70%; paper 001 measures at 40%.
+//! sequential cuckoo filter's 95% before the first insert fails.
+//!
+//! # Supported sizes and load caps
+//!
+//! Buckets have 4 entries ([`ENTRIES_PER_BUCKET`], the only bucket size). Fingerprints have 4
+//! to 30 bits (`with_bits`); `new(capacity, fpr)` picks the smallest width of at least 8 bits
+//! ([`MIN_SIZED_FINGERPRINT_BITS`]) that meets `fpr` at [`MAX_LOAD`] = 70% and sizes the table
+//! for that fill (paper 001 measures at 40%). The fill at which the first insert fails (the
+//! *load cap*), measured by inserting distinct keys into an empty `LockFreeCuckooFilter` until
+//! the first `Full` (median of 3 runs; one run at 2^22 buckets):
+//!
+//! | fingerprint bits | 2^6 buckets | 2^10 | 2^14 | 2^18 | 2^22 |
+//! | --- | --- | --- | --- | --- | --- |
+//! | 4 | 84% | 78% | 74% | 68% | 60% |
+//! | 5 | | | | | 70% |
+//! | 6 | 87% | 83% | 78% | 77% | 75% |
+//! | 8 | 87% | 83% | 80% | 78% | 77% |
+//! | 12 | 89% | 84% | 80% | 79% | |
+//! | 16 | 88% | 83% | 80% | 79% | 78% |
+//! | 24 | 84% | 83% | 80% | 78% | |
+//! | 30 | 87% | 84% | 81% | 79% | |
+//!
+//! From 8 bits on the cap hardly depends on the width and stays above 70% up to 2^22 buckets;
+//! it falls slowly with the table's size. Below 8 bits the alternate bucket takes only
+//! `2^f - 1` offsets, so relocation chains run into each other sooner: with 4 or 5 bits a large
+//! table caps below 70%, which is why `new` never picks them (`with_bits` still accepts them,
+//! for small tables or a lower fill).
 
 use crate::counter::StripedCounter;
 use crate::filter::Error;
 use crate::hash::{low_mask, remix, Fingerprint};
-use crate::storage::SlotArray;
+use crate::storage::{SlotArray, SlotLayout};
 use crate::sync::Ordering;
 
 /// Entries per bucket (the 4-way buckets of paper 001 §2.1).
@@ -63,6 +87,12 @@ pub(crate) const ENTRIES_PER_BUCKET: usize = 4;
 
 /// The smallest fingerprint width the filters accept.
 pub(crate) const MIN_FINGERPRINT_BITS: u32 = 4;
+
+/// The smallest fingerprint width `new(capacity, fpr)` picks: below 8 bits, the few distinct
+/// alternate-bucket offsets (`2^f - 1`) make relocation chains fail early on large tables (the
+/// first insert fails at about 60% fill with 4 bits and 70% with 5 bits on 2^22 buckets, under
+/// [`MAX_LOAD`]; see the module docs).
+pub(crate) const MIN_SIZED_FINGERPRINT_BITS: u32 = 8;
 
 /// The largest fingerprint width the filters accept (entries of 32 bits, 2 per group).
 pub(crate) const MAX_FINGERPRINT_BITS: u32 = 30;
@@ -152,6 +182,90 @@ pub(crate) struct CuckooTable {
     fingerprint_bits: u32,
     /// Stored copies (inserts minus removes); a statistic.
     pub(crate) len: StripedCounter,
+    /// The word constants of the broadword bucket search.
+    lanes: Lanes,
+    /// The index of the last group of `entries`.
+    last_group: usize,
+}
+
+/// The groups a bucket lies in, as loaded at one instant each ([`CuckooTable::load_bucket`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BucketWords {
+    /// The group of the bucket's first entry and the group after it.
+    words: [u64; 2],
+    /// The lane of the bucket's first entry in `words[0]`.
+    offset: u32,
+    /// How many of the bucket's entries are in `words[0]`; the rest start at lane 0 of
+    /// `words[1]`.
+    first: u32,
+}
+
+/// Word constants that compare a fingerprint with every entry of a group at once (broadword
+/// or SWAR: "SIMD within a register"). A *lane* is one entry's bits in a group; a lane's top
+/// bit is its *flag*.
+#[derive(Debug, Clone, Copy)]
+struct Lanes {
+    /// Entry width `f + 2`.
+    bits: u32,
+    /// `1` in the lowest bit of every lane.
+    ones: u64,
+    /// The fingerprint field of every lane (the state bits and the unused top bits clear).
+    fingerprints: u64,
+    /// The fingerprint field of every lane without its top bit.
+    low: u64,
+    /// The flag of every lane.
+    flags: u64,
+    /// `ceil(2^20 / bits)`, for [`Lanes::lane_of`].
+    reciprocal: u32,
+}
+
+impl Lanes {
+    fn new(layout: &SlotLayout) -> Self {
+        let bits = layout.bits();
+        let field = low_mask(bits) & !low_mask(STATE_BITS);
+        let flag = 1u64 << (bits - 1);
+        Lanes {
+            bits,
+            ones: layout.lanes(1),
+            fingerprints: layout.lanes(field),
+            low: layout.lanes(field & !flag),
+            flags: layout.lanes(flag),
+            reciprocal: (1u32 << 20).div_ceil(bits),
+        }
+    }
+
+    /// `fingerprint` (non-zero, `f` bits) in the fingerprint field of every lane.
+    #[inline]
+    fn pattern(&self, fingerprint: u64) -> u64 {
+        // No carry between lanes: `fingerprint << 2` fits one lane.
+        (fingerprint << STATE_BITS).wrapping_mul(self.ones)
+    }
+
+    /// The flags of the lanes of `word` whose fingerprint field equals `pattern`'s, exactly:
+    /// `x` is zero in the field of an equal lane; adding `low` to the field's lower bits carries
+    /// into the flag bit exactly when one of them is set, and the carry never leaves the lane
+    /// (each addend is at most `low`), so `t`'s flag is clear only in lanes where all of `x`'s
+    /// field is zero. Empty entries never match (fingerprints are never 0).
+    #[inline]
+    fn matches(&self, word: u64, pattern: u64) -> u64 {
+        let x = (word ^ pattern) & self.fingerprints;
+        let t = ((x & self.low) + self.low) | x;
+        !t & self.flags
+    }
+
+    /// The flags of `count` lanes from lane `first` on (`first + count <= per_group`).
+    #[inline]
+    fn span(&self, first: u32, count: u32) -> u64 {
+        (self.flags & low_mask(count * self.bits)) << (first * self.bits)
+    }
+
+    /// The lane whose flag is bit `bit`: `bit / bits`, as a multiplication by the rounded-up
+    /// reciprocal `ceil(2^20 / bits)`, exact for `bit < 64` (the error `bit · bits / 2^20`
+    /// stays below `1 / bits`).
+    #[inline]
+    fn lane_of(&self, bit: u32) -> u32 {
+        (bit * self.reciprocal) >> 20
+    }
 }
 
 impl CuckooTable {
@@ -163,6 +277,8 @@ impl CuckooTable {
         Self::check_bits(bucket_bits, fingerprint_bits)?;
         let entries = SlotArray::new(fingerprint_bits + STATE_BITS, Self::slots_for(bucket_bits))?;
         Ok(CuckooTable {
+            lanes: Lanes::new(entries.layout()),
+            last_group: entries.layout().groups_for(entries.len()) - 1,
             entries,
             bucket_bits,
             fingerprint_bits,
@@ -208,7 +324,7 @@ impl CuckooTable {
         }
         let fingerprint_bits = crate::sizing::smallest_remainder(
             fpr,
-            MIN_FINGERPRINT_BITS,
+            MIN_SIZED_FINGERPRINT_BITS,
             MAX_FINGERPRINT_BITS,
             |f| cuckoo_fpr(MAX_LOAD, f),
         )?;
@@ -311,11 +427,9 @@ impl CuckooTable {
         }
     }
 
-    /// The entry index in `bucket` holding `fingerprint` in a state `accept` takes, if any.
-    ///
-    /// Each group the bucket touches (one or two) is loaded once: entries of one group are
-    /// read at the same instant, which is as good as reading them one by one.
-    #[inline]
+    /// The entry index in `bucket` holding `fingerprint` in a state `accept` takes, if any:
+    /// [`load_bucket`](Self::load_bucket), then [`search`](Self::search).
+    #[inline(always)]
     pub(crate) fn find_in_bucket(
         &self,
         bucket: usize,
@@ -323,20 +437,65 @@ impl CuckooTable {
         order: Ordering,
         accept: impl Fn(State) -> bool,
     ) -> Option<usize> {
+        self.search(&self.load_bucket(bucket, order), fingerprint, accept)
+    }
+
+    /// Loads the groups of `bucket`. A bucket of 4 entries lies in at most two groups (a group
+    /// holds at least 2 entries); both are loaded, each once, so the search does not branch on
+    /// where the bucket ends. Entries of one group are read at the same instant, which is as
+    /// good as reading them one by one.
+    #[inline(always)]
+    pub(crate) fn load_bucket(&self, bucket: usize, order: Ordering) -> BucketWords {
         let layout = self.entries.layout();
-        let (mut group, mut offset) = layout.locate(bucket * ENTRIES_PER_BUCKET);
-        let mut word = self.entries.load_group(group, order);
-        for index in 0..ENTRIES_PER_BUCKET {
-            if offset == layout.per_group() {
-                group += 1;
-                offset = 0;
-                word = self.entries.load_group(group, order);
+        let (group, offset) = layout.locate(bucket * ENTRIES_PER_BUCKET);
+        let first = (layout.per_group() - offset).min(ENTRIES_PER_BUCKET as u32);
+        // The group after the last one is never needed (the last bucket ends in the last
+        // group); any valid group will do there, its entries are masked out.
+        let next = (group + 1).min(self.last_group);
+        BucketWords {
+            words: [
+                self.entries.load_group(group, order),
+                self.entries.load_group(next, order),
+            ],
+            offset,
+            first,
+        }
+    }
+
+    /// The entry index of a loaded bucket holding `fingerprint` in a state `accept` takes, if
+    /// any. The entries of each group are compared all at once ([`Lanes::matches`]); only
+    /// matching entries are decoded for `accept`.
+    #[inline(always)]
+    pub(crate) fn search(
+        &self,
+        bucket: &BucketWords,
+        fingerprint: u64,
+        accept: impl Fn(State) -> bool,
+    ) -> Option<usize> {
+        let layout = self.entries.layout();
+        let lanes = &self.lanes;
+        let pattern = lanes.pattern(fingerprint);
+        let (words, offset, first) = (bucket.words, bucket.offset, bucket.first);
+        let hits = [
+            lanes.matches(words[0], pattern) & lanes.span(offset, first),
+            lanes.matches(words[1], pattern) & lanes.span(0, ENTRIES_PER_BUCKET as u32 - first),
+        ];
+        if hits[0] | hits[1] == 0 {
+            return None;
+        }
+        for (part, (&word, mut hits)) in words.iter().zip(hits).enumerate() {
+            while hits != 0 {
+                let lane = lanes.lane_of(hits.trailing_zeros());
+                if accept(Entry(layout.get(word, lane)).state()) {
+                    let index = if part == 0 {
+                        lane - offset
+                    } else {
+                        first + lane
+                    };
+                    return Some(index as usize);
+                }
+                hits &= hits - 1;
             }
-            let entry = Entry(layout.get(word, offset));
-            if entry.fingerprint() == fingerprint && accept(entry.state()) {
-                return Some(index);
-            }
-            offset += 1;
         }
         None
     }
@@ -439,4 +598,71 @@ pub fn cuckoo_fpr(load: f64, fingerprint_bits: u32) -> f64 {
     let per_entry = 1.0 / ((fingerprint_bits as f64).exp2() - 1.0);
     let compared = 2.0 * ENTRIES_PER_BUCKET as f64 * load.clamp(0.0, 1.0);
     (1.0 - (1.0 - per_entry).powf(compared)).min(1.0)
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::{
+        low_mask, CuckooTable, Lanes, Ordering, SlotLayout, State, ENTRIES_PER_BUCKET,
+        MAX_FINGERPRINT_BITS, MIN_FINGERPRINT_BITS, STATE_BITS,
+    };
+
+    proptest! {
+        /// The broadword compare flags exactly the lanes whose fingerprint field is equal,
+        /// whatever the states and the unused bits, at every fingerprint width.
+        #[test]
+        fn lanes_match_exactly_the_equal_fingerprints(
+            fingerprint_bits in MIN_FINGERPRINT_BITS..=MAX_FINGERPRINT_BITS,
+            word in any::<u64>(),
+            fingerprint in 1u64..,
+            copy_into in any::<u16>(),
+        ) {
+            let layout = SlotLayout::new(fingerprint_bits + STATE_BITS);
+            let lanes = Lanes::new(&layout);
+            let fingerprint = (fingerprint & low_mask(fingerprint_bits)).max(1);
+            // Plant the fingerprint (with whatever state the word had) in some lanes.
+            let mut word = word;
+            for lane in 0..layout.per_group() {
+                if copy_into >> lane & 1 == 1 {
+                    let state = layout.get(word, lane) & low_mask(STATE_BITS);
+                    word = layout.set(word, lane, (fingerprint << STATE_BITS) | state);
+                }
+            }
+            let flags = lanes.matches(word, lanes.pattern(fingerprint));
+            for lane in 0..layout.per_group() {
+                let equal = layout.get(word, lane) >> STATE_BITS == fingerprint;
+                let flag = 1u64 << (lane * layout.bits() + layout.bits() - 1);
+                prop_assert_eq!(flags & flag != 0, equal, "lane {}", lane);
+                prop_assert_eq!(lanes.lane_of((lane + 1) * layout.bits() - 1), lane);
+            }
+            prop_assert_eq!(flags & !lanes.flags, 0);
+        }
+
+        /// `find_in_bucket` agrees with reading the bucket entry by entry.
+        #[test]
+        fn find_in_bucket_agrees_with_entry_by_entry(
+            fingerprint_bits in MIN_FINGERPRINT_BITS..=MAX_FINGERPRINT_BITS,
+            entries in proptest::collection::vec((0u64..4, 0u64..4), 4 << 3),
+            bucket in 0usize..(1 << 3),
+            wanted in 1u64..4,
+            accept_vacated in any::<bool>(),
+        ) {
+            let mut table = CuckooTable::new(3, fingerprint_bits).unwrap();
+            for (slot, &(fingerprint, state)) in entries.iter().enumerate() {
+                let value = if fingerprint == 0 { 0 } else { (fingerprint << STATE_BITS) | state };
+                table.entries.set_exclusive(slot, value);
+            }
+            let accept = |state: State| accept_vacated || state != State::Vacated;
+            let expected = (0..ENTRIES_PER_BUCKET).find(|&index| {
+                let entry = table.entry(bucket, index, Ordering::Relaxed);
+                entry.fingerprint() == wanted && accept(entry.state())
+            });
+            prop_assert_eq!(
+                table.find_in_bucket(bucket, wanted, Ordering::Relaxed, accept),
+                expected
+            );
+        }
+    }
 }
