@@ -13,14 +13,17 @@
 //! * the API on [`SequentialQf`](crate::SequentialQf) and
 //!   [`LocallyLockedQf`](crate::LocallyLockedQf) ([`api`]).
 //!
-//! Extension point for the rank-select layout of paper 004 §III-B (a future `CountingQf`): its
-//! elements sit in the same slots as here (§V-C), so it reuses [`keys`] (without the dedupe, to
-//! count repeats), [`layout`] and the merge, and brings its own writer in place of [`scatter`]
-//! (run-end bits and block offsets instead of status bits). With counters, a fingerprint takes
-//! several slots; then `Layout::heads` must count slots rather than elements before each run,
-//! and the scan itself is unchanged.
+//! The rank-select layout of paper 004 §III-B ([`CountingQf`](crate::CountingQf)) is built by
+//! [`counting`]: its elements sit in the same slots as here (§V-C), so it reuses [`keys`]
+//! (counting repeats instead of dropping them) and the scan of [`layout`], whose run heads then
+//! count slots rather than elements (an entry with a counter takes several), and brings its own
+//! writer in place of [`scatter`] (run-end bits, occupied bits and block offsets instead of
+//! status bits, entries encoded by the filter's own counter code).
 
 mod api;
+mod counting;
+#[cfg(test)]
+mod counting_tests;
 pub(crate) mod keys;
 pub(crate) mod layout;
 pub(crate) mod lookup;

@@ -49,7 +49,7 @@ enum Shape {
 }
 
 /// `(q, r, hashes)`: a table of `2^q` slots and hashes for a fill from 1% to 95% of it.
-fn workload() -> impl Strategy<Value = (u32, u32, Vec<u64>)> {
+pub(super) fn workload() -> impl Strategy<Value = (u32, u32, Vec<u64>)> {
     (4u32..10, 2u32..12, 1u32..=95, any::<u64>(), 0..3u8).prop_map(|(q, r, fill, seed, shape)| {
         let shape = [Shape::Random, Shape::Skewed, Shape::Duplicates][shape as usize];
         let count = ((1usize << q) * fill as usize).div_ceil(100);

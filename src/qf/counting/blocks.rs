@@ -66,6 +66,14 @@ impl Blocks {
         self.remainder_bits
     }
 
+    /// Every word and spill word, for comparing two tables bit for bit in tests.
+    #[cfg(test)]
+    pub(crate) fn raw(&self) -> (Vec<u64>, Vec<u64>) {
+        // Relaxed: single-threaded tests.
+        let load = |words: &[AtomicU64]| words.iter().map(|w| w.load(Ordering::Relaxed)).collect();
+        (load(&self.words), load(&self.spills))
+    }
+
     /// Heap bytes of the words and spills.
     pub(crate) fn memory_bytes(&self) -> usize {
         (self.words.len() + self.spills.len()) * 8
