@@ -9,7 +9,8 @@
 //! * batch inserts into a non-empty table: supercluster rounds (§IV-B) or merge-inserts
 //!   (extract, merge, rebuild, §IV-E), picked by [`BatchInsert`] ([`supercluster`]);
 //! * batch removes by supercluster (cluster) rounds (§IV-D);
-//! * batch lookups that prefetch the groups a window ahead ([`lookup`], §IV-A);
+//! * batch lookups that prefetch the groups a window ahead, after sorting the queries by quotient
+//!   when the batch is dense in the table ([`lookup`], §IV-A);
 //! * the API on [`SequentialQf`](crate::SequentialQf) and
 //!   [`LocallyLockedQf`](crate::LocallyLockedQf) ([`api`]).
 //!
@@ -35,6 +36,8 @@ pub(crate) mod supercluster;
 #[cfg(test)]
 mod tests;
 
+pub use lookup::BatchLookup;
+
 use crate::filter::Error;
 use crate::qf::table::QfTable;
 
@@ -57,8 +60,12 @@ pub enum BuildMethod {
     /// Each round every run that overlaps its predecessor shifts past it; as many rounds as runs
     /// in the longest cluster (§IV-C2): cheap for emptier tables.
     SequentialShifting,
-    /// The table is cut into segments of `q` slots laid out serially, overflows passed on until
-    /// none changes (§IV-C3): the paper's fastest method overall, and the default.
+    /// The table is cut into segments laid out serially, overflows passed on until none changes
+    /// (§IV-C3): the paper's fastest method overall, and the default. The paper's segments are
+    /// `q` slots, for thousands of GPU threads; the 3-bit build here cuts one segment per CPU
+    /// thread's chunk of the input, passes the overflows in one sweep over those few segments,
+    /// and writes the elements while laying each segment out again (no per-run arrays). The
+    /// counting build keeps `q`-slot segments.
     #[default]
     SegmentedLayouts,
 }
@@ -130,6 +137,19 @@ impl BatchInsert {
 pub(crate) fn build(table: &QfTable, keys: &[u64], method: BuildMethod) -> Result<usize, Error> {
     if keys.is_empty() {
         return Ok(0);
+    }
+    if method == BuildMethod::SegmentedLayouts {
+        let fits = scatter::segmented_scatter(
+            &table.slots,
+            keys,
+            table.remainder_bits,
+            keys.len().div_ceil(par::threads()).max(par::MIN_PARALLEL),
+        );
+        return if fits {
+            Ok(keys.len())
+        } else {
+            Err(Error::Full)
+        };
     }
     let layout = layout::layout(keys, table.quotient_bits, table.remainder_bits, method);
     let last_run = layout.first.len() - 1;
