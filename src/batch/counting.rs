@@ -235,7 +235,8 @@ impl CountingQf {
     /// has no supercluster rounds here: [`BatchInsert::Superclusters`] inserts the sorted batch
     /// one by one (in table order, so consecutive inserts touch nearby blocks), and
     /// [`BatchInsert::Merge`] extracts the stored entries, adds the batch's counts and bulk
-    /// builds a new table (paper 004 §IV-E). `Auto` picks as [`BatchInsert::choose`] does.
+    /// builds a new table (paper 004 §IV-E). `Auto` picks as [`BatchInsert::choose`] does (a
+    /// rule measured on the 3-bit filters, not yet on this one).
     ///
     /// ```
     /// use conqf::{BatchInsert, BuildMethod, Count, CountingQf};

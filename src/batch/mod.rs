@@ -116,11 +116,34 @@ pub enum BatchInsert {
 impl BatchInsert {
     /// The strategy [`Auto`](BatchInsert::Auto) picks for `batch` hashes into a table of
     /// `slots` canonical slots holding `len` fingerprints: superclusters while the batch is at
-    /// most 1/16 of the empty slots (about one element per 16 superclusters, so one or two
-    /// rounds), merging otherwise. A starting point, to be tuned with `benches/bulk.rs`.
+    /// most `0.6 * fill` of the empty slots, merging otherwise. A merge costs about the same
+    /// whatever the batch (it rewrites the table), supercluster rounds grow with the batch, and
+    /// the fuller the table the more a merge has to move, so the crossover rises with the fill.
+    ///
+    /// Measured on the project's 2-core machine (paper 004 Figure 10's axes) with
+    /// `W=insert Q=22 R=3 T=2 F=80,40,20,14 cargo run --release --example bulk_probe` (the
+    /// probe times `benches/common/bulk.rs`'s `insert_batch_time`, median of 3, ms as
+    /// superclusters / merge; batch as a share of the empty slots):
+    ///
+    /// | fill | 1/8 | 1/4 | 1/2 | 0.71 |
+    /// | --- | --- | --- | --- | --- |
+    /// | 30% | 98 / 106 | 227 / 133 | 405 / 177 | 651 / 227 |
+    /// | 50% | 45 / 147 | 98 / 146 | 310 / 195 | 486 / 240 |
+    /// | 70% | 38 / 169 | 83 / 190 | 182 / 221 | 323 / 289 |
+    /// | 90% | 33 / 218 | 79 / 211 | 169 / 226 | 255 / 231 |
+    ///
+    /// Crossovers near 1/8, 1/3, 1/2 and 0.6 of the empty slots; `0.6 * fill` gives 0.18, 0.3,
+    /// 0.42 and 0.54.
+    ///
+    /// ```
+    /// use conqf::BatchInsert;
+    /// assert_eq!(BatchInsert::choose(1000, 700_000, 1 << 20), BatchInsert::Superclusters);
+    /// assert!(matches!(BatchInsert::choose(300_000, 100_000, 1 << 20), BatchInsert::Merge(_)));
+    /// ```
     pub fn choose(batch: usize, len: usize, slots: usize) -> BatchInsert {
-        let empty = slots.saturating_sub(len);
-        if batch.saturating_mul(16) <= empty {
+        let empty = slots.saturating_sub(len) as f64;
+        let fill = len as f64 / slots.max(1) as f64;
+        if batch as f64 <= 0.6 * fill * empty {
             BatchInsert::Superclusters
         } else {
             BatchInsert::Merge(BuildMethod::default())
