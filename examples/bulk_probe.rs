@@ -7,6 +7,7 @@
 //!   `Sorted`, and the random-read limit, for `N` queries (comma-separated; default 10% of the
 //!   slots);
 //! * `W=build`: one-by-one `SequentialQf` inserts (one thread) against the three bulk builds;
+//! * `W=counting`: the same for `CountingQf`, with a tenth of the keys repeated 1 to 8 times;
 //! * `W=insert`: a batch of `empty * 10 / F` new keys (`F` comma-separated) into a filter at
 //!   30%, 50%, 70% and 90% fill by superclusters and by a merge-insert.
 //!
@@ -61,6 +62,39 @@ fn main() {
                 println!("q {q} T {threads} fill {fill} batch empty*10/{frac} = {}: superclusters {:.1} ms | merge {:.1} ms", batch.len(), s[reps / 2] * 1e3, m[reps / 2] * 1e3);
             }
         }
+        return;
+    }
+    if what == "counting" {
+        // A tenth of the keys repeated 1..=8 times more, so some entries carry counters.
+        let mut hashes = inserted.clone();
+        for (i, &hash) in inserted.iter().step_by(10).enumerate() {
+            hashes.extend(std::iter::repeat_n(hash, 1 + i % 8));
+        }
+        let mut cols: Vec<Vec<f64>> = vec![vec![]; 4];
+        for _ in 0..reps {
+            let filter = CountingQf::with_bits(q, BULK_REMAINDER_BITS).unwrap();
+            let start = Instant::now();
+            for &hash in &hashes {
+                black_box(filter.insert_hash(hash).unwrap());
+            }
+            cols[0].push(hashes.len() as f64 / start.elapsed().as_secs_f64() / 1e6);
+            for (k, m) in BuildMethod::ALL.into_iter().enumerate() {
+                let t = pool.install(|| {
+                    let start = Instant::now();
+                    let built = CountingQf::bulk_build(q, BULK_REMAINDER_BITS, &hashes, m).unwrap();
+                    let t = start.elapsed().as_secs_f64();
+                    black_box(built.len());
+                    t
+                });
+                cols[1 + k].push(hashes.len() as f64 / t / 1e6);
+            }
+        }
+        let med = |v: &mut Vec<f64>| {
+            v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+            v[v.len() / 2]
+        };
+        let m: Vec<f64> = cols.iter_mut().map(med).collect();
+        println!("q {q} T {threads} CountingQf {} hashes, medians of {reps}: one-by-one {:.1} | merging {:.1} | shifting {:.1} | segmented {:.1} Mops/s", hashes.len(), m[0], m[1], m[2], m[3]);
         return;
     }
     if what == "build" {
