@@ -69,6 +69,8 @@ Options:
   --scale SCALE    quick (2^16 slots, a second), default (2^22 slots, well under five
                    minutes on 2 cores) or paper (2^25 slots, about 24M keys, as in the papers);
                    the environment variable CONQF_SCALE sets it too, this option wins
+  --bits Q         2^Q slots instead of the scale's (10 to 30; e.g. 24 for issue 8's
+                   bulk targets), keeping the scale's repetitions
   --only LIST      run only these figures, comma-separated: fig2, fig3, fig4, cuckoo, bulk
                    (default: all)
   --csv FILE       also write every measurement to FILE, one row each, with the columns
@@ -166,6 +168,7 @@ fn parse_args(
     let mut figures = None;
     let mut csv = None;
     let mut plots = None;
+    let mut bits = None;
     let mut args = args.into_iter();
     while let Some(arg) = args.next() {
         let (name, inline_value) = match arg.split_once('=') {
@@ -177,7 +180,7 @@ fn parse_args(
         }
         if !matches!(
             name.as_str(),
-            "--threads" | "--scale" | "--only" | "--csv" | "--plots"
+            "--threads" | "--scale" | "--only" | "--csv" | "--plots" | "--bits"
         ) {
             return Err(if name.starts_with('-') {
                 format!("unknown option '{name}'")
@@ -197,6 +200,10 @@ fn parse_args(
                 })?)
             }
             "--only" => figures = Some(parse_figures(&value)?),
+            "--bits" => match value.parse::<u32>() {
+                Ok(q) if (10..=30).contains(&q) => bits = Some(q),
+                _ => return Err(format!("--bits '{value}' is not a number from 10 to 30")),
+            },
             "--plots" => {
                 if value.is_empty() {
                     return Err("--plots needs a directory".to_string());
@@ -227,7 +234,7 @@ fn parse_args(
         figures: figures.unwrap_or_else(|| Figure::ALL.to_vec()),
         csv,
         plots: plots.unwrap_or_else(|| PathBuf::from("target/figures")),
-        quotient_bits: scale.quotient_bits(),
+        quotient_bits: bits.unwrap_or_else(|| scale.quotient_bits()),
         repetitions: scale.repetitions(),
     }))
 }
@@ -1831,6 +1838,9 @@ mod tests {
         assert_eq!(parsed.plots, PathBuf::from("p"));
         assert_eq!(parsed.scale, Scale::Paper);
         assert_eq!(parsed.figures, vec![Figure::Fig2, Figure::Fig3]);
+        let parsed = options("--scale quick --bits 24");
+        assert_eq!((parsed.quotient_bits, parsed.repetitions), (24, 1));
+        assert_eq!(options("--bits=20").quotient_bits, 20);
         assert_eq!(options("--only fig4").figures, vec![Figure::Fig4]);
         assert_eq!(options("--only cuckoo").figures, vec![Figure::Cuckoo]);
         assert_eq!(
@@ -1867,6 +1877,9 @@ mod tests {
             "--threads 1,x",
             "--threads=",
             "--scale huge",
+            "--bits 9",
+            "--bits 31",
+            "--bits x",
             "--only fig9",
             "--only",
             "--csv=",

@@ -301,18 +301,8 @@ impl SlotArray {
     /// a no-op where there is no prefetch instruction (and under loom).
     #[inline]
     pub(crate) fn prefetch(&self, index: usize) {
-        #[cfg(all(target_arch = "x86_64", not(loom)))]
-        {
-            let (group, _) = self.layout.locate(index.min(self.slots - 1));
-            let pointer = self.groups[group].as_ptr().cast::<i8>().cast_const();
-            // SAFETY: `_mm_prefetch` never faults and reads nothing architecturally; the pointer
-            // is to a live group of this array anyway. SSE is part of the x86_64 baseline.
-            unsafe {
-                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(pointer)
-            };
-        }
-        #[cfg(not(all(target_arch = "x86_64", not(loom))))]
-        let _ = index;
+        let (group, _) = self.layout.locate(index.min(self.slots - 1));
+        prefetch_word(&self.groups[group]);
     }
 
     /// Reads slot `index` with the given ordering.
@@ -787,6 +777,23 @@ impl<'a, C: Commit> Rewriter<'a, C> {
     pub(crate) fn finish(mut self) {
         self.flush();
     }
+}
+
+/// Asks the CPU to start loading the cache line of `word`, so an access issued a little later
+/// finds it there. A hint only: a no-op where there is no prefetch instruction (and under loom).
+/// The one prefetch of the crate, used by batch lookups and by writers that overlap a miss with
+/// taking a lock.
+#[inline]
+pub(crate) fn prefetch_word(word: &AtomicU64) {
+    #[cfg(all(target_arch = "x86_64", not(loom)))]
+    {
+        let pointer = word.as_ptr().cast::<i8>().cast_const();
+        // SAFETY: `_mm_prefetch` never faults and reads nothing architecturally; the pointer is
+        // to a live word anyway. SSE is part of the x86_64 baseline.
+        unsafe { core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(pointer) };
+    }
+    #[cfg(not(all(target_arch = "x86_64", not(loom))))]
+    let _ = word;
 }
 
 #[cfg(test)]

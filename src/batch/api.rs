@@ -8,7 +8,7 @@ use crate::qf::table::QfTable;
 use crate::sync::Ordering;
 
 use super::keys::{merge_sorted, sorted_keys, table_keys};
-use super::{build, build_table, lookup, supercluster, BatchInsert, BuildMethod};
+use super::{build, build_table, lookup, supercluster, BatchInsert, BatchLookup, BuildMethod};
 
 impl SequentialQf {
     /// A filter with `2^quotient_bits` slots of `remainder_bits` remainder bits holding the
@@ -116,10 +116,35 @@ impl SequentialQf {
     /// # Errors
     /// [`Error::InvalidParameters`] if `hashes` and `out` differ in length.
     pub fn contains_batch(&self, hashes: &[u64], out: &mut [bool]) -> Result<(), Error> {
+        self.contains_batch_with(hashes, out, BatchLookup::Auto)
+    }
+
+    /// [`contains_batch`](Self::contains_batch) in a chosen order: prefetching in the caller's
+    /// order, or radix-partitioned by quotient to read the table in order ([`BatchLookup`]).
+    ///
+    /// ```
+    /// use conqf::{BatchLookup, Filter, SequentialQf};
+    /// let hashes: Vec<u64> = (0..5000u64).map(|k| conqf::hash_key(&k)).collect();
+    /// let filter = SequentialQf::bulk_build(14, 8, &hashes, Default::default())?;
+    /// let mut found = vec![false; hashes.len()];
+    /// filter.contains_batch_with(&hashes, &mut found, BatchLookup::Sorted)?;
+    /// assert!(found.iter().all(|&f| f));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if `hashes` and `out` differ in length.
+    pub fn contains_batch_with(
+        &self,
+        hashes: &[u64],
+        out: &mut [bool],
+        order: BatchLookup,
+    ) -> Result<(), Error> {
         lookup::contains_batch(
             &self.table.slots,
             hashes,
             out,
+            order,
             |hash| self.table.fingerprint(hash).0,
             |hash| self.contains_hash(hash),
         )
@@ -230,10 +255,35 @@ impl LocallyLockedQf {
     /// # Errors
     /// [`Error::InvalidParameters`] if `hashes` and `out` differ in length.
     pub fn contains_batch(&self, hashes: &[u64], out: &mut [bool]) -> Result<(), Error> {
+        self.contains_batch_with(hashes, out, BatchLookup::Auto)
+    }
+
+    /// [`contains_batch`](Self::contains_batch) in a chosen order: prefetching in the caller's
+    /// order, or radix-partitioned by quotient to read the table in order ([`BatchLookup`]).
+    ///
+    /// ```
+    /// use conqf::{BatchLookup, Filter, LocallyLockedQf};
+    /// let hashes: Vec<u64> = (0..5000u64).map(|k| conqf::hash_key(&k)).collect();
+    /// let filter = LocallyLockedQf::bulk_build(14, 8, &hashes, Default::default())?;
+    /// let mut found = vec![false; hashes.len()];
+    /// filter.contains_batch_with(&hashes, &mut found, BatchLookup::Sorted)?;
+    /// assert!(found.iter().all(|&f| f));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if `hashes` and `out` differ in length.
+    pub fn contains_batch_with(
+        &self,
+        hashes: &[u64],
+        out: &mut [bool],
+        order: BatchLookup,
+    ) -> Result<(), Error> {
         lookup::contains_batch(
             &self.table.slots,
             hashes,
             out,
+            order,
             |hash| self.table.fingerprint(hash).0,
             |hash| self.contains_hash(hash),
         )

@@ -12,37 +12,97 @@ use super::par;
 /// (`2..=64`) bits: hash, sort, deduplicate (paper 004 §IV-C's preprocessing).
 pub(crate) fn sorted_keys(hashes: &[u64], fingerprint_bits: u32) -> Vec<u64> {
     debug_assert!((2..=64).contains(&fingerprint_bits));
-    let shift = 64 - fingerprint_bits;
-    let keys: Vec<u64> = hashes.iter().map(|&hash| hash >> shift).collect();
-    let mut keys = partition_sort(keys, fingerprint_bits);
+    let mut keys = top_bits_sorted(hashes, fingerprint_bits);
     keys.dedup();
     keys
+}
+
+/// The sorted, distinct fingerprint keys of `hashes` and how often each occurs, for a counting
+/// filter (the preprocessing of paper 004 §IV-C without the dedupe: repeats become counts).
+pub(crate) fn counted_keys(hashes: &[u64], fingerprint_bits: u32) -> (Vec<u64>, Vec<u64>) {
+    debug_assert!((2..=64).contains(&fingerprint_bits));
+    let sorted = top_bits_sorted(hashes, fingerprint_bits);
+    let mut keys = Vec::with_capacity(sorted.len());
+    let mut counts: Vec<u64> = Vec::with_capacity(sorted.len());
+    for key in sorted {
+        if keys.last() == Some(&key) {
+            *counts.last_mut().expect("as many counts as keys") += 1;
+        } else {
+            keys.push(key);
+            counts.push(1);
+        }
+    }
+    (keys, counts)
+}
+
+/// The union of two increasing key sequences with counts, a key in both getting the sum of its
+/// counts (saturating): the merge of two counting filters.
+pub(crate) fn merge_counted(a: (&[u64], &[u64]), b: (&[u64], &[u64])) -> (Vec<u64>, Vec<u64>) {
+    let total = a.0.len() + b.0.len();
+    let (mut keys, mut counts) = (Vec::with_capacity(total), Vec::with_capacity(total));
+    let (mut i, mut j) = (0, 0);
+    while i < a.0.len() || j < b.0.len() {
+        let take_a = j == b.0.len() || (i < a.0.len() && a.0[i] <= b.0[j]);
+        let (key, count) = if take_a {
+            i += 1;
+            (a.0[i - 1], a.1[i - 1])
+        } else {
+            j += 1;
+            (b.0[j - 1], b.1[j - 1])
+        };
+        if keys.last() == Some(&key) {
+            let last = counts.last_mut().expect("as many counts as keys");
+            *last = u64::saturating_add(*last, count);
+        } else {
+            keys.push(key);
+            counts.push(count);
+        }
+    }
+    (keys, counts)
 }
 
 /// Sorts keys of `bits` bits: one radix pass scatters them into `2^k` buckets by their top `k`
 /// bits (about a thousand keys per bucket for hashed keys), then the buckets, each small enough
 /// for the L1 cache, are sorted in parallel. For hashes that is linear work rather than
 /// `n log n` comparisons over the whole array; skewed keys only make some buckets larger.
-pub(crate) fn partition_sort(mut keys: Vec<u64>, bits: u32) -> Vec<u64> {
-    let n = keys.len();
+#[cfg(test)]
+pub(crate) fn partition_sort(keys: Vec<u64>, bits: u32) -> Vec<u64> {
+    partition_sort_by(&keys, bits, |key| key)
+}
+
+/// The top `bits` bits of every hash, sorted (as [`partition_sort`] sorts them): the shift is
+/// done on the way into the buckets, so the keys are written once.
+fn top_bits_sorted(hashes: &[u64], bits: u32) -> Vec<u64> {
+    let shift = 64 - bits;
+    partition_sort_by(hashes, bits, |hash| hash >> shift)
+}
+
+/// Sorts `key(x)` (of `bits` bits) for every `x` of `input`, as [`partition_sort`] describes.
+/// About `2^BUCKET_KEYS_LOG` keys per bucket.
+const BUCKET_KEYS_LOG: u32 = 10;
+
+fn partition_sort_by(input: &[u64], bits: u32, key: impl Fn(u64) -> u64) -> Vec<u64> {
+    let n = input.len();
     if n < 1 << 12 {
+        let mut keys: Vec<u64> = input.iter().map(|&x| key(x)).collect();
         keys.sort_unstable();
         return keys;
     }
-    let bucket_bits = (n.ilog2() - 10).clamp(1, 16).min(bits);
+    let bucket_bits = (n.ilog2() - BUCKET_KEYS_LOG).clamp(1, 16).min(bits);
     let shift = bits - bucket_bits;
     let mut starts = vec![0usize; (1 << bucket_bits) + 1];
-    for &key in &keys {
-        starts[(key >> shift) as usize + 1] += 1;
+    for &x in input {
+        starts[(key(x) >> shift) as usize + 1] += 1;
     }
     for b in 1..starts.len() {
         starts[b] += starts[b - 1];
     }
     let mut sorted = vec![0u64; n];
     let mut next = starts.clone();
-    for &key in &keys {
-        let bucket = (key >> shift) as usize;
-        sorted[next[bucket]] = key;
+    for &x in input {
+        let k = key(x);
+        let bucket = (k >> shift) as usize;
+        sorted[next[bucket]] = k;
         next[bucket] += 1;
     }
     let mut buckets = Vec::with_capacity(starts.len() - 1);
@@ -170,6 +230,18 @@ mod tests {
             expected.sort_unstable();
             proptest::prop_assert_eq!(partition_sort(keys, 30), expected);
         }
+    }
+
+    #[test]
+    fn counted_keys_count_repeats_and_merging_sums_them() {
+        let hashes = [3 << 60, 1 << 60, 3 << 60, 3 << 60, 0];
+        let (keys, counts) = counted_keys(&hashes, 4);
+        assert_eq!(
+            (keys.as_slice(), counts.as_slice()),
+            (&[0, 1, 3][..], &[1, 1, 3][..])
+        );
+        let merged = merge_counted((&keys, &counts), (&[1, 2, 3], &[5, 1, u64::MAX]));
+        assert_eq!(merged, (vec![0, 1, 2, 3], vec![1, 6, 1, u64::MAX]));
     }
 
     #[test]

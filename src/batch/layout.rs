@@ -40,22 +40,43 @@ pub(crate) fn layout(
     method: BuildMethod,
 ) -> Layout {
     let quotient = |i: usize| (keys[i] >> remainder_bits) as usize;
-    let mut heads: Vec<usize> = par::map_chunks(keys.len(), par::MIN_PARALLEL, |range| {
+    let mut heads = run_heads(keys, remainder_bits);
+    let first = run_starts(&heads, |k| quotient(heads[k]), quotient_bits, method);
+    heads.push(keys.len());
+    Layout { heads, first }
+}
+
+/// The index of each run's first key in sorted keys (`quotient << remainder_bits | remainder`).
+pub(crate) fn run_heads(keys: &[u64], remainder_bits: u32) -> Vec<usize> {
+    let quotient = |i: usize| keys[i] >> remainder_bits;
+    par::map_chunks(keys.len(), par::MIN_PARALLEL, |range| {
         range
             .filter(|&i| i == 0 || quotient(i) != quotient(i - 1))
             .collect::<Vec<_>>()
     })
-    .concat();
+    .concat()
+}
+
+/// Where each run starts: run `k` has the canonical slot `quotient(k)` and `heads[k]` slots of
+/// earlier runs before it in the sorted order (elements for the 3-bit layout, entry slots for a
+/// counting filter, whose entries take several slots). The scan is the same either way.
+pub(crate) fn run_starts(
+    heads: &[usize],
+    quotient: impl Fn(usize) -> usize + Sync,
+    quotient_bits: u32,
+    method: BuildMethod,
+) -> Vec<usize> {
     let mut w: Vec<i64> = heads
         .iter()
-        .map(|&head| quotient(head) as i64 - head as i64)
+        .enumerate()
+        .map(|(k, &head)| quotient(k) as i64 - head as i64)
         .collect();
     match method {
         BuildMethod::ParallelMerging => parallel_merging(&mut w),
         BuildMethod::SequentialShifting => sequential_shifting(&mut w),
         BuildMethod::SegmentedLayouts => {
             let segment_slots = quotient_bits.max(1) as usize;
-            let segment = |k: usize| quotient(heads[k]) / segment_slots;
+            let segment = |k: usize| quotient(k) / segment_slots;
             let bounds: Vec<usize> = (0..heads.len())
                 .filter(|&k| k == 0 || segment(k) != segment(k - 1))
                 .chain([heads.len()])
@@ -64,13 +85,11 @@ pub(crate) fn layout(
         }
     }
     // Every prefix maximum is at least the run's own `w`, so the start is at least its quotient.
-    let first = heads
+    heads
         .iter()
         .zip(&w)
         .map(|(&head, &max)| (head as i64 + max) as usize)
-        .collect();
-    heads.push(keys.len());
-    Layout { heads, first }
+        .collect()
 }
 
 /// Prefix maximum by pairwise merging of segments that double in length each round.

@@ -9,18 +9,22 @@
 //! * batch inserts into a non-empty table: supercluster rounds (§IV-B) or merge-inserts
 //!   (extract, merge, rebuild, §IV-E), picked by [`BatchInsert`] ([`supercluster`]);
 //! * batch removes by supercluster (cluster) rounds (§IV-D);
-//! * batch lookups that prefetch the groups a window ahead ([`lookup`], §IV-A);
+//! * batch lookups that prefetch the groups a window ahead, after sorting the queries by quotient
+//!   when the batch is dense in the table ([`lookup`], §IV-A);
 //! * the API on [`SequentialQf`](crate::SequentialQf) and
 //!   [`LocallyLockedQf`](crate::LocallyLockedQf) ([`api`]).
 //!
-//! Extension point for the rank-select layout of paper 004 §III-B (a future `CountingQf`): its
-//! elements sit in the same slots as here (§V-C), so it reuses [`keys`] (without the dedupe, to
-//! count repeats), [`layout`] and the merge, and brings its own writer in place of [`scatter`]
-//! (run-end bits and block offsets instead of status bits). With counters, a fingerprint takes
-//! several slots; then `Layout::heads` must count slots rather than elements before each run,
-//! and the scan itself is unchanged.
+//! The rank-select layout of paper 004 §III-B ([`CountingQf`](crate::CountingQf)) is built by
+//! [`counting`]: its elements sit in the same slots as here (§V-C), so it reuses [`keys`]
+//! (counting repeats instead of dropping them) and the scan of [`layout`], whose run heads then
+//! count slots rather than elements (an entry with a counter takes several), and brings its own
+//! writer in place of [`scatter`] (run-end bits, occupied bits and block offsets instead of
+//! status bits, entries encoded by the filter's own counter code).
 
 mod api;
+mod counting;
+#[cfg(test)]
+mod counting_tests;
 pub(crate) mod keys;
 pub(crate) mod layout;
 pub(crate) mod lookup;
@@ -31,6 +35,8 @@ pub(crate) mod scatter;
 pub(crate) mod supercluster;
 #[cfg(test)]
 mod tests;
+
+pub use lookup::BatchLookup;
 
 use crate::filter::Error;
 use crate::qf::table::QfTable;
@@ -54,8 +60,12 @@ pub enum BuildMethod {
     /// Each round every run that overlaps its predecessor shifts past it; as many rounds as runs
     /// in the longest cluster (§IV-C2): cheap for emptier tables.
     SequentialShifting,
-    /// The table is cut into segments of `q` slots laid out serially, overflows passed on until
-    /// none changes (§IV-C3): the paper's fastest method overall, and the default.
+    /// The table is cut into segments laid out serially, overflows passed on until none changes
+    /// (§IV-C3): the paper's fastest method overall, and the default. The paper's segments are
+    /// `q` slots, for thousands of GPU threads; the 3-bit build here cuts one segment per CPU
+    /// thread's chunk of the input, passes the overflows in one sweep over those few segments,
+    /// and writes the elements while laying each segment out again (no per-run arrays). The
+    /// counting build keeps `q`-slot segments.
     #[default]
     SegmentedLayouts,
 }
@@ -106,11 +116,34 @@ pub enum BatchInsert {
 impl BatchInsert {
     /// The strategy [`Auto`](BatchInsert::Auto) picks for `batch` hashes into a table of
     /// `slots` canonical slots holding `len` fingerprints: superclusters while the batch is at
-    /// most 1/16 of the empty slots (about one element per 16 superclusters, so one or two
-    /// rounds), merging otherwise. A starting point, to be tuned with `benches/bulk.rs`.
+    /// most `0.6 * fill` of the empty slots, merging otherwise. A merge costs about the same
+    /// whatever the batch (it rewrites the table), supercluster rounds grow with the batch, and
+    /// the fuller the table the more a merge has to move, so the crossover rises with the fill.
+    ///
+    /// Measured on the project's 2-core machine (paper 004 Figure 10's axes) with
+    /// `W=insert Q=22 R=3 T=2 F=80,40,20,14 cargo run --release --example bulk_probe` (the
+    /// probe times `benches/common/bulk.rs`'s `insert_batch_time`, median of 3, ms as
+    /// superclusters / merge; batch as a share of the empty slots):
+    ///
+    /// | fill | 1/8 | 1/4 | 1/2 | 0.71 |
+    /// | --- | --- | --- | --- | --- |
+    /// | 30% | 98 / 106 | 227 / 133 | 405 / 177 | 651 / 227 |
+    /// | 50% | 45 / 147 | 98 / 146 | 310 / 195 | 486 / 240 |
+    /// | 70% | 38 / 169 | 83 / 190 | 182 / 221 | 323 / 289 |
+    /// | 90% | 33 / 218 | 79 / 211 | 169 / 226 | 255 / 231 |
+    ///
+    /// Crossovers near 1/8, 1/3, 1/2 and 0.6 of the empty slots; `0.6 * fill` gives 0.18, 0.3,
+    /// 0.42 and 0.54.
+    ///
+    /// ```
+    /// use conqf::BatchInsert;
+    /// assert_eq!(BatchInsert::choose(1000, 700_000, 1 << 20), BatchInsert::Superclusters);
+    /// assert!(matches!(BatchInsert::choose(300_000, 100_000, 1 << 20), BatchInsert::Merge(_)));
+    /// ```
     pub fn choose(batch: usize, len: usize, slots: usize) -> BatchInsert {
-        let empty = slots.saturating_sub(len);
-        if batch.saturating_mul(16) <= empty {
+        let empty = slots.saturating_sub(len) as f64;
+        let fill = len as f64 / slots.max(1) as f64;
+        if batch as f64 <= 0.6 * fill * empty {
             BatchInsert::Superclusters
         } else {
             BatchInsert::Merge(BuildMethod::default())
@@ -127,6 +160,19 @@ impl BatchInsert {
 pub(crate) fn build(table: &QfTable, keys: &[u64], method: BuildMethod) -> Result<usize, Error> {
     if keys.is_empty() {
         return Ok(0);
+    }
+    if method == BuildMethod::SegmentedLayouts {
+        let fits = scatter::segmented_scatter(
+            &table.slots,
+            keys,
+            table.remainder_bits,
+            keys.len().div_ceil(par::threads()).max(par::MIN_PARALLEL),
+        );
+        return if fits {
+            Ok(keys.len())
+        } else {
+            Err(Error::Full)
+        };
     }
     let layout = layout::layout(keys, table.quotient_bits, table.remainder_bits, method);
     let last_run = layout.first.len() - 1;

@@ -7,7 +7,7 @@ use crate::filter::Error;
 use crate::qf::sequential::SequentialQf;
 use crate::sync::Ordering;
 
-use super::{BatchInsert, BuildMethod};
+use super::{BatchInsert, BatchLookup, BuildMethod};
 
 /// The raw groups of a filter's table.
 fn raw(filter: &SequentialQf) -> Vec<u64> {
@@ -49,7 +49,7 @@ enum Shape {
 }
 
 /// `(q, r, hashes)`: a table of `2^q` slots and hashes for a fill from 1% to 95% of it.
-fn workload() -> impl Strategy<Value = (u32, u32, Vec<u64>)> {
+pub(super) fn workload() -> impl Strategy<Value = (u32, u32, Vec<u64>)> {
     (4u32..10, 2u32..12, 1u32..=95, any::<u64>(), 0..3u8).prop_map(|(q, r, fill, seed, shape)| {
         let shape = [Shape::Random, Shape::Skewed, Shape::Duplicates][shape as usize];
         let count = ((1usize << q) * fill as usize).div_ceil(100);
@@ -137,10 +137,12 @@ proptest! {
         let _ = insert_each(&mut filter, &hashes);
         let mut queries: Vec<u64> = hashes.clone();
         queries.extend((0..200u64).map(|i| crate::hash::remix(seed ^ i)));
-        let mut found = vec![false; queries.len()];
-        filter.contains_batch(&queries, &mut found).unwrap();
-        for (&query, &answer) in queries.iter().zip(&found) {
-            prop_assert_eq!(answer, filter.contains_hash(query));
+        for order in [BatchLookup::Auto, BatchLookup::Prefetch, BatchLookup::Sorted] {
+            let mut found = vec![false; queries.len()];
+            filter.contains_batch_with(&queries, &mut found, order).unwrap();
+            for (&query, &answer) in queries.iter().zip(&found) {
+                prop_assert_eq!(answer, filter.contains_hash(query), "{:?}", order);
+            }
         }
     }
 }
@@ -171,10 +173,19 @@ fn large_batches_take_the_parallel_paths() {
         .count();
     assert_eq!(filter.remove_batch(second), count);
     assert!(raw(&filter) == raw(&removed_each));
-    let mut found = vec![false; hashes.len()];
-    filter.contains_batch(&hashes, &mut found).unwrap();
-    for (&hash, &answer) in hashes.iter().zip(&found) {
-        assert_eq!(answer, filter.contains_hash(hash));
+    // Queries past the inserted ones too, so some answers are `false` (removed and never
+    // inserted), in both orders, split over the threads.
+    let queries: Vec<u64> = (0..hashes.len() as u64 * 2)
+        .map(crate::hash::remix)
+        .collect();
+    for order in [BatchLookup::Prefetch, BatchLookup::Sorted] {
+        let mut found = vec![false; queries.len()];
+        filter
+            .contains_batch_with(&queries, &mut found, order)
+            .unwrap();
+        for (&hash, &answer) in queries.iter().zip(&found) {
+            assert_eq!(answer, filter.contains_hash(hash), "{order:?}");
+        }
     }
 }
 

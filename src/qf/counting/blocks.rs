@@ -71,23 +71,19 @@ impl Blocks {
     /// where there is no prefetch instruction (and under loom).
     #[inline]
     pub(crate) fn prefetch(&self, slot: usize) {
-        #[cfg(all(target_arch = "x86_64", not(loom)))]
-        {
-            let block = (slot / BLOCK_SLOTS).min(self.blocks - 1);
-            let bit = (slot % BLOCK_SLOTS) * self.remainder_bits as usize;
-            let first = block * self.block_words;
-            for index in [first, first + 2 + bit / 64] {
-                let pointer = self.words[index].as_ptr().cast::<i8>().cast_const();
-                // SAFETY: `_mm_prefetch` never faults and reads nothing architecturally; the
-                // pointer is to a live word of this table anyway. SSE is part of the x86_64
-                // baseline.
-                unsafe {
-                    core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(pointer)
-                };
-            }
-        }
-        #[cfg(not(all(target_arch = "x86_64", not(loom))))]
-        let _ = slot;
+        let block = (slot / BLOCK_SLOTS).min(self.blocks - 1);
+        let bit = (slot % BLOCK_SLOTS) * self.remainder_bits as usize;
+        let first = block * self.block_words;
+        crate::storage::prefetch_word(&self.words[first]);
+        crate::storage::prefetch_word(&self.words[first + 2 + bit / 64]);
+    }
+
+    /// Every word and spill word, for comparing two tables bit for bit in tests.
+    #[cfg(test)]
+    pub(crate) fn raw(&self) -> (Vec<u64>, Vec<u64>) {
+        // Relaxed: single-threaded tests.
+        let load = |words: &[AtomicU64]| words.iter().map(|w| w.load(Ordering::Relaxed)).collect();
+        (load(&self.words), load(&self.spills))
     }
 
     /// Heap bytes of the words and spills.

@@ -181,6 +181,16 @@ impl RegionLocks {
         }
     }
 
+    /// Adds `copies` copies of `distinct` new fingerprints to `block`'s region (a bulk build
+    /// filling an empty filter it has to itself).
+    pub(crate) fn add(&self, block: usize, copies: u64, distinct: u64) {
+        let region = &self.regions[self.region_of(block)];
+        // Relaxed: the filter is not shared yet; publishing it orders these stores.
+        region.copies.fetch_add(copies, Ordering::Relaxed);
+        // Relaxed: as above.
+        region.distinct.fetch_add(distinct, Ordering::Relaxed);
+    }
+
     #[inline]
     fn region_of(&self, block: usize) -> usize {
         block >> self.shift

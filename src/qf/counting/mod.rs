@@ -11,10 +11,10 @@
 //! * [`check`]: the invariant checker for tests.
 //! * this file: the public filter.
 
-mod blocks;
+pub(crate) mod blocks;
 mod check;
-mod counter_code;
-mod locks;
+pub(crate) mod counter_code;
+pub(crate) mod locks;
 mod rank_select;
 mod runs;
 
@@ -60,9 +60,10 @@ const MAX_LOAD: f64 = 0.95;
 /// # Ok::<(), conqf::Error>(())
 /// ```
 pub struct CountingQf {
-    table: Blocks,
+    // `pub(crate)` for the bulk build (`batch::counting`), which writes a new, empty filter.
+    pub(crate) table: Blocks,
     /// The region locks, which also keep the counts of copies and distinct fingerprints.
-    locks: RegionLocks,
+    pub(crate) locks: RegionLocks,
     quotient_bits: u32,
     remainder_bits: u32,
 }

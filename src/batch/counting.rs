@@ -1,0 +1,332 @@
+//! Bulk build, batch insert and merge of [`CountingQf`], the rank-and-select layout with counters
+//! (paper 004 §III-B and §V-C, the extension point of [`batch`](super)).
+//!
+//! The elements sit in the same slots as in the 3-bit layout, except that a fingerprint with
+//! count `c` takes the slots of its counter-coded entry (`counter_code`), so the saturating scan
+//! of [`layout`](super::layout) runs unchanged over runs whose heads count *slots* before them.
+//! All three [`BuildMethod`]s therefore apply as they are. The writer then fills the blocks in
+//! parallel, each thread owning a range of whole blocks (so no two threads write the same word):
+//! remainders from the encoded entries, runend bits at run ends, occupied bits at quotients, and
+//! every block's spill (its offset) from the run ends. The result equals, bit for bit, the table
+//! the same multiset inserted one by one gives (the layout of a quotient filter depends only on
+//! what it holds, and the counter code of a count is unique).
+
+use crate::filter::{Count, Error, Merge};
+use crate::hash::low_mask;
+use crate::qf::counting::blocks::{View, BLOCK_SLOTS};
+use crate::qf::counting::counter_code;
+use crate::qf::counting::CountingQf;
+use crate::sizing::MAX_QUOTIENT_BITS;
+
+use super::keys::{counted_keys, merge_counted};
+use super::layout::{run_heads, run_starts};
+use super::{par, BatchInsert, BuildMethod};
+
+/// The fill [`Merge`] sizes the result for (as [`CountingQf::new`]).
+const MERGE_LOAD: f64 = 0.95;
+
+/// Writes the sorted, distinct fingerprint `keys` with their `counts` (each at least 1) into
+/// `filter`, which must be empty.
+///
+/// # Errors
+/// [`Error::Full`] if the last run would end past the table's last slot; the filter is then
+/// unchanged.
+pub(crate) fn build(
+    filter: &CountingQf,
+    keys: &[u64],
+    counts: &[u64],
+    method: BuildMethod,
+) -> Result<(), Error> {
+    debug_assert_eq!(keys.len(), counts.len());
+    if keys.is_empty() {
+        return Ok(());
+    }
+    let (q, r) = (filter.quotient_bits(), filter.remainder_bits());
+    let mask = low_mask(r);
+    let entry_len = |i: usize| counter_code::entry_len(keys[i] & mask, counts[i], r);
+    let heads = run_heads(keys, r);
+    let runs = heads.len();
+    let entries_of = |k: usize| heads[k]..heads.get(k + 1).copied().unwrap_or(keys.len());
+    // Slots each run takes, then the slots before each run (and the total at the end).
+    let lengths: Vec<usize> = par::map_chunks(runs, par::MIN_PARALLEL, |range| {
+        range
+            .map(|k| entries_of(k).map(entry_len).sum::<usize>())
+            .collect::<Vec<_>>()
+    })
+    .concat();
+    let mut slot_heads = Vec::with_capacity(runs + 1);
+    let mut total = 0;
+    for &length in &lengths {
+        slot_heads.push(total);
+        total += length;
+    }
+    let quotient = |k: usize| (keys[heads[k]] >> r) as usize;
+    let first = run_starts(&slot_heads, quotient, q, method);
+    let end = |k: usize| first[k] + lengths[k] - 1;
+    let table = &filter.table;
+    if end(runs - 1) >= table.slots() {
+        return Err(Error::Full);
+    }
+    // The first run for which `before(k)` is false (it is monotone in `k`).
+    let search = |before: &dyn Fn(usize) -> bool| {
+        let (mut low, mut high) = (0, runs);
+        while low < high {
+            let mid = low + (high - low) / 2;
+            if before(mid) {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        low
+    };
+    par::map_chunks(table.blocks(), 64, |blocks| {
+        let view = View::new(table);
+        let (from, to) = (blocks.start * BLOCK_SLOTS, blocks.end * BLOCK_SLOTS);
+        // Remainders and runend bits of the runs that reach into these blocks.
+        let mut k = search(&|k| end(k) < from);
+        while k < runs && first[k] < to {
+            let mut at = first[k];
+            for i in entries_of(k) {
+                let (x, count) = (keys[i] & mask, counts[i]);
+                let entry = counter_code::encode(x, count, r);
+                for (slot, &value) in (at..).zip(entry.slots()) {
+                    if (from..to).contains(&slot) {
+                        view.set_remainder(slot, value);
+                    }
+                }
+                at += entry.len();
+                if at >= to {
+                    break;
+                }
+            }
+            if (from..to).contains(&end(k)) {
+                view.set_runend(end(k), true);
+            }
+            k += 1;
+        }
+        // Occupied bits of the quotients in these blocks.
+        let mut k = search(&|k| quotient(k) < from);
+        while k < runs && quotient(k) < to {
+            view.set_occupied(quotient(k), true);
+            k += 1;
+        }
+        // Spills: the slots past each block's start that runs of lower quotients use.
+        let mut below = search(&|k| quotient(k) < from);
+        for block in blocks.clone().filter(|&block| block > 0) {
+            let start = block * BLOCK_SLOTS;
+            while below < runs && quotient(below) < start {
+                below += 1;
+            }
+            if below > 0 {
+                view.set_spill(block, (end(below - 1) + 1).saturating_sub(start));
+            }
+        }
+    });
+    // The counts of each region (by the block of the quotient, as the one-by-one inserts keep
+    // them).
+    let region_slots = filter.region_blocks() * BLOCK_SLOTS;
+    let regions = table.blocks().div_ceil(filter.region_blocks());
+    let sums = par::map_chunks(regions, 16, |range| {
+        range
+            .map(|region| {
+                let start =
+                    keys.partition_point(|&key| ((key >> r) as usize) < region * region_slots);
+                let stop = keys
+                    .partition_point(|&key| ((key >> r) as usize) < (region + 1) * region_slots);
+                let copies = counts[start..stop]
+                    .iter()
+                    .fold(0u64, |sum, &count| sum.wrapping_add(count));
+                (region, copies, (stop - start) as u64)
+            })
+            .collect::<Vec<_>>()
+    });
+    for (region, copies, distinct) in sums.into_iter().flatten() {
+        if distinct > 0 {
+            filter
+                .locks
+                .add(region * filter.region_blocks(), copies, distinct);
+        }
+    }
+    Ok(())
+}
+
+/// The stored fingerprints of a filter as keys (`quotient << r | remainder`) with counts, in
+/// increasing order (the extraction step of paper 004 §IV-E).
+fn filter_keys(filter: &CountingQf) -> (Vec<u64>, Vec<u64>) {
+    let r = filter.remainder_bits();
+    filter
+        .counts()
+        .map(|(f, count)| ((f.quotient << r) | f.remainder, count))
+        .unzip()
+}
+
+/// A new, empty filter like `filter` (same bits and region size) holding `keys` with `counts`.
+fn rebuilt(
+    quotient_bits: u32,
+    remainder_bits: u32,
+    region_blocks: usize,
+    keys: &[u64],
+    counts: &[u64],
+    method: BuildMethod,
+) -> Result<CountingQf, Error> {
+    let filter = CountingQf::with_bits_and_region(quotient_bits, remainder_bits, region_blocks)?;
+    build(&filter, keys, counts, method)?;
+    Ok(filter)
+}
+
+impl CountingQf {
+    /// A filter with `2^quotient_bits` slots of `remainder_bits` remainder bits holding the
+    /// fingerprints of `hashes` with their multiplicities, built in bulk (paper 004 §IV-C):
+    /// sort, count repeats, lay the runs out with `method` (each entry taking the slots of its
+    /// counter), and write all blocks in parallel. The table is exactly the one inserting the
+    /// hashes one by one gives. All three methods work here, as the layout only needs each run's
+    /// length in slots; [`BuildMethod::SegmentedLayouts`] (the default) is the fastest.
+    ///
+    /// ```
+    /// use conqf::{BuildMethod, Count, CountingQf, Filter};
+    /// let mut hashes: Vec<u64> = (0..10_000u64).map(|k| conqf::hash_key(&k)).collect();
+    /// hashes.extend([conqf::hash_key(&7u64); 99]);
+    /// let filter = CountingQf::bulk_build(14, 12, &hashes, BuildMethod::default())?;
+    /// assert_eq!(filter.len(), 10_099);
+    /// assert_eq!(filter.distinct(), 10_000);
+    /// assert_eq!(filter.count(&7u64), 100);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] as for [`with_bits`](Self::with_bits); [`Error::Full`] if
+    /// the entries do not fit.
+    pub fn bulk_build(
+        quotient_bits: u32,
+        remainder_bits: u32,
+        hashes: &[u64],
+        method: BuildMethod,
+    ) -> Result<Self, Error> {
+        let filter = CountingQf::with_bits(quotient_bits, remainder_bits)?;
+        let (keys, counts) = counted_keys(hashes, quotient_bits + remainder_bits);
+        build(&filter, &keys, &counts, method)?;
+        Ok(filter)
+    }
+
+    /// Inserts one copy per hash, choosing the strategy by the batch's size against the free
+    /// slots ([`BatchInsert::Auto`]). Returns how many fingerprints were not stored before (what
+    /// the one-by-one [`insert_hash`](crate::Filter::insert_hash)es would count as `true`).
+    ///
+    /// ```
+    /// use conqf::{Count, CountingQf, Filter};
+    /// let mut filter = CountingQf::with_bits(12, 10)?;
+    /// filter.insert(&1u64)?;
+    /// let mut hashes: Vec<u64> = (0..1000u64).map(|k| conqf::hash_key(&k)).collect();
+    /// hashes.push(conqf::hash_key(&1u64));
+    /// assert_eq!(filter.insert_batch(&hashes)?, 999); // key 1 was there already
+    /// assert_eq!(filter.count(&1u64), 3);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Full`] if the entries do not fit. A merge-insert then leaves the filter
+    /// unchanged; one-by-one inserts keep the ones that fitted.
+    pub fn insert_batch(&mut self, hashes: &[u64]) -> Result<usize, Error> {
+        self.insert_batch_with(hashes, BatchInsert::Auto)
+    }
+
+    /// [`insert_batch`](Self::insert_batch) with a chosen strategy. The rank-and-select layout
+    /// has no supercluster rounds here: [`BatchInsert::Superclusters`] inserts the sorted batch
+    /// one by one (in table order, so consecutive inserts touch nearby blocks), and
+    /// [`BatchInsert::Merge`] extracts the stored entries, adds the batch's counts and bulk
+    /// builds a new table (paper 004 §IV-E). `Auto` picks as [`BatchInsert::choose`] does (a
+    /// rule measured on the 3-bit filters, not yet on this one).
+    ///
+    /// ```
+    /// use conqf::{BatchInsert, BuildMethod, Count, CountingQf};
+    /// let mut filter = CountingQf::with_bits(12, 10)?;
+    /// let hashes = vec![conqf::hash_key(&5u64); 1000];
+    /// let merge = BatchInsert::Merge(BuildMethod::ParallelMerging);
+    /// assert_eq!(filter.insert_batch_with(&hashes, merge)?, 1);
+    /// assert_eq!(filter.count(&5u64), 1000);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`insert_batch`](Self::insert_batch).
+    pub fn insert_batch_with(
+        &mut self,
+        hashes: &[u64],
+        strategy: BatchInsert,
+    ) -> Result<usize, Error> {
+        let (q, r) = (self.quotient_bits(), self.remainder_bits());
+        let (keys, counts) = counted_keys(hashes, q + r);
+        let strategy = match strategy {
+            BatchInsert::Auto => BatchInsert::choose(keys.len(), self.distinct(), 1 << q),
+            chosen => chosen,
+        };
+        let before = self.distinct();
+        match strategy {
+            BatchInsert::Merge(method) => {
+                let (stored, stored_counts) = filter_keys(self);
+                let (union, union_counts) =
+                    merge_counted((&stored, &stored_counts), (&keys, &counts));
+                *self = rebuilt(q, r, self.region_blocks(), &union, &union_counts, method)?;
+            }
+            BatchInsert::Superclusters | BatchInsert::Auto => {
+                for (&key, &count) in keys.iter().zip(&counts) {
+                    // The key is the hash's top `q + r` bits: shifted back, it splits the same.
+                    self.insert_count_hash(key << (64 - q - r), count)?;
+                }
+            }
+        }
+        Ok(self.distinct() - before)
+    }
+}
+
+/// Merging counting filters (paper 004 §IV-E): extract both tables' entries in sorted order,
+/// merge them adding the counts of a fingerprint in both, and bulk build the result
+/// ([`BuildMethod::default`]). The result has the larger quotient of the two (and the first
+/// filter's region size), doubled until the distinct fingerprints fit at 95% fill, a bit moving
+/// from the remainder to the quotient each time, as in [`grow`](CountingQf::grow).
+///
+/// Both filters must have the same fingerprint length `q + r`, or the merge returns
+/// [`Error::Incompatible`], for the reason [`SequentialQf`](crate::SequentialQf)'s merge gives.
+///
+/// ```
+/// use conqf::{Count, CountingQf, Filter, Merge};
+/// let a = CountingQf::with_bits(10, 10)?;
+/// let b = CountingQf::with_bits(10, 10)?;
+/// a.insert_count(&1u64, 3)?;
+/// b.insert_count(&1u64, 4)?;
+/// b.insert(&2u64)?;
+/// let union = a.merge(&b)?;
+/// assert_eq!((union.count(&1u64), union.count(&2u64)), (7, 1));
+/// # Ok::<(), conqf::Error>(())
+/// ```
+impl Merge for CountingQf {
+    fn merge(&self, other: &Self) -> Result<Self, Error> {
+        let bits = self.quotient_bits() + self.remainder_bits();
+        let other_bits = other.quotient_bits() + other.remainder_bits();
+        if bits != other_bits {
+            return Err(Error::Incompatible(format!(
+                "fingerprints of {bits} and {other_bits} bits"
+            )));
+        }
+        let total = self.distinct() + other.distinct();
+        let mut q = self.quotient_bits().max(other.quotient_bits());
+        while ((1u64 << q) as f64) * MERGE_LOAD < total as f64
+            && bits - q > counter_code::MIN_REMAINDER_BITS
+            && q < MAX_QUOTIENT_BITS
+        {
+            q += 1;
+        }
+        let (a, a_counts) = filter_keys(self);
+        let (b, b_counts) = filter_keys(other);
+        let (union, counts) = merge_counted((&a, &a_counts), (&b, &b_counts));
+        rebuilt(
+            q,
+            bits - q,
+            self.region_blocks(),
+            &union,
+            &counts,
+            BuildMethod::default(),
+        )
+    }
+}

@@ -1,0 +1,160 @@
+//! The batch operations of `CountingQf` against one-by-one operations on the same filter,
+//! compared block by block (bit for bit), on the workloads of the 3-bit tests (random, skewed and
+//! duplicate-heavy hashes at fills from 1% to 95%) and on explicit large counts.
+
+use proptest::prelude::*;
+
+use crate::filter::{Count, Error, Filter, Merge};
+use crate::qf::counting::CountingQf;
+
+use super::tests::workload;
+use super::{BatchInsert, BuildMethod};
+
+/// One-by-one inserts; `Err(Full)` if any insert found no room.
+fn insert_each(filter: &CountingQf, hashes: &[u64]) -> Result<usize, Error> {
+    let mut full = false;
+    let mut new = 0;
+    for &hash in hashes {
+        match filter.insert_hash(hash) {
+            Ok(first) => new += first as usize,
+            Err(Error::Full) => full = true,
+            Err(other) => return Err(other),
+        }
+    }
+    if full {
+        Err(Error::Full)
+    } else {
+        Ok(new)
+    }
+}
+
+/// Asserts two filters hold the same blocks, spills and counts.
+fn same(a: &CountingQf, b: &CountingQf) -> Result<(), TestCaseError> {
+    prop_assert!(a.table.raw() == b.table.raw(), "tables differ");
+    prop_assert_eq!((a.len(), a.distinct()), (b.len(), b.distinct()));
+    a.check_invariants().map_err(TestCaseError::fail)
+}
+
+/// Hashes with a few keys repeated `copies` times each (counters of several digits).
+fn heavy() -> impl Strategy<Value = (u32, u32, Vec<u64>)> {
+    (
+        4u32..9,
+        2u32..9,
+        proptest::collection::vec((any::<u64>(), 1usize..300), 1..12),
+        proptest::collection::vec(any::<u64>(), 0..200),
+    )
+        .prop_map(|(q, r, repeated, single)| {
+            let mut hashes = single;
+            for (hash, copies) in repeated {
+                hashes.extend(std::iter::repeat_n(hash, copies));
+            }
+            (q, r, hashes)
+        })
+}
+
+fn build_equals_one_by_one(q: u32, r: u32, hashes: &[u64]) -> Result<(), TestCaseError> {
+    let expected = CountingQf::with_bits(q, r).unwrap();
+    let one_by_one = insert_each(&expected, hashes);
+    for method in BuildMethod::ALL {
+        match (CountingQf::bulk_build(q, r, hashes, method), &one_by_one) {
+            (Ok(built), Ok(_)) => same(&built, &expected)?,
+            (Err(Error::Full), Err(Error::Full)) => {}
+            (built, _) => prop_assert!(
+                false,
+                "{method:?}: {:?} vs {one_by_one:?}",
+                built.map(|f| f.len())
+            ),
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn every_build_method_equals_one_by_one_inserts((q, r, hashes) in workload()) {
+        build_equals_one_by_one(q, r.max(2), &hashes)?;
+    }
+
+    #[test]
+    fn large_counts_build_as_one_by_one_inserts((q, r, hashes) in heavy()) {
+        build_equals_one_by_one(q, r, &hashes)?;
+    }
+
+    #[test]
+    fn batch_inserts_equal_one_by_one_inserts((q, r, hashes) in workload(), split in 0.0f64..1.0) {
+        let r = r.max(2);
+        let (first, second) = hashes.split_at((hashes.len() as f64 * split) as usize);
+        prop_assume!(CountingQf::bulk_build(q, r, &hashes, BuildMethod::default()).is_ok());
+        let expected = CountingQf::with_bits(q, r).unwrap();
+        insert_each(&expected, first).unwrap();
+        let new = insert_each(&expected, second).unwrap();
+        for strategy in [
+            BatchInsert::Superclusters,
+            BatchInsert::Merge(BuildMethod::ParallelMerging),
+            BatchInsert::Merge(BuildMethod::SequentialShifting),
+            BatchInsert::Merge(BuildMethod::SegmentedLayouts),
+            BatchInsert::Auto,
+        ] {
+            let mut filter = CountingQf::bulk_build(q, r, first, BuildMethod::default()).unwrap();
+            prop_assert_eq!(filter.insert_batch_with(second, strategy), Ok(new), "{:?}", strategy);
+            same(&filter, &expected)?;
+        }
+    }
+
+    #[test]
+    fn merge_sums_the_counts((q, r, hashes) in workload(), split in 0.0f64..1.0) {
+        let r = r.max(2);
+        let (first, second) = hashes.split_at((hashes.len() as f64 * split) as usize);
+        let a = CountingQf::bulk_build(q, r, first, BuildMethod::default());
+        let b = CountingQf::bulk_build(q, r, second, BuildMethod::default());
+        let (Ok(a), Ok(b)) = (a, b) else { return Ok(()) };
+        let merged = a.merge(&b).unwrap();
+        // The same quotient while the union fits, so the same table as inserting everything.
+        if merged.quotient_bits() == q {
+            let expected = CountingQf::with_bits(q, r).unwrap();
+            insert_each(&expected, &hashes).unwrap();
+            same(&merged, &expected)?;
+        }
+        merged.check_invariants().map_err(TestCaseError::fail)?;
+        for &hash in &hashes {
+            prop_assert_eq!(merged.count_hash(hash), a.count_hash(hash) + b.count_hash(hash));
+        }
+        prop_assert_eq!(merged.len(), hashes.len());
+    }
+}
+
+#[test]
+fn large_builds_take_the_parallel_paths() {
+    // Above the parallel thresholds of `par`, at 90% fill, a tenth of the keys repeated.
+    let q = 17;
+    let mut hashes: Vec<u64> = (0..((1u64 << q) * 8 / 10))
+        .map(crate::hash::remix)
+        .collect();
+    hashes.extend((0..(1u64 << q) / 10).map(|i| crate::hash::remix(i * 7)));
+    let expected = CountingQf::with_bits(q, 7).unwrap();
+    insert_each(&expected, &hashes).unwrap();
+    for method in BuildMethod::ALL {
+        let built = CountingQf::bulk_build(q, 7, &hashes, method).unwrap();
+        assert!(built.table.raw() == expected.table.raw(), "{method:?}");
+        assert_eq!(
+            (built.len(), built.distinct()),
+            (expected.len(), expected.distinct())
+        );
+    }
+}
+
+#[test]
+fn a_full_build_is_an_error_and_different_lengths_do_not_merge() {
+    let hashes: Vec<u64> = (0..200u64).map(crate::hash::remix).collect();
+    assert!(matches!(
+        CountingQf::bulk_build(6, 4, &hashes, BuildMethod::default()),
+        Err(Error::Full)
+    ));
+    let (a, b) = (
+        CountingQf::with_bits(6, 4).unwrap(),
+        CountingQf::with_bits(6, 5).unwrap(),
+    );
+    assert!(matches!(a.merge(&b), Err(Error::Incompatible(_))));
+}
