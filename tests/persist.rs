@@ -13,11 +13,13 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use std::collections::BTreeMap;
+
 use common::{hash_of, ops, Model, Op};
 use conqf::{
-    hash_key, AtomicBloomFilter, Error, ExternallyLockedQf, Filter, Fingerprint, LinearProbingQf,
-    LocallyLockedQf, LockFreeCuckooFilter, LockedCuckooFilter, Remove, SequentialQf,
-    SequentialQfRef,
+    hash_key, AtomicBloomFilter, Count, CountingQf, CountingQfRef, Error, ExternallyLockedQf,
+    Filter, Fingerprint, LinearProbingQf, LocallyLockedQf, LockFreeCuckooFilter,
+    LockedCuckooFilter, Remove, SequentialQf, SequentialQfRef, TwoBitQf,
 };
 use proptest::prelude::*;
 use xxhash_rust::xxh3::xxh3_64;
@@ -73,6 +75,11 @@ fn readers() -> Vec<(&'static str, Reader)> {
         ("LockedCuckooFilter/read", |b| {
             LockedCuckooFilter::read_from(b).map(drop)
         }),
+        ("TwoBitQf", |b| TwoBitQf::from_bytes(b).map(drop)),
+        ("TwoBitQf/read", |b| TwoBitQf::read_from(b).map(drop)),
+        ("CountingQf", |b| CountingQf::from_bytes(b).map(drop)),
+        ("CountingQf/read", |b| CountingQf::read_from(b).map(drop)),
+        ("CountingQfRef", |b| CountingQfRef::from_bytes(b).map(drop)),
     ]
 }
 
@@ -126,8 +133,26 @@ fn cuckoo_sample() -> LockFreeCuckooFilter {
     filter
 }
 
+/// A small 2-status-bit filter with clusters.
+fn two_bit_sample() -> TwoBitQf {
+    let filter = TwoBitQf::with_bits(4, 5).unwrap();
+    for h in clustered(9, 4, 5) {
+        filter.insert_hash(h).unwrap();
+    }
+    filter
+}
+
+/// A small counting filter (one block) with counts of 1, 2 and several slots.
+fn counting_sample() -> CountingQf {
+    let filter = CountingQf::with_bits(4, 4).unwrap();
+    for (i, h) in clustered(7, 4, 4).into_iter().enumerate() {
+        filter.insert_count_hash(h, [1, 2, 3, 40][i % 4]).unwrap();
+    }
+    filter
+}
+
 /// The number of [`samples`].
-const SAMPLES: usize = 6;
+const SAMPLES: usize = 8;
 
 /// One small valid file of each family (named), for the corruption tests.
 fn samples() -> Vec<(&'static str, Vec<u8>)> {
@@ -151,6 +176,8 @@ fn samples() -> Vec<(&'static str, Vec<u8>)> {
         ("LinearProbingQf", probing.to_bytes()),
         ("AtomicBloomFilter", bloom.to_bytes()),
         ("LockFreeCuckooFilter", cuckoo_sample().to_bytes()),
+        ("TwoBitQf", two_bit_sample().to_bytes()),
+        ("CountingQf", counting_sample().to_bytes()),
     ]
 }
 
@@ -433,6 +460,165 @@ proptest! {
     }
 }
 
+/// A counting operation: add `n` copies, remove one, or remove all.
+#[derive(Debug, Clone, Copy)]
+enum CountOp {
+    Add(u64, u64),
+    Remove(u64),
+    RemoveAll(u64),
+}
+
+fn count_ops(
+    q: u32,
+    r: u32,
+    quotients: u64,
+    remainders: u64,
+) -> impl Strategy<Value = Vec<CountOp>> {
+    let hash = (0..quotients, 0..remainders.min(1 << r), any::<u64>())
+        .prop_map(move |(qu, re, noise)| hash_of(qu, re, q, r, noise));
+    let count = prop_oneof![4 => 1u64..4, 2 => 4u64..1000, 1 => Just(u64::MAX / 3)];
+    let op = prop_oneof![
+        5 => (hash.clone(), count).prop_map(|(h, n)| CountOp::Add(h, n)),
+        2 => hash.clone().prop_map(CountOp::Remove),
+        1 => hash.prop_map(CountOp::RemoveAll),
+    ];
+    proptest::collection::vec(op, 0..150)
+}
+
+/// Everything a counting filter read back (owned, streamed, and the zero-copy view) must
+/// answer as the original, and write back the same bytes.
+fn check_counting_round_trip(filter: &mut CountingQf, probes: &[u64]) -> Result<(), TestCaseError> {
+    let bytes = filter.to_bytes();
+    let mut streamed = Vec::new();
+    filter.write_to(&mut streamed).unwrap();
+    prop_assert_eq!(&streamed, &bytes);
+    let mut back = CountingQf::from_bytes(&bytes).unwrap();
+    let read = CountingQf::read_from(bytes.as_slice()).unwrap();
+    let view = CountingQfRef::from_bytes(&bytes).unwrap();
+    back.check_invariants().map_err(TestCaseError::fail)?;
+    read.check_invariants().map_err(TestCaseError::fail)?;
+    let expected: Vec<(Fingerprint, u64)> = filter.counts().collect();
+    prop_assert_eq!(back.counts().collect::<Vec<_>>(), expected.clone());
+    prop_assert_eq!(read.counts().collect::<Vec<_>>(), expected);
+    prop_assert_eq!(
+        (back.len(), back.distinct()),
+        (filter.len(), filter.distinct())
+    );
+    prop_assert_eq!(
+        (view.len(), view.distinct()),
+        (filter.len(), filter.distinct())
+    );
+    prop_assert_eq!(back.region_blocks(), filter.region_blocks());
+    for &h in probes {
+        let count = filter.count_hash(h);
+        prop_assert_eq!(back.count_hash(h), count);
+        prop_assert_eq!(view.count_hash(h), count);
+        prop_assert_eq!(view.contains_hash(h), count > 0);
+    }
+    prop_assert_eq!(&back.to_bytes(), &bytes);
+    prop_assert_eq!(&view.to_owned_filter().unwrap().to_bytes(), &bytes);
+    // A view over an unaligned copy answers the same.
+    let mut shifted = vec![0u8; bytes.len() + 1];
+    shifted[1..].copy_from_slice(&bytes);
+    let unaligned = CountingQfRef::from_bytes(&shifted[1..]).unwrap();
+    for &h in probes {
+        prop_assert_eq!(unaligned.count_hash(h), filter.count_hash(h));
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    #[test]
+    fn two_bit_round_trip_keeps_every_answer(
+        (q, r, sequence) in prop_oneof![
+            ops(4, 3, 16, 8, 120).prop_map(|s| (4, 3, s)),
+            ops(6, 5, 6, 32, 200).prop_map(|s| (6, 5, s)),
+            ops(5, 20, 12, 1 << 20, 150).prop_map(|s| (5, 20, s)),
+            ops(3, 50, 8, 4, 60).prop_map(|s| (3, 50, s)),
+        ],
+        probes in proptest::collection::vec(any::<u64>(), 50),
+    ) {
+        let (mut filter, model) = common::run_model::<TwoBitQf>(q, r, &sequence)?;
+        let expected: Vec<Fingerprint> = model.set.iter().copied().collect();
+        let bytes = filter.to_bytes();
+        let mut streamed = Vec::new();
+        filter.write_to(&mut streamed).unwrap();
+        prop_assert_eq!(&streamed, &bytes);
+        let mut back = TwoBitQf::from_bytes(&bytes).unwrap();
+        let read = TwoBitQf::read_from(bytes.as_slice()).unwrap();
+        back.check_invariants().map_err(TestCaseError::fail)?;
+        prop_assert_eq!(back.fingerprints().collect::<Vec<_>>(), expected.clone());
+        prop_assert_eq!(read.fingerprints().collect::<Vec<_>>(), expected.clone());
+        prop_assert_eq!(back.len(), expected.len());
+        let mut all = probes;
+        all.extend(sequence.iter().map(|op| match *op {
+            Op::Insert(h) | Op::Remove(h) | Op::Contains(h) => h,
+        }));
+        for &h in &all {
+            prop_assert_eq!(back.contains_hash(h), filter.contains_hash(h));
+        }
+        prop_assert_eq!(&back.to_bytes(), &bytes);
+        // A filter read back keeps working and growing.
+        if back.grow().is_ok() {
+            for f in &expected {
+                let h = hash_of(f.quotient, f.remainder, q, r, 0);
+                prop_assert!(back.contains_hash(h));
+            }
+        }
+    }
+
+    #[test]
+    fn counting_round_trip_keeps_every_answer(
+        (q, r, sequence) in prop_oneof![
+            count_ops(4, 2, 16, 4).prop_map(|s| (4, 2, s)),
+            count_ops(6, 4, 8, 16).prop_map(|s| (6, 4, s)),
+            count_ops(7, 9, 128, 512).prop_map(|s| (7, 9, s)),
+            count_ops(5, 33, 32, 1 << 33).prop_map(|s| (5, 33, s)),
+        ],
+        region in 1usize..4,
+        probes in proptest::collection::vec(any::<u64>(), 50),
+    ) {
+        let mut filter = CountingQf::with_bits_and_region(q, r, region).unwrap();
+        let mut all = probes;
+        for op in &sequence {
+            match *op {
+                CountOp::Add(h, n) => match filter.insert_count_hash(h, n) {
+                    Ok(()) | Err(Error::Full) => all.push(h),
+                    Err(e) => return Err(TestCaseError::fail(e.to_string())),
+                },
+                CountOp::Remove(h) => {
+                    filter.remove_hash(h).unwrap();
+                }
+                CountOp::RemoveAll(h) => {
+                    filter.remove_all_hash(h).unwrap();
+                }
+            }
+        }
+        filter.check_invariants().map_err(TestCaseError::fail)?;
+        check_counting_round_trip(&mut filter, &all)?;
+    }
+}
+
+/// One cluster over many blocks: offsets of 255 and more are stored saturated and recomputed
+/// (without recursion) by the owned filter and by the view alike.
+#[test]
+fn counting_long_clusters_round_trip() {
+    let (q, r) = (11, 7);
+    let mut filter = CountingQf::with_bits(q, r).unwrap();
+    let hashes: Vec<u64> = (0..700u64)
+        .map(|i| hash_of(i % 9, i / 9, q, r, i))
+        .collect();
+    for (i, &h) in hashes.iter().enumerate() {
+        filter.insert_count_hash(h, i as u64 % 2 + 1).unwrap();
+    }
+    // Blocks 5 and later are reached by the cluster of quotients 0..9 from 255 slots on.
+    assert!(filter.counts().count() == 700);
+    filter.check_invariants().unwrap();
+    check_counting_round_trip(&mut filter, &hashes).unwrap();
+}
+
 #[test]
 fn a_stream_of_several_filters_reads_back_one_at_a_time() {
     let first = sequential_sample(4, 5, 9);
@@ -462,6 +648,8 @@ fn readers_take_only_their_own_family() {
             "LinearProbingQf" => &["LinearProbingQf"],
             "AtomicBloomFilter" => &["AtomicBloomFilter"],
             "LockFreeCuckooFilter" => &["LockFreeCuckooFilter", "LockedCuckooFilter"],
+            "TwoBitQf" => &["TwoBitQf"],
+            "CountingQf" => &["CountingQf", "CountingQfRef"],
             _ => &[
                 "SequentialQf",
                 "LocallyLockedQf",
@@ -667,6 +855,70 @@ fn exercise_cuckoo(filter: LockFreeCuckooFilter, hashes: &[u64]) -> Result<(), T
     Ok(())
 }
 
+/// Drives a decoded 2-status-bit filter against an exact model seeded with its contents.
+fn exercise_two_bit(filter: TwoBitQf, hashes: &[u64]) -> Result<(), TestCaseError> {
+    filter
+        .check_invariants()
+        .map_err(|e| TestCaseError::fail(format!("accepted but invalid: {e}")))?;
+    let (q, r) = (filter.quotient_bits(), filter.remainder_bits());
+    let mut model: BTreeSet<Fingerprint> = filter.fingerprints().collect();
+    for (i, &h) in hashes.iter().enumerate() {
+        let f = <TwoBitQf as common::UnderTest>::fingerprint(h, q, r);
+        if i % 3 == 2 {
+            prop_assert_eq!(filter.remove_hash(h).unwrap(), model.remove(&f));
+        } else {
+            match filter.insert_hash(h) {
+                Ok(stored) => prop_assert_eq!(stored, model.insert(f)),
+                Err(Error::Full) => prop_assert!(!model.contains(&f)),
+                Err(e) => return Err(TestCaseError::fail(e.to_string())),
+            }
+        }
+        prop_assert_eq!(filter.contains_hash(h), model.contains(&f));
+    }
+    filter.check_invariants().map_err(TestCaseError::fail)?;
+    prop_assert_eq!(
+        filter.fingerprints().collect::<Vec<_>>(),
+        model.into_iter().collect::<Vec<_>>()
+    );
+    Ok(())
+}
+
+/// Drives a decoded counting filter against an exact multiset seeded with its contents.
+fn exercise_counting(filter: CountingQf, hashes: &[u64]) -> Result<(), TestCaseError> {
+    filter
+        .check_invariants()
+        .map_err(|e| TestCaseError::fail(format!("accepted but invalid: {e}")))?;
+    let (q, r) = (filter.quotient_bits(), filter.remainder_bits());
+    let mut model: BTreeMap<Fingerprint, u64> = filter.counts().collect();
+    for (i, &h) in hashes.iter().enumerate() {
+        let f = Fingerprint::split(h, q, r);
+        let before = model.get(&f).copied().unwrap_or(0);
+        prop_assert_eq!(filter.count_hash(h), before);
+        if i % 3 == 2 {
+            prop_assert_eq!(filter.remove_hash(h).unwrap(), before > 0);
+            if before > 1 {
+                model.insert(f, before - 1);
+            } else {
+                model.remove(&f);
+            }
+        } else {
+            match filter.insert_count_hash(h, i as u64 % 5 + 1) {
+                Ok(()) => {
+                    model.insert(f, before.saturating_add(i as u64 % 5 + 1));
+                }
+                Err(Error::Full) => prop_assert_eq!(filter.count_hash(h), before),
+                Err(e) => return Err(TestCaseError::fail(e.to_string())),
+            }
+        }
+    }
+    filter.check_invariants().map_err(TestCaseError::fail)?;
+    prop_assert_eq!(
+        filter.counts().collect::<Vec<_>>(),
+        model.into_iter().collect::<Vec<_>>()
+    );
+    Ok(())
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(fuzz_cases()))]
 
@@ -711,6 +963,16 @@ proptest! {
         if let Ok(filter) = LockFreeCuckooFilter::from_bytes(&bytes) {
             exercise_cuckoo(filter, &hashes)?;
         }
+        if let Ok(filter) = TwoBitQf::from_bytes(&bytes) {
+            exercise_two_bit(filter, &hashes)?;
+        }
+        if let Ok(filter) = CountingQf::from_bytes(&bytes) {
+            let view = CountingQfRef::from_bytes(&bytes).unwrap();
+            for &h in &hashes {
+                prop_assert_eq!(view.count_hash(h), filter.count_hash(h));
+            }
+            exercise_counting(filter, &hashes)?;
+        }
     }
 
     #[test]
@@ -741,6 +1003,12 @@ proptest! {
         }
         if let Ok(filter) = LockFreeCuckooFilter::from_bytes(&bytes) {
             exercise_cuckoo(filter, &hashes)?;
+        }
+        if let Ok(filter) = TwoBitQf::from_bytes(&bytes) {
+            exercise_two_bit(filter, &hashes)?;
+        }
+        if let Ok(filter) = CountingQf::from_bytes(&bytes) {
+            exercise_counting(filter, &hashes)?;
         }
         for (name, read) in readers() {
             match read(&bytes) {

@@ -50,6 +50,10 @@ pub(crate) enum Tag {
     /// The cuckoo table (`LockFreeCuckooFilter`, `LockedCuckooFilter`): bucket bits,
     /// fingerprint bits.
     Cuckoo = 5,
+    /// The 2-status-bit table (`TwoBitQf`): `q`, `r`.
+    TwoBit = 6,
+    /// The rank-and-select counting table (`CountingQf`): `q`, `r`, region blocks.
+    Counting = 7,
 }
 
 impl Tag {
@@ -60,6 +64,8 @@ impl Tag {
             3 => Tag::LinearProbing,
             4 => Tag::Bloom,
             5 => Tag::Cuckoo,
+            6 => Tag::TwoBit,
+            7 => Tag::Counting,
             _ => return None,
         })
     }
@@ -72,6 +78,8 @@ impl Tag {
             Tag::LinearProbing => 16,
             Tag::Bloom => 24,
             Tag::Cuckoo => 8,
+            Tag::TwoBit => 8,
+            Tag::Counting => 16,
         }
     }
 }

@@ -28,18 +28,11 @@ use crate::qf::slot::{OCCUPIED, STATUS_BITS};
 use crate::qf::table::QfTable;
 use crate::qf::walk;
 use crate::sizing;
-use crate::storage::{Cursor, GroupSource, LeWords, SlotArray};
+use crate::storage::{Cursor, LeWords};
 use crate::sync::Ordering;
 
 use super::format::{self, corrupt, File, ParamsWriter, Tag};
-use super::{bad_parameters, check_padding, table_words};
-
-/// The groups of a table no thread writes during the read.
-fn groups(slots: &SlotArray) -> impl ExactSizeIterator<Item = u64> + '_ {
-    // Relaxed: the callers hold `&self` of a sequential filter or `&mut self` of a concurrent
-    // one, so no thread writes the table while it is read.
-    (0..slots.layout().groups_for(slots.len())).map(|g| slots.load_group(g, Ordering::Relaxed))
-}
+use super::{array_groups, bad_parameters, check_padding, fill_array, table_words};
 
 fn params(table: &QfTable) -> ParamsWriter {
     ParamsWriter::default()
@@ -106,14 +99,7 @@ impl<'a> Decoded<'a> {
     /// A sequential filter holding this table (the one allocation, fallible).
     fn to_sequential(&self) -> Result<SequentialQf, Error> {
         let mut filter = SequentialQf::with_bits(self.quotient_bits, self.remainder_bits)?;
-        for group in 0..self.words.group_count() {
-            let word = self.words.load_group(group, Ordering::Relaxed);
-            // Relaxed: the filter is not shared yet; handing it to other threads orders this.
-            filter
-                .table
-                .slots
-                .store_group(group, word, Ordering::Relaxed);
-        }
+        fill_array(&self.words, &filter.table.slots);
         filter.len = self.len;
         Ok(filter)
     }
@@ -135,7 +121,7 @@ impl SequentialQf {
             out,
             Tag::Qf3,
             params(&self.table),
-            groups(&self.table.slots),
+            array_groups(&self.table.slots),
         )
     }
 
@@ -204,7 +190,7 @@ impl LocallyLockedQf {
             out,
             Tag::Qf3,
             params(&self.table),
-            groups(&self.table.slots),
+            array_groups(&self.table.slots),
         )
     }
 

@@ -15,9 +15,11 @@
 //! the two that it holds every region the plan touched.
 //!
 //! Functions that read a table another thread may be changing (outside the caller's locks) never
-//! panic and never loop forever: an inconsistent read gives `None` (a [`Fault`]).
+//! panic and never loop forever: an inconsistent read gives `None` (a [`Fault`]). The reads are
+//! generic over the [`BlockSource`], so the zero-copy view of a serialised filter
+//! (`CountingQfRef`) answers with this same code.
 
-use super::blocks::{View, BLOCK_SLOTS, SPILL_SATURATED};
+use super::blocks::{BlockSource, View, BLOCK_SLOTS, SPILL_SATURATED};
 use super::counter_code::{self, MAX_ENTRY_SLOTS};
 use super::rank_select::{rank, select};
 
@@ -32,7 +34,7 @@ pub(crate) enum Fault {
 
 /// The position of the runend bit with `k` runend bits between `from` and it (`k` from 0).
 #[inline]
-fn select_from(view: &View<'_>, from: usize, k: usize) -> Option<usize> {
+fn select_from<S: BlockSource>(view: &View<'_, S>, from: usize, k: usize) -> Option<usize> {
     let mut block = from / BLOCK_SLOTS;
     if block >= view.table().blocks() {
         return None;
@@ -57,10 +59,20 @@ fn select_from(view: &View<'_>, from: usize, k: usize) -> Option<usize> {
 /// `slot` or there is none, some position `<= slot`). So `slot` is in use iff the result is
 /// larger than `slot`.
 #[inline]
-pub(crate) fn end_after(view: &View<'_>, slot: usize) -> Option<usize> {
+pub(crate) fn end_after<S: BlockSource>(view: &View<'_, S>, slot: usize) -> Option<usize> {
+    end_after_given(view, slot, spill(view, slot / BLOCK_SLOTS)?)
+}
+
+/// [`end_after`], given the exact spill of `slot`'s block.
+#[inline]
+pub(crate) fn end_after_given<S: BlockSource>(
+    view: &View<'_, S>,
+    slot: usize,
+    block_spill: usize,
+) -> Option<usize> {
     let block = slot / BLOCK_SLOTS;
     let d = rank(view.occupieds(block), (slot % BLOCK_SLOTS) as u32) as usize;
-    let first = block * BLOCK_SLOTS + spill(view, block)?;
+    let first = block * BLOCK_SLOTS + block_spill;
     if d == 0 {
         Some(first)
     } else {
@@ -70,22 +82,37 @@ pub(crate) fn end_after(view: &View<'_>, slot: usize) -> Option<usize> {
 
 /// The exact spill of `block`: slots from `64 b` on used by runs of quotients below `64 b`.
 #[inline]
-pub(crate) fn spill(view: &View<'_>, block: usize) -> Option<usize> {
+pub(crate) fn spill<S: BlockSource>(view: &View<'_, S>, block: usize) -> Option<usize> {
     let stored = view.stored_spill(block);
     if stored < SPILL_SATURATED {
         return Some(stored as usize);
     }
-    if block == 0 {
-        return None;
+    // Saturated: recompute forward from the nearest block below with an exact stored spill
+    // (a loop, not a recursion, so a long cluster cannot exhaust the stack).
+    let mut base = block;
+    let mut exact = loop {
+        if base == 0 {
+            return None;
+        }
+        base -= 1;
+        let stored = view.stored_spill(base);
+        if stored < SPILL_SATURATED {
+            break stored as usize;
+        }
+    };
+    for next in base + 1..=block {
+        let first = next * BLOCK_SLOTS;
+        exact = end_after_given(view, first - 1, exact)?.saturating_sub(first);
     }
-    // Saturated: recompute from the block before (recursively, if that one is saturated too).
-    let first = block * BLOCK_SLOTS;
-    Some(end_after(view, first - 1)?.saturating_sub(first))
+    Some(exact)
 }
 
 /// The first and last slot of `quotient`'s run, if it is occupied.
 #[inline]
-pub(crate) fn run_of(view: &View<'_>, quotient: usize) -> Option<Option<(usize, usize)>> {
+pub(crate) fn run_of<S: BlockSource>(
+    view: &View<'_, S>,
+    quotient: usize,
+) -> Option<Option<(usize, usize)>> {
     let block = quotient / BLOCK_SLOTS;
     let occupieds = view.occupieds(block);
     if occupieds >> (quotient % BLOCK_SLOTS) & 1 == 0 {
@@ -108,7 +135,10 @@ pub(crate) fn run_of(view: &View<'_>, quotient: usize) -> Option<Option<(usize, 
 
 /// The first empty slot at or after `slot`; `Err(Full)` if there is none.
 #[inline]
-pub(crate) fn first_empty(view: &View<'_>, mut slot: usize) -> Result<usize, Fault> {
+pub(crate) fn first_empty<S: BlockSource>(
+    view: &View<'_, S>,
+    mut slot: usize,
+) -> Result<usize, Fault> {
     loop {
         if slot >= view.table().slots() {
             return Err(Fault::Full);
@@ -123,7 +153,11 @@ pub(crate) fn first_empty(view: &View<'_>, mut slot: usize) -> Result<usize, Fau
 
 /// The count stored for `(quotient, remainder)` (0 if absent).
 #[inline]
-pub(crate) fn count(view: &View<'_>, quotient: usize, remainder: u64) -> Option<u64> {
+pub(crate) fn count<S: BlockSource>(
+    view: &View<'_, S>,
+    quotient: usize,
+    remainder: u64,
+) -> Option<u64> {
     let Some((start, end)) = run_of(view, quotient)? else {
         return Some(0);
     };
@@ -260,7 +294,7 @@ fn shifted_left_until(view: &View<'_>, mut end: usize, quotient: usize) -> Resul
 }
 
 /// The first occupied quotient at or after `from`, looking no further than the table's end.
-pub(crate) fn next_occupied_from(view: &View<'_>, from: usize) -> Option<usize> {
+pub(crate) fn next_occupied_from<S: BlockSource>(view: &View<'_, S>, from: usize) -> Option<usize> {
     let mut block = from / BLOCK_SLOTS;
     if block >= view.table().blocks() {
         return None;
