@@ -17,9 +17,9 @@ use std::collections::BTreeMap;
 
 use common::{hash_of, ops, Model, Op};
 use conqf::{
-    hash_key, AtomicBloomFilter, Count, CountingQf, CountingQfRef, Error, ExternallyLockedQf,
-    Filter, Fingerprint, LinearProbingQf, LocallyLockedQf, LockFreeCuckooFilter,
-    LockedCuckooFilter, Remove, SequentialQf, SequentialQfRef, TwoBitQf,
+    hash_key, AtomicBloomFilter, Count, CountingQf, CountingQfRef, Error, ExpandableQf,
+    ExternallyLockedQf, Filter, Fingerprint, GrowableQf, LinearProbingQf, LocallyLockedQf,
+    LockFreeCuckooFilter, LockedCuckooFilter, Remove, SequentialQf, SequentialQfRef, TwoBitQf,
 };
 use proptest::prelude::*;
 use xxhash_rust::xxh3::xxh3_64;
@@ -80,6 +80,12 @@ fn readers() -> Vec<(&'static str, Reader)> {
         ("CountingQf", |b| CountingQf::from_bytes(b).map(drop)),
         ("CountingQf/read", |b| CountingQf::read_from(b).map(drop)),
         ("CountingQfRef", |b| CountingQfRef::from_bytes(b).map(drop)),
+        ("GrowableQf", |b| GrowableQf::from_bytes(b).map(drop)),
+        ("GrowableQf/read", |b| GrowableQf::read_from(b).map(drop)),
+        ("ExpandableQf", |b| ExpandableQf::from_bytes(b).map(drop)),
+        ("ExpandableQf/read", |b| {
+            ExpandableQf::read_from(b).map(drop)
+        }),
     ]
 }
 
@@ -151,8 +157,34 @@ fn counting_sample() -> CountingQf {
     filter
 }
 
+/// A small growable filter that has doubled once and may double twice more.
+fn growable_sample() -> GrowableQf {
+    let filter = LocallyLockedQf::growable(1, 0.5)
+        .max_doublings(3)
+        .build_with_bits(2, 6)
+        .unwrap();
+    for k in 0..5u64 {
+        filter.insert(&k).unwrap();
+    }
+    filter.remove(&1u64).unwrap();
+    filter
+}
+
+/// A small expandable filter with three levels, cascading, one removal.
+fn expandable_sample() -> ExpandableQf {
+    let filter = ExpandableQf::builder(1, 0.5)
+        .cascading(true)
+        .build()
+        .unwrap();
+    for k in 0..5u64 {
+        filter.insert(&k).unwrap();
+    }
+    filter.remove(&3u64).unwrap();
+    filter
+}
+
 /// The number of [`samples`].
-const SAMPLES: usize = 8;
+const SAMPLES: usize = 10;
 
 /// One small valid file of each family (named), for the corruption tests.
 fn samples() -> Vec<(&'static str, Vec<u8>)> {
@@ -178,6 +210,8 @@ fn samples() -> Vec<(&'static str, Vec<u8>)> {
         ("LockFreeCuckooFilter", cuckoo_sample().to_bytes()),
         ("TwoBitQf", two_bit_sample().to_bytes()),
         ("CountingQf", counting_sample().to_bytes()),
+        ("GrowableQf", growable_sample().to_bytes()),
+        ("ExpandableQf", expandable_sample().to_bytes()),
     ]
 }
 
@@ -650,6 +684,8 @@ fn readers_take_only_their_own_family() {
             "LockFreeCuckooFilter" => &["LockFreeCuckooFilter", "LockedCuckooFilter"],
             "TwoBitQf" => &["TwoBitQf"],
             "CountingQf" => &["CountingQf", "CountingQfRef"],
+            "GrowableQf" => &["GrowableQf"],
+            "ExpandableQf" => &["ExpandableQf"],
             _ => &[
                 "SequentialQf",
                 "LocallyLockedQf",
@@ -919,6 +955,185 @@ fn exercise_counting(filter: CountingQf, hashes: &[u64]) -> Result<(), TestCaseE
     Ok(())
 }
 
+/// The growing filters, for the shared round-trip and exercise checks.
+trait Growing: Filter + Remove + Sized {
+    fn bytes(&mut self) -> Vec<u8>;
+    fn decode(bytes: &[u8]) -> Result<Self, Error>;
+    fn invariants(&self) -> Result<(), String>;
+    /// What must survive a round trip besides the answers: sizes and growth state.
+    fn shape(&self) -> Vec<u64>;
+}
+
+impl Growing for GrowableQf {
+    fn bytes(&mut self) -> Vec<u8> {
+        self.to_bytes()
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, Error> {
+        GrowableQf::from_bytes(bytes)
+    }
+    fn invariants(&self) -> Result<(), String> {
+        self.check_invariants()
+    }
+    fn shape(&self) -> Vec<u64> {
+        vec![
+            self.quotient_bits().into(),
+            self.remainder_bits().into(),
+            self.doublings().into(),
+            self.delta_grow().to_bits(),
+            self.len() as u64,
+        ]
+    }
+}
+
+impl Growing for ExpandableQf {
+    fn bytes(&mut self) -> Vec<u8> {
+        self.to_bytes()
+    }
+    fn decode(bytes: &[u8]) -> Result<Self, Error> {
+        ExpandableQf::from_bytes(bytes)
+    }
+    fn invariants(&self) -> Result<(), String> {
+        self.check_invariants()
+    }
+    fn shape(&self) -> Vec<u64> {
+        vec![
+            self.levels() as u64,
+            self.canonical_slots() as u64,
+            self.is_cascading().into(),
+            self.len() as u64,
+        ]
+    }
+}
+
+/// Drives a decoded growing filter with inserts and removals: every insert that returned is
+/// found until removed, and the invariants hold.
+fn exercise_growing<F: Growing>(filter: &mut F, hashes: &[u64]) -> Result<(), TestCaseError> {
+    filter
+        .invariants()
+        .map_err(|e| TestCaseError::fail(format!("accepted but invalid: {e}")))?;
+    let mut held = Vec::new();
+    for (i, &h) in hashes.iter().enumerate() {
+        if i % 4 == 3 {
+            let _ = filter.remove_hash(h).unwrap();
+            held.retain(|&k| k != h);
+        } else {
+            match filter.insert_hash(h) {
+                Ok(_) => held.push(h),
+                Err(Error::Full) => {}
+                Err(e) => return Err(TestCaseError::fail(e.to_string())),
+            }
+        }
+    }
+    filter.invariants().map_err(TestCaseError::fail)?;
+    // A removal takes one fingerprint, maybe another key's: check only keys whose fingerprint
+    // was not removed since, approximated by keys inserted after the last removal.
+    let last_removal = hashes.len() - hashes.len() % 4;
+    for (i, &h) in hashes
+        .iter()
+        .enumerate()
+        .skip(last_removal.saturating_sub(0))
+    {
+        if i % 4 != 3 && held.contains(&h) {
+            prop_assert!(filter.contains_hash(h));
+        }
+    }
+    Ok(())
+}
+
+/// A growing filter read back answers as the original, writes the same bytes, and, given the
+/// same further inserts, keeps every key and grows as the original does (the insert at which a
+/// table doubles may differ by a few: the fill check reads one stripe of a striped counter).
+fn check_growing_round_trip<F: Growing>(
+    filter: &mut F,
+    probes: &[u64],
+    more: &[u64],
+) -> Result<(), TestCaseError> {
+    let bytes = filter.bytes();
+    let mut back = F::decode(&bytes).unwrap();
+    back.invariants().map_err(TestCaseError::fail)?;
+    prop_assert_eq!(back.shape(), filter.shape());
+    for &h in probes {
+        prop_assert_eq!(back.contains_hash(h), filter.contains_hash(h));
+    }
+    prop_assert_eq!(&back.bytes(), &bytes);
+    let mut full = 0;
+    for &h in more {
+        let a = filter.insert_hash(h);
+        match back.insert_hash(h) {
+            Ok(_) => prop_assert!(back.contains_hash(h)),
+            Err(Error::Full) => full += 1,
+            Err(e) => return Err(TestCaseError::fail(e.to_string())),
+        }
+        full -= a.is_err() as i32;
+    }
+    back.invariants().map_err(TestCaseError::fail)?;
+    // Only at the very end of growing may the two disagree on `Full`.
+    prop_assert!(
+        full.abs() <= 2 + more.len() as i32 / 50,
+        "{} more Full",
+        full
+    );
+    let (a, b) = (filter.shape(), back.shape());
+    prop_assert!(a[0].abs_diff(b[0]) <= 1, "{:?} vs {:?}", a, b);
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn growable_round_trip_keeps_answers_and_growth(
+        keys in proptest::collection::vec(any::<u64>(), 0..300),
+        removals in proptest::collection::vec(any::<prop::sample::Index>(), 0..30),
+        doublings in 0u32..5,
+        delta in 0.3f64..0.9,
+        probes in proptest::collection::vec(any::<u64>(), 50),
+        more in proptest::collection::vec(any::<u64>(), 0..400),
+    ) {
+        let mut filter = LocallyLockedQf::growable(1, 0.5)
+            .delta_grow(delta)
+            .max_doublings(doublings)
+            .build_with_bits(4, 12)
+            .unwrap();
+        for &k in &keys {
+            match filter.insert_hash(k) {
+                Ok(_) | Err(Error::Full) => {}
+                Err(e) => return Err(TestCaseError::fail(e.to_string())),
+            }
+        }
+        for i in &removals {
+            if !keys.is_empty() {
+                filter.remove_hash(keys[i.index(keys.len())]).unwrap();
+            }
+        }
+        let mut all = probes;
+        all.extend(&keys);
+        check_growing_round_trip(&mut filter, &all, &more)?;
+    }
+
+    #[test]
+    fn expandable_round_trip_keeps_answers_and_levels(
+        keys in proptest::collection::vec(any::<u64>(), 0..400),
+        removals in proptest::collection::vec(any::<prop::sample::Index>(), 0..30),
+        cascading: bool,
+        probes in proptest::collection::vec(any::<u64>(), 50),
+        more in proptest::collection::vec(any::<u64>(), 0..400),
+    ) {
+        let mut filter = ExpandableQf::builder(20, 0.1).cascading(cascading).build().unwrap();
+        for &k in &keys {
+            filter.insert_hash(k).unwrap();
+        }
+        for i in &removals {
+            if !keys.is_empty() {
+                filter.remove_hash(keys[i.index(keys.len())]).unwrap();
+            }
+        }
+        let mut all = probes;
+        all.extend(&keys);
+        check_growing_round_trip(&mut filter, &all, &more)?;
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(fuzz_cases()))]
 
@@ -973,6 +1188,12 @@ proptest! {
             }
             exercise_counting(filter, &hashes)?;
         }
+        if let Ok(mut filter) = GrowableQf::from_bytes(&bytes) {
+            exercise_growing(&mut filter, &hashes)?;
+        }
+        if let Ok(mut filter) = ExpandableQf::from_bytes(&bytes) {
+            exercise_growing(&mut filter, &hashes)?;
+        }
     }
 
     #[test]
@@ -1009,6 +1230,9 @@ proptest! {
         }
         if let Ok(filter) = CountingQf::from_bytes(&bytes) {
             exercise_counting(filter, &hashes)?;
+        }
+        if let Ok(mut filter) = GrowableQf::from_bytes(&bytes) {
+            exercise_growing(&mut filter, &hashes)?;
         }
         for (name, read) in readers() {
             match read(&bytes) {
@@ -1393,4 +1617,22 @@ fn cuckoo_entries_are_checked_one_by_one() {
     bytes[16..24].copy_from_slice(&(1u64 << 38).to_le_bytes());
     rechecksum(&mut bytes);
     all_reject(&bytes).unwrap();
+}
+
+/// A grown 3-status-bit table has a longer overflow tail than a new one of its size
+/// (`SequentialQf::grow`): it reads back, answers the same and writes the same bytes.
+#[test]
+fn grown_sequential_filters_read_back() {
+    let mut filter = sequential_sample(4, 9, 12);
+    filter.grow().unwrap();
+    filter.grow().unwrap();
+    let bytes = filter.to_bytes();
+    let back = SequentialQf::from_bytes(&bytes).unwrap();
+    back.check_invariants().unwrap();
+    assert_eq!(
+        back.fingerprints().collect::<Vec<_>>(),
+        filter.fingerprints().collect::<Vec<_>>()
+    );
+    assert_eq!(back.to_bytes(), bytes);
+    assert!(SequentialQfRef::from_bytes(&bytes).is_ok());
 }

@@ -24,6 +24,7 @@ pub(crate) mod bloom;
 pub(crate) mod counting;
 pub(crate) mod cuckoo;
 pub(crate) mod format;
+pub(crate) mod growing;
 pub(crate) mod linear_probing;
 pub(crate) mod qf;
 #[cfg(feature = "serde")]

@@ -4,8 +4,8 @@
 //!
 //! `LocallyLockedQf` deserialises but does not implement `Serialize`: its snapshot needs
 //! `&mut self` (see [`LocallyLockedQf::to_bytes`]), which `Serialize` cannot take; serialise
-//! `filter.to_bytes()` instead; the same holds for `LockFreeCuckooFilter`, `TwoBitQf` and
-//! `CountingQf`. [`SequentialQfRef`] and [`CountingQfRef`] deserialise zero-copy from formats
+//! `filter.to_bytes()` instead; the same holds for `LockFreeCuckooFilter`, `TwoBitQf`,
+//! `CountingQf`, `GrowableQf` and `ExpandableQf`. [`SequentialQfRef`] and [`CountingQfRef`] deserialise zero-copy from formats
 //! that lend their bytes.
 
 use std::fmt;
@@ -17,7 +17,9 @@ use crate::bloom::AtomicBloomFilter;
 use crate::cuckoo::lock_free::LockFreeCuckooFilter;
 use crate::cuckoo::locked::LockedCuckooFilter;
 use crate::qf::counting::CountingQf;
+use crate::qf::expandable::ExpandableQf;
 use crate::qf::externally_locked::ExternallyLockedQf;
+use crate::qf::growing::GrowableQf;
 use crate::qf::linear_probing::LinearProbingQf;
 use crate::qf::locally_locked::LocallyLockedQf;
 use crate::qf::sequential::SequentialQf;
@@ -86,6 +88,8 @@ serde_via_bytes!(
     LockedCuckooFilter: yes,
     TwoBitQf: no,
     CountingQf: no,
+    GrowableQf: no,
+    ExpandableQf: no,
 );
 
 /// Lends the deserialiser's bytes; only formats that hand out borrowed byte strings (e.g.
