@@ -1282,7 +1282,34 @@ fn golden_filters() -> Vec<(&'static str, Vec<u8>)> {
         lock_free.remove(&k).unwrap();
         locked.remove(&k).unwrap();
     }
+    let mut two_bit = TwoBitQf::with_bits(9, 12).unwrap();
+    let mut counting = CountingQf::with_bits_and_region(10, 10, 2).unwrap();
+    let mut growable = LocallyLockedQf::growable(1, 0.5)
+        .max_doublings(5)
+        .build_with_bits(6, 16)
+        .unwrap();
+    let mut expandable = ExpandableQf::builder(40, 0.01)
+        .cascading(true)
+        .build()
+        .unwrap();
+    for k in 0..300u64 {
+        two_bit.insert(&k).unwrap();
+        counting.insert_count(&k, k % 5 + 1).unwrap();
+        growable.insert(&k).unwrap();
+        expandable.insert(&k).unwrap();
+    }
+    counting.insert_count(&"many", 1 << 33).unwrap();
+    for k in (0..300u64).step_by(13) {
+        two_bit.remove(&k).unwrap();
+        counting.remove(&k).unwrap();
+        growable.remove(&k).unwrap();
+        expandable.remove(&k).unwrap();
+    }
     vec![
+        ("two_bit", two_bit.to_bytes()),
+        ("counting", counting.to_bytes()),
+        ("growable", growable.to_bytes()),
+        ("expandable", expandable.to_bytes()),
         ("sequential", sequential.to_bytes()),
         ("locally_locked", locally.to_bytes()),
         ("externally_locked", external.to_bytes()),
@@ -1330,6 +1357,42 @@ fn golden_answers(name: &str, bytes: &[u8]) -> String {
                 assert_eq!(g.contains(&k), f.contains(&k));
                 f.contains(&k)
             })
+        }
+        "two_bit" => {
+            let f = TwoBitQf::from_bytes(bytes).unwrap();
+            f.check_invariants().unwrap();
+            Box::new(move |k| f.contains(&k))
+        }
+        "counting" => {
+            let f = CountingQf::from_bytes(bytes).unwrap();
+            f.check_invariants().unwrap();
+            assert_eq!(f.region_blocks(), 2);
+            assert_eq!(f.count(&"many"), 1 << 33);
+            let owned = bytes.to_vec();
+            // Counts 1..=5 (one removed where k % 13 == 0), written as digits: the answers pin
+            // the counter encoding too.
+            return (0..1000u64)
+                .map(|k| {
+                    let view = CountingQfRef::from_bytes(&owned).unwrap();
+                    assert_eq!(view.count(&k), f.count(&k));
+                    char::from_digit(f.count(&k).min(9) as u32, 10).unwrap()
+                })
+                .collect::<Vec<_>>()
+                .chunks(100)
+                .map(|line| line.iter().collect::<String>() + "\n")
+                .collect();
+        }
+        "growable" => {
+            let f = GrowableQf::from_bytes(bytes).unwrap();
+            f.check_invariants().unwrap();
+            assert_eq!((f.doublings(), f.quotient_bits()), (3, 9));
+            Box::new(move |k| f.contains(&k))
+        }
+        "expandable" => {
+            let f = ExpandableQf::from_bytes(bytes).unwrap();
+            f.check_invariants().unwrap();
+            assert!(f.levels() >= 2 && f.is_cascading());
+            Box::new(move |k| f.contains(&k))
         }
         _ => unreachable!(),
     };
