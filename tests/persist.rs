@@ -1699,3 +1699,60 @@ fn grown_sequential_filters_read_back() {
     assert_eq!(back.to_bytes(), bytes);
     assert!(SequentialQfRef::from_bytes(&bytes).is_ok());
 }
+
+// ----- Fallible allocation -------------------------------------------------------------------
+
+/// Constructors whose table cannot be allocated return an error instead of aborting (issue 10).
+/// Terabyte tables fail the allocation itself under the kernel's default overcommit policies
+/// (0 and 2); with overcommit always on (1) the allocation would succeed and zeroing it would
+/// exhaust memory, so the test then only says so.
+#[test]
+fn absurd_tables_are_an_error_not_an_abort() {
+    let policy = std::fs::read_to_string("/proc/sys/vm/overcommit_memory").unwrap_or_default();
+    if policy.trim() == "1" {
+        eprintln!("overcommit_memory = 1: terabyte allocations would succeed; skipped");
+        return;
+    }
+    let failed = |what: &str, result: Result<(), Error>| match result {
+        Err(Error::InvalidParameters(_)) => {}
+        other => panic!("{what}: {other:?}"),
+    };
+    failed("SequentialQf", SequentialQf::with_bits(40, 24).map(drop));
+    failed(
+        "LocallyLockedQf",
+        LocallyLockedQf::with_bits(40, 24).map(drop),
+    );
+    failed(
+        "ExternallyLockedQf",
+        ExternallyLockedQf::with_bits(40, 24).map(drop),
+    );
+    failed("TwoBitQf", TwoBitQf::with_bits(40, 24).map(drop));
+    failed("CountingQf", CountingQf::with_bits(40, 24).map(drop));
+    failed(
+        "LinearProbingQf",
+        LinearProbingQf::with_bits(40, 24).map(drop),
+    );
+    failed(
+        "GrowableQf",
+        LocallyLockedQf::growable(1, 0.5)
+            .build_with_bits(40, 24)
+            .map(drop),
+    );
+    failed(
+        "LockFreeCuckooFilter",
+        LockFreeCuckooFilter::with_bits(36, 30).map(drop),
+    );
+    failed(
+        "LockedCuckooFilter",
+        LockedCuckooFilter::with_bits(36, 30).map(drop),
+    );
+    failed(
+        "AtomicBloomFilter",
+        AtomicBloomFilter::with_memory(1 << 45, 3).map(drop),
+    );
+    failed(
+        "SequentialQf::new",
+        SequentialQf::new(1 << 40, 1e-6).map(drop),
+    );
+    failed("CountingQf::new", CountingQf::new(1 << 40, 1e-6).map(drop));
+}
