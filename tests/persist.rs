@@ -651,6 +651,22 @@ fn counting_long_clusters_round_trip() {
     assert!(filter.counts().count() == 700);
     filter.check_invariants().unwrap();
     check_counting_round_trip(&mut filter, &hashes).unwrap();
+    // Every offset byte (the last payload words), changed by one, saturated or not, is caught.
+    let bytes = filter.to_bytes();
+    // 2^q canonical slots and the overflow tail (2 + 4 * 2^ceil(q/2) slots), in blocks of 64.
+    let blocks = ((1usize << q) + 2 + (4usize << q.div_ceil(2))).div_ceil(64);
+    let spills_at = bytes.len() - 8 - blocks.div_ceil(8) * 8;
+    for at in spills_at..spills_at + blocks {
+        for change in [1u8, 0x80] {
+            let mut bad = bytes.clone();
+            bad[at] ^= change;
+            rechecksum(&mut bad);
+            assert!(
+                matches!(CountingQf::from_bytes(&bad), Err(Error::Corrupt(_))),
+                "offset byte {at} ^ {change}"
+            );
+        }
+    }
 }
 
 #[test]

@@ -4,8 +4,8 @@
 //! entries — with what the table stores.
 //!
 //! It reads any [`BlockSource`], allocates nothing, never panics and takes time linear in the
-//! table (a saturated offset is checked from the scan's offset of the block before, not by
-//! walking back), so a hostile serialised table costs one pass.
+//! table (offsets and runs are checked with the scan's exact offsets, never by walking back
+//! through saturated ones), so a hostile serialised table costs one pass.
 
 use super::blocks::{BlockSource, View, BLOCK_SLOTS, SPILL_SATURATED};
 use super::counter_code;
@@ -66,6 +66,7 @@ pub(crate) fn check_table<S: BlockSource>(
     let (mut copies, mut entries) = (0u64, 0usize);
     // The first slot after the last run checked: slots from here to the next run are empty.
     let mut free_from = 0;
+    let mut offsets = Offsets::default();
     for (quotient, start, end) in scanned_runs(&view) {
         if quotient >= quotients {
             return Err(format!(
@@ -77,10 +78,13 @@ pub(crate) fn check_table<S: BlockSource>(
                 "run of {quotient} would start at {start} after its end {end}"
             ));
         }
-        if runs::run_of(&view, quotient) != Some(Some((start, end))) {
+        // Every run of a quotient below this block's is checked: its offset is known.
+        let block = quotient / BLOCK_SLOTS;
+        let spill = offsets.check_through(&view, block)?;
+        let found = runs::run_with(&view, quotient, view.occupieds(block), spill);
+        if found != Some(Some((start, end))) {
             return Err(format!(
-                "rank/select finds {:?} for quotient {quotient}, the scan {start}..={end}",
-                runs::run_of(&view, quotient)
+                "rank/select finds {found:?} for quotient {quotient}, the scan {start}..={end}"
             ));
         }
         if let Some(slot) = (free_from..start).find(|&slot| view.remainder(slot) != 0) {
@@ -115,42 +119,64 @@ pub(crate) fn check_table<S: BlockSource>(
             ));
         }
         free_from = end + 1;
+        offsets.end_below = Some(end);
     }
     if let Some(slot) = (free_from..table.slots()).find(|&slot| view.remainder(slot) != 0) {
         return Err(format!("empty slot {slot} holds a remainder"));
     }
-    // The offsets: block `b`'s spill is how far the last run of a quotient below `64 b` reaches
-    // past `64 b`.
-    let mut runs = scanned_runs(&view).peekable();
-    let mut end_below: Option<usize> = None;
-    let mut previous_spill = 0;
-    for block in 0..table.blocks() {
-        let first = block * BLOCK_SLOTS;
-        while let Some(&(_, _, end)) = runs.peek().filter(|&&(quotient, _, _)| quotient < first) {
-            end_below = Some(end);
-            runs.next();
-        }
-        let spill = end_below.map_or(0, |end| (end + 1).saturating_sub(first));
-        let stored = view.stored_spill(block);
-        if stored != (spill as u64).min(SPILL_SATURATED) {
-            return Err(format!(
-                "block {block} stores offset {stored}, the scan says {spill}"
-            ));
-        }
-        let recomputed = if stored < SPILL_SATURATED {
-            runs::spill(&view, block)
-        } else if block == 0 {
-            None
-        } else {
-            runs::end_after_given(&view, first - 1, previous_spill)
-                .map(|end| end.saturating_sub(first))
-        };
-        if recomputed != Some(spill) {
-            return Err(format!(
-                "block {block}: offset recomputed as {recomputed:?}, the scan says {spill}"
-            ));
-        }
-        previous_spill = spill;
-    }
+    offsets.check_through(&view, table.blocks() - 1)?;
     Ok((copies, entries))
+}
+
+/// The offset check, block by block, as the runs are checked in order: a block's spill is how
+/// far the last run of a quotient below `64 b` reaches past `64 b`.
+#[derive(Default)]
+struct Offsets {
+    /// The next block to check.
+    next: usize,
+    /// The end of the last run checked.
+    end_below: Option<usize>,
+    /// The exact spill of the block before `next`.
+    previous: usize,
+}
+
+impl Offsets {
+    /// Checks the stored offsets of the blocks up to `last` (every run of a quotient below
+    /// `64 last` has been checked) and returns the exact spill of `last`. A saturated offset is
+    /// recomputed from the previous block's exact spill, so the whole check stays linear.
+    fn check_through<S: BlockSource>(
+        &mut self,
+        view: &View<'_, S>,
+        last: usize,
+    ) -> Result<usize, String> {
+        while self.next <= last {
+            let block = self.next;
+            let first = block * BLOCK_SLOTS;
+            let spill = self
+                .end_below
+                .map_or(0, |end| (end + 1).saturating_sub(first));
+            let stored = view.stored_spill(block);
+            if stored != (spill as u64).min(SPILL_SATURATED) {
+                return Err(format!(
+                    "block {block} stores offset {stored}, the scan says {spill}"
+                ));
+            }
+            let recomputed = if stored < SPILL_SATURATED {
+                Some(stored as usize)
+            } else if block == 0 {
+                None
+            } else {
+                runs::end_after_given(view, first - 1, self.previous)
+                    .map(|end| end.saturating_sub(first))
+            };
+            if recomputed != Some(spill) {
+                return Err(format!(
+                    "block {block}: offset recomputed as {recomputed:?}, the scan says {spill}"
+                ));
+            }
+            self.previous = spill;
+            self.next += 1;
+        }
+        Ok(self.previous)
+    }
 }

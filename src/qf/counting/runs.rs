@@ -118,8 +118,20 @@ pub(crate) fn run_of<S: BlockSource>(
     if occupieds >> (quotient % BLOCK_SLOTS) & 1 == 0 {
         return Some(None);
     }
+    run_with(view, quotient, occupieds, spill(view, block)?)
+}
+
+/// [`run_of`] for an occupied `quotient`, given its block's `occupieds` word and exact spill.
+#[inline]
+pub(crate) fn run_with<S: BlockSource>(
+    view: &View<'_, S>,
+    quotient: usize,
+    occupieds: u64,
+    block_spill: usize,
+) -> Option<Option<(usize, usize)>> {
+    let block = quotient / BLOCK_SLOTS;
     let d = rank(occupieds, (quotient % BLOCK_SLOTS) as u32) as usize;
-    let first = block * BLOCK_SLOTS + spill(view, block)?;
+    let first = block * BLOCK_SLOTS + block_spill;
     let after_previous = if d == 1 {
         first
     } else {
