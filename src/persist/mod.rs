@@ -8,7 +8,12 @@
 //! One module per variant family holds its parameters, its payload and its methods:
 //! [`qf`] (the 3-status-bit table of `SequentialQf`, `LocallyLockedQf`, `ExternallyLockedQf`,
 //! and the zero-copy [`SequentialQfRef`](crate::SequentialQfRef)), [`linear_probing`],
-//! [`bloom`], [`cuckoo`] (`LockFreeCuckooFilter`, `LockedCuckooFilter`); `serde` support (feature `serde`) is in `serde_impls`.
+//! [`bloom`], [`cuckoo`] (`LockFreeCuckooFilter`, `LockedCuckooFilter`), [`two_bit`]
+//! (`TwoBitQf`), [`counting`] (`CountingQf` and the zero-copy
+//! [`CountingQfRef`](crate::CountingQfRef)), [`growing`] (`GrowableQf`, `ExpandableQf`); `serde`
+//! support (feature `serde`) is in `serde_impls`. Every table allocation goes through
+//! [`storage::try_reserve`](crate::storage::try_reserve), so a table too large for the machine
+//! is an error, not an abort.
 //!
 //! # Adding a variant
 //!
