@@ -126,9 +126,7 @@ impl AtomicBloomFilter {
 
     pub(crate) fn build(words: usize, hash_functions: u32, capacity: usize) -> Result<Self, Error> {
         let mut table = Vec::new();
-        table.try_reserve_exact(words).map_err(|_| {
-            Error::InvalidParameters(format!("cannot allocate {} bytes", words.saturating_mul(8)))
-        })?;
+        crate::storage::try_reserve(&mut table, words)?;
         table.extend((0..words).map(|_| AtomicU64::new(0)));
         Ok(AtomicBloomFilter {
             words: table.into_boxed_slice(),

@@ -99,6 +99,7 @@ pub use cuckoo::locked::LockedCuckooFilter;
 pub use cuckoo::table::cuckoo_fpr;
 pub use filter::{Count, Error, Filter, Merge, Remove};
 pub use hash::{hash_key, Fingerprint};
+pub use persist::counting::CountingQfRef;
 pub use persist::qf::SequentialQfRef;
 pub use qf::counting::{CountingQf, Counts};
 pub use qf::expandable::{ExpandableBuilder, ExpandableQf};

@@ -134,6 +134,18 @@ impl SlotLayout {
     }
 }
 
+/// Reserves room for exactly `count` more elements, or reports [`Error::InvalidParameters`]
+/// instead of aborting when the memory cannot be had (issue 10): every table allocation whose
+/// size comes from the user or from bytes read goes through here.
+pub(crate) fn try_reserve<T>(vec: &mut Vec<T>, count: usize) -> Result<(), Error> {
+    vec.try_reserve_exact(count).map_err(|_| {
+        Error::InvalidParameters(format!(
+            "cannot allocate {} bytes",
+            count.saturating_mul(std::mem::size_of::<T>())
+        ))
+    })
+}
+
 /// A fixed-size array of packed slots in atomic groups, zeroed at creation.
 pub(crate) struct SlotArray {
     layout: SlotLayout,
@@ -161,12 +173,7 @@ impl SlotArray {
         let layout = SlotLayout::new(bits);
         let group_count = layout.groups_for(slots);
         let mut groups = Vec::new();
-        groups.try_reserve_exact(group_count).map_err(|_| {
-            Error::InvalidParameters(format!(
-                "cannot allocate {} bytes for {slots} slots",
-                group_count.saturating_mul(8)
-            ))
-        })?;
+        try_reserve(&mut groups, group_count)?;
         groups.extend((0..group_count).map(|_| AtomicU64::new(0)));
         Ok(SlotArray {
             layout,

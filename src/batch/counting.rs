@@ -13,7 +13,7 @@
 
 use crate::filter::{Count, Error, Merge};
 use crate::hash::low_mask;
-use crate::qf::counting::blocks::{View, BLOCK_SLOTS};
+use crate::qf::counting::blocks::{BlockSource, View, BLOCK_SLOTS};
 use crate::qf::counting::counter_code;
 use crate::qf::counting::CountingQf;
 use crate::sizing::MAX_QUOTIENT_BITS;

@@ -32,23 +32,20 @@ use crate::cuckoo::locked::LockedCuckooFilter;
 use crate::cuckoo::table::{CuckooTable, ENTRIES_PER_BUCKET, STATE_BITS};
 use crate::filter::Error;
 use crate::hash::low_mask;
-use crate::storage::{Cursor, GroupSource, LeWords};
+use crate::storage::{Cursor, LeWords};
 use crate::sync::Ordering;
 
 use super::format::{self, corrupt, ParamsWriter, Tag};
-use super::{bad_parameters, check_padding, table_words};
+use super::{array_groups, bad_parameters, check_padding, fill_array, table_words};
 
 /// Writes `table`, which no thread changes during the call.
 fn write_table<W: Write>(table: &CuckooTable, out: W) -> std::io::Result<()> {
     let params = ParamsWriter::default()
         .u32(table.bucket_bits())
         .u32(table.fingerprint_bits());
-    let entries = &table.entries;
-    // Relaxed: the callers hold `&mut self` or every stripe's lock, which orders every write
-    // to the table before these loads.
-    let groups = (0..entries.layout().groups_for(entries.len()))
-        .map(|g| entries.load_group(g, Ordering::Relaxed));
-    format::write_file(out, Tag::Cuckoo, params, groups)
+    // The callers hold `&mut self` or every stripe's lock, which orders every write to the
+    // table before the loads.
+    format::write_file(out, Tag::Cuckoo, params, array_groups(&table.entries))
 }
 
 /// A validated cuckoo table in borrowed bytes.
@@ -103,11 +100,7 @@ impl<'a> Decoded<'a> {
 
     /// Copies the entries into `table` (fresh, of these parameters, not shared yet).
     fn fill(&self, table: &CuckooTable) {
-        for group in 0..self.words.group_count() {
-            // Relaxed: the table is not shared yet; handing it to other threads orders this.
-            let word = self.words.load_group(group, Ordering::Relaxed);
-            table.entries.store_group(group, word, Ordering::Relaxed);
-        }
+        fill_array(&self.words, &table.entries);
         table.len.reset(self.len);
     }
 }

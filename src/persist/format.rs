@@ -50,6 +50,17 @@ pub(crate) enum Tag {
     /// The cuckoo table (`LockFreeCuckooFilter`, `LockedCuckooFilter`): bucket bits,
     /// fingerprint bits.
     Cuckoo = 5,
+    /// The 2-status-bit table (`TwoBitQf`): `q`, `r`.
+    TwoBit = 6,
+    /// The rank-and-select counting table (`CountingQf`): `q`, `r`, region blocks.
+    Counting = 7,
+    /// `GrowableQf`: `q`, `r`, `delta_grow` as `f64` bits, doublings done and left, migration
+    /// block slots, slot count; the payload is a 3-status-bit table.
+    Growable = 8,
+    /// `ExpandableQf`: `q_0`, `r_0`, `delta_grow` as `f64` bits, cascading, levels, the
+    /// levels' removal flags, a zero field; the payload is the levels, each a whole `Growable`
+    /// file (its own header and checksum), one after another.
+    Expandable = 9,
 }
 
 impl Tag {
@@ -60,6 +71,10 @@ impl Tag {
             3 => Tag::LinearProbing,
             4 => Tag::Bloom,
             5 => Tag::Cuckoo,
+            6 => Tag::TwoBit,
+            7 => Tag::Counting,
+            8 => Tag::Growable,
+            9 => Tag::Expandable,
             _ => return None,
         })
     }
@@ -72,6 +87,10 @@ impl Tag {
             Tag::LinearProbing => 16,
             Tag::Bloom => 24,
             Tag::Cuckoo => 8,
+            Tag::TwoBit => 8,
+            Tag::Counting => 16,
+            Tag::Growable => 40,
+            Tag::Expandable => 32,
         }
     }
 }
@@ -278,6 +297,24 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<File<'_>, Error> {
         params: &bytes[HEADER_LEN..params_end],
         payload: &bytes[params_end..params_end + header.payload_len],
     })
+}
+
+/// Checks the first filter in `bytes` (which may go on after it) as [`parse`] does; returns it
+/// and the bytes after it. How a filter made of filters (`ExpandableQf`) reads its parts.
+pub(crate) fn parse_prefix(bytes: &[u8]) -> Result<(File<'_>, &[u8]), Error> {
+    let Some(header) = bytes.first_chunk::<HEADER_LEN>() else {
+        return Err(corrupt(
+            "truncated: a nested filter is shorter than the header",
+        ));
+    };
+    let total = parse_header(header)?.total;
+    if bytes.len() < total {
+        return Err(corrupt(
+            "truncated: a nested filter runs past its container",
+        ));
+    }
+    let (first, rest) = bytes.split_at(total);
+    Ok((parse(first)?, rest))
 }
 
 /// Reads exactly one filter's bytes from `input` (nothing after it). Memory grows with the

@@ -8,7 +8,12 @@
 //! One module per variant family holds its parameters, its payload and its methods:
 //! [`qf`] (the 3-status-bit table of `SequentialQf`, `LocallyLockedQf`, `ExternallyLockedQf`,
 //! and the zero-copy [`SequentialQfRef`](crate::SequentialQfRef)), [`linear_probing`],
-//! [`bloom`], [`cuckoo`] (`LockFreeCuckooFilter`, `LockedCuckooFilter`); `serde` support (feature `serde`) is in `serde_impls`.
+//! [`bloom`], [`cuckoo`] (`LockFreeCuckooFilter`, `LockedCuckooFilter`), [`two_bit`]
+//! (`TwoBitQf`), [`counting`] (`CountingQf` and the zero-copy
+//! [`CountingQfRef`](crate::CountingQfRef)), [`growing`] (`GrowableQf`, `ExpandableQf`); `serde`
+//! support (feature `serde`) is in `serde_impls`. Every table allocation goes through
+//! [`storage::try_reserve`](crate::storage::try_reserve), so a table too large for the machine
+//! is an error, not an abort.
 //!
 //! # Adding a variant
 //!
@@ -21,16 +26,19 @@
 //! 3. Add its type to the round-trip, corruption and golden-file tests in `tests/persist.rs`.
 
 pub(crate) mod bloom;
+pub(crate) mod counting;
 pub(crate) mod cuckoo;
 pub(crate) mod format;
+pub(crate) mod growing;
 pub(crate) mod linear_probing;
 pub(crate) mod qf;
 #[cfg(feature = "serde")]
 mod serde_impls;
+pub(crate) mod two_bit;
 
 use crate::filter::Error;
 use crate::hash::low_mask;
-use crate::storage::{GroupSource, LeWords, SlotLayout};
+use crate::storage::{GroupSource, LeWords, SlotArray, SlotLayout};
 use crate::sync::Ordering;
 
 use format::corrupt;
@@ -68,4 +76,22 @@ pub(crate) fn table_words(payload: &[u8], bits: u32, slots: usize) -> Result<LeW
     let groups = SlotLayout::new(bits).groups_for(slots);
     format::expect_payload(payload, groups)?;
     LeWords::new(payload, bits, slots).ok_or_else(|| corrupt("table size out of range"))
+}
+
+/// The groups of a slot array no thread writes during the read (the caller holds `&mut self`,
+/// every lock of the filter, or a filter that is not shared).
+pub(crate) fn array_groups(slots: &SlotArray) -> impl ExactSizeIterator<Item = u64> + '_ {
+    // Relaxed: no thread writes the array while it is read (see above); whatever handed the
+    // caller its access ordered the writes before these loads.
+    (0..slots.layout().groups_for(slots.len())).map(|g| slots.load_group(g, Ordering::Relaxed))
+}
+
+/// Copies validated words into a fresh array of the same layout that no other thread sees yet.
+pub(crate) fn fill_array(words: &LeWords<'_>, slots: &SlotArray) {
+    debug_assert_eq!(words.group_count(), slots.layout().groups_for(slots.len()));
+    for group in 0..words.group_count() {
+        let word = words.load_group(group, Ordering::Relaxed);
+        // Relaxed: the array is not shared yet; handing it to other threads orders this.
+        slots.store_group(group, word, Ordering::Relaxed);
+    }
 }

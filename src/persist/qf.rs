@@ -28,27 +28,20 @@ use crate::qf::slot::{OCCUPIED, STATUS_BITS};
 use crate::qf::table::QfTable;
 use crate::qf::walk;
 use crate::sizing;
-use crate::storage::{Cursor, GroupSource, LeWords, SlotArray};
+use crate::storage::{Cursor, GroupSource, LeWords, SlotLayout};
 use crate::sync::Ordering;
 
 use super::format::{self, corrupt, File, ParamsWriter, Tag};
-use super::{bad_parameters, check_padding, table_words};
+use super::{array_groups, bad_parameters, check_padding, fill_array, table_words};
 
-/// The groups of a table no thread writes during the read.
-fn groups(slots: &SlotArray) -> impl ExactSizeIterator<Item = u64> + '_ {
-    // Relaxed: the callers hold `&self` of a sequential filter or `&mut self` of a concurrent
-    // one, so no thread writes the table while it is read.
-    (0..slots.layout().groups_for(slots.len())).map(|g| slots.load_group(g, Ordering::Relaxed))
-}
-
-fn params(table: &QfTable) -> ParamsWriter {
+pub(super) fn params(table: &QfTable) -> ParamsWriter {
     ParamsWriter::default()
         .u32(table.quotient_bits)
         .u32(table.remainder_bits)
 }
 
 /// A validated 3-status-bit table in borrowed bytes.
-struct Decoded<'a> {
+pub(super) struct Decoded<'a> {
     words: LeWords<'a>,
     quotient_bits: u32,
     remainder_bits: u32,
@@ -73,12 +66,48 @@ impl<'a> Decoded<'a> {
             ),
             _ => None,
         };
+        Self::table(
+            file.payload,
+            quotient_bits,
+            remainder_bits,
+            region_slots,
+            None,
+        )
+    }
+
+    /// Checks a 3-status-bit table of these parameters in `payload` (its length and padding,
+    /// and the table's invariants); allocates nothing. Its slot count is `exact_slots` if the
+    /// file stores it, else the usual `2^q` and overflow tail, or, for a larger payload (a
+    /// grown table's longer tail), every lane of its groups.
+    pub(super) fn table(
+        payload: &'a [u8],
+        quotient_bits: u32,
+        remainder_bits: u32,
+        region_slots: Option<usize>,
+        exact_slots: Option<usize>,
+    ) -> Result<Self, Error> {
         sizing::check_bits(quotient_bits, remainder_bits, STATUS_BITS, 1)
             .map_err(bad_parameters)?;
         let addressable = 1usize << quotient_bits;
-        let slots = addressable + overflow_slots(quotient_bits);
         let bits = remainder_bits + STATUS_BITS;
-        let words = table_words(file.payload, bits, slots)?;
+        // A table that has grown has a longer overflow tail than a new one (see
+        // `QfTable::doubled`): a larger payload is that tail, every lane of its groups a slot.
+        let usual = addressable + overflow_slots(quotient_bits);
+        let layout = SlotLayout::new(bits);
+        let groups = payload.len() / 8;
+        let slots = match exact_slots {
+            Some(slots) if slots < usual => {
+                return Err(corrupt(format!(
+                    "{slots} slots is below the {usual} of q = {quotient_bits}"
+                )))
+            }
+            Some(slots) => slots,
+            None if groups > layout.groups_for(usual) => {
+                groups.saturating_mul(layout.per_group() as usize)
+            }
+            None => usual,
+        };
+        let words = table_words(payload, bits, slots)?;
         check_padding(&words)?;
         let len = check_table(&words, remainder_bits).map_err(corrupt)?;
         // Only the 2^q addressable slots are canonical slots of some fingerprint.
@@ -103,17 +132,25 @@ impl<'a> Decoded<'a> {
         })
     }
 
+    /// Quotient bits `q`.
+    pub(super) fn quotient_bits(&self) -> u32 {
+        self.quotient_bits
+    }
+
+    /// Remainder bits `r`.
+    pub(super) fn remainder_bits(&self) -> u32 {
+        self.remainder_bits
+    }
+
     /// A sequential filter holding this table (the one allocation, fallible).
-    fn to_sequential(&self) -> Result<SequentialQf, Error> {
-        let mut filter = SequentialQf::with_bits(self.quotient_bits, self.remainder_bits)?;
-        for group in 0..self.words.group_count() {
-            let word = self.words.load_group(group, Ordering::Relaxed);
-            // Relaxed: the filter is not shared yet; handing it to other threads orders this.
-            filter
-                .table
-                .slots
-                .store_group(group, word, Ordering::Relaxed);
-        }
+    pub(super) fn to_sequential(&self) -> Result<SequentialQf, Error> {
+        let table = QfTable::with_slots(
+            self.quotient_bits,
+            self.remainder_bits,
+            self.words.slot_count(),
+        )?;
+        let mut filter = SequentialQf { table, len: 0 };
+        fill_array(&self.words, &filter.table.slots);
         filter.len = self.len;
         Ok(filter)
     }
@@ -135,7 +172,7 @@ impl SequentialQf {
             out,
             Tag::Qf3,
             params(&self.table),
-            groups(&self.table.slots),
+            array_groups(&self.table.slots),
         )
     }
 
@@ -204,7 +241,7 @@ impl LocallyLockedQf {
             out,
             Tag::Qf3,
             params(&self.table),
-            groups(&self.table.slots),
+            array_groups(&self.table.slots),
         )
     }
 

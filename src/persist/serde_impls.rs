@@ -4,9 +4,9 @@
 //!
 //! `LocallyLockedQf` deserialises but does not implement `Serialize`: its snapshot needs
 //! `&mut self` (see [`LocallyLockedQf::to_bytes`]), which `Serialize` cannot take; serialise
-//! `filter.to_bytes()` instead; the same holds for `LockFreeCuckooFilter`.
-//! [`SequentialQfRef`] deserialises zero-copy from formats that
-//! lend their bytes.
+//! `filter.to_bytes()` instead; the same holds for `LockFreeCuckooFilter`, `TwoBitQf`,
+//! `CountingQf`, `GrowableQf` and `ExpandableQf`. [`SequentialQfRef`] and [`CountingQfRef`] deserialise zero-copy from formats
+//! that lend their bytes.
 
 use std::fmt;
 
@@ -16,11 +16,16 @@ use serde::{Serialize, Serializer};
 use crate::bloom::AtomicBloomFilter;
 use crate::cuckoo::lock_free::LockFreeCuckooFilter;
 use crate::cuckoo::locked::LockedCuckooFilter;
+use crate::qf::counting::CountingQf;
+use crate::qf::expandable::ExpandableQf;
 use crate::qf::externally_locked::ExternallyLockedQf;
+use crate::qf::growing::GrowableQf;
 use crate::qf::linear_probing::LinearProbingQf;
 use crate::qf::locally_locked::LocallyLockedQf;
 use crate::qf::sequential::SequentialQf;
+use crate::qf::two_bit::TwoBitQf;
 
+use super::counting::CountingQfRef;
 use super::qf::SequentialQfRef;
 
 /// Collects a byte string, or a sequence of bytes from formats without byte strings (JSON),
@@ -81,6 +86,10 @@ serde_via_bytes!(
     AtomicBloomFilter: yes,
     LockFreeCuckooFilter: no,
     LockedCuckooFilter: yes,
+    TwoBitQf: no,
+    CountingQf: no,
+    GrowableQf: no,
+    ExpandableQf: no,
 );
 
 /// Lends the deserialiser's bytes; only formats that hand out borrowed byte strings (e.g.
@@ -91,7 +100,7 @@ impl<'de> Visitor<'de> for BorrowedBytes {
     type Value = &'de [u8];
 
     fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("borrowed bytes of a conqf 3-status-bit filter")
+        f.write_str("borrowed bytes of a conqf filter")
     }
 
     fn visit_borrowed_bytes<E: serde::de::Error>(self, bytes: &'de [u8]) -> Result<&'de [u8], E> {
@@ -99,15 +108,21 @@ impl<'de> Visitor<'de> for BorrowedBytes {
     }
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for SequentialQfRef<'a> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        let bytes = deserializer.deserialize_bytes(BorrowedBytes)?;
-        SequentialQfRef::from_bytes(bytes).map_err(D::Error::custom)
-    }
+macro_rules! serde_view {
+    ($($view:ident),*) => {$(
+        impl<'de: 'a, 'a> Deserialize<'de> for $view<'a> {
+            fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let bytes = deserializer.deserialize_bytes(BorrowedBytes)?;
+                $view::from_bytes(bytes).map_err(D::Error::custom)
+            }
+        }
+
+        impl Serialize for $view<'_> {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_bytes(self.bytes())
+            }
+        }
+    )*};
 }
 
-impl Serialize for SequentialQfRef<'_> {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        serializer.serialize_bytes(self.bytes())
-    }
-}
+serde_view!(SequentialQfRef, CountingQfRef);

@@ -61,7 +61,10 @@ use crate::sizing;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, Waiter};
 
 /// The most levels a filter can have: fingerprints grow by 2 bits a level and must fit 64.
-const MAX_LEVELS: usize = 32;
+pub(crate) const MAX_LEVELS: usize = 32;
+
+/// `((q_0, r_0), delta_grow, cascading)`: what fixes every level's shape.
+pub(crate) type LevelParameters = ((u32, u32), f64, bool);
 
 /// Doublings from a level's start to its final size (paper 000 §4.1: it starts at 1/8).
 const LEVEL_DOUBLINGS: u32 = 3;
@@ -139,7 +142,7 @@ impl ExpandableBuilder {
 impl GrowableQf {
     /// The builder of an expandable filter's level: `doublings` from its start to its final
     /// size, growing at `delta_grow`.
-    fn builder_for_level(delta_grow: f64, doublings: u32) -> GrowableBuilder {
+    pub(crate) fn builder_for_level(delta_grow: f64, doublings: u32) -> GrowableBuilder {
         GrowableBuilder::new(1, 0.5)
             .delta_grow(delta_grow)
             .max_doublings(doublings)
@@ -210,6 +213,79 @@ impl ExpandableQf {
             delta_grow: GrowableBuilder::DEFAULT_DELTA_GROW,
             cascading: false,
         }
+    }
+
+    /// A filter of the given levels (level 0 first, the last one active) and parameters, as a
+    /// persisted one had them; `removed` has bit `i` set if level `i` has seen a removal.
+    pub(crate) fn from_parts(
+        levels: Vec<GrowableQf>,
+        removed: u32,
+        (q0, r0): (u32, u32),
+        delta_grow: f64,
+        cascading: bool,
+    ) -> Self {
+        debug_assert!((1..=MAX_LEVELS).contains(&levels.len()));
+        let active = levels.len() - 1;
+        let mut levels = levels.into_iter();
+        ExpandableQf {
+            levels: (0..MAX_LEVELS)
+                .map(|_| {
+                    let level = levels
+                        .next()
+                        .map_or(std::ptr::null_mut(), |level| Box::into_raw(Box::new(level)));
+                    AtomicPtr::new(level)
+                })
+                .collect(),
+            removed: (0..MAX_LEVELS)
+                .map(|i| AtomicBool::new(removed >> i & 1 == 1))
+                .collect(),
+            active: AtomicUsize::new(active),
+            opening: AtomicBool::new(false),
+            q0,
+            r0,
+            delta_grow,
+            cascading,
+        }
+    }
+
+    /// The parameters `((q_0, r_0), delta_grow, cascading)`, the removal flags (bit `i`: level
+    /// `i`) and the levels, for a snapshot of a filter no thread works on.
+    pub(crate) fn parts(&self) -> (LevelParameters, u32, Vec<&GrowableQf>) {
+        let levels: Vec<&GrowableQf> = (0..self.levels()).map(|i| self.level(i)).collect();
+        let removed = (0..levels.len())
+            // Relaxed: the caller has the filter to itself.
+            .filter(|&i| self.removed[i].load(Ordering::Relaxed))
+            .fold(0u32, |mask, i| mask | 1 << i);
+        (
+            ((self.q0, self.r0), self.delta_grow, self.cascading),
+            removed,
+            levels,
+        )
+    }
+
+    /// The quotient and remainder bits of level `level` after `doublings_done` doublings, and
+    /// the doublings it has in all; `None` past the last level.
+    pub(crate) fn level_shape(
+        (q0, r0): (u32, u32),
+        level: usize,
+        doublings_done: u32,
+    ) -> Option<(u32, u32, u32)> {
+        if level >= MAX_LEVELS {
+            return None;
+        }
+        let (q, r) = (q0 + level as u32, r0 + level as u32);
+        let doublings = if level == 0 {
+            0
+        } else {
+            LEVEL_DOUBLINGS.min(q - 1)
+        };
+        (doublings_done <= doublings).then(|| {
+            (
+                q - doublings + doublings_done,
+                r + doublings - doublings_done,
+                doublings,
+            )
+        })
     }
 
     /// How many levels exist.

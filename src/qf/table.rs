@@ -30,8 +30,19 @@ impl QfTable {
     /// `quotient_bits + remainder_bits <= 64` and `remainder_bits + 3 <= 64`, or if the table
     /// cannot be allocated.
     pub(crate) fn with_bits(quotient_bits: u32, remainder_bits: u32) -> Result<Self, Error> {
-        sizing::check_bits(quotient_bits, remainder_bits, STATUS_BITS, 1)?;
         let slot_count = (1usize << quotient_bits) + overflow_slots(quotient_bits);
+        Self::with_slots(quotient_bits, remainder_bits, slot_count)
+    }
+
+    /// As [`with_bits`](Self::with_bits) with `slot_count` slots in all (at least the usual
+    /// `2^q` and overflow tail; a grown table has more, see [`doubled`](Self::doubled)).
+    pub(crate) fn with_slots(
+        quotient_bits: u32,
+        remainder_bits: u32,
+        slot_count: usize,
+    ) -> Result<Self, Error> {
+        sizing::check_bits(quotient_bits, remainder_bits, STATUS_BITS, 1)?;
+        debug_assert!(slot_count >= (1usize << quotient_bits) + overflow_slots(quotient_bits));
         Ok(QfTable {
             slots: SlotArray::new(remainder_bits + STATUS_BITS, slot_count)?,
             quotient_bits,

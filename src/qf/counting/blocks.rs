@@ -13,11 +13,49 @@
 //! block it touched (the *reach*), so the concurrent filter can check that an operation stayed in
 //! the regions it has locked. All accesses are `Relaxed` atomics; what orders them is the region
 //! lock (see `concurrent`), or exclusive access (`&mut self`).
+//!
+//! A view reads any [`BlockSource`]: the live atomic [`Blocks`], or the little-endian words of a
+//! serialised table ([`LeBlocks`], the zero-copy `CountingQfRef`), so the one lookup code serves
+//! both; writes exist only on views of [`Blocks`].
 
 use std::cell::Cell;
 
+use crate::filter::Error;
 use crate::hash::low_mask;
 use crate::sync::{AtomicU64, Ordering};
+
+/// Where a [`View`] reads the table from: the blocks' words (block `b` is words
+/// `b (2 + r) .. (b + 1)(2 + r)`: `occupieds`, `runends`, then the remainders) and the spill
+/// words (eight 8-bit spills each, block `b` in byte `b % 8` of word `b / 8`).
+pub(crate) trait BlockSource {
+    /// Number of blocks.
+    fn blocks(&self) -> usize;
+    /// Remainder bits per slot.
+    fn remainder_bits(&self) -> u32;
+    /// Word `index` of the blocks' words.
+    fn load_word(&self, index: usize) -> u64;
+    /// Spill word `index`.
+    fn load_spill_word(&self, index: usize) -> u64;
+
+    /// Number of slots (`64` per block).
+    #[inline]
+    fn slots(&self) -> usize {
+        self.blocks() * BLOCK_SLOTS
+    }
+}
+
+/// Words per block of `remainder_bits`-bit remainders: `occupieds`, `runends`, `r` words of
+/// remainders.
+#[inline]
+pub(crate) const fn block_words(remainder_bits: u32) -> usize {
+    2 + remainder_bits as usize
+}
+
+/// Spill words of `blocks` blocks.
+#[inline]
+pub(crate) const fn spill_words(blocks: usize) -> usize {
+    blocks.div_ceil(8)
+}
 
 /// Slots per block.
 pub(crate) const BLOCK_SLOTS: usize = 64;
@@ -35,35 +73,47 @@ pub(crate) struct Blocks {
 
 impl Blocks {
     /// An empty table of `blocks` blocks of `remainder_bits`-bit remainders (`2 <= r <= 62`).
-    pub(crate) fn new(blocks: usize, remainder_bits: u32) -> Self {
-        let block_words = 2 + remainder_bits as usize;
-        Blocks {
-            words: (0..blocks * block_words)
-                .map(|_| AtomicU64::new(0))
-                .collect(),
-            spills: (0..blocks.div_ceil(8)).map(|_| AtomicU64::new(0)).collect(),
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if the memory cannot be allocated.
+    pub(crate) fn new(blocks: usize, remainder_bits: u32) -> Result<Self, Error> {
+        let block_words = block_words(remainder_bits);
+        let words = blocks
+            .checked_mul(block_words)
+            .ok_or_else(|| Error::InvalidParameters(format!("{blocks} blocks is too many")))?;
+        Ok(Blocks {
+            words: zeroed_words(words)?,
+            spills: zeroed_words(spill_words(blocks))?,
             remainder_bits,
             block_words,
             blocks,
+        })
+    }
+
+    /// Copies a serialised table of the same shape into this one (fresh, not shared yet).
+    pub(crate) fn fill_from(&self, source: &LeBlocks<'_>) {
+        debug_assert_eq!(
+            (source.blocks, source.remainder_bits),
+            (self.blocks, self.remainder_bits)
+        );
+        for (i, word) in self.words.iter().enumerate() {
+            // Relaxed: the table is not shared yet; handing it to other threads orders this.
+            word.store(source.load_word(i), Ordering::Relaxed);
+        }
+        for (i, word) in self.spills.iter().enumerate() {
+            // Relaxed: as above.
+            word.store(source.load_spill_word(i), Ordering::Relaxed);
         }
     }
 
-    /// Number of blocks.
-    #[inline]
-    pub(crate) fn blocks(&self) -> usize {
-        self.blocks
-    }
-
-    /// Number of slots (`64` per block).
-    #[inline]
-    pub(crate) fn slots(&self) -> usize {
-        self.blocks * BLOCK_SLOTS
-    }
-
-    /// Remainder bits per slot.
-    #[inline]
-    pub(crate) fn remainder_bits(&self) -> u32 {
-        self.remainder_bits
+    /// The blocks' words, then the spill words, as stored (`&mut self`: nothing writes).
+    pub(crate) fn words(&mut self) -> impl ExactSizeIterator<Item = u64> + '_ {
+        let (words, spills) = (&self.words, &self.spills);
+        (0..words.len() + spills.len()).map(move |i| {
+            let word = words.get(i).unwrap_or_else(|| &spills[i - words.len()]);
+            // Relaxed: `&mut self`, so no other thread writes the table.
+            word.load(Ordering::Relaxed)
+        })
     }
 
     /// Asks the CPU to start loading the metadata words of `slot`'s block and the word of its
@@ -92,17 +142,112 @@ impl Blocks {
     }
 }
 
-/// Reads and writes of a [`Blocks`] table that record the range of blocks touched.
-pub(crate) struct View<'a> {
-    table: &'a Blocks,
+impl BlockSource for Blocks {
+    #[inline]
+    fn blocks(&self) -> usize {
+        self.blocks
+    }
+    #[inline]
+    fn remainder_bits(&self) -> u32 {
+        self.remainder_bits
+    }
+    #[inline]
+    fn load_word(&self, index: usize) -> u64 {
+        // Relaxed: ordered by the region lock or exclusive access (module doc).
+        self.words[index].load(Ordering::Relaxed)
+    }
+    #[inline]
+    fn load_spill_word(&self, index: usize) -> u64 {
+        // Relaxed: as in `load_word`; a spill word's other bytes may change concurrently (other
+        // regions' blocks), and readers use only their own byte.
+        self.spills[index].load(Ordering::Relaxed)
+    }
+}
+
+/// A table stored as little-endian words in borrowed bytes (a serialised `CountingQf`, e.g.
+/// memory-mapped): the blocks' words, then the spill words, read in place on any alignment and
+/// any host byte order.
+#[derive(Clone, Copy)]
+pub(crate) struct LeBlocks<'a> {
+    words: &'a [u8],
+    spills: &'a [u8],
+    remainder_bits: u32,
+    blocks: usize,
+}
+
+impl<'a> LeBlocks<'a> {
+    /// The `blocks` blocks of `remainder_bits`-bit remainders in `bytes`; `None` unless `bytes`
+    /// holds exactly their words and spill words.
+    pub(crate) fn new(bytes: &'a [u8], blocks: usize, remainder_bits: u32) -> Option<Self> {
+        let words = blocks.checked_mul(block_words(remainder_bits))?;
+        let total = words.checked_add(spill_words(blocks))?.checked_mul(8)?;
+        if bytes.len() != total {
+            return None;
+        }
+        let (words, spills) = bytes.split_at(words * 8);
+        Some(LeBlocks {
+            words,
+            spills,
+            remainder_bits,
+            blocks,
+        })
+    }
+
+    /// The words of `blocks` blocks and their spills, as [`LeBlocks::new`] expects them.
+    pub(crate) fn words_for(blocks: usize, remainder_bits: u32) -> Option<usize> {
+        blocks
+            .checked_mul(block_words(remainder_bits))?
+            .checked_add(spill_words(blocks))
+    }
+}
+
+/// The little-endian word at `index` of `bytes`.
+#[inline]
+fn le_word(bytes: &[u8], index: usize) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&bytes[index * 8..index * 8 + 8]);
+    u64::from_le_bytes(word)
+}
+
+impl BlockSource for LeBlocks<'_> {
+    #[inline]
+    fn blocks(&self) -> usize {
+        self.blocks
+    }
+    #[inline]
+    fn remainder_bits(&self) -> u32 {
+        self.remainder_bits
+    }
+    #[inline]
+    fn load_word(&self, index: usize) -> u64 {
+        le_word(self.words, index)
+    }
+    #[inline]
+    fn load_spill_word(&self, index: usize) -> u64 {
+        le_word(self.spills, index)
+    }
+}
+
+/// `count` zeroed atomic words, allocated fallibly.
+fn zeroed_words(count: usize) -> Result<Box<[AtomicU64]>, Error> {
+    let mut words = Vec::new();
+    crate::storage::try_reserve(&mut words, count)?;
+    words.extend((0..count).map(|_| AtomicU64::new(0)));
+    Ok(words.into_boxed_slice())
+}
+
+/// Reads and writes of a table that record the range of blocks touched; reads from any
+/// [`BlockSource`], writes only to a live [`Blocks`].
+pub(crate) struct View<'a, S: BlockSource = Blocks> {
+    table: &'a S,
     lowest: Cell<usize>,
     highest: Cell<usize>,
 }
 
-impl<'a> View<'a> {
+impl<'a, S: BlockSource> View<'a, S> {
     /// A view that has touched nothing yet.
     #[inline]
-    pub(crate) fn new(table: &'a Blocks) -> Self {
+    pub(crate) fn new(table: &'a S) -> Self {
         View {
             table,
             lowest: Cell::new(usize::MAX),
@@ -112,7 +257,7 @@ impl<'a> View<'a> {
 
     /// The table.
     #[inline]
-    pub(crate) fn table(&self) -> &'a Blocks {
+    pub(crate) fn table(&self) -> &'a S {
         self.table
     }
 
@@ -129,24 +274,66 @@ impl<'a> View<'a> {
         self.highest.set(self.highest.get().max(block));
     }
 
+    /// Word `index` of block `block`.
     #[inline]
-    fn word(&self, block: usize, index: usize) -> &'a AtomicU64 {
+    fn load(&self, block: usize, index: usize) -> u64 {
         self.touch(block);
-        &self.table.words[block * self.table.block_words + index]
+        let r = self.table.remainder_bits();
+        self.table.load_word(block * block_words(r) + index)
     }
 
     /// The `occupieds` word of a block: bit `i` is set if quotient `64 b + i` has a run.
     #[inline]
     pub(crate) fn occupieds(&self, block: usize) -> u64 {
-        // Relaxed: ordered by the region lock or exclusive access (module doc).
-        self.word(block, 0).load(Ordering::Relaxed)
+        self.load(block, 0)
     }
 
     /// The `runends` word of a block: bit `i` is set if slot `64 b + i` ends a run.
     #[inline]
     pub(crate) fn runends(&self, block: usize) -> u64 {
-        // Relaxed: as in `occupieds`.
-        self.word(block, 1).load(Ordering::Relaxed)
+        self.load(block, 1)
+    }
+
+    /// Whether slot `slot` ends a run.
+    #[inline]
+    pub(crate) fn is_runend(&self, slot: usize) -> bool {
+        self.runends(slot / BLOCK_SLOTS) >> (slot % BLOCK_SLOTS) & 1 == 1
+    }
+
+    /// Where slot `slot`'s remainder lives: (block, word index in the block, bit offset).
+    #[inline]
+    fn remainder_place(&self, slot: usize) -> (usize, usize, u32) {
+        let block = slot / BLOCK_SLOTS;
+        let bit = (slot % BLOCK_SLOTS) * self.table.remainder_bits() as usize;
+        (block, 2 + bit / 64, (bit % 64) as u32)
+    }
+
+    /// The remainder in slot `slot`.
+    #[inline]
+    pub(crate) fn remainder(&self, slot: usize) -> u64 {
+        let r = self.table.remainder_bits();
+        let (block, index, offset) = self.remainder_place(slot);
+        let mut value = self.load(block, index) >> offset;
+        if offset + r > 64 {
+            value |= self.load(block, index + 1) << (64 - offset);
+        }
+        value & low_mask(r)
+    }
+
+    /// The stored (possibly saturated) spill of a block.
+    #[inline]
+    pub(crate) fn stored_spill(&self, block: usize) -> u64 {
+        self.touch(block);
+        (self.table.load_spill_word(block / 8) >> (8 * (block % 8))) & 0xFF
+    }
+}
+
+impl<'a> View<'a, Blocks> {
+    /// Word `index` of block `block`, to write.
+    #[inline]
+    fn word(&self, block: usize, index: usize) -> &'a AtomicU64 {
+        self.touch(block);
+        &self.table.words[block * self.table.block_words + index]
     }
 
     /// Replaces the `occupieds` word of a block.
@@ -172,12 +359,6 @@ impl<'a> View<'a> {
         self.set_occupieds(block, if value { word | bit } else { word & !bit });
     }
 
-    /// Whether slot `slot` ends a run.
-    #[inline]
-    pub(crate) fn is_runend(&self, slot: usize) -> bool {
-        self.runends(slot / BLOCK_SLOTS) >> (slot % BLOCK_SLOTS) & 1 == 1
-    }
-
     /// Sets or clears the runend bit of `slot`.
     #[inline]
     pub(crate) fn set_runend(&self, slot: usize, value: bool) {
@@ -185,28 +366,6 @@ impl<'a> View<'a> {
         let bit = 1u64 << (slot % BLOCK_SLOTS);
         let word = self.runends(block);
         self.set_runends(block, if value { word | bit } else { word & !bit });
-    }
-
-    /// Where slot `slot`'s remainder lives: (block, word index in the block, bit offset).
-    #[inline]
-    fn remainder_place(&self, slot: usize) -> (usize, usize, u32) {
-        let block = slot / BLOCK_SLOTS;
-        let bit = (slot % BLOCK_SLOTS) * self.table.remainder_bits as usize;
-        (block, 2 + bit / 64, (bit % 64) as u32)
-    }
-
-    /// The remainder in slot `slot`.
-    #[inline]
-    pub(crate) fn remainder(&self, slot: usize) -> u64 {
-        let r = self.table.remainder_bits;
-        let (block, index, offset) = self.remainder_place(slot);
-        // Relaxed: as in `occupieds`.
-        let mut value = self.word(block, index).load(Ordering::Relaxed) >> offset;
-        if offset + r > 64 {
-            // Relaxed: as in `occupieds`.
-            value |= self.word(block, index + 1).load(Ordering::Relaxed) << (64 - offset);
-        }
-        value & low_mask(r)
     }
 
     /// Stores `value` (`< 2^r`) as the remainder of slot `slot`.
@@ -289,15 +448,6 @@ impl<'a> View<'a> {
                 .store((current & !mask) | (shifted & mask), Ordering::Relaxed);
             current = above;
         }
-    }
-
-    /// The stored (possibly saturated) spill of a block.
-    #[inline]
-    pub(crate) fn stored_spill(&self, block: usize) -> u64 {
-        self.touch(block);
-        // Relaxed: this block's byte is written only by the holder of its region; other bytes of
-        // the word may change concurrently, and are not used.
-        (self.table.spills[block / 8].load(Ordering::Relaxed) >> (8 * (block % 8))) & 0xFF
     }
 
     /// Stores the spill of a block, saturated at [`SPILL_SATURATED`].

@@ -1,62 +1,94 @@
-//! The invariant checker of `CountingQf` (for tests and debugging): rebuilds the run structure
-//! from a plain scan of the occupied and runend bits and compares everything derived from it —
-//! the rank-and-select run lookup, the offsets, the entries — with what the table stores.
+//! The invariant checker of `CountingQf` (for tests, debugging, and validating untrusted bytes in
+//! `persist`): rebuilds the run structure from a plain scan of the occupied and runend bits and
+//! compares everything derived from it — the rank-and-select run lookup, the offsets, the
+//! entries — with what the table stores.
+//!
+//! It reads any [`BlockSource`], allocates nothing, never panics and takes time linear in the
+//! table (offsets and runs are checked with the scan's exact offsets, never by walking back
+//! through saturated ones), so a hostile serialised table costs one pass.
 
-use super::blocks::{Blocks, View, BLOCK_SLOTS, SPILL_SATURATED};
+use super::blocks::{BlockSource, View, BLOCK_SLOTS, SPILL_SATURATED};
 use super::counter_code;
 use super::runs;
 
+/// The positions of the set bits of every block's `occupieds` (or `runends`) word, in order.
+fn set_bits<'v, S: BlockSource>(
+    view: &'v View<'_, S>,
+    runends: bool,
+) -> impl Iterator<Item = usize> + 'v {
+    (0..view.table().blocks()).flat_map(move |block| {
+        let mut word = if runends {
+            view.runends(block)
+        } else {
+            view.occupieds(block)
+        };
+        std::iter::from_fn(move || {
+            (word != 0).then(|| {
+                let bit = word.trailing_zeros() as usize;
+                word &= word - 1;
+                block * BLOCK_SLOTS + bit
+            })
+        })
+    })
+}
+
+/// The runs the scan finds, `(quotient, start, end)` in order: the `j`-th occupied quotient
+/// owns the `j`-th runend, and its run starts at the quotient or after the previous run.
+/// Unchecked (the caller checks each).
+fn scanned_runs<'v, S: BlockSource>(
+    view: &'v View<'_, S>,
+) -> impl Iterator<Item = (usize, usize, usize)> + 'v {
+    let mut previous_end: Option<usize> = None;
+    set_bits(view, false)
+        .zip(set_bits(view, true))
+        .map(move |(quotient, end)| {
+            let start = previous_end.map_or(quotient, |e| quotient.max(e + 1));
+            previous_end = Some(end);
+            (quotient, start, end)
+        })
+}
+
 /// Checks a table with `quotients` canonical slots; returns its total count (wrapping, like
 /// the `len` counter) and number of entries. Only meaningful while no thread writes.
-pub(crate) fn check_table(table: &Blocks, quotients: usize) -> Result<(u64, usize), String> {
+pub(crate) fn check_table<S: BlockSource>(
+    table: &S,
+    quotients: usize,
+) -> Result<(u64, usize), String> {
     let view = View::new(table);
-    let bits = |runends: bool| -> Vec<usize> {
-        (0..table.blocks())
-            .flat_map(|block| {
-                let w = if runends {
-                    view.runends(block)
-                } else {
-                    view.occupieds(block)
-                };
-                (0..BLOCK_SLOTS)
-                    .filter(move |i| w >> i & 1 == 1)
-                    .map(move |i| block * BLOCK_SLOTS + i)
-            })
-            .collect()
-    };
-    let occupied = bits(false);
-    let runends = bits(true);
-    if occupied.len() != runends.len() {
+    let occupied = set_bits(&view, false).count();
+    let runends = set_bits(&view, true).count();
+    if occupied != runends {
         return Err(format!(
-            "{} occupied quotients but {} run ends",
-            occupied.len(),
-            runends.len()
+            "{occupied} occupied quotients but {runends} run ends"
         ));
     }
-    if let Some(&q) = occupied.last() {
-        if q >= quotients {
+    let r = table.remainder_bits();
+    let (mut copies, mut entries) = (0u64, 0usize);
+    // The first slot after the last run checked: slots from here to the next run are empty.
+    let mut free_from = 0;
+    let mut offsets = Offsets::default();
+    for (quotient, start, end) in scanned_runs(&view) {
+        if quotient >= quotients {
             return Err(format!(
-                "quotient {q} is beyond the {quotients} canonical slots"
+                "quotient {quotient} is beyond the {quotients} canonical slots"
             ));
         }
-    }
-    let r = table.remainder_bits();
-    let mut in_run = vec![false; table.slots()];
-    let mut runs_by_quotient = Vec::with_capacity(occupied.len());
-    let mut previous_end: Option<usize> = None;
-    let (mut copies, mut entries) = (0u64, 0usize);
-    for (&quotient, &end) in occupied.iter().zip(&runends) {
-        let start = previous_end.map_or(quotient, |e| quotient.max(e + 1));
         if start > end {
             return Err(format!(
                 "run of {quotient} would start at {start} after its end {end}"
             ));
         }
-        if runs::run_of(&view, quotient) != Some(Some((start, end))) {
+        // Every run of a quotient below this block's is checked: its offset is known.
+        let block = quotient / BLOCK_SLOTS;
+        let spill = offsets.check_through(&view, block)?;
+        let found = runs::run_with(&view, quotient, view.occupieds(block), spill);
+        if found != Some(Some((start, end))) {
             return Err(format!(
-                "rank/select finds {:?} for quotient {quotient}, the scan {start}..={end}",
-                runs::run_of(&view, quotient)
+                "rank/select finds {found:?} for quotient {quotient}, the scan {start}..={end}"
             ));
+        }
+        if let Some(slot) = (free_from..start).find(|&slot| view.remainder(slot) != 0) {
+            return Err(format!("empty slot {slot} holds a remainder"));
         }
         let mut at = start;
         let mut last_remainder: Option<u64> = None;
@@ -69,6 +101,13 @@ pub(crate) fn check_table(table: &Blocks, quotients: usize) -> Result<(u64, usiz
             if count == 0 {
                 return Err(format!("zero count at slot {at}"));
             }
+            // Each count has one encoding: a table holds only what `encode` writes.
+            let canonical = counter_code::encode(x, count, r);
+            if canonical.len() != len
+                || (0..len).any(|i| view.remainder(at + i) != canonical.slots()[i])
+            {
+                return Err(format!("entry at slot {at} is not encoded canonically"));
+            }
             last_remainder = Some(x);
             copies = copies.wrapping_add(count);
             entries += 1;
@@ -79,35 +118,65 @@ pub(crate) fn check_table(table: &Blocks, quotients: usize) -> Result<(u64, usiz
                 "the last entry of run {quotient} overruns its end {end}"
             ));
         }
-        in_run[start..=end].iter_mut().for_each(|used| *used = true);
-        runs_by_quotient.push((quotient, end));
-        previous_end = Some(end);
+        free_from = end + 1;
+        offsets.end_below = Some(end);
     }
-    for (slot, used) in in_run.iter().enumerate() {
-        if !used && view.remainder(slot) != 0 {
-            return Err(format!("empty slot {slot} holds a remainder"));
-        }
+    if let Some(slot) = (free_from..table.slots()).find(|&slot| view.remainder(slot) != 0) {
+        return Err(format!("empty slot {slot} holds a remainder"));
     }
-    let mut last_run = 0;
-    let mut end_below: Option<usize> = None;
-    for block in 0..table.blocks() {
-        let first = block * BLOCK_SLOTS;
-        while last_run < runs_by_quotient.len() && runs_by_quotient[last_run].0 < first {
-            end_below = Some(runs_by_quotient[last_run].1);
-            last_run += 1;
-        }
-        let spill = end_below.map_or(0, |end| (end + 1).saturating_sub(first));
-        let stored = view.stored_spill(block);
-        if stored != (spill as u64).min(SPILL_SATURATED) {
-            return Err(format!(
-                "block {block} stores offset {stored}, the scan says {spill}"
-            ));
-        }
-        if runs::spill(&view, block) != Some(spill) {
-            return Err(format!(
-                "block {block}: saturated offset recomputed wrongly"
-            ));
-        }
-    }
+    offsets.check_through(&view, table.blocks() - 1)?;
     Ok((copies, entries))
+}
+
+/// The offset check, block by block, as the runs are checked in order: a block's spill is how
+/// far the last run of a quotient below `64 b` reaches past `64 b`.
+#[derive(Default)]
+struct Offsets {
+    /// The next block to check.
+    next: usize,
+    /// The end of the last run checked.
+    end_below: Option<usize>,
+    /// The exact spill of the block before `next`.
+    previous: usize,
+}
+
+impl Offsets {
+    /// Checks the stored offsets of the blocks up to `last` (every run of a quotient below
+    /// `64 last` has been checked) and returns the exact spill of `last`. A saturated offset is
+    /// recomputed from the previous block's exact spill, so the whole check stays linear.
+    fn check_through<S: BlockSource>(
+        &mut self,
+        view: &View<'_, S>,
+        last: usize,
+    ) -> Result<usize, String> {
+        while self.next <= last {
+            let block = self.next;
+            let first = block * BLOCK_SLOTS;
+            let spill = self
+                .end_below
+                .map_or(0, |end| (end + 1).saturating_sub(first));
+            let stored = view.stored_spill(block);
+            if stored != (spill as u64).min(SPILL_SATURATED) {
+                return Err(format!(
+                    "block {block} stores offset {stored}, the scan says {spill}"
+                ));
+            }
+            let recomputed = if stored < SPILL_SATURATED {
+                Some(stored as usize)
+            } else if block == 0 {
+                None
+            } else {
+                runs::end_after_given(view, first - 1, self.previous)
+                    .map(|end| end.saturating_sub(first))
+            };
+            if recomputed != Some(spill) {
+                return Err(format!(
+                    "block {block}: offset recomputed as {recomputed:?}, the scan says {spill}"
+                ));
+            }
+            self.previous = spill;
+            self.next += 1;
+        }
+        Ok(self.previous)
+    }
 }

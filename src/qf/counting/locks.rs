@@ -51,6 +51,7 @@
 //!   `Relaxed` under the lock (`len` is a statistic that may lag).
 
 use super::blocks::{Blocks, View};
+use crate::filter::Error;
 use crate::qf::region_locks::{self, RegionLock};
 use crate::sync::{fence, AtomicU64, Ordering, Waiter};
 
@@ -116,20 +117,24 @@ pub(crate) struct RegionLocks {
 
 impl RegionLocks {
     /// Locks for `blocks` blocks, `region_blocks >= 1` (rounded up to a power of two) per lock.
-    pub(crate) fn new(blocks: usize, region_blocks: usize) -> Self {
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if the memory cannot be allocated.
+    pub(crate) fn new(blocks: usize, region_blocks: usize) -> Result<Self, Error> {
         let region_blocks = region_blocks.clamp(1, blocks.max(1)).next_power_of_two();
         let shift = region_blocks.trailing_zeros();
-        let regions = ((blocks.max(1) - 1) >> shift) + 1;
-        RegionLocks {
-            regions: (0..regions)
-                .map(|_| Region {
-                    version: AtomicU64::new(0),
-                    copies: AtomicU64::new(0),
-                    distinct: AtomicU64::new(0),
-                })
-                .collect(),
+        let count = ((blocks.max(1) - 1) >> shift) + 1;
+        let mut regions = Vec::new();
+        crate::storage::try_reserve(&mut regions, count)?;
+        regions.extend((0..count).map(|_| Region {
+            version: AtomicU64::new(0),
+            copies: AtomicU64::new(0),
+            distinct: AtomicU64::new(0),
+        }));
+        Ok(RegionLocks {
+            regions: regions.into_boxed_slice(),
             shift,
-        }
+        })
     }
 
     /// Blocks per region.

@@ -16,7 +16,7 @@ mod check;
 pub(crate) mod counter_code;
 pub(crate) mod locks;
 mod rank_select;
-mod runs;
+pub(crate) mod runs;
 
 use std::hash::Hash;
 
@@ -24,7 +24,7 @@ use crate::filter::{Count, Error, Filter, Remove};
 use crate::hash::{hash_key, low_mask, Fingerprint};
 use crate::sizing::{check_bits, qf_fpr, qf_parameters, MAX_QUOTIENT_BITS};
 
-use blocks::{Blocks, View, BLOCK_SLOTS};
+use blocks::{BlockSource, Blocks, View, BLOCK_SLOTS};
 use counter_code::MIN_REMAINDER_BITS;
 use locks::RegionLocks;
 use runs::Fault;
@@ -128,14 +128,28 @@ impl CountingQf {
                 "region_blocks must be at least 1".into(),
             ));
         }
-        let slots = (1usize << quotient_bits) + crate::qf::overflow_slots(quotient_bits);
-        let blocks = slots.div_ceil(BLOCK_SLOTS);
+        let blocks = Self::blocks_for(quotient_bits);
         Ok(CountingQf {
-            table: Blocks::new(blocks, remainder_bits),
-            locks: RegionLocks::new(blocks, region_blocks),
+            table: Blocks::new(blocks, remainder_bits)?,
+            locks: RegionLocks::new(blocks, region_blocks)?,
             quotient_bits,
             remainder_bits,
         })
+    }
+
+    /// Blocks of a table with `2^quotient_bits` canonical slots and its overflow tail.
+    pub(crate) fn blocks_for(quotient_bits: u32) -> usize {
+        let slots = (1usize << quotient_bits) + crate::qf::overflow_slots(quotient_bits);
+        slots.div_ceil(BLOCK_SLOTS)
+    }
+
+    /// Checks a table (live or serialised) with `2^quotient_bits` canonical slots: see
+    /// [`check_invariants`](Self::check_invariants). Returns its copies and entries.
+    pub(crate) fn check_table<S: BlockSource>(
+        table: &S,
+        quotient_bits: u32,
+    ) -> Result<(u64, usize), String> {
+        check::check_table(table, 1usize << quotient_bits)
     }
 
     /// Quotient bits `q`: the table has `2^q` canonical slots.
@@ -265,7 +279,7 @@ impl CountingQf {
     /// ```
     pub fn check_invariants(&self) -> Result<(), String> {
         self.locks.check_unlocked()?;
-        let (copies, distinct) = check::check_table(&self.table, 1usize << self.quotient_bits)?;
+        let (copies, distinct) = Self::check_table(&self.table, self.quotient_bits)?;
         let counted = self.locks.counts();
         if (copies, distinct as u64) != counted {
             return Err(format!(

@@ -17,7 +17,7 @@
 //! Functions that read a table another thread may be changing (outside the caller's locks) never
 //! panic and never loop forever: an inconsistent read gives `None` (a [`Fault`]).
 
-use super::blocks::{View, BLOCK_SLOTS, SPILL_SATURATED};
+use super::blocks::{BlockSource, View, BLOCK_SLOTS, SPILL_SATURATED};
 use super::counter_code::{self, MAX_ENTRY_SLOTS};
 use super::rank_select::{popcount, rank, select};
 use crate::hash::low_mask;
@@ -33,7 +33,7 @@ pub(crate) enum Fault {
 
 /// The position of the runend bit with `k` runend bits between `from` and it (`k` from 0).
 #[inline]
-fn select_from(view: &View<'_>, from: usize, k: usize) -> Option<usize> {
+fn select_from<S: BlockSource>(view: &View<'_, S>, from: usize, k: usize) -> Option<usize> {
     let mut block = from / BLOCK_SLOTS;
     if block >= view.table().blocks() {
         return None;
@@ -56,7 +56,11 @@ fn select_from(view: &View<'_>, from: usize, k: usize) -> Option<usize> {
 
 /// The last runend bit in slots `floor..slot`, if any.
 #[inline]
-fn last_runend_before(view: &View<'_>, floor: usize, slot: usize) -> Option<usize> {
+fn last_runend_before<S: BlockSource>(
+    view: &View<'_, S>,
+    floor: usize,
+    slot: usize,
+) -> Option<usize> {
     if slot <= floor {
         return None;
     }
@@ -82,7 +86,7 @@ fn last_runend_before(view: &View<'_>, floor: usize, slot: usize) -> Option<usiz
 /// `slot` or there is none, some position `<= slot`). So `slot` is in use iff the result is
 /// larger than `slot`.
 #[inline(always)]
-pub(crate) fn end_after(view: &View<'_>, slot: usize) -> Option<usize> {
+pub(crate) fn end_after<S: BlockSource>(view: &View<'_, S>, slot: usize) -> Option<usize> {
     let block = slot / BLOCK_SLOTS;
     let d = rank(view.occupieds(block), (slot % BLOCK_SLOTS) as u32);
     let base = block * BLOCK_SLOTS;
@@ -103,8 +107,29 @@ pub(crate) fn end_after(view: &View<'_>, slot: usize) -> Option<usize> {
 /// [`end_after`] for a slot of `block` with `d` occupied quotients up to it in the block, when
 /// the block's spill is 64 or more or the run ends in a later block.
 #[inline(never)]
-fn end_after_across_blocks(view: &View<'_>, block: usize, d: usize) -> Option<usize> {
+fn end_after_across_blocks<S: BlockSource>(
+    view: &View<'_, S>,
+    block: usize,
+    d: usize,
+) -> Option<usize> {
     let first = block * BLOCK_SLOTS + spill(view, block)?;
+    if d == 0 {
+        Some(first)
+    } else {
+        Some(select_from(view, first, d - 1)? + 1)
+    }
+}
+
+/// [`end_after`], given the exact spill of `slot`'s block.
+#[inline]
+pub(crate) fn end_after_given<S: BlockSource>(
+    view: &View<'_, S>,
+    slot: usize,
+    block_spill: usize,
+) -> Option<usize> {
+    let block = slot / BLOCK_SLOTS;
+    let d = rank(view.occupieds(block), (slot % BLOCK_SLOTS) as u32) as usize;
+    let first = block * BLOCK_SLOTS + block_spill;
     if d == 0 {
         Some(first)
     } else {
@@ -114,22 +139,37 @@ fn end_after_across_blocks(view: &View<'_>, block: usize, d: usize) -> Option<us
 
 /// The exact spill of `block`: slots from `64 b` on used by runs of quotients below `64 b`.
 #[inline]
-pub(crate) fn spill(view: &View<'_>, block: usize) -> Option<usize> {
+pub(crate) fn spill<S: BlockSource>(view: &View<'_, S>, block: usize) -> Option<usize> {
     let stored = view.stored_spill(block);
     if stored < SPILL_SATURATED {
         return Some(stored as usize);
     }
-    if block == 0 {
-        return None;
+    // Saturated: recompute forward from the nearest block below with an exact stored spill
+    // (a loop, not a recursion, so a long cluster cannot exhaust the stack).
+    let mut base = block;
+    let mut exact = loop {
+        if base == 0 {
+            return None;
+        }
+        base -= 1;
+        let stored = view.stored_spill(base);
+        if stored < SPILL_SATURATED {
+            break stored as usize;
+        }
+    };
+    for next in base + 1..=block {
+        let first = next * BLOCK_SLOTS;
+        exact = end_after_given(view, first - 1, exact)?.saturating_sub(first);
     }
-    // Saturated: recompute from the block before (recursively, if that one is saturated too).
-    let first = block * BLOCK_SLOTS;
-    Some(end_after(view, first - 1)?.saturating_sub(first))
+    Some(exact)
 }
 
 /// The first and last slot of `quotient`'s run, if it is occupied.
 #[inline(always)]
-pub(crate) fn run_of(view: &View<'_>, quotient: usize) -> Option<Option<(usize, usize)>> {
+pub(crate) fn run_of<S: BlockSource>(
+    view: &View<'_, S>,
+    quotient: usize,
+) -> Option<Option<(usize, usize)>> {
     let block = quotient / BLOCK_SLOTS;
     let occupieds = view.occupieds(block);
     if occupieds >> (quotient % BLOCK_SLOTS) & 1 == 0 {
@@ -168,7 +208,11 @@ pub(crate) fn run_of(view: &View<'_>, quotient: usize) -> Option<Option<(usize, 
 /// [`run_of`] for an occupied quotient, the `d`-th occupied one of its block, whose run ends in
 /// a later block or whose block's spill is 64 or more.
 #[inline(never)]
-fn run_across_blocks(view: &View<'_>, quotient: usize, d: usize) -> Option<Option<(usize, usize)>> {
+fn run_across_blocks<S: BlockSource>(
+    view: &View<'_, S>,
+    quotient: usize,
+    d: usize,
+) -> Option<Option<(usize, usize)>> {
     let block = quotient / BLOCK_SLOTS;
     let first = block * BLOCK_SLOTS + spill(view, block)?;
     // The run ends at the `d`-th runend from `first` and starts after the one before it, found
@@ -186,9 +230,36 @@ fn run_across_blocks(view: &View<'_>, quotient: usize, d: usize) -> Option<Optio
     Some(Some((start, end)))
 }
 
+/// [`run_of`] for an occupied `quotient`, given its block's `occupieds` word and exact spill.
+#[inline]
+pub(crate) fn run_with<S: BlockSource>(
+    view: &View<'_, S>,
+    quotient: usize,
+    occupieds: u64,
+    block_spill: usize,
+) -> Option<Option<(usize, usize)>> {
+    let block = quotient / BLOCK_SLOTS;
+    let d = rank(occupieds, (quotient % BLOCK_SLOTS) as u32) as usize;
+    let first = block * BLOCK_SLOTS + block_spill;
+    let after_previous = if d == 1 {
+        first
+    } else {
+        select_from(view, first, d - 2)? + 1
+    };
+    let end = select_from(view, after_previous, 0)?;
+    let start = after_previous.max(quotient);
+    if start > end {
+        return None;
+    }
+    Some(Some((start, end)))
+}
+
 /// The first empty slot at or after `slot`; `Err(Full)` if there is none.
 #[inline(always)]
-pub(crate) fn first_empty(view: &View<'_>, mut slot: usize) -> Result<usize, Fault> {
+pub(crate) fn first_empty<S: BlockSource>(
+    view: &View<'_, S>,
+    mut slot: usize,
+) -> Result<usize, Fault> {
     loop {
         if slot >= view.table().slots() {
             return Err(Fault::Full);
@@ -203,7 +274,11 @@ pub(crate) fn first_empty(view: &View<'_>, mut slot: usize) -> Result<usize, Fau
 
 /// The count stored for `(quotient, remainder)` (0 if absent).
 #[inline(always)]
-pub(crate) fn count(view: &View<'_>, quotient: usize, remainder: u64) -> Option<u64> {
+pub(crate) fn count<S: BlockSource>(
+    view: &View<'_, S>,
+    quotient: usize,
+    remainder: u64,
+) -> Option<u64> {
     let Some((start, end)) = run_of(view, quotient)? else {
         return Some(0);
     };
@@ -346,7 +421,7 @@ fn shifted_left_until(view: &View<'_>, mut end: usize, quotient: usize) -> Resul
 }
 
 /// The first occupied quotient at or after `from`, looking no further than the table's end.
-pub(crate) fn next_occupied_from(view: &View<'_>, from: usize) -> Option<usize> {
+pub(crate) fn next_occupied_from<S: BlockSource>(view: &View<'_, S>, from: usize) -> Option<usize> {
     let mut block = from / BLOCK_SLOTS;
     if block >= view.table().blocks() {
         return None;
@@ -514,7 +589,7 @@ mod tests {
 
     /// A table of 4 blocks with random remainders and runend bits.
     fn random_table(r: u32, seed: u64) -> Blocks {
-        let table = Blocks::new(4, r);
+        let table = Blocks::new(4, r).expect("a 4-block table");
         let view = View::new(&table);
         let mut x = seed;
         for slot in 0..table.slots() {

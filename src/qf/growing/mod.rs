@@ -230,9 +230,20 @@ const FAILED: usize = 2;
 
 impl Generation {
     fn new(table: QfTable, delta_grow: f64, doublings_left: u32, doublings_done: u32) -> Self {
-        let threshold = ((1u64 << table.quotient_bits) as f64 * delta_grow) as usize;
+        let filter = SequentialQf { table, len: 0 };
+        Self::holding(filter, delta_grow, doublings_left, doublings_done)
+    }
+
+    /// A generation of `filter`'s table and contents.
+    fn holding(
+        filter: SequentialQf,
+        delta_grow: f64,
+        doublings_left: u32,
+        doublings_done: u32,
+    ) -> Self {
+        let threshold = ((1u64 << filter.table.quotient_bits) as f64 * delta_grow) as usize;
         Generation {
-            filter: LocallyLockedQf::from_sequential(SequentialQf { table, len: 0 }),
+            filter: LocallyLockedQf::from_sequential(filter),
             threshold: threshold.max(1),
             doublings_left,
             doublings_done,
@@ -322,6 +333,49 @@ impl GrowableQf {
     /// The fill at which the table doubles.
     pub fn delta_grow(&self) -> f64 {
         self.delta_grow
+    }
+
+    /// A filter in the growth state a persisted one had: `filter` is its current table, after
+    /// `doublings_done` doublings with `doublings_left` to go.
+    pub(crate) fn from_parts(
+        filter: SequentialQf,
+        delta_grow: f64,
+        doublings_done: u32,
+        doublings_left: u32,
+        block_slots: usize,
+    ) -> Self {
+        let len = filter.len;
+        let generation = Generation::holding(filter, delta_grow, doublings_left, doublings_done);
+        // Spread, so the one-stripe estimate of `fill_reached` sees the fill from every hint.
+        generation.filter.len.reset(0);
+        generation.filter.len.add_spread(0, len);
+        GrowableQf {
+            current: AtomicPtr::new(Box::into_raw(Box::new(generation))),
+            delta_grow,
+            block_slots,
+            reclaimer: Reclaimer::new(),
+        }
+    }
+
+    /// Runs `f` on the current table and the growth state `(doublings_done, doublings_left,
+    /// block_slots)`. For a snapshot: the caller makes sure no operation is in flight, so no
+    /// migration is either (the last helper of a migration swaps the generation before its
+    /// operation returns).
+    pub(crate) fn with_quiescent<T>(
+        &self,
+        f: impl FnOnce(&LocallyLockedQf, (u32, u32, usize)) -> T,
+    ) -> T {
+        let guard = reclaim::pin();
+        let generation = self.generation(&guard);
+        debug_assert!(generation.migration().is_none(), "a migration is in flight");
+        f(
+            &generation.filter,
+            (
+                generation.doublings_done,
+                generation.doublings_left,
+                self.block_slots,
+            ),
+        )
     }
 
     /// The current table as a fixed-size filter (no copy), e.g. to iterate its fingerprints.

@@ -112,8 +112,8 @@ use walk::{InsertPlan, InsertStep, RunSearch};
 /// # Ok::<(), conqf::Error>(())
 /// ```
 pub struct TwoBitQf {
-    table: TwoBitTable,
-    len: StripedCounter,
+    pub(crate) table: TwoBitTable,
+    pub(crate) len: StripedCounter,
 }
 
 impl TwoBitQf {
@@ -156,7 +156,7 @@ impl TwoBitQf {
         )?))
     }
 
-    fn from_table(table: TwoBitTable) -> Self {
+    pub(crate) fn from_table(table: TwoBitTable) -> Self {
         TwoBitQf {
             table,
             len: StripedCounter::new(),

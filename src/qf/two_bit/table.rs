@@ -29,7 +29,7 @@
 use crate::filter::Error;
 use crate::hash::{low_mask, Fingerprint};
 use crate::sizing;
-use crate::storage::{Cursor, SlotArray};
+use crate::storage::{Cursor, GroupSource, SlotArray};
 use crate::sync::Ordering;
 
 use super::super::overflow_slots;
@@ -177,74 +177,86 @@ impl TwoBitTable {
         Ok(())
     }
 
-    /// Checks every invariant of a table at rest and returns the number of stored fingerprints:
-    ///
-    /// * no lock is left: a slot without a remainder is all zero; the guard and the last slot
-    ///   are empty; occupied bits only on canonical slots;
-    /// * every supercluster starts with an element in its canonical slot that starts a run;
-    /// * in every prefix of a supercluster there are at least as many occupied slots as runs
-    ///   (a run starts at or after its canonical slot), and in the whole supercluster as many;
-    /// * remainders fit `r` bits and increase strictly within a run.
+    /// Checks every invariant of a table at rest; see [`check_slots`].
     fn check_slots(&self) -> Result<usize, String> {
-        let len = self.slots.len();
-        let canonical_end = GUARD + (1usize << self.quotient_bits);
-        // Relaxed: the checker runs on a table no thread writes (its callers synchronised with
-        // the writers, e.g. by joining them).
-        let mut cursor = self.slots.cursor(0, Ordering::Relaxed);
-        let (mut occupied, mut runs, mut elements) = (0usize, 0usize, 0usize);
-        let mut previous = 0u64;
-        let mut inside = false;
-        for index in 0..len {
-            let raw = cursor.slot();
-            if !is_filled(raw) {
-                if raw != 0 {
-                    return Err(format!(
-                        "slot {index} has status {raw:02b} but no remainder"
-                    ));
-                }
-                if inside && occupied != runs {
-                    return Err(format!(
-                        "supercluster ending at {index}: {runs} runs but {occupied} occupied slots"
-                    ));
-                }
-                inside = false;
-            } else {
-                if index == 0 || index + 1 == len {
-                    return Err(format!("slot {index} must stay empty"));
-                }
-                if remainder_of(raw) > low_mask(self.remainder_bits) {
-                    return Err(format!("slot {index}: remainder wider than r bits"));
-                }
-                if !inside {
-                    if raw & (OCCUPIED | NEW_RUN) != OCCUPIED | NEW_RUN {
-                        return Err(format!("supercluster start {index} has status {raw:02b}"));
-                    }
-                    inside = true;
-                    (occupied, runs) = (0, 0);
-                }
-                occupied += is_occupied(raw) as usize;
-                if starts_run(raw) {
-                    runs += 1;
-                } else if remainder_of(raw) <= previous {
-                    return Err(format!("slot {index}: run not strictly increasing"));
-                }
-                if runs > occupied {
-                    return Err(format!(
-                        "slot {index}: a run starts left of its canonical slot"
-                    ));
-                }
-                previous = remainder_of(raw);
-                elements += 1;
-            }
-            if is_occupied(raw) && index >= canonical_end {
-                return Err(format!("slot {index} in the overflow tail is occupied"));
-            }
-            if index + 1 < len {
-                cursor.advance();
-            }
-        }
-        Ok(elements)
+        check_slots(&self.slots, self.quotient_bits, self.remainder_bits)
     }
+}
+
+/// Checks every invariant of a 2-status-bit table at rest (`source` holds its slots: the guard,
+/// `2^quotient_bits` canonical slots and the overflow tail) and returns the number of stored
+/// fingerprints. It reads every slot once and never panics, so it also validates untrusted
+/// bytes (`persist`):
+///
+/// * no lock is left: a slot without a remainder is all zero; the guard and the last slot
+///   are empty; occupied bits only on canonical slots;
+/// * every supercluster starts with an element in its canonical slot that starts a run;
+/// * in every prefix of a supercluster there are at least as many occupied slots as runs
+///   (a run starts at or after its canonical slot), and in the whole supercluster as many;
+/// * remainders fit `r` bits and increase strictly within a run.
+pub(crate) fn check_slots<S: GroupSource>(
+    source: &S,
+    quotient_bits: u32,
+    remainder_bits: u32,
+) -> Result<usize, String> {
+    let len = source.slot_count();
+    let canonical_end = GUARD + (1usize << quotient_bits);
+    // Relaxed: the checker runs on a table no thread writes (its callers synchronised with
+    // the writers, e.g. by joining them), or on borrowed bytes.
+    let mut cursor = Cursor::over(source, 0, Ordering::Relaxed);
+    let (mut occupied, mut runs, mut elements) = (0usize, 0usize, 0usize);
+    let mut previous = 0u64;
+    let mut inside = false;
+    for index in 0..len {
+        let raw = cursor.slot();
+        if !is_filled(raw) {
+            if raw != 0 {
+                return Err(format!(
+                    "slot {index} has status {raw:02b} but no remainder"
+                ));
+            }
+            if inside && occupied != runs {
+                return Err(format!(
+                    "supercluster ending at {index}: {runs} runs but {occupied} occupied slots"
+                ));
+            }
+            inside = false;
+        } else {
+            if index == 0 || index + 1 == len {
+                return Err(format!("slot {index} must stay empty"));
+            }
+            if remainder_of(raw) > low_mask(remainder_bits) {
+                return Err(format!("slot {index}: remainder wider than r bits"));
+            }
+            if !inside {
+                if raw & (OCCUPIED | NEW_RUN) != OCCUPIED | NEW_RUN {
+                    return Err(format!("supercluster start {index} has status {raw:02b}"));
+                }
+                inside = true;
+                (occupied, runs) = (0, 0);
+            }
+            occupied += is_occupied(raw) as usize;
+            if starts_run(raw) {
+                runs += 1;
+            } else if remainder_of(raw) <= previous {
+                return Err(format!("slot {index}: run not strictly increasing"));
+            }
+            if runs > occupied {
+                return Err(format!(
+                    "slot {index}: a run starts left of its canonical slot"
+                ));
+            }
+            previous = remainder_of(raw);
+            elements += 1;
+        }
+        if is_occupied(raw) && index >= canonical_end {
+            return Err(format!("slot {index} in the overflow tail is occupied"));
+        }
+        if index + 1 < len {
+            cursor.advance();
+        }
+    }
+    Ok(elements)
 }
 
 /// `δ (2^r + 2) / 4^r`: the chance that a query's fingerprint equals one of the `δ` stored
