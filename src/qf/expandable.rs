@@ -301,11 +301,13 @@ impl Filter for ExpandableQf {
         loop {
             // Acquire: as in `levels`.
             let active = self.active.load(Ordering::Acquire);
+            for i in 0..=active {
+                self.level(i).prefetch(hash, &guard);
+            }
             for i in 0..active {
                 let level = self.level(i);
-                if level.contains_pinned(hash, &guard) {
-                    return Ok(false);
-                }
+                // Cascading: try the canonical slot first. If it is empty, the key is not on
+                // this level (its run would start there), so the full query is skipped.
                 if self.cascading {
                     // The slot may be empty because a removal emptied it after this key went
                     // higher up for want of it: then store here only if no higher level holds
@@ -322,6 +324,9 @@ impl Filter for ExpandableQf {
                     {
                         return Ok(stored);
                     }
+                }
+                if level.contains_pinned(hash, &guard) {
+                    return Ok(false);
                 }
             }
             let level = self.level(active);
@@ -347,18 +352,27 @@ impl Filter for ExpandableQf {
         // Acquire: as in `levels`.
         let active = self.active.load(Ordering::Acquire);
         for i in 0..=active {
+            self.level(i).prefetch(hash, &guard);
+        }
+        if !self.cascading {
+            return (0..=active)
+                .rev()
+                .any(|i| self.level(i).contains_pinned(hash, &guard));
+        }
+        // Cascading: oldest first, so an empty canonical slot on a lower level ends the query
+        // before the higher levels are probed (their groups are only prefetched).
+        for i in 0..=active {
             let level = self.level(i);
-            if level.contains_pinned(hash, &guard) {
-                return true;
-            }
             // Acquire on the flag: pairs with the removal's Release store, made before its first
             // change to the table (module doc).
-            if self.cascading
-                && i < active
+            if i < active
                 && level.canonical_is_empty(hash, &guard)
                 && !self.removed[i].load(Ordering::Acquire)
             {
                 return false;
+            }
+            if level.contains_pinned(hash, &guard) {
+                return true;
             }
         }
         false

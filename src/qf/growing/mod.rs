@@ -388,6 +388,17 @@ impl GrowableQf {
         }
     }
 
+    /// Asks the CPU to start loading the group of the canonical slot of `hash` in the current
+    /// table (a hint; see [`SlotArray::prefetch`](crate::storage::SlotArray::prefetch)): a
+    /// multi-level filter issues this for every level before it probes the first, so the
+    /// levels' cache misses overlap instead of following one another.
+    #[inline]
+    pub(crate) fn prefetch(&self, hash: u64, guard: &Guard) {
+        let filter = &self.generation(guard).filter;
+        let (quotient, _) = filter.table.fingerprint(hash);
+        filter.table.slots.prefetch(quotient);
+    }
+
     /// Whether the canonical slot of `hash` is empty and unlocked (raw zero).
     pub(crate) fn canonical_is_empty(&self, hash: u64, guard: &Guard) -> bool {
         let filter = &self.generation(guard).filter;
