@@ -15,6 +15,13 @@
 //! `p+ <= Σ p_i < 2 p_0 <= p̄`. [`false_positive_rate`](Filter::false_positive_rate) reports that
 //! sum at the current fills.
 //!
+//! Cascading inserts (below) break one premise of that bound: they keep adding fingerprints to
+//! lower levels past `n̄_i`, up to nearly every slot. So with cascading on, `r_0` is the fewest
+//! bits with `2 · 2^-r_0 < p̄` (a level's fill counted as 1 instead of `δ_grow`), which keeps
+//! `Σ n_i 2^-k_i < 2 · 2^-r_0 < p̄` however full the lower levels get; it costs at most one
+//! remainder bit per slot. (With the `δ_grow` rule alone, a cascading filter for `p̄ = 0.0008`
+//! reaches about `0.93 · 2 · 2^-11 ≈ 9e-4`.)
+//!
 //! The hash has 64 bits, so the levels end when a fingerprint would not fit: about
 //! `(64 - k_0) / 2` levels, each twice the last (far beyond any memory). Past that, inserts
 //! return [`Error::Full`].
@@ -84,7 +91,9 @@ impl ExpandableBuilder {
     }
 
     /// Cascading inserts (paper 000 §4.2; default off): insert on the lowest level whose
-    /// canonical slot is empty, and let queries stop at an empty canonical slot.
+    /// canonical slot is empty, and let queries stop at an empty canonical slot. Lower levels
+    /// then fill past `delta_grow`, so level 0 may get one remainder bit more to keep the
+    /// bound (see the module docs of `expandable`).
     pub fn cascading(mut self, on: bool) -> Self {
         self.cascading = on;
         self
@@ -108,9 +117,11 @@ impl ExpandableBuilder {
         if (1u64 << q0) as f64 * self.delta_grow <= self.capacity as f64 {
             q0 += 1;
         }
-        // r_0: the fewest bits with 2 delta 2^-r_0 < bound.
+        // r_0: the fewest bits with 2 f 2^-r_0 < bound, where f is the most a level can be
+        // filled: delta without cascading inserts, but up to every slot with them (module doc).
+        let fill = if self.cascading { 1.0 } else { self.delta_grow };
         let r0 = (1..=61u32.min(64 - q0))
-            .find(|&r| 2.0 * self.delta_grow * (-(r as f64)).exp2() < self.fpr_bound)
+            .find(|&r| 2.0 * fill * (-(r as f64)).exp2() < self.fpr_bound)
             .ok_or_else(|| {
                 Error::InvalidParameters(format!(
                     "false-positive bound {} needs too many remainder bits",
@@ -444,5 +455,42 @@ impl fmt::Debug for ExpandableQf {
             .field("len", &self.len())
             .field("cascading", &self.cascading)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::ExpandableQf;
+
+    /// Level 0's remainder bits: the fewest with `2 f 2^-r_0 < p̄`, `f = δ_grow` without
+    /// cascading inserts and 1 with them (module doc). The loom models rely on these sizes.
+    #[test]
+    fn level_zero_remainder_follows_the_sizing_rule() {
+        let r0 = |capacity, bound, delta, cascading| {
+            ExpandableQf::builder(capacity, bound)
+                .delta_grow(delta)
+                .cascading(cascading)
+                .build()
+                .unwrap()
+                .r0
+        };
+        // Figure 4: 2^-10 at delta 0.75.
+        assert_eq!(r0(49_151, 1.0 / 1024.0, 0.75, false), 11);
+        assert_eq!(r0(49_151, 1.0 / 1024.0, 0.75, true), 12);
+        // 0.0008: the delta rule alone would give 11 bits, whose full levels reach 9.8e-4.
+        assert_eq!(r0(1000, 0.0008, 0.75, false), 11);
+        assert_eq!(r0(1000, 0.0008, 0.75, true), 12);
+        // The loom models' filters (tests/loom/expandable.rs).
+        assert_eq!(r0(1, 0.004, 0.25, true), 9);
+        assert_eq!(r0(3, 0.002, 0.5, true), 10);
+    }
+
+    /// Level 0 has the first power of two of slots with `δ_grow m_0 > c`.
+    #[test]
+    fn level_zero_slots_follow_the_sizing_rule() {
+        let q0 = |capacity| ExpandableQf::new(capacity, 0.01).unwrap().q0;
+        assert_eq!(q0(49_151), 16); // 0.75 * 65536 = 49152 > 49151
+        assert_eq!(q0(49_152), 17); // not strictly larger any more
+        assert_eq!(q0(3), 3); // 0.75 * 8 = 6 > 3, 0.75 * 4 = 3 is not
     }
 }

@@ -19,7 +19,8 @@ const Z: u64 = 6 << 61 | 1 << 52;
 
 /// A cascading filter whose level 0 holds `X` and `Z` and whose level 1 is open.
 fn filter() -> Arc<ExpandableQf> {
-    let filter = ExpandableQf::builder(1, 0.001)
+    // 0.004: with cascading, level 0 gets the fewest r with 2 * 2^-r < 0.004, 9 bits.
+    let filter = ExpandableQf::builder(1, 0.004)
         .delta_grow(0.25)
         .cascading(true)
         .build()
@@ -75,7 +76,8 @@ fn racing_cascading_inserts_store_once() {
 fn lower_level_query_during_a_removal_shifting_across_groups() {
     model(|| {
         let key = |quotient: u64, remainder: u64| (quotient << 61) | (remainder << 51);
-        let filter = ExpandableQf::builder(3, 0.001)
+        // 0.002: with cascading, the fewest r with 2 * 2^-r < 0.002, 10 bits.
+        let filter = ExpandableQf::builder(3, 0.002)
             .delta_grow(0.5)
             .cascading(true)
             .build()
