@@ -121,3 +121,37 @@ fn reinsert_racing_a_removal_emptying_the_slot_stores_no_second_copy() {
         filter.check_invariants().unwrap();
     });
 }
+
+/// A cascading insert fills the empty slot right after a lower level's cluster (turning the
+/// supercluster's end into a one-element cluster) while a lock-free query walks that cluster
+/// across a group boundary: the query must still find its keys, and the new key is stored once.
+#[test]
+fn lock_free_lower_level_query_during_a_cascading_insert_next_to_it() {
+    model(|| {
+        let key = |quotient: u64, remainder: u64| (quotient << 61) | (remainder << 51);
+        // 0.002: as in `lower_level_query_during_a_removal_shifting_across_groups`.
+        let filter = ExpandableQf::builder(3, 0.002)
+            .delta_grow(0.5)
+            .cascading(true)
+            .build()
+            .unwrap();
+        let (x, y, w, v) = (key(2, 1), key(2, 2), key(3, 1), key(6, 1));
+        for k in [x, y, w, v] {
+            assert!(filter.insert_hash(k).unwrap());
+        }
+        assert_eq!(filter.levels(), 2);
+        let filter = Arc::new(filter);
+        let (a, b) = (filter.clone(), filter.clone());
+        // Canonical slot 5 on level 0 is empty (the cluster ends at 4): one CAS stores it there.
+        let t = thread::spawn(move || a.insert_hash(key(5, 3)).unwrap());
+        let u = thread::spawn(move || b.contains_hash(w) && b.contains_hash(y));
+        assert!(t.join().unwrap());
+        assert!(
+            u.join().unwrap(),
+            "false negative next to a cascading insert"
+        );
+        assert!(filter.contains_hash(key(5, 3)));
+        assert_eq!(filter.len(), 5);
+        filter.check_invariants().unwrap();
+    });
+}

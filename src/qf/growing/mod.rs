@@ -37,7 +37,7 @@ use crate::sizing;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, Waiter};
 
 use reclaim::Reclaimer;
-pub(crate) use reclaim::{pin, Guard};
+pub(crate) use reclaim::{defer, pin, Guard};
 
 /// Slots per migration block (paper 000 §3.2).
 const DEFAULT_BLOCK_SLOTS: usize = 4096;
@@ -549,6 +549,16 @@ impl GrowableQf {
     /// [`Filter::contains_hash`] under a guard the caller pinned.
     pub(crate) fn contains_pinned(&self, hash: u64, guard: &Guard) -> bool {
         self.generation(guard).filter.contains_hash(hash)
+    }
+
+    /// Whether the fingerprint of `hash` is stored, read without locks or checks
+    /// ([`LocallyLockedQf::contains_hash_unsynchronized`]): exact only while no thread shifts
+    /// elements in the table, which the caller ensures ([`level_reads`](crate::qf::level_reads)).
+    #[inline]
+    pub(crate) fn contains_unlocked_pinned(&self, hash: u64, guard: &Guard) -> bool {
+        self.generation(guard)
+            .filter
+            .contains_hash_unsynchronized(hash)
     }
 
     /// [`Remove::remove_hash`] under a guard the caller pinned.
