@@ -2,6 +2,11 @@
 //! cascading early stop and a cascading re-insert against a removal that empties a lower
 //! level's canonical slot, and two cascading inserts of one fingerprint.
 //!
+//! Under loom a lower level is sealed for lock-free reads as soon as the next level opens (the
+//! epoch grace period is not modelled, `reclaim.rs`), which is sound here because every model
+//! opens its levels before spawning threads: the queries of lower levels below take the
+//! lock-free path, racing removals and cascading inserts.
+//!
 //! Level 0 has 8 canonical slots of 9-bit remainders (12-bit slots, 5 per group) and is full
 //! after two keys (δ_grow = 1/4), so level 1 opens before the threads start.
 
