@@ -58,17 +58,17 @@
 //! (the newest first). Cascading inserts change lower levels only by CASes into empty slots,
 //! which move nothing.
 //!
+//! A removal can also empty a canonical slot, which would make the cascading early stop wrong
+//! (a key stored higher up because that slot was taken). So a level that has seen a removal
+//! stops answering early: the removal sets the level's flag before it changes the table, and a
+//! query that reads the emptied slot therefore reads the flag as set.
+//!
 //! # Query order
 //!
 //! A query first prefetches the canonical slot's group on every level, so the levels' cache
 //! misses overlap. Without cascading inserts it then probes the newest level first (it holds
 //! about half the keys); with them it probes the oldest first, so an empty canonical slot on a
 //! lower level ends the query before the larger levels are walked.
-//!
-//! A removal can also empty a canonical slot, which would make the cascading early stop wrong
-//! (a key stored higher up because that slot was taken). So a level that has seen a removal
-//! stops answering early: the removal sets the level's flag before it changes the table, and a
-//! query that reads the emptied slot therefore reads the flag as set.
 
 use std::fmt;
 
