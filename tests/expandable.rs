@@ -271,3 +271,55 @@ fn threads_insert_across_levels_without_false_negatives() {
         filter.check_invariants().unwrap();
     }
 }
+
+/// Lock-free reads of lower levels against removals there: once the levels are built (and,
+/// after a grace period of many pinned queries, sealed), one thread removes every other key
+/// while another keeps querying the kept ones, which must never go missing; afterwards the
+/// filter answers exactly like the model (the kept keys present, the removed ones counted out).
+#[test]
+fn lock_free_lower_level_queries_survive_removals() {
+    for cascading in [false, true] {
+        let filter = ExpandableQf::builder(2000, 1e-9)
+            .cascading(cascading)
+            .build()
+            .unwrap();
+        let mut rng = rand::rngs::StdRng::seed_from_u64(6);
+        let keys: Vec<u64> = (0..60_000).map(|_| rng.random()).collect();
+        for &k in &keys {
+            assert_eq!(filter.insert_hash(k), Ok(true));
+        }
+        assert!(filter.levels() >= 4, "{} levels", filter.levels());
+        // Queries pin the epoch, which lets the grace periods of the level openings pass.
+        assert!(keys.iter().all(|&k| filter.contains_hash(k)));
+        let done = AtomicBool::new(false);
+        std::thread::scope(|s| {
+            let (filter, keys, done) = (&filter, &keys, &done);
+            let remover = s.spawn(move || {
+                for &k in keys.iter().step_by(2) {
+                    assert_eq!(filter.remove_hash(k), Ok(true));
+                }
+                done.store(true, Ordering::Release);
+            });
+            let checker = s.spawn(move || {
+                let mut rounds = 0;
+                while !done.load(Ordering::Acquire) || rounds == 0 {
+                    for (i, &k) in keys.iter().enumerate().skip(1).step_by(2) {
+                        assert!(
+                            filter.contains_hash(k),
+                            "kept key {i} missed during removals"
+                        );
+                    }
+                    rounds += 1;
+                }
+                rounds
+            });
+            remover.join().unwrap();
+            assert!(checker.join().unwrap() > 0);
+        });
+        assert_eq!(filter.len(), keys.len() / 2);
+        for (i, &k) in keys.iter().enumerate() {
+            assert_eq!(filter.contains_hash(k), i % 2 == 1, "key {i}");
+        }
+        filter.check_invariants().unwrap();
+    }
+}
