@@ -15,6 +15,13 @@
 //! `p+ <= Σ p_i < 2 p_0 <= p̄`. [`false_positive_rate`](Filter::false_positive_rate) reports that
 //! sum at the current fills.
 //!
+//! Cascading inserts (below) break one premise of that bound: they keep adding fingerprints to
+//! lower levels past `n̄_i`, up to nearly every slot. So with cascading on, `r_0` is the fewest
+//! bits with `2 · 2^-r_0 < p̄` (a level's fill counted as 1 instead of `δ_grow`), which keeps
+//! `Σ n_i 2^-k_i < 2 · 2^-r_0 < p̄` however full the lower levels get; it costs at most one
+//! remainder bit per slot. (With the `δ_grow` rule alone, a cascading filter for `p̄ = 0.0008`
+//! reaches about `0.93 · 2 · 2^-11 ≈ 9e-4`.)
+//!
 //! The hash has 64 bits, so the levels end when a fingerprint would not fit: about
 //! `(64 - k_0) / 2` levels, each twice the last (far beyond any memory). Past that, inserts
 //! return [`Error::Full`].
@@ -40,23 +47,34 @@
 //! # Removals and lock-free reads of lower levels
 //!
 //! A removal shifts the elements after the removed one left, and a reader walking a run
-//! without any synchronisation could miss an element that moves past it. So lower levels are
-//! read with the locally locked filter's own query, which is lock-free exactly when that is
-//! safe: it answers from one atomically loaded 64-bit group (a consistent piece of the table
-//! even while a removal shifts), and read-locks the cluster only when the answer spans groups.
-//! Removals use the ordinary locked removal, on the level that holds the fingerprint (the
-//! newest first). Without removals, lower levels only change by cascading CASes into empty
-//! slots, which move nothing.
+//! without any synchronisation could miss an element that moves past it. Lower levels are
+//! still read without locks ([`level_reads`](crate::qf::level_reads)): a level is sealed one
+//! epoch grace period after the next level opened (no ordinary insert can be shifting it any
+//! more), and every removal counts itself in flight on its level, so a lock-free walk of a
+//! sealed level keeps its answer only if no removal ran meanwhile (a sequence lock written only
+//! by removals). Otherwise, and on the newest level, the query is the locally locked filter's
+//! own: one atomically loaded 64-bit group where that answers, else a read lock on the
+//! cluster. Removals use the ordinary locked removal, on the level that holds the fingerprint
+//! (the newest first). Cascading inserts change lower levels only by CASes into empty slots,
+//! which move nothing.
 //!
 //! A removal can also empty a canonical slot, which would make the cascading early stop wrong
 //! (a key stored higher up because that slot was taken). So a level that has seen a removal
 //! stops answering early: the removal sets the level's flag before it changes the table, and a
 //! query that reads the emptied slot therefore reads the flag as set.
+//!
+//! # Query order
+//!
+//! A query first prefetches the canonical slot's group on every level, so the levels' cache
+//! misses overlap. Without cascading inserts it then probes the newest level first (it holds
+//! about half the keys); with them it probes the oldest first, so an empty canonical slot on a
+//! lower level ends the query before the larger levels are walked.
 
 use std::fmt;
 
 use crate::filter::{Error, Filter, Remove};
-use crate::qf::growing::{self, GrowableBuilder, GrowableQf};
+use crate::qf::growing::{self, GrowableBuilder, GrowableQf, Guard};
+use crate::qf::level_reads::LevelReads;
 use crate::sizing;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, Waiter};
 
@@ -87,7 +105,9 @@ impl ExpandableBuilder {
     }
 
     /// Cascading inserts (paper 000 §4.2; default off): insert on the lowest level whose
-    /// canonical slot is empty, and let queries stop at an empty canonical slot.
+    /// canonical slot is empty, and let queries stop at an empty canonical slot. Lower levels
+    /// then fill past `delta_grow`, so level 0 may get one remainder bit more to keep the
+    /// bound (see the module docs of `expandable`).
     pub fn cascading(mut self, on: bool) -> Self {
         self.cascading = on;
         self
@@ -111,9 +131,11 @@ impl ExpandableBuilder {
         if (1u64 << q0) as f64 * self.delta_grow <= self.capacity as f64 {
             q0 += 1;
         }
-        // r_0: the fewest bits with 2 delta 2^-r_0 < bound.
+        // r_0: the fewest bits with 2 f 2^-r_0 < bound, where f is the most a level can be
+        // filled: delta without cascading inserts, but up to every slot with them (module doc).
+        let fill = if self.cascading { 1.0 } else { self.delta_grow };
         let r0 = (1..=61u32.min(64 - q0))
-            .find(|&r| 2.0 * self.delta_grow * (-(r as f64)).exp2() < self.fpr_bound)
+            .find(|&r| 2.0 * fill * (-(r as f64)).exp2() < self.fpr_bound)
             .ok_or_else(|| {
                 Error::InvalidParameters(format!(
                     "false-positive bound {} needs too many remainder bits",
@@ -129,6 +151,7 @@ impl ExpandableBuilder {
         Ok(ExpandableQf {
             levels,
             removed: (0..MAX_LEVELS).map(|_| AtomicBool::new(false)).collect(),
+            reads: LevelReads::new(MAX_LEVELS),
             active: AtomicUsize::new(0),
             opening: AtomicBool::new(false),
             q0,
@@ -171,6 +194,8 @@ pub struct ExpandableQf {
     levels: Box<[AtomicPtr<GrowableQf>]>,
     /// Whether a removal ever touched level `i` (turns off the cascading early stop there).
     removed: Box<[AtomicBool]>,
+    /// Which lower levels can be queried without locks ([`LevelReads`]).
+    reads: LevelReads,
     /// The newest level.
     active: AtomicUsize,
     /// A thread is opening the next level.
@@ -318,6 +343,22 @@ impl ExpandableQf {
         unsafe { &*ptr }
     }
 
+    /// Whether level `i` holds the fingerprint of `hash`: without locks if `i` is a lower level
+    /// that [`LevelReads`] lets be read so, else with the level's own (locally locked) query.
+    #[inline]
+    fn level_contains(&self, i: usize, active: usize, hash: u64, guard: &Guard) -> bool {
+        let level = self.level(i);
+        if i < active {
+            if let Some(found) = self
+                .reads
+                .read(i, || level.contains_unlocked_pinned(hash, guard))
+            {
+                return found;
+            }
+        }
+        level.contains_pinned(hash, guard)
+    }
+
     /// Checks every level's invariants. Only meaningful while no thread writes.
     pub fn check_invariants(&self) -> Result<(), String> {
         (0..self.levels()).try_for_each(|i| {
@@ -331,7 +372,7 @@ impl ExpandableQf {
     /// retry (a level is or was being opened, or opened now); `false` if no level can follow.
     /// A loser waits one step of the caller's `waiter`, so its backoff escalates over the
     /// caller's retries.
-    fn open_next_level(&self, active: usize, waiter: &Waiter) -> bool {
+    fn open_next_level(&self, active: usize, waiter: &Waiter, guard: &Guard) -> bool {
         let next = active + 1;
         let (q, r) = (self.q0 + next as u32, self.r0 + next as u32);
         if next >= MAX_LEVELS || q + r > 64 || r + LEVEL_DOUBLINGS + 3 > 64 {
@@ -355,7 +396,10 @@ impl ExpandableQf {
                 Ok(level) => {
                     // Release: the level is complete before anyone can load it.
                     self.levels[next].store(Box::into_raw(Box::new(level)), Ordering::Release);
-                    self.active.store(next, Ordering::Release);
+                    // SeqCst: an operation that pins after the sealing below is deferred must
+                    // load the new level as the newest (the epoch's pin is a SeqCst fence).
+                    self.active.store(next, Ordering::SeqCst);
+                    self.reads.seal_after_grace_period(active, guard);
                 }
                 Err(_) => {
                     // Release: pairs with the Acquire of the next claimant.
@@ -377,11 +421,13 @@ impl Filter for ExpandableQf {
         loop {
             // Acquire: as in `levels`.
             let active = self.active.load(Ordering::Acquire);
+            for i in 0..=active {
+                self.level(i).prefetch(hash, &guard);
+            }
             for i in 0..active {
                 let level = self.level(i);
-                if level.contains_pinned(hash, &guard) {
-                    return Ok(false);
-                }
+                // Cascading: try the canonical slot first. If it is empty, the key is not on
+                // this level (its run would start there), so the full query is skipped.
                 if self.cascading {
                     // The slot may be empty because a removal emptied it after this key went
                     // higher up for want of it: then store here only if no higher level holds
@@ -391,7 +437,7 @@ impl Filter for ExpandableQf {
                     let absent_above = || {
                         !self.removed[i].load(Ordering::Acquire)
                             || !(i + 1..=active)
-                                .any(|j| self.level(j).contains_pinned(hash, &guard))
+                                .any(|j| self.level_contains(j, active, hash, &guard))
                     };
                     if let Some(stored) =
                         level.insert_into_empty_canonical(hash, &guard, absent_above)
@@ -399,17 +445,20 @@ impl Filter for ExpandableQf {
                         return Ok(stored);
                     }
                 }
+                if self.level_contains(i, active, hash, &guard) {
+                    return Ok(false);
+                }
             }
             let level = self.level(active);
             match level.insert_pinned(hash, &guard) {
                 Ok(stored) => {
                     if stored && level.saturated(hash, &guard) {
-                        self.open_next_level(active, &waiter);
+                        self.open_next_level(active, &waiter, &guard);
                     }
                     return Ok(stored);
                 }
                 Err(Error::Full) => {
-                    if !self.open_next_level(active, &waiter) {
+                    if !self.open_next_level(active, &waiter, &guard) {
                         return Err(Error::Full);
                     }
                 }
@@ -423,18 +472,27 @@ impl Filter for ExpandableQf {
         // Acquire: as in `levels`.
         let active = self.active.load(Ordering::Acquire);
         for i in 0..=active {
+            self.level(i).prefetch(hash, &guard);
+        }
+        if !self.cascading {
+            return (0..=active)
+                .rev()
+                .any(|i| self.level_contains(i, active, hash, &guard));
+        }
+        // Cascading: oldest first, so an empty canonical slot on a lower level ends the query
+        // before the higher levels are probed (their groups are only prefetched).
+        for i in 0..=active {
             let level = self.level(i);
-            if level.contains_pinned(hash, &guard) {
-                return true;
-            }
             // Acquire on the flag: pairs with the removal's Release store, made before its first
             // change to the table (module doc).
-            if self.cascading
-                && i < active
+            if i < active
                 && level.canonical_is_empty(hash, &guard)
                 && !self.removed[i].load(Ordering::Acquire)
             {
                 return false;
+            }
+            if self.level_contains(i, active, hash, &guard) {
+                return true;
             }
         }
         false
@@ -471,13 +529,17 @@ impl Remove for ExpandableQf {
         let active = self.active.load(Ordering::Acquire);
         for i in (0..=active).rev() {
             let level = self.level(i);
-            if level.contains_pinned(hash, &guard) {
+            if self.level_contains(i, active, hash, &guard) {
                 // Even on the newest level: it may become a lower one before the removal
                 // changes it. Release: ordered before the removal's table changes, which a
                 // query may read (module doc); the query reads the flag after the slot, which
                 // its Acquire load of the group synchronised with.
                 self.removed[i].store(true, Ordering::Release);
-                if level.remove_pinned(hash, &guard)? {
+                // Counted as a removal in flight, so lock-free readers of the level notice it.
+                if self
+                    .reads
+                    .removing(i, || level.remove_pinned(hash, &guard))?
+                {
                     return Ok(true);
                 }
             }
@@ -506,5 +568,64 @@ impl fmt::Debug for ExpandableQf {
             .field("len", &self.len())
             .field("cascading", &self.cascading)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::ExpandableQf;
+    use crate::filter::Filter;
+
+    /// Level 0's remainder bits: the fewest with `2 f 2^-r_0 < p̄`, `f = δ_grow` without
+    /// cascading inserts and 1 with them (module doc). The loom models rely on these sizes.
+    #[test]
+    fn level_zero_remainder_follows_the_sizing_rule() {
+        let r0 = |capacity, bound, delta, cascading| {
+            ExpandableQf::builder(capacity, bound)
+                .delta_grow(delta)
+                .cascading(cascading)
+                .build()
+                .unwrap()
+                .r0
+        };
+        // Figure 4: 2^-10 at delta 0.75.
+        assert_eq!(r0(49_151, 1.0 / 1024.0, 0.75, false), 11);
+        assert_eq!(r0(49_151, 1.0 / 1024.0, 0.75, true), 12);
+        // 0.0008: the delta rule alone would give 11 bits, whose full levels reach 9.8e-4.
+        assert_eq!(r0(1000, 0.0008, 0.75, false), 11);
+        assert_eq!(r0(1000, 0.0008, 0.75, true), 12);
+        // The loom models' filters (tests/loom/expandable.rs).
+        assert_eq!(r0(1, 0.004, 0.25, true), 9);
+        assert_eq!(r0(3, 0.002, 0.5, true), 10);
+    }
+
+    /// Lower levels get sealed for lock-free reads once the grace period after the next level's
+    /// opening has passed (pinning again lets the epoch advance); the newest level never is.
+    #[test]
+    fn lower_levels_are_sealed_after_a_grace_period() {
+        let filter = ExpandableQf::new(1000, 0.01).unwrap();
+        let mut k = 0u64;
+        while filter.levels() < 3 {
+            filter.insert(&k).unwrap();
+            k += 1;
+        }
+        let sealed = |i| filter.reads.is_sealed(i);
+        for _ in 0..100_000 {
+            if sealed(0) && sealed(1) {
+                break;
+            }
+            drop(crate::qf::growing::pin());
+        }
+        assert!(sealed(0) && sealed(1) && !sealed(2));
+        assert!((0..k).all(|key| filter.contains(&key)));
+    }
+
+    /// Level 0 has the first power of two of slots with `δ_grow m_0 > c`.
+    #[test]
+    fn level_zero_slots_follow_the_sizing_rule() {
+        let q0 = |capacity| ExpandableQf::new(capacity, 0.01).unwrap().q0;
+        assert_eq!(q0(49_151), 16); // 0.75 * 65536 = 49152 > 49151
+        assert_eq!(q0(49_152), 17); // not strictly larger any more
+        assert_eq!(q0(3), 3); // 0.75 * 8 = 6 > 3, 0.75 * 4 = 3 is not
     }
 }

@@ -5,6 +5,7 @@ pub(crate) mod counting;
 pub(crate) mod expandable;
 pub(crate) mod externally_locked;
 pub(crate) mod growing;
+pub(crate) mod level_reads;
 pub(crate) mod linear_probing;
 pub(crate) mod locally_locked;
 pub(crate) mod region_locks;

@@ -2,6 +2,11 @@
 //! cascading early stop and a cascading re-insert against a removal that empties a lower
 //! level's canonical slot, and two cascading inserts of one fingerprint.
 //!
+//! Under loom a lower level is sealed for lock-free reads as soon as the next level opens (the
+//! epoch grace period is not modelled, `reclaim.rs`), which is sound here because every model
+//! opens its levels before spawning threads: the queries of lower levels below take the
+//! lock-free path, racing removals and cascading inserts.
+//!
 //! Level 0 has 8 canonical slots of 9-bit remainders (12-bit slots, 5 per group) and is full
 //! after two keys (δ_grow = 1/4), so level 1 opens before the threads start.
 
@@ -19,7 +24,8 @@ const Z: u64 = 6 << 61 | 1 << 52;
 
 /// A cascading filter whose level 0 holds `X` and `Z` and whose level 1 is open.
 fn filter() -> Arc<ExpandableQf> {
-    let filter = ExpandableQf::builder(1, 0.001)
+    // 0.004: with cascading, level 0 gets the fewest r with 2 * 2^-r < 0.004, 9 bits.
+    let filter = ExpandableQf::builder(1, 0.004)
         .delta_grow(0.25)
         .cascading(true)
         .build()
@@ -75,7 +81,8 @@ fn racing_cascading_inserts_store_once() {
 fn lower_level_query_during_a_removal_shifting_across_groups() {
     model(|| {
         let key = |quotient: u64, remainder: u64| (quotient << 61) | (remainder << 51);
-        let filter = ExpandableQf::builder(3, 0.001)
+        // 0.002: with cascading, the fewest r with 2 * 2^-r < 0.002, 10 bits.
+        let filter = ExpandableQf::builder(3, 0.002)
             .delta_grow(0.5)
             .cascading(true)
             .build()
@@ -116,6 +123,40 @@ fn reinsert_racing_a_removal_emptying_the_slot_stores_no_second_copy() {
         assert_eq!(filter.len(), 2);
         assert!(filter.remove_hash(k).unwrap());
         assert!(!filter.contains_hash(k));
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// A cascading insert fills the empty slot right after a lower level's cluster (turning the
+/// supercluster's end into a one-element cluster) while a lock-free query walks that cluster
+/// across a group boundary: the query must still find its keys, and the new key is stored once.
+#[test]
+fn lock_free_lower_level_query_during_a_cascading_insert_next_to_it() {
+    model(|| {
+        let key = |quotient: u64, remainder: u64| (quotient << 61) | (remainder << 51);
+        // 0.002: as in `lower_level_query_during_a_removal_shifting_across_groups`.
+        let filter = ExpandableQf::builder(3, 0.002)
+            .delta_grow(0.5)
+            .cascading(true)
+            .build()
+            .unwrap();
+        let (x, y, w, v) = (key(2, 1), key(2, 2), key(3, 1), key(6, 1));
+        for k in [x, y, w, v] {
+            assert!(filter.insert_hash(k).unwrap());
+        }
+        assert_eq!(filter.levels(), 2);
+        let filter = Arc::new(filter);
+        let (a, b) = (filter.clone(), filter.clone());
+        // Canonical slot 5 on level 0 is empty (the cluster ends at 4): one CAS stores it there.
+        let t = thread::spawn(move || a.insert_hash(key(5, 3)).unwrap());
+        let u = thread::spawn(move || b.contains_hash(w) && b.contains_hash(y));
+        assert!(t.join().unwrap());
+        assert!(
+            u.join().unwrap(),
+            "false negative next to a cascading insert"
+        );
+        assert!(filter.contains_hash(key(5, 3)));
+        assert_eq!(filter.len(), 5);
         filter.check_invariants().unwrap();
     });
 }

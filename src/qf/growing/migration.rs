@@ -39,6 +39,8 @@
 //! (`Relaxed`) store; only the group shared with a neighbouring range at each end gets a
 //! `fetch_or`, which composes with the neighbour's bits whatever the order.
 
+use std::cell::Cell;
+
 use crate::hash::Fingerprint;
 use crate::qf::locally_locked::LocallyLockedQf;
 use crate::qf::scan::{place_sorted, Fingerprints};
@@ -46,11 +48,6 @@ use crate::qf::sequential::refine;
 use crate::qf::slot::{LockView, MIGRATION_LOCK};
 use crate::qf::table::QfTable;
 use crate::sync::{Ordering, Waiter};
-
-/// Migration-locks slot `index` if it is empty and unlocked. Returns whether it did.
-fn lock_empty(old: &LocallyLockedQf, index: usize) -> bool {
-    old.update_slot(index, |now| (now == 0).then_some(MIGRATION_LOCK))
-}
 
 /// Migration-locks the empty, unlocked slots from `index` on (before `hi`, inside the group of
 /// `index`, up to the first other slot) with one CAS. Returns how many it locked: 0 if slot
@@ -140,17 +137,20 @@ fn freeze(old: &LocallyLockedQf, from: usize) -> Option<usize> {
 fn fence(old: &LocallyLockedQf, index: usize) -> bool {
     let waiter = Waiter::new();
     loop {
-        // Acquire: as in `migrate_block`.
-        match LockView::of(old.table.slots.get(index, Ordering::Acquire)) {
+        // One CAS through the shared slot update: it locks an empty slot, or gives up and
+        // leaves what it saw in `seen` (its load is Acquire, as in `migrate_block`).
+        let seen = Cell::new(LockView::Empty);
+        let locked = old.update_slot(index, |now| {
+            seen.set(LockView::of(now));
+            (now == 0).then_some(MIGRATION_LOCK)
+        });
+        match seen.get() {
+            _ if locked => return true,
             LockView::MigrationLocked => return true,
-            LockView::Empty => {
-                if lock_empty(old, index) {
-                    return true;
-                }
-            }
+            LockView::Filled => return false,
             // An insert is filling it, or a removal will release it: wait for the outcome.
             LockView::WriteLocked => waiter.wait(),
-            LockView::Filled => return false,
+            LockView::Empty => unreachable!("the update gives up only on a slot that is not empty"),
         }
     }
 }

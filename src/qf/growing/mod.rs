@@ -37,7 +37,7 @@ use crate::sizing;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, Waiter};
 
 use reclaim::Reclaimer;
-pub(crate) use reclaim::{pin, Guard};
+pub(crate) use reclaim::{defer, pin, Guard};
 
 /// Slots per migration block (paper 000 §3.2).
 const DEFAULT_BLOCK_SLOTS: usize = 4096;
@@ -442,6 +442,17 @@ impl GrowableQf {
         }
     }
 
+    /// Asks the CPU to start loading the group of the canonical slot of `hash` in the current
+    /// table (a hint; see [`SlotArray::prefetch`](crate::storage::SlotArray::prefetch)): a
+    /// multi-level filter issues this for every level before it probes the first, so the
+    /// levels' cache misses overlap instead of following one another.
+    #[inline]
+    pub(crate) fn prefetch(&self, hash: u64, guard: &Guard) {
+        let filter = &self.generation(guard).filter;
+        let (quotient, _) = filter.table.fingerprint(hash);
+        filter.table.slots.prefetch(quotient);
+    }
+
     /// Whether the canonical slot of `hash` is empty and unlocked (raw zero).
     pub(crate) fn canonical_is_empty(&self, hash: u64, guard: &Guard) -> bool {
         let filter = &self.generation(guard).filter;
@@ -592,6 +603,16 @@ impl GrowableQf {
     /// [`Filter::contains_hash`] under a guard the caller pinned.
     pub(crate) fn contains_pinned(&self, hash: u64, guard: &Guard) -> bool {
         self.generation(guard).filter.contains_hash(hash)
+    }
+
+    /// Whether the fingerprint of `hash` is stored, read without locks or checks
+    /// ([`LocallyLockedQf::contains_hash_unsynchronized`]): exact only while no thread shifts
+    /// elements in the table, which the caller ensures ([`level_reads`](crate::qf::level_reads)).
+    #[inline]
+    pub(crate) fn contains_unlocked_pinned(&self, hash: u64, guard: &Guard) -> bool {
+        self.generation(guard)
+            .filter
+            .contains_hash_unsynchronized(hash)
     }
 
     /// [`Remove::remove_hash`] under a guard the caller pinned.

@@ -1,9 +1,12 @@
 //! Safe reclamation of replaced tables: epoch-based with [`crossbeam_epoch`], so an operation
 //! pays a thread-local pin and touches no shared counter (DESIGN.md, "Concurrency rules").
 //!
+//! Also a grace period for anything else ([`defer`]): an expandable filter seals a level once no
+//! operation that saw it as the newest can still run.
+//!
 //! Under `--cfg loom` the epoch collector's thread-locals and atomics are invisible to the model
-//! checker, so replaced tables are kept until the filter is dropped instead; the models check the
-//! migration protocol, not the collector.
+//! checker, so replaced tables are kept until the filter is dropped instead, and deferred work
+//! runs at once; the models check the migration and lower-level protocols, not the collector.
 
 #[cfg(not(loom))]
 mod imp {
@@ -39,6 +42,13 @@ mod imp {
             // the thread's life. One flush per doubling is cheap.
             guard.0.flush();
         }
+    }
+
+    /// Runs `f` once every guard pinned now is gone (an epoch grace period).
+    pub(crate) fn defer(guard: &Guard, f: impl FnOnce() + Send + 'static) {
+        guard.0.defer(f);
+        // As in `retire`: without the flush the closure could wait for the thread's exit.
+        guard.0.flush();
     }
 }
 
@@ -92,6 +102,12 @@ mod imp {
         }
     }
 
+    /// Runs `f` at once. The grace period is not modelled: sound only when no operation is in
+    /// flight, which holds for every loom model (they open levels before their threads start).
+    pub(crate) fn defer(_guard: &Guard, f: impl FnOnce() + Send + 'static) {
+        f();
+    }
+
     impl Drop for Reclaimer {
         fn drop(&mut self) {
             let retired = self.retired.get_mut().unwrap_or_else(|e| e.into_inner());
@@ -103,7 +119,7 @@ mod imp {
     }
 }
 
-pub(crate) use imp::{pin, Guard, Reclaimer};
+pub(crate) use imp::{defer, pin, Guard, Reclaimer};
 
 #[cfg(all(test, not(loom)))]
 mod tests {

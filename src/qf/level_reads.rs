@@ -1,0 +1,103 @@
+//! Lock-free queries of an expandable filter's lower levels (paper 000 §4.1: "within the lower
+//! levels queries do not need any locks, because the elements there are finalized"), kept
+//! correct although removals still shift elements there.
+//!
+//! # What can change a lower level
+//!
+//! * Ordinary inserts that loaded the level as the newest one just before the next level opened
+//!   and are still shifting. A level is *sealed* only after every operation pinned when the next
+//!   level opened has finished (an epoch grace period, [`defer`]); operations that pin later load
+//!   the new newest level and never insert ordinarily here again.
+//! * Removals. Each one counts itself in [`LevelReads::writers`] for as long as it may change
+//!   the table, and a lock-free reader keeps its answer only if no removal was in flight when it
+//!   started and none started before it finished (a sequence lock with many writers).
+//! * Cascading inserts: one CAS turns an empty canonical slot into a one-element cluster and
+//!   moves nothing, so a reader's walk, which passes only filled slots, reads each slot either
+//!   before or after it and answers as one of the two states (paper 000 §4.2).
+//! * Read locks of queries that fell back to the locked path: the walk decodes them.
+//!
+//! A reader that finds its level unsealed, a removal in flight, or its answer overtaken by a
+//! removal falls back to the level's locked query.
+
+use std::sync::Arc;
+
+use crate::qf::growing::{defer, Guard};
+use crate::sync::{AtomicBool, AtomicU64, Ordering};
+
+/// One start of a removal in the high half of [`LevelReads::writers`]; one removal in flight in
+/// the low half.
+const STARTED: u64 = 1 << 32;
+const IN_FLIGHT: u64 = 1;
+const IN_FLIGHT_MASK: u64 = STARTED - 1;
+
+/// The lock-free read state of every level of one filter.
+pub(crate) struct LevelReads {
+    /// Whether level `i` is sealed. Shared with the deferred sealing, which may outlive the
+    /// filter.
+    sealed: Arc<[AtomicBool]>,
+    /// Per level: removals started (high 32 bits, wrapping) and in flight (low 32 bits).
+    writers: Box<[AtomicU64]>,
+}
+
+impl LevelReads {
+    /// The state of `levels` levels, none sealed.
+    pub(crate) fn new(levels: usize) -> Self {
+        LevelReads {
+            sealed: (0..levels).map(|_| AtomicBool::new(false)).collect(),
+            writers: (0..levels).map(|_| AtomicU64::new(0)).collect(),
+        }
+    }
+
+    /// Seals level `level` once every operation pinned now has finished. Call it after the next
+    /// level became the newest.
+    pub(crate) fn seal_after_grace_period(&self, level: usize, guard: &Guard) {
+        let sealed = Arc::clone(&self.sealed);
+        defer(guard, move || {
+            // Release: pairs with the reader's Acquire; the grace period ordered the last
+            // ordinary inserts on the level before this store.
+            sealed[level].store(true, Ordering::Release);
+        });
+    }
+
+    /// `query`'s answer on level `level` if it could be read without locks: the level is sealed,
+    /// and no removal was in flight or started while `query` ran. `None`: use the locked query.
+    #[inline]
+    pub(crate) fn read(&self, level: usize, query: impl FnOnce() -> bool) -> Option<bool> {
+        // Acquire: pairs with the sealing's Release store.
+        if !self.sealed[level].load(Ordering::Acquire) {
+            return None;
+        }
+        let writers = &self.writers[level];
+        // Acquire: pairs with the Release decrement of the removals that finished, so their
+        // writes are visible to `query`.
+        let before = writers.load(Ordering::Acquire);
+        if before & IN_FLIGHT_MASK != 0 {
+            return None;
+        }
+        let answer = query();
+        // Acquire: `query` reads the table with Acquire loads, so this load cannot move before
+        // them; if one of them read a removal's write (a Release CAS made after the removal's
+        // increment), this load sees that increment.
+        let after = writers.load(Ordering::Acquire);
+        (after == before).then_some(answer)
+    }
+
+    /// Whether level `level` is sealed.
+    #[cfg(test)]
+    pub(crate) fn is_sealed(&self, level: usize) -> bool {
+        // Acquire: as in `read`.
+        self.sealed[level].load(Ordering::Acquire)
+    }
+
+    /// Runs `remove` on level `level`, counted as a removal in flight.
+    pub(crate) fn removing<T>(&self, level: usize, remove: impl FnOnce() -> T) -> T {
+        let writers = &self.writers[level];
+        // Relaxed: the removal publishes its table changes with Release CASes, which order this
+        // increment before them for every reader that reads one of them.
+        writers.fetch_add(STARTED + IN_FLIGHT, Ordering::Relaxed);
+        let result = remove();
+        // Release: a reader whose first load sees the removal finished sees its writes too.
+        writers.fetch_sub(IN_FLIGHT, Ordering::Release);
+        result
+    }
+}
