@@ -22,7 +22,9 @@
 use std::sync::Arc;
 
 use crate::qf::growing::{defer, Guard};
-use crate::sync::{AtomicBool, AtomicU64, Ordering};
+use crossbeam_utils::CachePadded;
+
+use crate::sync::{fence, AtomicBool, AtomicU64, Ordering};
 
 /// One start of a removal in the high half of [`LevelReads::writers`]; one removal in flight in
 /// the low half.
@@ -35,16 +37,25 @@ pub(crate) struct LevelReads {
     /// Whether level `i` is sealed. Shared with the deferred sealing, which may outlive the
     /// filter.
     sealed: Arc<[AtomicBool]>,
-    /// Per level: removals started (high 32 bits, wrapping) and in flight (low 32 bits).
-    writers: Box<[AtomicU64]>,
+    /// Per level: removals started (high 32 bits, wrapping) and in flight (low 32 bits). Padded:
+    /// a removal on one level must not bounce the line the readers of the others load.
+    writers: Box<[CachePadded<AtomicU64>]>,
 }
 
 impl LevelReads {
     /// The state of `levels` levels, none sealed.
     pub(crate) fn new(levels: usize) -> Self {
+        Self::with_sealed(levels, 0)
+    }
+
+    /// The state of `levels` levels with the first `sealed` sealed already: for a filter built
+    /// whole (read back from bytes), where no operation can be in flight on any level.
+    pub(crate) fn with_sealed(levels: usize, sealed: usize) -> Self {
         LevelReads {
-            sealed: (0..levels).map(|_| AtomicBool::new(false)).collect(),
-            writers: (0..levels).map(|_| AtomicU64::new(0)).collect(),
+            sealed: (0..levels).map(|i| AtomicBool::new(i < sealed)).collect(),
+            writers: (0..levels)
+                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .collect(),
         }
     }
 
@@ -89,15 +100,24 @@ impl LevelReads {
         self.sealed[level].load(Ordering::Acquire)
     }
 
-    /// Runs `remove` on level `level`, counted as a removal in flight.
+    /// Runs `remove` on level `level`, counted as a removal in flight (until it returns or
+    /// unwinds: a panicking removal must not leave its level read-locked for ever).
     pub(crate) fn removing<T>(&self, level: usize, remove: impl FnOnce() -> T) -> T {
-        let writers = &self.writers[level];
-        // Relaxed: the removal publishes its table changes with Release CASes, which order this
-        // increment before them for every reader that reads one of them.
+        /// Ends the removal's count when dropped.
+        struct InFlight<'a>(&'a AtomicU64);
+        impl Drop for InFlight<'_> {
+            fn drop(&mut self) {
+                // Release: a reader whose first load sees the removal finished sees its writes.
+                self.0.fetch_sub(IN_FLIGHT, Ordering::Release);
+            }
+        }
+        let writers = &*self.writers[level];
+        // Relaxed, then a Release fence (a seqlock writer): every table write of the removal
+        // comes after the fence, so a reader that reads one of them (with an Acquire load) sees
+        // this increment in its second load, whatever ordering `remove` writes with.
         writers.fetch_add(STARTED + IN_FLIGHT, Ordering::Relaxed);
-        let result = remove();
-        // Release: a reader whose first load sees the removal finished sees its writes too.
-        writers.fetch_sub(IN_FLIGHT, Ordering::Release);
-        result
+        fence(Ordering::Release);
+        let _in_flight = InFlight(writers);
+        remove()
     }
 }

@@ -185,7 +185,9 @@ impl LocallyLockedQf {
     ///
     /// Correct only while no thread inserts or removes (e.g. after a build phase): the table is
     /// the sequential one, so the lock-free sequential walk answers exactly (paper 000 §3.2). With
-    /// concurrent writers it may miss keys, but it never loops or reads out of bounds.
+    /// concurrent writers it may miss keys, but it never loops or reads out of bounds. One
+    /// exception keeps it exact: an insert that fills an empty canonical slot with one CAS and
+    /// moves nothing (the cascading inserts of `ExpandableQf`, see its `level_reads` module).
     pub fn contains_hash_unsynchronized(&self, hash: u64) -> bool {
         let (quotient, remainder) = self.fingerprint(hash);
         // Acquire: as in `fingerprints`.
