@@ -67,7 +67,7 @@
 
 use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter, Remove};
-use crate::storage::{Commit, Rewriter, SlotArray};
+use crate::storage::{try_reserve, Commit, Rewriter, SlotArray};
 use crate::sync::{AtomicBool, Ordering};
 
 use super::region_locks;
@@ -151,20 +151,32 @@ impl ExternallyLockedQf {
 
     /// The concurrent filter over a sequential filter's table (no copy: the layouts are the
     /// same), with regions of [`DEFAULT_REGION_SLOTS`](Self::DEFAULT_REGION_SLOTS).
+    ///
+    /// Allocates only the lock array, one byte per region. Like a `std` collection, it aborts
+    /// through [`handle_alloc_error`](std::alloc::handle_alloc_error) if even that cannot be
+    /// had; [`from_sequential_with_region`](Self::from_sequential_with_region) returns an error
+    /// instead.
     pub fn from_sequential(filter: SequentialQf) -> Self {
-        Self::build(filter, Self::DEFAULT_REGION_SLOTS)
+        let regions = Self::region_count(&filter, Self::DEFAULT_REGION_SLOTS);
+        Self::build(filter, Self::DEFAULT_REGION_SLOTS).unwrap_or_else(|_| {
+            std::alloc::handle_alloc_error(
+                std::alloc::Layout::array::<AtomicBool>(regions)
+                    .expect("the lock array is smaller than the table, whose layout was valid"),
+            )
+        })
     }
 
     /// [`from_sequential`](Self::from_sequential) with one lock per `region_slots` slots.
     ///
     /// # Errors
-    /// [`Error::InvalidParameters`] if `region_slots` is 0.
+    /// [`Error::InvalidParameters`] if `region_slots` is 0 or the lock array cannot be
+    /// allocated.
     pub fn from_sequential_with_region(
         filter: SequentialQf,
         region_slots: usize,
     ) -> Result<Self, Error> {
         check_region(region_slots)?;
-        Ok(Self::build(filter, region_slots))
+        Self::build(filter, region_slots)
     }
 
     /// The sequential filter over this table (no copy), e.g. to grow or merge it.
@@ -176,28 +188,47 @@ impl ExternallyLockedQf {
         }
     }
 
-    /// `region_slots >= 1`.
-    fn build(filter: SequentialQf, region_slots: usize) -> Self {
+    /// How many groups a region of about `region_slots` slots (`>= 1`) spans: a power of two,
+    /// at most the whole table.
+    fn region_groups(filter: &SequentialQf, region_slots: usize) -> usize {
         let layout = *filter.table.slots.layout();
         let per_group = (64 / layout.bits()) as usize;
         let groups = layout.groups_for(filter.table.slots.len());
         // At most the whole table (`groups >= 1`), so the power of two cannot overflow.
-        let region_groups = region_slots
+        region_slots
             .div_ceil(per_group)
             .clamp(1, groups)
-            .next_power_of_two();
-        let region_shift = region_groups.trailing_zeros();
-        let regions = ((groups - 1) >> region_shift) + 1;
+            .next_power_of_two()
+    }
+
+    /// The number of regions (locks) of `filter`'s table with `region_slots` (`>= 1`).
+    fn region_count(filter: &SequentialQf, region_slots: usize) -> usize {
+        let layout = *filter.table.slots.layout();
+        let groups = layout.groups_for(filter.table.slots.len());
+        let region_shift = Self::region_groups(filter, region_slots).trailing_zeros();
+        ((groups - 1) >> region_shift) + 1
+    }
+
+    /// `region_slots >= 1`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if the lock array cannot be allocated.
+    fn build(filter: SequentialQf, region_slots: usize) -> Result<Self, Error> {
+        let per_group = (64 / filter.table.slots.layout().bits()) as usize;
+        let region_groups = Self::region_groups(&filter, region_slots);
+        let regions = Self::region_count(&filter, region_slots);
+        let mut locks = Vec::new();
+        try_reserve(&mut locks, regions)?;
+        locks.extend((0..regions).map(|_| AtomicBool::new(false)));
         let len = StripedCounter::new();
         len.reset(filter.len);
-        ExternallyLockedQf {
+        Ok(ExternallyLockedQf {
             table: filter.table,
-            locks: (0..regions).map(|_| AtomicBool::new(false)).collect(),
-            region_shift,
+            locks: locks.into_boxed_slice(),
+            region_shift: region_groups.trailing_zeros(),
             region_slots: region_groups * per_group,
-
             len,
-        }
+        })
     }
 
     /// Quotient bits `q`: the table has `2^q` canonical slots.
