@@ -30,7 +30,10 @@
 //!
 //! Every figure also measures the physical limit in the same run: independent random 8-byte reads
 //! and a dependent pointer chase over an array of the table's size (for `fig4`, the largest
-//! filter's final size; for `cuckoo`, the lock-free table's).
+//! filter's final size; for `cuckoo`, the lock-free table's: with 16-bit fingerprints for the
+//! mix, with 8-bit ones for the single-thread lookups, whose limit rows have the phases
+//! [`CUCKOO_LOOKUP_LIMIT_PHASES`]); every lookup throughput is also printed as a share of the
+//! random-read limit at the same thread count.
 //! Keys are hashed before every timed loop (except the cuckoo lookups, which compare hashing too). `--help` lists the options.
 
 #[path = "figures/bulk.rs"]
@@ -86,7 +89,7 @@ Figures:
          successful lookups), speedup over SequentialQf on one thread, measured FPR and
          bits per item: SequentialQf and qfilter (1 thread, direct), both behind a Mutex,
          LocallyLockedQf, ExternallyLockedQf, TwoBitQf, LinearProbingQf,
-         AtomicBloomFilter, fastbloom
+         AtomicBloomFilter, fastbloom, CountingQf
   fig3   paper 000 Figure 3: single-threaded throughput against fill degree, 10% to 90%
          (LinearProbingQf to 70%, its load cap)
   fig4   paper 000 Figure 4: growing from 1/64 of the slots through 50 segments of keys
@@ -103,7 +106,8 @@ Figures:
          unsuccessful lookups, contains against contains_batch
 
 Every figure also measures the physical limit: independent random 8-byte reads and a
-dependent pointer chase over an array of the filter's size. Progress goes to stderr.
+dependent pointer chase over an array of the filter's size; every lookup is also shown as
+a share of the random-read limit at the same thread count. Progress goes to stderr.
 ";
 
 /// The figures this runner knows, in the order they run.
@@ -158,6 +162,16 @@ enum Command {
     Help,
 }
 
+/// The options that take a value (besides them only `-h`/`--help`).
+const VALUE_OPTIONS: [&str; 6] = [
+    "--threads",
+    "--scale",
+    "--only",
+    "--csv",
+    "--plots",
+    "--bits",
+];
+
 /// Parses the arguments after the program name; `env_scale` is `CONQF_SCALE` if set.
 fn parse_args(
     args: impl IntoIterator<Item = String>,
@@ -178,10 +192,7 @@ fn parse_args(
         if name == "-h" || name == "--help" {
             return Ok(Command::Help);
         }
-        if !matches!(
-            name.as_str(),
-            "--threads" | "--scale" | "--only" | "--csv" | "--plots" | "--bits"
-        ) {
+        if !VALUE_OPTIONS.contains(&name.as_str()) {
             return Err(if name.starts_with('-') {
                 format!("unknown option '{name}'")
             } else {
@@ -480,15 +491,15 @@ fn fig2(options: &Options, report: &mut Report) -> PlotFn {
     // rate), so the two rank-and-select filters compare like for like.
     fig.concurrent("CountingQf", || CountingQf::with_bits(q, r + 1));
 
-    limits(
+    fig.report.rows.extend(limits(
         "fig2",
         Some(FIG2_FILL),
+        LIMIT_PHASES,
         bytes,
         items,
         &options.threads,
         options.repetitions,
-        fig.report,
-    );
+    ));
     let fastbloom = FastBloom::with_memory(bytes, 4);
     let notes = [
         format!(
@@ -590,21 +601,32 @@ fn cuckoo(options: &Options, report: &mut Report) -> PlotFn {
         }
     }
     // The physical limit over an array of the table's size, with as many reads as operations.
-    let bytes = LockFreeCuckooFilter::with_bits(bucket_bits, 16).map_or(0, |f| f.memory_bytes());
-    limits(
+    let bytes = cuckoo_table_bytes(bucket_bits, 16);
+    report.rows.extend(limits(
         "cuckoo",
         Some(MIX_LOAD),
+        LIMIT_PHASES,
         bytes,
         ops,
         &options.threads,
         options.repetitions,
-        report,
-    );
+    ));
     print_cuckoo(options, bucket_bits, bytes, &report.rows[first_row..]);
     let first_lookup_row = report.rows.len();
-    cuckoo_lookups(options, bucket_bits, report);
-    print_cuckoo_lookups(options, bucket_bits, &report.rows[first_lookup_row..]);
+    let bytes = cuckoo_lookups(options, bucket_bits, report);
+    print_cuckoo_lookups(
+        options,
+        bucket_bits,
+        bytes,
+        &report.rows[first_lookup_row..],
+    );
     plot_cuckoo
+}
+
+/// Bytes of a `LockFreeCuckooFilter` of `2^bucket_bits` buckets of 4 `fingerprint_bits`-bit
+/// entries: the array size of the cuckoo figure's limits.
+fn cuckoo_table_bytes(bucket_bits: u32, fingerprint_bits: u32) -> usize {
+    LockFreeCuckooFilter::with_bits(bucket_bits, fingerprint_bits).map_or(0, |f| f.memory_bytes())
 }
 
 /// The phases of the cuckoo figure's single-thread lookup rows.
@@ -613,8 +635,10 @@ const CUCKOO_LOOKUP_PHASES: [&str; 2] = ["lookup_positive", "lookup_negative"];
 /// Single-thread lookups at load 0.4 with 8-bit fingerprints: the cuckoo filters beside the
 /// `cuckoofilter` crate (issue 7's target: at least 1.2x it). The filters are built once, then
 /// timed in turn, each repetition timing every filter once, so slow phases of a noisy machine
-/// hit them all; the rows hold the medians.
-fn cuckoo_lookups(options: &Options, bucket_bits: u32, report: &mut Report) {
+/// hit them all; the rows hold the medians. Then the limits on one thread over an array of the
+/// lock-free 8-bit table's bytes (rows of [`CUCKOO_LOOKUP_LIMIT_PHASES`]), as many reads as
+/// lookups of a phase. Returns those bytes.
+fn cuckoo_lookups(options: &Options, bucket_bits: u32, report: &mut Report) -> usize {
     progress(format_args!(
         "cuckoo: single-thread lookups, {}",
         plural(options.repetitions, "repetition")
@@ -676,28 +700,40 @@ fn cuckoo_lookups(options: &Options, bucket_bits: u32, report: &mut Report) {
             failed_inserts: None,
         });
     }
+    let bytes = cuckoo_table_bytes(bucket_bits, LOOKUP_FINGERPRINT_BITS);
+    report.rows.extend(limits(
+        "cuckoo",
+        Some(MIX_LOAD),
+        CUCKOO_LOOKUP_LIMIT_PHASES,
+        bytes,
+        workload.absent.len(),
+        &[1],
+        options.repetitions,
+    ));
+    bytes
 }
 
-fn print_cuckoo_lookups(options: &Options, bucket_bits: u32, rows: &[Row]) {
+/// The single-thread lookup table, each lookup also as a share of the random-read limit over
+/// the 8-bit table's `bytes`, then the limits.
+fn print_cuckoo_lookups(options: &Options, bucket_bits: u32, bytes: usize, rows: &[Row]) {
     let title = format!(
         "Single-thread lookups at load {MIX_LOAD}, keys hashed by each filter; 2^{bucket_bits} \
          buckets of 4 entries, {LOOKUP_FINGERPRINT_BITS}-bit fingerprints, scale {}\n\
-         million lookups per second (speedup over {LOOKUP_BASELINE}); negative rows: measured FPR",
+         million lookups per second (speedup over {LOOKUP_BASELINE}, share of the random-read \
+         limit over the table's bytes on 1 thread); negative rows: measured FPR",
         options.scale.name()
     );
+    let limit = random_read_limit(rows, CUCKOO_LOOKUP_LIMIT_PHASES[0], 1);
     let header = ["filter", "positive", "negative", "FPR"];
     let body: Vec<Vec<String>> = LOOKUP_FILTERS
         .iter()
         .map(|&name| {
             let mut line = vec![name.to_string()];
             for phase in CUCKOO_LOOKUP_PHASES {
-                line.push(find(rows, name, 1, phase).map_or("-".to_string(), |row| {
-                    format!(
-                        "{} ({:.2}x)",
-                        mops(row.ops_per_sec),
-                        row.speedup.unwrap_or(0.0)
-                    )
-                }));
+                line.push(
+                    find(rows, name, 1, phase)
+                        .map_or("-".to_string(), |row| speedup_and_share(row, limit)),
+                );
             }
             line.push(
                 find(rows, name, 1, CUCKOO_LOOKUP_PHASES[1])
@@ -708,8 +744,11 @@ fn print_cuckoo_lookups(options: &Options, bucket_bits: u32, rows: &[Row]) {
         })
         .collect();
     print_table(&title, &header, &body);
+    print_limits(rows, CUCKOO_LOOKUP_LIMIT_PHASES, bytes, &[1]);
 }
 
+/// The 90/5/5 mix table, each throughput also as a share of the random-read limit over the
+/// table's `bytes` at the same thread count, then the limits.
 fn print_cuckoo(options: &Options, bucket_bits: u32, bytes: usize, rows: &[Row]) {
     let title = format!(
         "Paper 001 §3.1: 90% find, 5% insert, 5% remove at load {MIX_LOAD}; 2^{bucket_bits} \
@@ -728,21 +767,15 @@ fn print_cuckoo(options: &Options, bucket_bits: u32, bytes: usize, rows: &[Row])
             let mut line = vec![name.to_string()];
             line.extend(options.threads.iter().map(|&threads| {
                 find(rows, name, threads, CUCKOO_PHASE).map_or("-".to_string(), |row| {
-                    let limit = find(rows, "limit", threads, "random_read")
-                        .map_or(f64::NAN, |limit| limit.ops_per_sec);
-                    format!(
-                        "{} ({:.2}x, {:.0}%)",
-                        mops(row.ops_per_sec),
-                        row.speedup.unwrap_or(0.0),
-                        100.0 * row.ops_per_sec / limit
-                    )
+                    let limit = random_read_limit(rows, LIMIT_PHASES[0], threads);
+                    speedup_and_share(row, limit)
                 })
             }));
             line
         })
         .collect();
     print_table(&title, &header, &body);
-    print_limits(rows, bytes, &options.threads);
+    print_limits(rows, LIMIT_PHASES, bytes, &options.threads);
 }
 
 /// The cuckoo plot: throughput of the 90/5/5 mix against threads, one line per filter.
@@ -785,22 +818,31 @@ fn plot_cuckoo(options: &Options, rows: &[Row]) -> Result<PathBuf, String> {
 /// Draws a figure from its rows; returns the SVG file's path.
 type PlotFn = fn(&Options, &[Row]) -> Result<PathBuf, String>;
 
+/// The phases of the limit rows: independent random 8-byte reads, a dependent pointer chase.
+const LIMIT_PHASES: [&str; 2] = ["random_read", "pointer_chase"];
+
+/// The limit phases of the cuckoo lookup table (8-bit fingerprints, half the bytes of the mix's
+/// table), so its rows stay apart from the mix's limit rows in the CSV file.
+const CUCKOO_LOOKUP_LIMIT_PHASES: [&str; 2] = ["random_read_lookups", "pointer_chase_lookups"];
+
 /// The physical limit at each thread count: `reads` independent random 8-byte reads and
-/// `reads` dependent pointer-chase steps over `bytes` bytes, split over the threads.
+/// `reads` dependent pointer-chase steps over `bytes` bytes, split over the threads. Returns
+/// the rows, one per thread count and phase, named by `phases` (random reads first).
 fn limits(
     figure: &'static str,
     fill: Option<f64>,
+    phases: [&'static str; 2],
     bytes: usize,
     reads: usize,
     threads: &[usize],
     repetitions: usize,
-    report: &mut Report,
-) {
+) -> Vec<Row> {
     progress(format_args!(
         "{figure}: random-read and pointer-chase limits over {bytes} bytes"
     ));
     let array = ReadArray::new(bytes);
     let cycle = ReadArray::cycle(bytes);
+    let mut rows = Vec::new();
     for &threads in threads {
         let random = median(
             (0..repetitions)
@@ -823,8 +865,8 @@ fn limits(
                 })
                 .collect(),
         );
-        for (phase, time) in [("random_read", random), ("pointer_chase", chase)] {
-            report.rows.push(Row {
+        for (phase, time) in phases.into_iter().zip([random, chase]) {
+            rows.push(Row {
                 figure,
                 filter: "limit".to_string(),
                 threads,
@@ -838,6 +880,47 @@ fn limits(
             });
         }
     }
+    rows
+}
+
+/// The random-read limit (reads per second) at `threads` among `rows`, if one was measured;
+/// `phase` is the random-read phase of the figure's limit rows.
+fn random_read_limit(rows: &[Row], phase: &str, threads: usize) -> Option<f64> {
+    find(rows, "limit", threads, phase).map(|row| row.ops_per_sec)
+}
+
+/// `ops_per_sec` as a whole percentage of `limit` (`-` without a limit).
+fn share(ops_per_sec: f64, limit: Option<f64>) -> String {
+    limit
+        .filter(|&limit| limit > 0.0)
+        .map_or("-".into(), |limit| {
+            format!("{:.0}%", 100.0 * ops_per_sec / limit)
+        })
+}
+
+/// A throughput cell in millions per second: a lookup row's also as a share of `limit`
+/// (`12.3 (45%)`), any other row's with `*` if some inserts failed.
+fn throughput_cell(row: &Row, limit: Option<f64>) -> String {
+    if row.phase.starts_with("lookup") {
+        format!(
+            "{} ({})",
+            mops(row.ops_per_sec),
+            share(row.ops_per_sec, limit)
+        )
+    } else {
+        let failed = row.failed_inserts.unwrap_or(0) > 0;
+        format!("{}{}", mops(row.ops_per_sec), if failed { "*" } else { "" })
+    }
+}
+
+/// Millions per second, the row's speedup and the share of `limit`: `12.3 (1.20x, 45%)`.
+fn speedup_and_share(row: &Row, limit: Option<f64>) -> String {
+    format!(
+        "{} ({:.2}x, {})",
+        mops(row.ops_per_sec),
+        row.speedup.unwrap_or(0.0),
+        share(row.ops_per_sec, limit)
+    )
 }
 
 /// Fill degrees of Figure 3: 10%, 20%, ..., 90%.
@@ -1033,15 +1116,15 @@ fn fig3(options: &Options, report: &mut Report) -> PlotFn {
             .unwrap_or(0);
         row.speedup = Some(row.ops_per_sec / ours[level][phase]);
     }
-    limits(
+    report.rows.extend(limits(
         "fig3",
         None,
+        LIMIT_PHASES,
         bytes,
         keys.negatives.len(),
         &[1],
         options.repetitions,
-        report,
-    );
+    ));
     print_fig3(options, bytes, keys.operations, &report.rows[first_row..]);
     plot_fig3
 }
@@ -1124,24 +1207,23 @@ fn print_fig2(options: &Options, items: usize, bytes: usize, notes: &[String], r
             )
         })
     };
-    let share = |row: Option<&Row>, limit: Option<&Row>| match (row, limit) {
-        (Some(row), Some(limit)) => format!("{:.0}%", 100.0 * row.ops_per_sec / limit.ops_per_sec),
-        _ => "-".to_string(),
+    let of_limit = |row: Option<&Row>, limit: Option<f64>| {
+        row.map_or("-".to_string(), |row| share(row.ops_per_sec, limit))
     };
     let mut body = Vec::new();
     for (filter, threads) in filters {
         let insert = find(rows, filter, threads, "insert");
         let negative = find(rows, filter, threads, "lookup_negative");
         let positive = find(rows, filter, threads, "lookup_positive");
-        let limit = find(rows, "limit", threads, "random_read");
+        let limit = random_read_limit(rows, LIMIT_PHASES[0], threads);
         body.push(vec![
             filter.to_string(),
             threads.to_string(),
             cell(insert),
             cell(negative),
             cell(positive),
-            share(negative, limit),
-            share(positive, limit),
+            of_limit(negative, limit),
+            of_limit(positive, limit),
             insert
                 .and_then(|r| r.fpr)
                 .map_or("-".into(), |f| format!("{f:.2e}")),
@@ -1154,7 +1236,7 @@ fn print_fig2(options: &Options, items: usize, bytes: usize, notes: &[String], r
         ]);
     }
     for &threads in &options.threads {
-        for phase in ["random_read", "pointer_chase"] {
+        for phase in LIMIT_PHASES {
             if let Some(row) = find(rows, "limit", threads, phase) {
                 body.push(vec![
                     format!("limit: {}", phase.replace('_', " ")),
@@ -1200,8 +1282,11 @@ fn filters_of(rows: &[Row]) -> Vec<&str> {
     filters
 }
 
+/// The Figure 3 tables, one per phase and one of the FPR (lookups also as a share of the
+/// random-read limit on one thread over the r = 10 table's `bytes`), then the limits.
 fn print_fig3(options: &Options, bytes: usize, operations: usize, rows: &[Row]) {
     let filters = filters_of(rows);
+    let limit = random_read_limit(rows, LIMIT_PHASES[0], 1);
     let at = |filter: &str, level: usize, phase: &str| {
         let fill = level as f64 / 10.0;
         rows.iter().find(|row| {
@@ -1219,11 +1304,13 @@ fn print_fig3(options: &Options, bytes: usize, operations: usize, rows: &[Row]) 
         ),
         (
             "lookup_negative",
-            "unsuccessful lookups (keys never inserted) in million per second",
+            "unsuccessful lookups (keys never inserted) in million per second (share of the \
+             random-read limit)",
         ),
         (
             "lookup_positive",
-            "successful lookups (inserted keys) in million per second",
+            "successful lookups (inserted keys) in million per second (share of the \
+             random-read limit)",
         ),
         ("fpr", "measured false-positive rate"),
     ];
@@ -1249,27 +1336,24 @@ fn print_fig3(options: &Options, bytes: usize, operations: usize, rows: &[Row]) 
                         .and_then(|row| row.fpr)
                         .map_or("-".into(), |f| format!("{f:.2e}"))
                 } else {
-                    at(filter, level, phase).map_or("-".into(), |row| {
-                        let failed = row.failed_inserts.unwrap_or(0) > 0 && phase == "insert";
-                        format!("{}{}", mops(row.ops_per_sec), if failed { "*" } else { "" })
-                    })
+                    at(filter, level, phase).map_or("-".into(), |row| throughput_cell(row, limit))
                 });
             }
             body.push(line);
         }
         print_table(&title, &header, &body);
     }
-    print_limits(rows, bytes, &[1]);
+    print_limits(rows, LIMIT_PHASES, bytes, &[1]);
 }
 
-/// Prints a figure's random-read and pointer-chase limit rows, one line each per thread count.
-fn print_limits(rows: &[Row], bytes: usize, threads: &[usize]) {
+/// Prints a figure's random-read and pointer-chase limit rows (named by `phases`, random reads
+/// first), one line each per thread count.
+fn print_limits(rows: &[Row], phases: [&str; 2], bytes: usize, threads: &[usize]) {
     for &threads in threads {
-        for phase in ["random_read", "pointer_chase"] {
+        for (phase, what) in phases.into_iter().zip(["random read", "pointer chase"]) {
             if let Some(row) = find(rows, "limit", threads, phase) {
                 println!(
-                    "limit ({} over {bytes} bytes, {}): {} million reads per second",
-                    phase.replace('_', " "),
+                    "limit ({what} over {bytes} bytes, {}): {} million reads per second",
                     plural(threads, "thread"),
                     mops(row.ops_per_sec)
                 );
@@ -1629,22 +1713,25 @@ fn fig4(options: &Options, report: &mut Report) -> PlotFn {
     // The physical limit over an array as large as the largest filter grew, read with as many
     // reads as a segment has lookups.
     let bytes = largest_memory.max(8);
-    limits(
+    report.rows.extend(limits(
         "fig4",
         None,
+        LIMIT_PHASES,
         bytes,
         size.segment_keys,
         &[threads],
         options.repetitions,
-        report,
-    );
+    ));
     print_fig4(&size, threads, &report.rows[first_row..]);
-    print_limits(&report.rows[first_row..], bytes, &[threads]);
+    print_limits(&report.rows[first_row..], LIMIT_PHASES, bytes, &[threads]);
     plot_fig4
 }
 
+/// The Figure 4 tables, one per phase, the FPR and the bits per key (lookups also as a share of
+/// the random-read limit at `threads` over the largest filter's bytes).
 fn print_fig4(size: &Fig4Size, threads: usize, rows: &[Row]) {
     let filters = filters_of(rows);
+    let limit = random_read_limit(rows, LIMIT_PHASES[0], threads);
     let at = |filter: &str, segment: usize, phase: &str| {
         rows.iter().find(|row| {
             row.filter == filter && row.phase == phase && row.fill == Some(segment as f64)
@@ -1656,11 +1743,11 @@ fn print_fig4(size: &Fig4Size, threads: usize, rows: &[Row]) {
         ("insert", "inserts of the segment in million per second"),
         (
             "lookup_negative",
-            "unsuccessful lookups in million per second",
+            "unsuccessful lookups in million per second (share of the random-read limit)",
         ),
         (
             "lookup_positive",
-            "successful lookups in million per second",
+            "successful lookups in million per second (share of the random-read limit)",
         ),
         ("fpr", "measured false-positive rate"),
         ("bits", "bits per stored key"),
@@ -1673,8 +1760,8 @@ fn print_fig4(size: &Fig4Size, threads: usize, rows: &[Row]) {
         if i == 0 {
             let _ = write!(
                 title,
-                "
-start 2^{} slots, {} segments of {} keys, FPR target {FIG4_FPR:.2e},                  {}; '*' = some inserts failed",
+                "\nstart 2^{} slots, {} segments of {} keys, FPR target {FIG4_FPR:.2e}, {}; '*' = \
+                 some inserts failed",
                 size.start_quotient_bits,
                 size.segments,
                 size.segment_keys,
@@ -1692,10 +1779,8 @@ start 2^{} slots, {} segments of {} keys, FPR target {FIG4_FPR:.2e},            
                         "bits" => at(filter, segment, "insert")
                             .and_then(|row| row.bits_per_item)
                             .map_or("-".into(), |b| format!("{b:.1}")),
-                        _ => at(filter, segment, phase).map_or("-".into(), |row| {
-                            let failed = row.failed_inserts.unwrap_or(0) > 0;
-                            format!("{}{}", mops(row.ops_per_sec), if failed { "*" } else { "" })
-                        }),
+                        _ => at(filter, segment, phase)
+                            .map_or("-".into(), |row| throughput_cell(row, limit)),
                     });
                 }
                 line
@@ -1785,23 +1870,31 @@ fn run(options: &Options) -> Result<Vec<Row>, String> {
     Ok(report.rows)
 }
 
-fn main() {
-    let env_scale = std::env::var("CONQF_SCALE").ok();
-    let options = match parse_args(std::env::args().skip(1), env_scale) {
-        Ok(Command::Run(options)) => options,
+/// Runs the command line `args` (after the program name) with `env_scale` as `CONQF_SCALE`;
+/// returns the exit code: 0, 1 if the run failed, 2 for invalid options.
+fn run_cli(args: impl IntoIterator<Item = String>, env_scale: Option<String>) -> u8 {
+    match parse_args(args, env_scale) {
         Ok(Command::Help) => {
             print!("{USAGE}");
-            return;
+            0
         }
+        Ok(Command::Run(options)) => match run(&options) {
+            Ok(_) => 0,
+            Err(message) => {
+                eprintln!("error: {message}");
+                1
+            }
+        },
         Err(message) => {
             eprintln!("error: {message}\n\nRun with --help for the options.");
-            std::process::exit(2);
+            2
         }
-    };
-    if let Err(message) = run(&options) {
-        eprintln!("error: {message}");
-        std::process::exit(1);
     }
+}
+
+fn main() -> std::process::ExitCode {
+    let env_scale = std::env::var("CONQF_SCALE").ok();
+    std::process::ExitCode::from(run_cli(std::env::args().skip(1), env_scale))
 }
 
 #[cfg(test)]
@@ -1980,8 +2073,12 @@ mod tests {
             }
         }
         for threads in ["1", "2"] {
-            assert!(has("fig2", "limit", threads, "random_read"));
-            assert!(has("fig2", "limit", threads, "pointer_chase"));
+            for phase in LIMIT_PHASES {
+                assert!(
+                    has("fig2", "limit", threads, phase),
+                    "fig2 limit {threads} {phase}"
+                );
+            }
         }
         for (filter, levels) in FIG3 {
             for phase in FIG2_PHASES {
@@ -1996,14 +2093,22 @@ mod tests {
                 assert_eq!(fills, expected, "fig3 {filter} {phase}");
             }
         }
-        assert!(has("fig3", "limit", "1", "random_read"));
-        assert!(has("fig3", "limit", "1", "pointer_chase"));
-        // The cuckoo mix and Figure 4 also measure the limit: at every thread count of the mix,
-        // at the most threads for the growing filters.
-        for phase in ["random_read", "pointer_chase"] {
+        // Every figure measures both limits (each row's throughput is positive, checked above):
+        // Figure 3 on one thread; the cuckoo mix at every thread count and its single-thread
+        // lookups on one thread, under their own phases; Figure 4 at the most threads.
+        for phase in LIMIT_PHASES {
+            assert!(has("fig3", "limit", "1", phase) && !has("fig3", "limit", "2", phase));
             assert!(has("cuckoo", "limit", "1", phase) && has("cuckoo", "limit", "2", phase));
             assert!(has("fig4", "limit", "2", phase) && !has("fig4", "limit", "1", phase));
         }
+        for phase in CUCKOO_LOOKUP_LIMIT_PHASES {
+            assert!(has("cuckoo", "limit", "1", phase) && !has("cuckoo", "limit", "2", phase));
+        }
+        // No two rows share figure, filter, threads, fill and phase: a CSV reader can tell every
+        // row, the two cuckoo limits included, apart.
+        let keys: std::collections::HashSet<&[&str]> =
+            parsed.iter().map(|cells| &cells[..5]).collect();
+        assert_eq!(keys.len(), parsed.len());
         for filter in MIX_FILTERS {
             for threads in ["1", "2"] {
                 assert!(
@@ -2164,6 +2269,9 @@ mod tests {
                 row.ops_per_sec > 0.0 && row.ops_per_sec.is_finite(),
                 "{row:?}"
             );
+            if row.filter == "limit" {
+                continue;
+            }
             let one_thread = row.filter == bulk::BUILDERS[0] || row.filter == bulk::LOOKUPS[0];
             let expected_threads = if one_thread { 1 } else { 2 };
             assert_eq!(row.threads, expected_threads, "{row:?}");
@@ -2175,9 +2283,43 @@ mod tests {
                 );
             }
         }
-        assert!(rows
-            .iter()
-            .any(|row| row.filter == "limit" && row.phase == "random_read"));
+        // Both limits on one thread (for contains) and on the most (for contains_batch).
+        for threads in [1, 2] {
+            for phase in LIMIT_PHASES {
+                assert!(
+                    rows.iter()
+                        .any(|r| r.filter == "limit" && r.threads == threads && r.phase == phase),
+                    "bulk limit {threads} {phase}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_command_line_exits_with_2_on_bad_options_and_help_names_everything() {
+        for bad in ["--frobnicate", "--threads 0", "stray", "--only fig9"] {
+            assert_eq!(run_cli(args(bad), None), 2, "{bad}");
+        }
+        assert_eq!(run_cli(Vec::new(), Some("huge".into())), 2);
+        assert_eq!(run_cli(args("--help"), None), 0);
+        assert_eq!(run_cli(args("--scale quick -h"), None), 0);
+        for option in VALUE_OPTIONS.into_iter().chain(["-h, --help"]) {
+            assert!(
+                USAGE.contains(&format!("\n  {option} ")),
+                "--help names {option}"
+            );
+        }
+        for figure in Figure::ALL {
+            let name = figure.name();
+            assert!(
+                USAGE.contains(&format!("\n  {name} ")),
+                "--help names {name}"
+            );
+        }
+        for filter in FIG2_SEQUENTIAL.iter().chain(&FIG2_CONCURRENT) {
+            let filter = filter.trim_end_matches("+Mutex");
+            assert!(USAGE.contains(filter), "--help names fig2's {filter}");
+        }
     }
 
     #[test]
