@@ -71,7 +71,8 @@
 //!
 //! # Cargo features and testing
 //!
-//! `serde`: `Serialize`/`Deserialize` for the filters, as the bytes of `to_bytes`.
+//! `serde`: `Deserialize` for every filter and `Serialize` for those whose snapshot takes
+//! `&self` (the others serialise `filter.to_bytes()`), as the bytes of `to_bytes`.
 //!
 //! The locking protocols are model-checked with [loom](https://docs.rs/loom):
 //! `RUSTFLAGS="--cfg loom" cargo test --release --test loom`.

@@ -22,9 +22,10 @@ use super::format::{self, corrupt, ParamsWriter, Tag};
 use super::{bad_parameters, check_padding, table_words};
 
 impl LinearProbingQf {
-    /// Writes the filter in the crate's portable format (that of
-    /// [`SequentialQf::to_bytes`](crate::SequentialQf::to_bytes)) while other threads may
-    /// insert: the result holds every key whose insert returned before the call.
+    /// Writes the filter in the crate's portable format (the header, checksum and framing of
+    /// [`SequentialQf::to_bytes`](crate::SequentialQf::to_bytes), with this filter's own variant
+    /// tag and parameters) while other threads may insert: the result holds every key whose
+    /// insert returned before the call.
     ///
     /// # Errors
     /// Whatever `out` returns.
