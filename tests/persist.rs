@@ -239,9 +239,14 @@ fn check_qf3_file(bytes: &[u8], expected: &[Fingerprint], probes: &[u64]) {
     let view = SequentialQfRef::from_bytes(bytes).unwrap();
     assert_eq!(view.len(), expected.len());
     assert_eq!(Filter::len(&locally), expected.len());
+    // A view over an unaligned copy (a memory-mapped file at any offset) answers the same.
+    let mut shifted = vec![0u8; bytes.len() + 1];
+    shifted[1..].copy_from_slice(bytes);
+    let unaligned = SequentialQfRef::from_bytes(&shifted[1..]).unwrap();
     for &h in probes {
         let answer = original.contains_hash(h);
         assert_eq!(view.contains_hash(h), answer);
+        assert_eq!(unaligned.contains_hash(h), answer);
         assert_eq!(locally.contains_hash(h), answer);
         assert_eq!(external.contains_hash(h), answer);
     }
@@ -1782,6 +1787,14 @@ fn serde_writes_the_same_bytes_and_checks_them() {
     let json = serde_json::to_string(&bad).unwrap();
     assert!(serde_json::from_str::<SequentialQf>(&json).is_err());
     assert!(serde_json::from_str::<ExternallyLockedQf>("[1,2,3]").is_err());
+
+    // ExternallyLockedQf keeps its region size through serde.
+    let external = ExternallyLockedQf::with_bits_and_region(6, 5, 16).unwrap();
+    (0..30u64).for_each(|k| drop(external.insert(&k)));
+    let back: ExternallyLockedQf =
+        serde_json::from_str(&serde_json::to_string(&external).unwrap()).unwrap();
+    assert_eq!(back.to_bytes(), external.to_bytes());
+    assert!((0..30u64).all(|k| back.contains(&k)));
 }
 
 // ----- Cuckoo table invariants -----------------------------------------------------------------
