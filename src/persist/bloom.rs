@@ -43,10 +43,7 @@ impl AtomicBloomFilter {
     /// # Ok::<(), conqf::Error>(())
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        self.write_to(&mut bytes)
-            .expect("writing to a Vec cannot fail");
-        bytes
+        format::to_vec(|out| self.write_to(out))
     }
 
     /// Reads a filter written by [`to_bytes`](Self::to_bytes).
@@ -58,8 +55,7 @@ impl AtomicBloomFilter {
     /// the memory cannot be allocated.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         let file = format::parse(bytes)?;
-        file.expect(&[Tag::Bloom], "AtomicBloomFilter")?;
-        let mut params = file.params();
+        let mut params = file.params_as(&[Tag::Bloom], "AtomicBloomFilter")?;
         let (hash_functions, capacity, len) = (params.u64()?, params.u64()?, params.u64()?);
         let hash_functions = u32::try_from(hash_functions)
             .ok()

@@ -34,6 +34,7 @@ use super::format::{self, corrupt, File, ParamsWriter, Tag};
 const MIN_REMAINDER_BITS: u32 = 2;
 
 /// A validated counting table in borrowed bytes.
+#[derive(Clone, Copy)]
 struct Decoded<'a> {
     table: LeBlocks<'a>,
     quotient_bits: u32,
@@ -48,8 +49,7 @@ impl<'a> Decoded<'a> {
     /// Checks the parameters, the payload's length and padding, and the table's invariants;
     /// allocates nothing.
     fn new(file: &File<'a>, reader: &str) -> Result<Self, Error> {
-        file.expect(&[Tag::Counting], reader)?;
-        let mut params = file.params();
+        let mut params = file.params_as(&[Tag::Counting], reader)?;
         let (quotient_bits, remainder_bits) = (params.u32()?, params.u32()?);
         let region_blocks = params.u64()?;
         sizing::check_bits(quotient_bits, remainder_bits, 2, MIN_REMAINDER_BITS)
@@ -85,7 +85,7 @@ impl<'a> Decoded<'a> {
     }
 
     /// A filter holding this table (its allocations fallible), with its counts rebuilt.
-    fn to_filter(&self) -> Result<CountingQf, Error> {
+    fn to_filter(self) -> Result<CountingQf, Error> {
         let filter = CountingQf::with_bits_and_region(
             self.quotient_bits,
             self.remainder_bits,
@@ -133,10 +133,7 @@ impl CountingQf {
     /// # Ok::<(), conqf::Error>(())
     /// ```
     pub fn to_bytes(&mut self) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        self.write_to(&mut bytes)
-            .expect("writing to a Vec cannot fail");
-        bytes
+        format::to_vec(|out| self.write_to(out))
     }
 
     /// Reads a filter written by [`to_bytes`](Self::to_bytes).
@@ -192,12 +189,7 @@ impl CountingQf {
 #[derive(Clone, Copy)]
 pub struct CountingQfRef<'a> {
     bytes: &'a [u8],
-    table: LeBlocks<'a>,
-    quotient_bits: u32,
-    remainder_bits: u32,
-    region_blocks: usize,
-    copies: u64,
-    distinct: usize,
+    decoded: Decoded<'a>,
 }
 
 impl<'a> CountingQfRef<'a> {
@@ -208,15 +200,7 @@ impl<'a> CountingQfRef<'a> {
     pub fn from_bytes(bytes: &'a [u8]) -> Result<Self, Error> {
         let file = format::parse(bytes)?;
         let decoded = Decoded::new(&file, "CountingQfRef")?;
-        Ok(CountingQfRef {
-            bytes,
-            table: decoded.table,
-            quotient_bits: decoded.quotient_bits,
-            remainder_bits: decoded.remainder_bits,
-            region_blocks: decoded.region_blocks,
-            copies: decoded.copies,
-            distinct: decoded.distinct,
-        })
+        Ok(CountingQfRef { bytes, decoded })
     }
 
     /// The serialised filter the view reads (what it was made from).
@@ -226,8 +210,12 @@ impl<'a> CountingQfRef<'a> {
 
     /// How many copies of the hash's fingerprint are stored.
     pub fn count_hash(&self, hash: u64) -> u64 {
-        let f = Fingerprint::split(hash, self.quotient_bits, self.remainder_bits);
-        let view = View::new(&self.table);
+        let f = Fingerprint::split(
+            hash,
+            self.decoded.quotient_bits,
+            self.decoded.remainder_bits,
+        );
+        let view = View::new(&self.decoded.table);
         // A validated table is consistent, so the lookup never reports a fault.
         runs::count(&view, f.quotient as usize, f.remainder).unwrap_or(0)
     }
@@ -250,33 +238,33 @@ impl<'a> CountingQfRef<'a> {
 
     /// Number of stored copies (as [`Filter::len`](crate::Filter::len) of the filter).
     pub fn len(&self) -> usize {
-        self.copies as usize
+        self.decoded.copies as usize
     }
 
     /// Whether nothing is stored.
     pub fn is_empty(&self) -> bool {
-        self.distinct == 0
+        self.decoded.distinct == 0
     }
 
     /// Number of distinct fingerprints stored.
     pub fn distinct(&self) -> usize {
-        self.distinct
+        self.decoded.distinct
     }
 
     /// Quotient bits `q`.
     pub fn quotient_bits(&self) -> u32 {
-        self.quotient_bits
+        self.decoded.quotient_bits
     }
 
     /// Remainder bits `r`.
     pub fn remainder_bits(&self) -> u32 {
-        self.remainder_bits
+        self.decoded.remainder_bits
     }
 
     /// The expected false-positive rate at the stored fill, as [`CountingQf`] computes it.
     pub fn false_positive_rate(&self) -> f64 {
-        let load = self.distinct as f64 / (1u64 << self.quotient_bits) as f64;
-        sizing::qf_fpr(load, self.remainder_bits)
+        let load = self.decoded.distinct as f64 / (1u64 << self.decoded.quotient_bits) as f64;
+        sizing::qf_fpr(load, self.decoded.remainder_bits)
     }
 
     /// An owned, writable copy (with the stored region size).
@@ -284,25 +272,17 @@ impl<'a> CountingQfRef<'a> {
     /// # Errors
     /// [`Error::InvalidParameters`] if the memory cannot be allocated.
     pub fn to_owned_filter(&self) -> Result<CountingQf, Error> {
-        Decoded {
-            table: self.table,
-            quotient_bits: self.quotient_bits,
-            remainder_bits: self.remainder_bits,
-            region_blocks: self.region_blocks,
-            copies: self.copies,
-            distinct: self.distinct,
-        }
-        .to_filter()
+        self.decoded.to_filter()
     }
 }
 
 impl std::fmt::Debug for CountingQfRef<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CountingQfRef")
-            .field("quotient_bits", &self.quotient_bits)
-            .field("remainder_bits", &self.remainder_bits)
-            .field("len", &self.copies)
-            .field("distinct", &self.distinct)
+            .field("quotient_bits", &self.decoded.quotient_bits)
+            .field("remainder_bits", &self.decoded.remainder_bits)
+            .field("len", &self.decoded.copies)
+            .field("distinct", &self.decoded.distinct)
             .finish_non_exhaustive()
     }
 }

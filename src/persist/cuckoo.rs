@@ -62,8 +62,7 @@ impl<'a> Decoded<'a> {
     /// non-zero fingerprint in state `Stable`); allocates nothing.
     fn new(bytes: &'a [u8], reader: &str) -> Result<Self, Error> {
         let file = format::parse(bytes)?;
-        file.expect(&[Tag::Cuckoo], reader)?;
-        let mut params = file.params();
+        let mut params = file.params_as(&[Tag::Cuckoo], reader)?;
         let (bucket_bits, fingerprint_bits) = (params.u32()?, params.u32()?);
         CuckooTable::check_bits(bucket_bits, fingerprint_bits).map_err(bad_parameters)?;
         let words = table_words(
@@ -133,10 +132,7 @@ impl LockFreeCuckooFilter {
     /// # Ok::<(), conqf::Error>(())
     /// ```
     pub fn to_bytes(&mut self) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        self.write_to(&mut bytes)
-            .expect("writing to a Vec cannot fail");
-        bytes
+        format::to_vec(|out| self.write_to(out))
     }
 
     /// Reads a filter written by [`to_bytes`](Self::to_bytes) or by
@@ -202,10 +198,7 @@ impl LockedCuckooFilter {
     /// # Ok::<(), conqf::Error>(())
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        self.write_to(&mut bytes)
-            .expect("writing to a Vec cannot fail");
-        bytes
+        format::to_vec(|out| self.write_to(out))
     }
 
     /// Reads a filter written by [`to_bytes`](Self::to_bytes) or by

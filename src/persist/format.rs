@@ -95,6 +95,13 @@ impl Tag {
     }
 }
 
+/// The bytes `write` produces: how every filter's `to_bytes` runs its `write_to`.
+pub(crate) fn to_vec(write: impl FnOnce(&mut Vec<u8>) -> io::Result<()>) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    write(&mut bytes).expect("writing to a Vec cannot fail");
+    bytes
+}
+
 /// A corrupt-input error.
 pub(crate) fn corrupt(why: impl Into<String>) -> Error {
     Error::Corrupt(why.into())
@@ -196,15 +203,14 @@ pub(crate) struct File<'a> {
 }
 
 impl<'a> File<'a> {
-    /// The parameter fields.
-    pub(crate) fn params(&self) -> ParamsReader<'a> {
-        ParamsReader(self.params)
-    }
-
-    /// `Err` unless the tag is one of `accepted`, named `reader` in the message.
-    pub(crate) fn expect(&self, accepted: &[Tag], reader: &str) -> Result<(), Error> {
+    /// The parameter fields, if the tag is one of `accepted`; `Err` naming `reader` otherwise.
+    pub(crate) fn params_as(
+        &self,
+        accepted: &[Tag],
+        reader: &str,
+    ) -> Result<ParamsReader<'a>, Error> {
         if accepted.contains(&self.tag) {
-            Ok(())
+            Ok(ParamsReader(self.params))
         } else {
             Err(corrupt(format!(
                 "the bytes hold a {:?} filter, which {reader} cannot read",

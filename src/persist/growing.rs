@@ -65,8 +65,7 @@ struct DecodedGrowable<'a> {
 
 impl<'a> DecodedGrowable<'a> {
     fn new(file: &File<'a>, reader: &str) -> Result<Self, Error> {
-        file.expect(&[Tag::Growable], reader)?;
-        let mut params = file.params();
+        let mut params = file.params_as(&[Tag::Growable], reader)?;
         let (quotient_bits, remainder_bits) = (params.u32()?, params.u32()?);
         let delta_grow = delta_grow(&mut params)?;
         let (doublings_done, doublings_left) = (params.u32()?, params.u32()?);
@@ -136,10 +135,7 @@ impl GrowableQf {
     /// # Ok::<(), conqf::Error>(())
     /// ```
     pub fn to_bytes(&mut self) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        self.write_to(&mut bytes)
-            .expect("writing to a Vec cannot fail");
-        bytes
+        format::to_vec(|out| self.write_to(out))
     }
 
     /// Reads a filter written by [`to_bytes`](Self::to_bytes).
@@ -213,10 +209,7 @@ impl ExpandableQf {
     /// # Ok::<(), conqf::Error>(())
     /// ```
     pub fn to_bytes(&mut self) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        self.write_to(&mut bytes)
-            .expect("writing to a Vec cannot fail");
-        bytes
+        format::to_vec(|out| self.write_to(out))
     }
 
     /// Reads a filter written by [`to_bytes`](Self::to_bytes).
@@ -228,8 +221,7 @@ impl ExpandableQf {
     /// structure gives it. [`Error::InvalidParameters`] if the memory cannot be allocated.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         let file = format::parse(bytes)?;
-        file.expect(&[Tag::Expandable], "ExpandableQf")?;
-        let mut params = file.params();
+        let mut params = file.params_as(&[Tag::Expandable], "ExpandableQf")?;
         let (q0, r0) = (params.u32()?, params.u32()?);
         let delta = delta_grow(&mut params)?;
         let cascading = match params.u32()? {

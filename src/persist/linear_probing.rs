@@ -54,10 +54,7 @@ impl LinearProbingQf {
     /// # Ok::<(), conqf::Error>(())
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        self.write_to(&mut bytes)
-            .expect("writing to a Vec cannot fail");
-        bytes
+        format::to_vec(|out| self.write_to(out))
     }
 
     /// Reads a filter written by [`to_bytes`](Self::to_bytes).
@@ -69,8 +66,7 @@ impl LinearProbingQf {
     /// cannot be allocated.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         let file = format::parse(bytes)?;
-        file.expect(&[Tag::LinearProbing], "LinearProbingQf")?;
-        let mut params = file.params();
+        let mut params = file.params_as(&[Tag::LinearProbing], "LinearProbingQf")?;
         let (quotient_bits, remainder_bits) = (params.u32()?, params.u32()?);
         let max_load = f64::from_bits(params.u64()?);
         sizing::check_bits(quotient_bits, remainder_bits, 0, 1).map_err(bad_parameters)?;

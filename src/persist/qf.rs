@@ -41,6 +41,7 @@ pub(super) fn params(table: &QfTable) -> ParamsWriter {
 }
 
 /// A validated 3-status-bit table in borrowed bytes.
+#[derive(Clone, Copy)]
 pub(super) struct Decoded<'a> {
     words: LeWords<'a>,
     quotient_bits: u32,
@@ -54,8 +55,7 @@ impl<'a> Decoded<'a> {
     /// Checks the parameters, the payload's length and padding, and the table's invariants;
     /// allocates nothing.
     fn new(file: &File<'a>, reader: &str) -> Result<Self, Error> {
-        file.expect(&[Tag::Qf3, Tag::Qf3Regions], reader)?;
-        let mut params = file.params();
+        let mut params = file.params_as(&[Tag::Qf3, Tag::Qf3Regions], reader)?;
         let (quotient_bits, remainder_bits) = (params.u32()?, params.u32()?);
         let region_slots = match file.tag {
             Tag::Qf3Regions => Some(
@@ -143,7 +143,7 @@ impl<'a> Decoded<'a> {
     }
 
     /// A sequential filter holding this table (the one allocation, fallible).
-    pub(super) fn to_sequential(&self) -> Result<SequentialQf, Error> {
+    pub(super) fn to_sequential(self) -> Result<SequentialQf, Error> {
         let table = QfTable::with_slots(
             self.quotient_bits,
             self.remainder_bits,
@@ -191,10 +191,7 @@ impl SequentialQf {
     /// # Ok::<(), conqf::Error>(())
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        self.write_to(&mut bytes)
-            .expect("writing to a Vec cannot fail");
-        bytes
+        format::to_vec(|out| self.write_to(out))
     }
 
     /// Reads a filter written by [`to_bytes`](Self::to_bytes) (or by `LocallyLockedQf` or
@@ -257,10 +254,7 @@ impl LocallyLockedQf {
     /// # Ok::<(), conqf::Error>(())
     /// ```
     pub fn to_bytes(&mut self) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        self.write_to(&mut bytes)
-            .expect("writing to a Vec cannot fail");
-        bytes
+        format::to_vec(|out| self.write_to(out))
     }
 
     /// Reads any 3-status-bit filter's bytes; see [`SequentialQf::from_bytes`].
@@ -306,10 +300,7 @@ impl ExternallyLockedQf {
     /// # Ok::<(), conqf::Error>(())
     /// ```
     pub fn to_bytes(&self) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        self.write_to(&mut bytes)
-            .expect("writing to a Vec cannot fail");
-        bytes
+        format::to_vec(|out| self.write_to(out))
     }
 
     /// Reads any 3-status-bit filter's bytes; see [`SequentialQf::from_bytes`]. Bytes without a
@@ -352,10 +343,7 @@ impl ExternallyLockedQf {
 pub struct SequentialQfRef<'a> {
     /// The whole serialised filter.
     bytes: &'a [u8],
-    words: LeWords<'a>,
-    quotient_bits: u32,
-    remainder_bits: u32,
-    len: usize,
+    decoded: Decoded<'a>,
 }
 
 impl<'a> SequentialQfRef<'a> {
@@ -367,13 +355,7 @@ impl<'a> SequentialQfRef<'a> {
     pub fn from_bytes(bytes: &'a [u8]) -> Result<Self, Error> {
         let file = format::parse(bytes)?;
         let decoded = Decoded::new(&file, "SequentialQfRef")?;
-        Ok(SequentialQfRef {
-            bytes,
-            words: decoded.words,
-            quotient_bits: decoded.quotient_bits,
-            remainder_bits: decoded.remainder_bits,
-            len: decoded.len,
-        })
+        Ok(SequentialQfRef { bytes, decoded })
     }
 
     /// The serialised filter the view reads (what it was made from).
@@ -383,8 +365,12 @@ impl<'a> SequentialQfRef<'a> {
 
     /// Whether the fingerprint of `hash` is stored.
     pub fn contains_hash(&self, hash: u64) -> bool {
-        let f = Fingerprint::split(hash, self.quotient_bits, self.remainder_bits);
-        let mut cursor = Cursor::over(&self.words, f.quotient as usize, Ordering::Relaxed);
+        let f = Fingerprint::split(
+            hash,
+            self.decoded.quotient_bits,
+            self.decoded.remainder_bits,
+        );
+        let mut cursor = Cursor::over(&self.decoded.words, f.quotient as usize, Ordering::Relaxed);
         walk::lookup(&mut cursor, f.remainder).is_some_and(|(found, _)| found)
     }
 
@@ -395,28 +381,28 @@ impl<'a> SequentialQfRef<'a> {
 
     /// Number of stored fingerprints.
     pub fn len(&self) -> usize {
-        self.len
+        self.decoded.len
     }
 
     /// Whether nothing is stored.
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.decoded.len == 0
     }
 
     /// Quotient bits `q`.
     pub fn quotient_bits(&self) -> u32 {
-        self.quotient_bits
+        self.decoded.quotient_bits
     }
 
     /// Remainder bits `r`.
     pub fn remainder_bits(&self) -> u32 {
-        self.remainder_bits
+        self.decoded.remainder_bits
     }
 
     /// The expected false-positive rate at the stored fill, as [`SequentialQf`] computes it.
     pub fn false_positive_rate(&self) -> f64 {
-        let load = self.len as f64 / (1u64 << self.quotient_bits) as f64;
-        sizing::qf_fpr(load, self.remainder_bits)
+        let load = self.decoded.len as f64 / (1u64 << self.decoded.quotient_bits) as f64;
+        sizing::qf_fpr(load, self.decoded.remainder_bits)
     }
 
     /// An owned, writable copy.
@@ -424,23 +410,16 @@ impl<'a> SequentialQfRef<'a> {
     /// # Errors
     /// [`Error::InvalidParameters`] if the table's memory cannot be allocated.
     pub fn to_owned_filter(&self) -> Result<SequentialQf, Error> {
-        Decoded {
-            words: self.words,
-            quotient_bits: self.quotient_bits,
-            remainder_bits: self.remainder_bits,
-            region_slots: None,
-            len: self.len,
-        }
-        .to_sequential()
+        self.decoded.to_sequential()
     }
 }
 
 impl std::fmt::Debug for SequentialQfRef<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SequentialQfRef")
-            .field("quotient_bits", &self.quotient_bits)
-            .field("remainder_bits", &self.remainder_bits)
-            .field("len", &self.len)
+            .field("quotient_bits", &self.decoded.quotient_bits)
+            .field("remainder_bits", &self.decoded.remainder_bits)
+            .field("len", &self.decoded.len)
             .finish_non_exhaustive()
     }
 }

@@ -52,10 +52,7 @@ impl TwoBitQf {
     /// # Ok::<(), conqf::Error>(())
     /// ```
     pub fn to_bytes(&mut self) -> Vec<u8> {
-        let mut bytes = Vec::new();
-        self.write_to(&mut bytes)
-            .expect("writing to a Vec cannot fail");
-        bytes
+        format::to_vec(|out| self.write_to(out))
     }
 
     /// Reads a filter written by [`to_bytes`](Self::to_bytes).
@@ -68,8 +65,7 @@ impl TwoBitQf {
     /// allocated.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         let file = format::parse(bytes)?;
-        file.expect(&[Tag::TwoBit], "TwoBitQf")?;
-        let mut params = file.params();
+        let mut params = file.params_as(&[Tag::TwoBit], "TwoBitQf")?;
         let (quotient_bits, remainder_bits) = (params.u32()?, params.u32()?);
         sizing::check_bits(quotient_bits, remainder_bits, STATUS_BITS, 1)
             .map_err(bad_parameters)?;
