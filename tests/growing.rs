@@ -124,6 +124,12 @@ fn bad_parameters_are_errors() {
         Err(Error::InvalidParameters(_))
     ));
     assert!(LocallyLockedQf::growable(0, 0.01).build().is_err());
+    for q in [41, 64, 200] {
+        assert!(matches!(
+            LocallyLockedQf::growable(1, 0.5).build_with_bits(q, 8),
+            Err(Error::InvalidParameters(_))
+        ));
+    }
 }
 
 /// Writers insert disjoint keys (and remove and re-insert some) while the table doubles several

@@ -106,6 +106,9 @@ fn bad_parameters_are_errors_not_panics() {
         SequentialQf::new(usize::MAX, 0.01),
         SequentialQf::with_bits(0, 10),
         SequentialQf::with_bits(41, 10),
+        // Quotient widths whose `1 << q` overflows: checked before any slot count is derived.
+        SequentialQf::with_bits(64, 8),
+        SequentialQf::with_bits(200, 8),
         SequentialQf::with_bits(10, 0),
         SequentialQf::with_bits(10, 55),
         SequentialQf::with_bits(2, 62),

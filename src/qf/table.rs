@@ -30,19 +30,19 @@ impl QfTable {
     /// `quotient_bits + remainder_bits <= 64` and `remainder_bits + 3 <= 64`, or if the table
     /// cannot be allocated.
     pub(crate) fn with_bits(quotient_bits: u32, remainder_bits: u32) -> Result<Self, Error> {
-        let slot_count = (1usize << quotient_bits) + overflow_slots(quotient_bits);
-        Self::with_slots(quotient_bits, remainder_bits, slot_count)
+        Self::with_slots(quotient_bits, remainder_bits, 0)
     }
 
-    /// As [`with_bits`](Self::with_bits) with `slot_count` slots in all (at least the usual
-    /// `2^q` and overflow tail; a grown table has more, see [`doubled`](Self::doubled)).
+    /// As [`with_bits`](Self::with_bits) with at least `min_slots` slots in all: the usual `2^q`
+    /// and overflow tail, or more (a grown table, see [`doubled`](Self::doubled)). The
+    /// parameters are checked before the slot count is derived from them.
     pub(crate) fn with_slots(
         quotient_bits: u32,
         remainder_bits: u32,
-        slot_count: usize,
+        min_slots: usize,
     ) -> Result<Self, Error> {
         sizing::check_bits(quotient_bits, remainder_bits, STATUS_BITS, 1)?;
-        debug_assert!(slot_count >= (1usize << quotient_bits) + overflow_slots(quotient_bits));
+        let slot_count = ((1usize << quotient_bits) + overflow_slots(quotient_bits)).max(min_slots);
         Ok(QfTable {
             slots: SlotArray::new(remainder_bits + STATUS_BITS, slot_count)?,
             quotient_bits,
@@ -64,13 +64,7 @@ impl QfTable {
             ));
         }
         let (q, r) = (self.quotient_bits + 1, self.remainder_bits - 1);
-        sizing::check_bits(q, r, STATUS_BITS, 1)?;
-        let slot_count = ((1usize << q) + overflow_slots(q)).max(2 * self.slots.len());
-        Ok(QfTable {
-            slots: SlotArray::new(r + STATUS_BITS, slot_count)?,
-            quotient_bits: q,
-            remainder_bits: r,
-        })
+        Self::with_slots(q, r, 2 * self.slots.len())
     }
 
     /// The parameters for `capacity` keys at a false-positive rate of at most `fpr`.
