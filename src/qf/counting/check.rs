@@ -81,7 +81,7 @@ pub(crate) fn check_table<S: BlockSource>(
         // Every run of a quotient below this block's is checked: its offset is known.
         let block = quotient / BLOCK_SLOTS;
         let spill = offsets.check_through(&view, block)?;
-        let found = runs::run_with(&view, quotient, view.occupieds(block), spill);
+        let found = runs::run_given(&view, quotient, spill);
         if found != Some(Some((start, end))) {
             return Err(format!(
                 "rank/select finds {found:?} for quotient {quotient}, the scan {start}..={end}"
@@ -166,8 +166,7 @@ impl Offsets {
             } else if block == 0 {
                 None
             } else {
-                runs::end_after_given(view, first - 1, self.previous)
-                    .map(|end| end.saturating_sub(first))
+                runs::next_spill(view, block, self.previous)
             };
             if recomputed != Some(spill) {
                 return Err(format!(

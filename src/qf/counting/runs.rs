@@ -112,12 +112,7 @@ fn end_after_across_blocks<S: BlockSource>(
     block: usize,
     d: usize,
 ) -> Option<usize> {
-    let first = block * BLOCK_SLOTS + spill(view, block)?;
-    if d == 0 {
-        Some(first)
-    } else {
-        Some(select_from(view, first, d - 1)? + 1)
-    }
+    end_after_from(view, block, d, spill(view, block)?)
 }
 
 /// [`end_after`], given the exact spill of `slot`'s block.
@@ -129,12 +124,36 @@ pub(crate) fn end_after_given<S: BlockSource>(
 ) -> Option<usize> {
     let block = slot / BLOCK_SLOTS;
     let d = rank(view.occupieds(block), (slot % BLOCK_SLOTS) as u32) as usize;
+    end_after_from(view, block, d, block_spill)
+}
+
+/// The slot after the run of the `d`-th occupied quotient of `block` (its first used slot if
+/// `d` is 0), given the block's exact spill: the `d`-th runend from the block's first used slot.
+#[inline]
+fn end_after_from<S: BlockSource>(
+    view: &View<'_, S>,
+    block: usize,
+    d: usize,
+    block_spill: usize,
+) -> Option<usize> {
     let first = block * BLOCK_SLOTS + block_spill;
     if d == 0 {
         Some(first)
     } else {
         Some(select_from(view, first, d - 1)? + 1)
     }
+}
+
+/// The exact spill of `block` (at least 1), given the exact spill of the block before it: how
+/// far the runs ending after that block's last slot reach into this one.
+#[inline]
+pub(crate) fn next_spill<S: BlockSource>(
+    view: &View<'_, S>,
+    block: usize,
+    previous_spill: usize,
+) -> Option<usize> {
+    let first = block * BLOCK_SLOTS;
+    Some(end_after_given(view, first - 1, previous_spill)?.saturating_sub(first))
 }
 
 /// The exact spill of `block`: slots from `64 b` on used by runs of quotients below `64 b`.
@@ -158,8 +177,7 @@ pub(crate) fn spill<S: BlockSource>(view: &View<'_, S>, block: usize) -> Option<
         }
     };
     for next in base + 1..=block {
-        let first = next * BLOCK_SLOTS;
-        exact = end_after_given(view, first - 1, exact)?.saturating_sub(first);
+        exact = next_spill(view, next, exact)?;
     }
     Some(exact)
 }
@@ -213,40 +231,41 @@ fn run_across_blocks<S: BlockSource>(
     quotient: usize,
     d: usize,
 ) -> Option<Option<(usize, usize)>> {
+    run_from(view, quotient, d, spill(view, quotient / BLOCK_SLOTS)?)
+}
+
+/// [`run_of`] for an occupied `quotient`, given its block's exact spill (how the table checker,
+/// which knows every spill from its scan, finds runs without walking back through saturated
+/// ones).
+#[inline]
+pub(crate) fn run_given<S: BlockSource>(
+    view: &View<'_, S>,
+    quotient: usize,
+    block_spill: usize,
+) -> Option<Option<(usize, usize)>> {
     let block = quotient / BLOCK_SLOTS;
-    let first = block * BLOCK_SLOTS + spill(view, block)?;
+    let d = rank(view.occupieds(block), (quotient % BLOCK_SLOTS) as u32) as usize;
+    run_from(view, quotient, d, block_spill)
+}
+
+/// The run of the `d`-th occupied quotient of its block (`d >= 1`), given the block's exact
+/// spill.
+#[inline]
+fn run_from<S: BlockSource>(
+    view: &View<'_, S>,
+    quotient: usize,
+    d: usize,
+    block_spill: usize,
+) -> Option<Option<(usize, usize)>> {
+    let first = quotient / BLOCK_SLOTS * BLOCK_SLOTS + block_spill;
     // The run ends at the `d`-th runend from `first` and starts after the one before it, found
     // by a backward scan (usually in the same word) rather than a second select.
-    let end = select_from(view, first, d - 1)?;
+    let end = select_from(view, first, d.checked_sub(1)?)?;
     let after_previous = if d == 1 {
         first
     } else {
         last_runend_before(view, first, end)? + 1
     };
-    let start = after_previous.max(quotient);
-    if start > end {
-        return None;
-    }
-    Some(Some((start, end)))
-}
-
-/// [`run_of`] for an occupied `quotient`, given its block's `occupieds` word and exact spill.
-#[inline]
-pub(crate) fn run_with<S: BlockSource>(
-    view: &View<'_, S>,
-    quotient: usize,
-    occupieds: u64,
-    block_spill: usize,
-) -> Option<Option<(usize, usize)>> {
-    let block = quotient / BLOCK_SLOTS;
-    let d = rank(occupieds, (quotient % BLOCK_SLOTS) as u32) as usize;
-    let first = block * BLOCK_SLOTS + block_spill;
-    let after_previous = if d == 1 {
-        first
-    } else {
-        select_from(view, first, d - 2)? + 1
-    };
-    let end = select_from(view, after_previous, 0)?;
     let start = after_previous.max(quotient);
     if start > end {
         return None;
@@ -488,12 +507,18 @@ pub(crate) fn apply(view: &View<'_>, plan: &Plan) {
             end = end.saturating_sub(1); // unused after the run empties
         }
     }
-    for block in plan.quotient / BLOCK_SLOTS + 1..=plan.last / BLOCK_SLOTS {
-        let first = block * BLOCK_SLOTS;
-        let spill = end_after(view, first - 1)
-            .expect("blocks under exclusive access are consistent")
-            .saturating_sub(first);
-        view.set_spill(block, spill);
+    // The blocks after the quotient's, up to the last slot the write reached, get their spills
+    // again, each from the one before: the quotient's own block keeps its spill (its runs start
+    // where they did), so one lookup starts the chain instead of one per block, which would
+    // walk back through every saturated block each time.
+    let quotient_block = plan.quotient / BLOCK_SLOTS;
+    if plan.last / BLOCK_SLOTS > quotient_block {
+        let consistent = "blocks under exclusive access are consistent";
+        let mut previous = spill(view, quotient_block).expect(consistent);
+        for block in quotient_block + 1..=plan.last / BLOCK_SLOTS {
+            previous = next_spill(view, block, previous).expect(consistent);
+            view.set_spill(block, previous);
+        }
     }
 }
 
