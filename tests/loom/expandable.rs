@@ -73,32 +73,42 @@ fn racing_cascading_inserts_store_once() {
     });
 }
 
+/// A level-0 key of the four-key models: the top 3 bits pick one of 8 canonical slots, the next
+/// 10 are the remainder.
+fn key10(quotient: u64, remainder: u64) -> u64 {
+    (quotient << 61) | (remainder << 51)
+}
+
+/// A filter whose level 0 (8 slots of 10-bit remainders: 13-bit slots, 4 per group; full at
+/// four keys, δ_grow = 1/2) holds `[x, y, w, v]` with the cluster over slots 2-4 crossing from
+/// group 0 into group 1 (`x`, `y` one run from slot 2, `w` shifted to slot 4), and whose level
+/// 1 is open. The bound gives 10 remainder bits in both modes: with cascading, the fewest `r`
+/// with `2 · 2^-r < 0.002`; without, the fewest with `2 · δ · 2^-r < 0.0015`.
+fn four_keys(cascading: bool) -> (Arc<ExpandableQf>, [u64; 4]) {
+    let bound = if cascading { 0.002 } else { 0.0015 };
+    let filter = ExpandableQf::builder(3, bound)
+        .delta_grow(0.5)
+        .cascading(cascading)
+        .build()
+        .unwrap();
+    let keys = [key10(2, 1), key10(2, 2), key10(3, 1), key10(6, 1)];
+    for k in keys {
+        assert!(filter.insert_hash(k).unwrap());
+    }
+    assert_eq!(filter.levels(), 2);
+    (Arc::new(filter), keys)
+}
+
 /// A removal on a lower level shifts a key back across a group boundary while a query for
 /// that key reads the level without taking the newest level's path: the query must find it.
-/// The shift brings `w` home to its canonical slot, where a cascading query may answer from
-/// that slot alone; a query for a fingerprint of the same quotient that was never inserted
-/// must still answer `false` in every interleaving.
-/// Level 0 here has 8 slots of 10-bit remainders (13-bit slots, 4 per group) and is full at
-/// four keys (δ_grow = 1/2); its cluster over slots 2-4 crosses from group 0 into group 1.
-#[test]
-fn lower_level_query_during_a_removal_shifting_across_groups() {
-    model(|| {
-        let key = |quotient: u64, remainder: u64| (quotient << 61) | (remainder << 51);
-        // 0.002: with cascading, the fewest r with 2 * 2^-r < 0.002, 10 bits.
-        let filter = ExpandableQf::builder(3, 0.002)
-            .delta_grow(0.5)
-            .cascading(true)
-            .build()
-            .unwrap();
-        let (x, y, w, v) = (key(2, 1), key(2, 2), key(3, 1), key(6, 1));
-        for k in [x, y, w, v] {
-            assert!(filter.insert_hash(k).unwrap());
-        }
-        assert_eq!(filter.levels(), 2);
-        let filter = Arc::new(filter);
+/// The shift brings `w` home to its canonical slot; a query for a fingerprint of the same
+/// quotient that was never inserted must still answer `false` in every interleaving.
+fn lower_level_query_during_a_removal_shifting_across_groups(cascading: bool) {
+    model(move || {
+        let (filter, [x, y, w, _]) = four_keys(cascading);
         let (a, b) = (filter.clone(), filter.clone());
         let t = thread::spawn(move || a.remove_hash(y).unwrap());
-        let never = key(3, 5);
+        let never = key10(3, 5);
         let u = thread::spawn(move || {
             b.contains_hash(w) && b.contains_hash(x) && !b.contains_hash(never)
         });
@@ -111,6 +121,20 @@ fn lower_level_query_during_a_removal_shifting_across_groups() {
         assert!(!filter.contains_hash(y));
         filter.check_invariants().unwrap();
     });
+}
+
+/// The model above with cascading inserts: queries walk the levels oldest first and may stop
+/// at an empty canonical slot.
+#[test]
+fn cascading_lower_level_query_during_a_removal_shifting_across_groups() {
+    lower_level_query_during_a_removal_shifting_across_groups(true);
+}
+
+/// The model above without cascading inserts: queries probe the newest level first, then
+/// level 0 without locks.
+#[test]
+fn plain_lower_level_query_during_a_removal_shifting_across_groups() {
+    lower_level_query_during_a_removal_shifting_across_groups(false);
 }
 
 /// `K` went to level 1 because `X` held its canonical slot on level 0; a removal of `X`
@@ -140,29 +164,17 @@ fn reinsert_racing_a_removal_emptying_the_slot_stores_no_second_copy() {
 #[test]
 fn lock_free_lower_level_query_during_a_cascading_insert_next_to_it() {
     model(|| {
-        let key = |quotient: u64, remainder: u64| (quotient << 61) | (remainder << 51);
-        // 0.002: as in `lower_level_query_during_a_removal_shifting_across_groups`.
-        let filter = ExpandableQf::builder(3, 0.002)
-            .delta_grow(0.5)
-            .cascading(true)
-            .build()
-            .unwrap();
-        let (x, y, w, v) = (key(2, 1), key(2, 2), key(3, 1), key(6, 1));
-        for k in [x, y, w, v] {
-            assert!(filter.insert_hash(k).unwrap());
-        }
-        assert_eq!(filter.levels(), 2);
-        let filter = Arc::new(filter);
+        let (filter, [_, y, w, _]) = four_keys(true);
         let (a, b) = (filter.clone(), filter.clone());
         // Canonical slot 5 on level 0 is empty (the cluster ends at 4): one CAS stores it there.
-        let t = thread::spawn(move || a.insert_hash(key(5, 3)).unwrap());
+        let t = thread::spawn(move || a.insert_hash(key10(5, 3)).unwrap());
         let u = thread::spawn(move || b.contains_hash(w) && b.contains_hash(y));
         assert!(t.join().unwrap());
         assert!(
             u.join().unwrap(),
             "false negative next to a cascading insert"
         );
-        assert!(filter.contains_hash(key(5, 3)));
+        assert!(filter.contains_hash(key10(5, 3)));
         assert_eq!(filter.len(), 5);
         filter.check_invariants().unwrap();
     });
