@@ -61,7 +61,9 @@ fn threads_never_lose_a_finished_insert() {
         assert!((0..OWN).all(|i| filter.contains(&key(t, i))));
     }
     assert!((0..1000u64).all(|i| filter.contains(&(u64::MAX - i))));
-    assert!(filter.len() <= THREADS * OWN + 1000);
+    // `len` counts inserts that set a new bit: each own key at most once, and each shared key
+    // at most once per thread (the threads' first inserts of it may race, each setting a bit).
+    assert!(filter.len() <= THREADS * OWN + THREADS * 1000);
 }
 
 /// The measured rate on 400 000 absent keys is within 5 sigma (plus 5% for the finite table) of
