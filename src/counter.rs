@@ -73,14 +73,15 @@ impl StripedCounter {
             })
     }
 
-    /// Sets the count (exclusive access, e.g. when converting a sequential filter).
+    /// Sets the count (exclusive access, e.g. when converting a sequential filter), spread
+    /// evenly over the stripes like [`add_spread`](Self::add_spread), so that
+    /// [`estimate`](Self::estimate) stays close to it for every hint.
     pub(crate) fn reset(&self, value: usize) {
         for stripe in self.stripes.iter() {
             // Relaxed: called before the counter is shared.
             stripe.store(0, Ordering::Relaxed);
         }
-        // Relaxed: as above.
-        self.stripes[0].store(value, Ordering::Relaxed);
+        self.add_spread(0, value);
     }
 }
 
@@ -88,12 +89,23 @@ impl StripedCounter {
 mod tests {
     use super::{StripedCounter, STRIPES};
 
-    /// After a bulk add, every stripe's estimate is within one stripe's weight of the sum.
+    /// After a bulk add or a reset, every stripe's estimate is within one stripe's weight of
+    /// the sum.
     #[test]
     fn a_spread_add_keeps_every_estimate_near_the_sum() {
         for n in [0, 5, STRIPES, 37, 4096] {
             let counter = StripedCounter::new();
             counter.add_spread(3, n);
+            let reset = StripedCounter::new();
+            reset.increment(1);
+            reset.reset(n);
+            assert_eq!(reset.sum(), n);
+            for hint in 0..STRIPES {
+                assert!(
+                    reset.estimate(hint).abs_diff(n) <= STRIPES,
+                    "reset {n}, hint {hint}"
+                );
+            }
             assert_eq!(counter.sum(), n);
             for hint in 0..STRIPES {
                 let estimate = counter.estimate(hint);

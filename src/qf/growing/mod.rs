@@ -344,11 +344,7 @@ impl GrowableQf {
         doublings_left: u32,
         block_slots: usize,
     ) -> Self {
-        let len = filter.len;
         let generation = Generation::holding(filter, delta_grow, doublings_left, doublings_done);
-        // Spread, so the one-stripe estimate of `fill_reached` sees the fill from every hint.
-        generation.filter.len.reset(0);
-        generation.filter.len.add_spread(0, len);
         GrowableQf {
             current: AtomicPtr::new(Box::into_raw(Box::new(generation))),
             delta_grow,
