@@ -125,11 +125,8 @@ impl AtomicBloomFilter {
     }
 
     pub(crate) fn build(words: usize, hash_functions: u32, capacity: usize) -> Result<Self, Error> {
-        let mut table = Vec::new();
-        crate::storage::try_reserve(&mut table, words)?;
-        table.extend((0..words).map(|_| AtomicU64::new(0)));
         Ok(AtomicBloomFilter {
-            words: table.into_boxed_slice(),
+            words: crate::storage::try_boxed(words, || AtomicU64::new(0))?,
             bits: words as u64 * 64,
             hash_functions,
             capacity,

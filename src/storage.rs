@@ -146,6 +146,18 @@ pub(crate) fn try_reserve<T>(vec: &mut Vec<T>, count: usize) -> Result<(), Error
     })
 }
 
+/// `count` values made by `make`, in a boxed slice whose allocation failure is an error
+/// rather than an abort: how every table, lock array and counter array of the crate is made.
+///
+/// # Errors
+/// [`Error::InvalidParameters`] if the memory cannot be allocated.
+pub(crate) fn try_boxed<T>(count: usize, mut make: impl FnMut() -> T) -> Result<Box<[T]>, Error> {
+    let mut values = Vec::new();
+    try_reserve(&mut values, count)?;
+    values.extend((0..count).map(|_| make()));
+    Ok(values.into_boxed_slice())
+}
+
 /// A fixed-size array of packed slots in atomic groups, zeroed at creation.
 pub(crate) struct SlotArray {
     layout: SlotLayout,
@@ -172,13 +184,10 @@ impl SlotArray {
         }
         let layout = SlotLayout::new(bits);
         let group_count = layout.groups_for(slots);
-        let mut groups = Vec::new();
-        try_reserve(&mut groups, group_count)?;
-        groups.extend((0..group_count).map(|_| AtomicU64::new(0)));
         Ok(SlotArray {
             layout,
             slots,
-            groups: groups.into_boxed_slice(),
+            groups: try_boxed(group_count, || AtomicU64::new(0))?,
         })
     }
 

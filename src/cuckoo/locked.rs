@@ -127,11 +127,8 @@ impl LockedCuckooFilter {
             .min(table.buckets());
         let stripe_bits = stripes.trailing_zeros();
         // A lock per bucket is larger than the bucket: allocate it fallibly too.
-        let mut locks = Vec::new();
-        crate::storage::try_reserve(&mut locks, stripes)?;
-        locks.extend((0..stripes).map(|_| CachePadded::new(RwLock::new(()))));
         Ok(LockedCuckooFilter {
-            locks: locks.into_boxed_slice(),
+            locks: crate::storage::try_boxed(stripes, || CachePadded::new(RwLock::new(())))?,
             stripe_shift: bucket_bits - stripe_bits,
             table,
         })

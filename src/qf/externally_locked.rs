@@ -67,7 +67,7 @@
 
 use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter, Remove};
-use crate::storage::{try_reserve, Commit, Rewriter, SlotArray};
+use crate::storage::{try_boxed, Commit, Rewriter, SlotArray};
 use crate::sync::{AtomicBool, Ordering};
 
 use super::region_locks;
@@ -157,10 +157,10 @@ impl ExternallyLockedQf {
     /// had; [`from_sequential_with_region`](Self::from_sequential_with_region) returns an error
     /// instead.
     pub fn from_sequential(filter: SequentialQf) -> Self {
-        let regions = Self::region_count(&filter, Self::DEFAULT_REGION_SLOTS);
-        Self::build(filter, Self::DEFAULT_REGION_SLOTS).unwrap_or_else(|_| {
+        let shape = RegionShape::of(&filter, Self::DEFAULT_REGION_SLOTS);
+        Self::build(filter, shape).unwrap_or_else(|_| {
             std::alloc::handle_alloc_error(
-                std::alloc::Layout::array::<AtomicBool>(regions)
+                std::alloc::Layout::array::<AtomicBool>(shape.regions)
                     .expect("the lock array is smaller than the table, whose layout was valid"),
             )
         })
@@ -176,7 +176,8 @@ impl ExternallyLockedQf {
         region_slots: usize,
     ) -> Result<Self, Error> {
         check_region(region_slots)?;
-        Self::build(filter, region_slots)
+        let shape = RegionShape::of(&filter, region_slots);
+        Self::build(filter, shape)
     }
 
     /// The sequential filter over this table (no copy), e.g. to grow or merge it.
@@ -188,45 +189,18 @@ impl ExternallyLockedQf {
         }
     }
 
-    /// How many groups a region of about `region_slots` slots (`>= 1`) spans: a power of two,
-    /// at most the whole table.
-    fn region_groups(filter: &SequentialQf, region_slots: usize) -> usize {
-        let layout = *filter.table.slots.layout();
-        let per_group = (64 / layout.bits()) as usize;
-        let groups = layout.groups_for(filter.table.slots.len());
-        // At most the whole table (`groups >= 1`), so the power of two cannot overflow.
-        region_slots
-            .div_ceil(per_group)
-            .clamp(1, groups)
-            .next_power_of_two()
-    }
-
-    /// The number of regions (locks) of `filter`'s table with `region_slots` (`>= 1`).
-    fn region_count(filter: &SequentialQf, region_slots: usize) -> usize {
-        let layout = *filter.table.slots.layout();
-        let groups = layout.groups_for(filter.table.slots.len());
-        let region_shift = Self::region_groups(filter, region_slots).trailing_zeros();
-        ((groups - 1) >> region_shift) + 1
-    }
-
-    /// `region_slots >= 1`.
+    /// The filter over `filter`'s table with regions of `shape`.
     ///
     /// # Errors
     /// [`Error::InvalidParameters`] if the lock array cannot be allocated.
-    fn build(filter: SequentialQf, region_slots: usize) -> Result<Self, Error> {
-        let per_group = (64 / filter.table.slots.layout().bits()) as usize;
-        let region_groups = Self::region_groups(&filter, region_slots);
-        let regions = Self::region_count(&filter, region_slots);
-        let mut locks = Vec::new();
-        try_reserve(&mut locks, regions)?;
-        locks.extend((0..regions).map(|_| AtomicBool::new(false)));
+    fn build(filter: SequentialQf, shape: RegionShape) -> Result<Self, Error> {
         let len = StripedCounter::new();
         len.reset(filter.len);
         Ok(ExternallyLockedQf {
             table: filter.table,
-            locks: locks.into_boxed_slice(),
-            region_shift: region_groups.trailing_zeros(),
-            region_slots: region_groups * per_group,
+            locks: try_boxed(shape.regions, || AtomicBool::new(false))?,
+            region_shift: shape.region_groups.trailing_zeros(),
+            region_slots: shape.region_slots,
             len,
         })
     }
@@ -494,6 +468,36 @@ impl Remove for ExternallyLockedQf {
             self.len.decrement(quotient);
             Walked::Done(Ok(true))
         })
+    }
+}
+
+/// How a table is cut into lock regions: computed once per filter.
+#[derive(Clone, Copy)]
+struct RegionShape {
+    /// Groups per region: a power of two, at most the whole table.
+    region_groups: usize,
+    /// Slots per region.
+    region_slots: usize,
+    /// Regions (locks) of the table.
+    regions: usize,
+}
+
+impl RegionShape {
+    /// Regions of about `region_slots` slots (`>= 1`) over `filter`'s table.
+    fn of(filter: &SequentialQf, region_slots: usize) -> Self {
+        let layout = *filter.table.slots.layout();
+        let per_group = (64 / layout.bits()) as usize;
+        let groups = layout.groups_for(filter.table.slots.len());
+        // At most the whole table (`groups >= 1`), so the power of two cannot overflow.
+        let region_groups = region_slots
+            .div_ceil(per_group)
+            .clamp(1, groups)
+            .next_power_of_two();
+        RegionShape {
+            region_groups,
+            region_slots: region_groups * per_group,
+            regions: ((groups - 1) >> region_groups.trailing_zeros()) + 1,
+        }
     }
 }
 

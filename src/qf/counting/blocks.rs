@@ -230,10 +230,7 @@ impl BlockSource for LeBlocks<'_> {
 
 /// `count` zeroed atomic words, allocated fallibly.
 fn zeroed_words(count: usize) -> Result<Box<[AtomicU64]>, Error> {
-    let mut words = Vec::new();
-    crate::storage::try_reserve(&mut words, count)?;
-    words.extend((0..count).map(|_| AtomicU64::new(0)));
-    Ok(words.into_boxed_slice())
+    crate::storage::try_boxed(count, || AtomicU64::new(0))
 }
 
 /// Reads and writes of a table that record the range of blocks touched; reads from any

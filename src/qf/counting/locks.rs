@@ -124,15 +124,12 @@ impl RegionLocks {
         let region_blocks = region_blocks.clamp(1, blocks.max(1)).next_power_of_two();
         let shift = region_blocks.trailing_zeros();
         let count = ((blocks.max(1) - 1) >> shift) + 1;
-        let mut regions = Vec::new();
-        crate::storage::try_reserve(&mut regions, count)?;
-        regions.extend((0..count).map(|_| Region {
-            version: AtomicU64::new(0),
-            copies: AtomicU64::new(0),
-            distinct: AtomicU64::new(0),
-        }));
         Ok(RegionLocks {
-            regions: regions.into_boxed_slice(),
+            regions: crate::storage::try_boxed(count, || Region {
+                version: AtomicU64::new(0),
+                copies: AtomicU64::new(0),
+                distinct: AtomicU64::new(0),
+            })?,
             shift,
         })
     }
