@@ -291,16 +291,18 @@ impl ExpandableQf {
     }
 
     /// The quotient and remainder bits of level `level` after `doublings_done` doublings, and
-    /// the doublings it has in all; `None` past the last level.
+    /// the doublings it has in all; `None` past the last level, or for a level above 0 whose
+    /// final fingerprint or starting slots would not fit 64 bits (no such level is opened; level
+    /// 0's shape is the constructor's to check).
     pub(crate) fn level_shape(
         (q0, r0): (u32, u32),
         level: usize,
         doublings_done: u32,
     ) -> Option<(u32, u32, u32)> {
-        if level >= MAX_LEVELS {
+        let (q, r) = (q0 + level as u32, r0 + level as u32);
+        if level >= MAX_LEVELS || (level > 0 && (q + r > 64 || r + LEVEL_DOUBLINGS + 3 > 64)) {
             return None;
         }
-        let (q, r) = (q0 + level as u32, r0 + level as u32);
         let doublings = if level == 0 {
             0
         } else {
@@ -376,10 +378,9 @@ impl ExpandableQf {
     /// caller's retries.
     fn open_next_level(&self, active: usize, waiter: &Waiter, guard: &Guard) -> bool {
         let next = active + 1;
-        let (q, r) = (self.q0 + next as u32, self.r0 + next as u32);
-        if next >= MAX_LEVELS || q + r > 64 || r + LEVEL_DOUBLINGS + 3 > 64 {
+        let Some((q, r, doublings)) = Self::level_shape((self.q0, self.r0), next, 0) else {
             return false;
-        }
+        };
         // Acquire: a loser then sees the level the winner published.
         if self
             .opening
@@ -391,9 +392,8 @@ impl ExpandableQf {
         }
         // Acquire: as in `levels`.
         if self.active.load(Ordering::Acquire) == active {
-            let doublings = LEVEL_DOUBLINGS.min(q - 1);
-            let level = GrowableQf::builder_for_level(self.delta_grow, doublings)
-                .build_with_bits(q - doublings, r + doublings);
+            let level =
+                GrowableQf::builder_for_level(self.delta_grow, doublings).build_with_bits(q, r);
             match level {
                 Ok(level) => {
                     // Release: the level is complete before anyone can load it.
