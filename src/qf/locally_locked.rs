@@ -190,7 +190,10 @@ impl LocallyLockedQf {
     /// moves nothing (the cascading inserts of `ExpandableQf`, see its `level_reads` module).
     pub fn contains_hash_unsynchronized(&self, hash: u64) -> bool {
         let (quotient, remainder) = self.fingerprint(hash);
-        // Acquire: as in `fingerprints`.
+        // Acquire: as in `fingerprints`; and `ExpandableQf`'s lock-free level reads depend on
+        // it (`level_reads::read`: a group load that sees a removal's write then orders the
+        // removal's counter increment before the reader's second counter load). Weakening it
+        // to Relaxed breaks that seqlock.
         let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
         walk::lookup(&mut cursor, remainder).is_some_and(|(found, _)| found)
     }
