@@ -146,6 +146,15 @@ pub(crate) fn try_reserve<T>(vec: &mut Vec<T>, count: usize) -> Result<(), Error
     })
 }
 
+/// Little-endian 64-bit word `index` of `bytes` (any alignment, any host byte order): how
+/// serialised tables are read, in place or when copied.
+#[inline]
+pub(crate) fn le_word(bytes: &[u8], index: usize) -> u64 {
+    let mut word = [0u8; 8];
+    word.copy_from_slice(&bytes[index * 8..index * 8 + 8]);
+    u64::from_le_bytes(word)
+}
+
 /// `count` values made by `make`, in a boxed slice whose allocation failure is an error
 /// rather than an abort: how every table, lock array and counter array of the crate is made.
 ///
@@ -421,10 +430,7 @@ impl GroupSource for LeWords<'_> {
     }
     #[inline]
     fn load_group(&self, group: usize, _order: Ordering) -> u64 {
-        let start = group * 8;
-        let mut word = [0u8; 8];
-        word.copy_from_slice(&self.bytes[start..start + 8]);
-        u64::from_le_bytes(word)
+        le_word(self.bytes, group)
     }
 }
 

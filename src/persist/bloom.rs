@@ -10,6 +10,7 @@ use std::io::{Read, Write};
 
 use crate::bloom::{AtomicBloomFilter, MAX_BITS, MAX_HASH_FUNCTIONS};
 use crate::filter::{Error, Filter};
+use crate::storage::le_word;
 use crate::sync::Ordering;
 
 use super::format::{self, corrupt, ParamsWriter, Tag};
@@ -80,11 +81,9 @@ impl AtomicBloomFilter {
             .filter(|&len| len as u64 <= set)
             .ok_or_else(|| corrupt(format!("count {len} exceeds the {set} bits set")))?;
         let filter = AtomicBloomFilter::build(words, hash_functions, capacity)?;
-        for (word, bytes) in filter.words.iter().zip(file.payload.chunks_exact(8)) {
-            let mut le = [0u8; 8];
-            le.copy_from_slice(bytes);
+        for (index, word) in filter.words.iter().enumerate() {
             // Relaxed: the filter is not shared yet; handing it to other threads orders this.
-            word.store(u64::from_le_bytes(le), Ordering::Relaxed);
+            word.store(le_word(file.payload, index), Ordering::Relaxed);
         }
         filter.len.reset(len);
         Ok(filter)

@@ -22,6 +22,7 @@ use crate::qf::growing::GrowableQf;
 use crate::qf::locally_locked::LocallyLockedQf;
 use crate::qf::slot::STATUS_BITS;
 use crate::sizing;
+use crate::storage::le_word;
 
 use super::format::{self, corrupt, File, ParamsReader, ParamsWriter, Tag};
 use super::qf::{params as qf3_params, Decoded};
@@ -182,11 +183,7 @@ impl ExpandableQf {
             .u32(removed)
             .u32(0);
         // Every level file is a whole number of 8-byte words (its fields are).
-        let words = payload.chunks_exact(8).map(|word| {
-            let mut le = [0u8; 8];
-            le.copy_from_slice(word);
-            u64::from_le_bytes(le)
-        });
+        let words = (0..payload.len() / 8).map(|index| le_word(&payload, index));
         format::write_file(out, Tag::Expandable, params, words)
     }
 

@@ -22,6 +22,7 @@ use std::cell::Cell;
 
 use crate::filter::Error;
 use crate::hash::low_mask;
+use crate::storage::le_word;
 use crate::sync::{AtomicU64, Ordering};
 
 /// Where a [`View`] reads the table from: the blocks' words (block `b` is words
@@ -199,14 +200,6 @@ impl<'a> LeBlocks<'a> {
             .checked_mul(block_words(remainder_bits))?
             .checked_add(spill_words(blocks))
     }
-}
-
-/// The little-endian word at `index` of `bytes`.
-#[inline]
-fn le_word(bytes: &[u8], index: usize) -> u64 {
-    let mut word = [0u8; 8];
-    word.copy_from_slice(&bytes[index * 8..index * 8 + 8]);
-    u64::from_le_bytes(word)
 }
 
 impl BlockSource for LeBlocks<'_> {
