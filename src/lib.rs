@@ -79,6 +79,7 @@
 
 mod batch;
 mod bloom;
+mod budget;
 mod counter;
 mod cuckoo;
 mod filter;

@@ -377,3 +377,45 @@ fn threads_never_lose_a_finished_insert() {
         "{stored}"
     );
 }
+
+/// Threads insert overlapping keys well past the load cap, so duplicates race each other and
+/// the last places (the striped budget's give-backs and steals): at the end exactly `capacity`
+/// inserts stored, `len` agrees, and every key whose insert answered `Ok` is present.
+#[test]
+fn threads_fill_exactly_to_the_cap() {
+    const THREADS: usize = 4;
+    const KEYS: u64 = 12_000;
+    for round in 0..20u64 {
+        let filter = LinearProbingQf::with_bits(12, 13).unwrap();
+        let cap = filter.capacity();
+        assert!(KEYS as usize > 2 * cap);
+        let stored: usize = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..THREADS as u64)
+                .map(|t| {
+                    let filter = &filter;
+                    s.spawn(move || {
+                        let mut stored = 0;
+                        for i in 0..KEYS {
+                            // Each thread walks the same keys from its own start, so every
+                            // key is inserted by several threads at nearly the same time.
+                            let key = (i + t * 97 + round * 1_000_003) % KEYS + (round << 40);
+                            match filter.insert(&key) {
+                                Ok(new) => {
+                                    stored += usize::from(new);
+                                    assert!(filter.contains(&key), "key {key} answered Ok, absent");
+                                }
+                                Err(conqf::Error::Full) => {}
+                                Err(other) => panic!("unexpected {other:?}"),
+                            }
+                        }
+                        stored
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        assert_eq!(stored, cap, "round {round}");
+        assert_eq!(filter.len(), cap, "round {round}");
+        filter.check_invariants().unwrap();
+    }
+}

@@ -99,8 +99,7 @@ impl LinearProbingQf {
             let word = words.load_group(group, Ordering::Relaxed);
             filter.slots.store_group(group, word, Ordering::Relaxed);
         }
-        // Relaxed: as above.
-        filter.len.store(stored, Ordering::Relaxed);
+        filter.budget.set_used(stored);
         Ok(filter)
     }
 

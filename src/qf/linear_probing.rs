@@ -36,6 +36,17 @@
 //! the later one walks past the slot the earlier one filled; the CAS decides which one stores it
 //! and the other re-reads the slot and returns `Ok(false)`.
 //!
+//! # Full
+//!
+//! The load cap counts places, shared by the inserts through a striped budget (`budget.rs`): an insert
+//! takes a place when its scan reaches an empty slot, after it has found its remainder absent, and
+//! gives it back if it stores nothing. `Err(Full)` means that when the insert asked, every place
+//! was taken by a stored key or by an insert still running (which is what `len` counts too), and
+//! that the key was absent. An insert refused a place therefore reads the empty slot again: a
+//! racing insert of the same key may have filled it since the scan, and then the answer is
+//! `Ok(false)`. If the slot is still empty, the key was absent at the refusal too (a stored key
+//! stays stored, in the first empty slot of its stretch), so `Full` is the answer of that moment.
+//!
 //! # Memory orderings
 //!
 //! The filter's own guarantees need only the coherence of each group word (which every atomic
@@ -51,13 +62,12 @@
 
 use std::fmt;
 
-use crossbeam_utils::CachePadded;
-
+use crate::budget::CapBudget;
 use crate::filter::{Error, Filter};
 use crate::hash::Fingerprint;
 use crate::sizing;
 use crate::storage::SlotArray;
-use crate::sync::{AtomicUsize, Ordering};
+use crate::sync::Ordering;
 
 use super::overflow_slots;
 
@@ -99,12 +109,10 @@ pub struct LinearProbingQf {
     quotient_bits: u32,
     remainder_bits: u32,
     max_load: f64,
-    /// Most elements the filter accepts: `floor(max_load * 2^q)`.
-    cap: usize,
-    /// Stored elements plus inserts that have reserved a place and not yet finished. Only
-    /// inserts touch it; queries never do. Padded to its own cache line so that its updates do
-    /// not evict the fields every query reads.
-    pub(crate) len: CachePadded<AtomicUsize>,
+    /// The places under the cap, `floor(max_load * 2^q)`: stored elements plus inserts that
+    /// have taken a place and not yet finished are the places used. Only inserts touch it;
+    /// queries never do.
+    pub(crate) budget: CapBudget,
 }
 
 /// Configures a [`LinearProbingQf`] before building it: today only its load cap.
@@ -190,8 +198,7 @@ impl LinearProbingBuilder {
             quotient_bits,
             remainder_bits,
             max_load,
-            cap,
-            len: CachePadded::new(AtomicUsize::new(0)),
+            budget: CapBudget::new(cap),
         })
     }
 }
@@ -280,27 +287,6 @@ impl LinearProbingQf {
         (f.quotient as usize, f.remainder)
     }
 
-    /// Claims room for one more element under the cap; `false` if the filter is full.
-    #[inline]
-    fn reserve(&self) -> bool {
-        // Relaxed: the counter orders no other memory. The cap holds under any ordering because
-        // `fetch_add` is a read-modify-write: the increments form one total order, so at most
-        // `cap` of them see a value below `cap`.
-        if self.len.fetch_add(1, Ordering::Relaxed) < self.cap {
-            true
-        } else {
-            self.release();
-            false
-        }
-    }
-
-    /// Gives back a reservation that stored nothing.
-    #[inline]
-    fn release(&self) {
-        // Relaxed: as in `reserve`.
-        self.len.fetch_sub(1, Ordering::Relaxed);
-    }
-
     /// Tries to put `remainder` into slot `index`, which a scan found empty.
     #[inline]
     fn place(&self, index: usize, remainder: u64) -> Place {
@@ -351,13 +337,12 @@ impl LinearProbingQf {
             return Err(format!("the last slot {} is not empty", total - 1));
         }
         let stored = (0..total).filter(|&i| slot(i) != 0).count();
-        // Relaxed: as in `reserve`; the caller has synchronised with the inserts.
-        let len = self.len.load(Ordering::Relaxed);
+        let len = self.budget.used();
         if stored != len {
             return Err(format!("{stored} slots are full but len is {len}"));
         }
-        if len > self.cap {
-            return Err(format!("len {len} exceeds the cap {}", self.cap));
+        if len > self.budget.cap() {
+            return Err(format!("len {len} exceeds the cap {}", self.budget.cap()));
         }
         let tail_run = (addressable..total).take_while(|&i| slot(i) != 0).count();
         if let Some(i) = (addressable + tail_run..total).find(|&i| slot(i) != 0) {
@@ -389,10 +374,18 @@ impl Filter for LinearProbingQf {
                         break Err(Error::Full);
                     }
                     if !reserved {
-                        if !self.reserve() {
-                            break Err(Error::Full);
+                        if self.budget.take(quotient) {
+                            reserved = true;
+                        } else {
+                            // Every place is taken, but a racing insert of this very key may
+                            // have filled the slot since the scan read it: `Full` only if the
+                            // slot is still empty after the refusal (module doc, "Full").
+                            cursor.reload();
+                            if cursor.slot() == 0 {
+                                break Err(Error::Full);
+                            }
+                            continue;
                         }
-                        reserved = true;
                     }
                     match self.place(index, remainder) {
                         // The reservation becomes the stored element.
@@ -411,7 +404,7 @@ impl Filter for LinearProbingQf {
             }
         };
         if reserved {
-            self.release();
+            self.budget.give_back();
         }
         outcome
     }
@@ -436,13 +429,12 @@ impl Filter for LinearProbingQf {
     /// The number of stored keys. While inserts run it may also count inserts that have
     /// reserved a place but not finished; it never exceeds [`capacity`](Filter::capacity).
     fn len(&self) -> usize {
-        // Relaxed: a statistic; see `reserve`.
-        self.len.load(Ordering::Relaxed)
+        self.budget.used()
     }
 
     /// `floor(max_load * 2^q)`: inserts beyond it return [`Error::Full`].
     fn capacity(&self) -> usize {
-        self.cap
+        self.budget.cap()
     }
 
     fn memory_bytes(&self) -> usize {

@@ -205,18 +205,24 @@ fn duplicate_answer_orders_earlier_inserts() {
     });
 }
 
+/// A filter capped at `cap` places of its 8 slots, empty.
+fn capped(cap: usize) -> Arc<LinearProbingQf> {
+    let filter = LinearProbingQf::builder()
+        .max_load(cap as f64 / 8.0)
+        .build_with_bits(Q, R)
+        .unwrap();
+    assert_eq!(filter.capacity(), cap);
+    Arc::new(filter)
+}
+
 /// Two inserts race for the last place under the load cap (one key): exactly one stores, the
-/// other gets `Full` and changes nothing.
+/// other gets `Full` and changes nothing. Under loom the cap is split over two stripes and a
+/// key's quotient picks the stripe it takes from first: the one place is in stripe 0, so the
+/// insert with quotient 1 finds its stripe dry and must look in the other one.
 #[test]
 fn racing_for_the_last_place_under_the_cap() {
     model(|| {
-        let filter = Arc::new(
-            LinearProbingQf::builder()
-                .max_load(0.125)
-                .build_with_bits(Q, R)
-                .unwrap(),
-        );
-        assert_eq!(filter.capacity(), 1);
+        let filter = capped(1);
         let other = filter.clone();
         let t = thread::spawn(move || other.insert_hash(key(1, 5)));
         let mine = filter.insert_hash(key(6, 9));
@@ -232,5 +238,63 @@ fn racing_for_the_last_place_under_the_cap() {
         }
         assert_eq!(filter.len(), 1);
         filter.check_invariants().unwrap();
+    });
+}
+
+/// Two inserts whose keys start at the same stripe take the last two places, one in each
+/// stripe: the CAS loser on stripe 1 (or the one that finds it dry) must move to stripe 0, not
+/// report `Full`.
+#[test]
+fn two_inserts_share_the_last_two_places() {
+    model(|| {
+        let filter = capped(2);
+        let other = filter.clone();
+        let t = thread::spawn(move || other.insert_hash(key(1, 5)));
+        let mine = filter.insert_hash(key(3, 9));
+        let theirs = t.join().unwrap();
+        assert_eq!((mine, theirs), (Ok(true), Ok(true)));
+        assert!(filter.contains_hash(key(1, 5)) && filter.contains_hash(key(3, 9)));
+        assert_eq!(filter.len(), 2);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// The place a duplicate insert gives back is found by a later insert that has seen every
+/// stripe dry. Two inserts of one key take both places of a cap of 2; the one whose CAS finds
+/// the key already stored gives its place back. Another key then needs that place: once the
+/// other thread's insert has returned (and the main thread has seen so), `Full` would be a
+/// lost place; while it is still running, `Full` is allowed (it counts takes in flight, as
+/// `len` does).
+#[test]
+fn a_place_given_back_is_found_again() {
+    model(|| {
+        let filter = capped(2);
+        let finished = Arc::new(AtomicBool::new(false));
+        let (other, done) = (filter.clone(), finished.clone());
+        let t = thread::spawn(move || {
+            let answer = other.insert_hash(key(1, 5));
+            done.store(true, Ordering::Release);
+            answer
+        });
+        let mine = filter.insert_hash(key(1, 5));
+        let saw_finished = finished.load(Ordering::Acquire);
+        let second = filter.insert_hash(key(2, 7));
+        let theirs = t.join().unwrap();
+        let mut firsts = [mine, theirs];
+        firsts.sort_by_key(|r| format!("{r:?}"));
+        assert_eq!(firsts, [Ok(false), Ok(true)]);
+        match second {
+            Ok(true) => assert!(filter.contains_hash(key(2, 7))),
+            Err(Error::Full) => {
+                assert!(!saw_finished, "a place given back was lost");
+                assert!(!filter.contains_hash(key(2, 7)));
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+        assert_eq!(filter.len(), 1 + usize::from(second.is_ok()));
+        filter.check_invariants().unwrap();
+        // Every place is accounted for: whatever is left can still be filled.
+        let _ = filter.insert_hash(key(4, 11));
+        assert_eq!(filter.len(), 2);
     });
 }
