@@ -77,11 +77,16 @@ fn top_bits_sorted(hashes: &[u64], bits: u32) -> Vec<u64> {
     partition_sort_by(hashes, bits, |hash| hash >> shift)
 }
 
-/// Sorts `key(x)` (of `bits` bits) for every `x` of `input`, as [`partition_sort`] describes.
 /// About `2^BUCKET_KEYS_LOG` keys per bucket.
 const BUCKET_KEYS_LOG: u32 = 10;
 
-fn partition_sort_by(input: &[u64], bits: u32, key: impl Fn(u64) -> u64) -> Vec<u64> {
+/// Sorts `key(x)` (of `bits` bits) for every `x` of `input`, as [`partition_sort`] describes.
+///
+/// The radix pass is parallel too: the input is cut into one chunk per thread, each chunk
+/// counts its keys per bucket, and each then scatters into its own piece of every bucket. The
+/// output holds, for each bucket in turn, the pieces of chunk 0, chunk 1, ..., so the pieces
+/// are disjoint slices of it and the threads write without synchronisation.
+fn partition_sort_by(input: &[u64], bits: u32, key: impl Fn(u64) -> u64 + Sync) -> Vec<u64> {
     let n = input.len();
     if n < 1 << 12 {
         let mut keys: Vec<u64> = input.iter().map(|&x| key(x)).collect();
@@ -90,25 +95,57 @@ fn partition_sort_by(input: &[u64], bits: u32, key: impl Fn(u64) -> u64) -> Vec<
     }
     let bucket_bits = (n.ilog2() - BUCKET_KEYS_LOG).clamp(1, 16).min(bits);
     let shift = bits - bucket_bits;
-    let mut starts = vec![0usize; (1 << bucket_bits) + 1];
-    for &x in input {
-        starts[(key(x) >> shift) as usize + 1] += 1;
-    }
-    for b in 1..starts.len() {
-        starts[b] += starts[b - 1];
-    }
+    let bucket_of = |k: u64| (k >> shift) as usize;
+    // For each chunk `c`: its range of the input and `count[b]`, how many of its keys fall into
+    // bucket `b`.
+    let counts: Vec<(std::ops::Range<usize>, Vec<usize>)> =
+        par::map_chunks(n, par::MIN_PARALLEL, |range| {
+            let mut count = vec![0usize; 1 << bucket_bits];
+            for &x in &input[range.clone()] {
+                count[bucket_of(key(x))] += 1;
+            }
+            (range, count)
+        });
     let mut sorted = vec![0u64; n];
-    let mut next = starts.clone();
-    for &x in input {
-        let k = key(x);
-        let bucket = (k >> shift) as usize;
-        sorted[next[bucket]] = k;
-        next[bucket] += 1;
-    }
-    let mut buckets = Vec::with_capacity(starts.len() - 1);
+    // pieces[c][b]: where chunk `c` writes its keys of bucket `b`; `bucket_lens[b]`: the length
+    // of bucket `b` in `sorted`.
+    let mut pieces: Vec<Vec<&mut [u64]>> = counts
+        .iter()
+        .map(|_| Vec::with_capacity(1 << bucket_bits))
+        .collect();
+    let mut bucket_lens = Vec::with_capacity(1 << bucket_bits);
     let mut rest = &mut sorted[..];
-    for pair in starts.windows(2) {
-        let (bucket, tail) = rest.split_at_mut(pair[1] - pair[0]);
+    for bucket in 0..1 << bucket_bits {
+        let mut bucket_len = 0;
+        for ((_, count), chunk_pieces) in counts.iter().zip(&mut pieces) {
+            let (piece, tail) = std::mem::take(&mut rest).split_at_mut(count[bucket]);
+            chunk_pieces.push(piece);
+            rest = tail;
+            bucket_len += count[bucket];
+        }
+        bucket_lens.push(bucket_len);
+    }
+    let work: Vec<_> = counts
+        .into_iter()
+        .map(|(range, _)| range)
+        .zip(pieces)
+        .collect();
+    par::for_each(work, |(range, mut chunk_pieces)| {
+        for &x in &input[range] {
+            let k = key(x);
+            let piece = &mut chunk_pieces[bucket_of(k)];
+            // The piece has exactly one place per key of this chunk and bucket (counted above).
+            let (first, tail) = std::mem::take(piece)
+                .split_first_mut()
+                .expect("a piece holds every key counted for it");
+            *first = k;
+            *piece = tail;
+        }
+    });
+    let mut buckets = Vec::with_capacity(bucket_lens.len());
+    let mut rest = &mut sorted[..];
+    for len in bucket_lens {
+        let (bucket, tail) = rest.split_at_mut(len);
         buckets.push(bucket);
         rest = tail;
     }
@@ -229,6 +266,29 @@ mod tests {
             let mut expected = keys.clone();
             expected.sort_unstable();
             proptest::prop_assert_eq!(partition_sort(keys, 30), expected);
+        }
+    }
+
+    /// Batches of many chunks (one per thread, at least `MIN_PARALLEL` keys each), so the
+    /// chunks' pieces of every bucket are laid out and filled side by side, with uniform keys,
+    /// keys that crowd into few buckets, and repeats.
+    #[test]
+    fn partition_sort_of_many_chunks_sorts() {
+        let n = 9 * par::MIN_PARALLEL + 123;
+        let mut state = 0x9E37_79B9_7F4A_7C15u64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let uniform: Vec<u64> = (0..n).map(|_| next() >> 24).collect();
+        let crowded: Vec<u64> = uniform.iter().map(|k| k >> 20).collect();
+        let repeated: Vec<u64> = (0..n as u64).map(|i| (i % 1000) << 20).collect();
+        for keys in [uniform, crowded, repeated] {
+            let mut expected = keys.clone();
+            expected.sort_unstable();
+            assert_eq!(partition_sort(keys, 40), expected);
         }
     }
 
