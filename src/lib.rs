@@ -106,6 +106,10 @@ pub use persist::qf::SequentialQfRef;
 pub use qf::counting::{CountingQf, Counts};
 pub use qf::expandable::{ExpandableBuilder, ExpandableQf};
 pub use qf::externally_locked::ExternallyLockedQf;
+/// Modelled epoch grace periods for the loom models of the growing filters (`--cfg loom` only).
+#[cfg(loom)]
+#[doc(hidden)]
+pub use qf::growing::{model_grace_periods, GracePeriods};
 pub use qf::growing::{GrowableBuilder, GrowableQf};
 pub use qf::linear_probing::{LinearProbingBuilder, LinearProbingQf};
 pub use qf::locally_locked::LocallyLockedQf;

@@ -363,6 +363,14 @@ impl ExpandableQf {
         level.contains_pinned(hash, guard)
     }
 
+    /// Whether level `level` is sealed for lock-free reads (`--cfg loom` only, for the models
+    /// of the grace period).
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn level_is_sealed(&self, level: usize) -> bool {
+        self.reads.is_sealed(level)
+    }
+
     /// Checks every level's invariants. Only meaningful while no thread writes.
     pub fn check_invariants(&self) -> Result<(), String> {
         (0..self.levels()).try_for_each(|i| {

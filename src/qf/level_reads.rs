@@ -94,7 +94,7 @@ impl LevelReads {
     }
 
     /// Whether level `level` is sealed.
-    #[cfg(test)]
+    #[cfg(any(test, loom))]
     pub(crate) fn is_sealed(&self, level: usize) -> bool {
         // Acquire: as in `read`.
         self.sealed[level].load(Ordering::Acquire)

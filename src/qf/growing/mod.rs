@@ -38,6 +38,8 @@ use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, Waiter};
 
 use reclaim::Reclaimer;
 pub(crate) use reclaim::{defer, pin, Guard};
+#[cfg(loom)]
+pub use reclaim::{model_grace_periods, GracePeriods};
 
 /// Slots per migration block (paper 000 §3.2).
 const DEFAULT_BLOCK_SLOTS: usize = 4096;
