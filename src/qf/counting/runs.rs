@@ -82,13 +82,22 @@ fn last_runend_before<S: BlockSource>(
     }
 }
 
+/// The block of `slot` and how many occupied quotients of that block are `<= slot`.
+#[inline(always)]
+fn block_rank<S: BlockSource>(view: &View<'_, S>, slot: usize) -> (usize, u32) {
+    let block = slot / BLOCK_SLOTS;
+    (
+        block,
+        rank(view.occupieds(block), (slot % BLOCK_SLOTS) as u32),
+    )
+}
+
 /// The slot after the run of the last occupied quotient `<= slot` (or, if that run ends before
 /// `slot` or there is none, some position `<= slot`). So `slot` is in use iff the result is
 /// larger than `slot`.
 #[inline(always)]
 pub(crate) fn end_after<S: BlockSource>(view: &View<'_, S>, slot: usize) -> Option<usize> {
-    let block = slot / BLOCK_SLOTS;
-    let d = rank(view.occupieds(block), (slot % BLOCK_SLOTS) as u32);
+    let (block, d) = block_rank(view, slot);
     let base = block * BLOCK_SLOTS;
     // The common case, as in `run_of`: an exact spill and the run ending in the block.
     let stored = view.stored_spill(block);
@@ -122,9 +131,8 @@ pub(crate) fn end_after_given<S: BlockSource>(
     slot: usize,
     block_spill: usize,
 ) -> Option<usize> {
-    let block = slot / BLOCK_SLOTS;
-    let d = rank(view.occupieds(block), (slot % BLOCK_SLOTS) as u32) as usize;
-    end_after_from(view, block, d, block_spill)
+    let (block, d) = block_rank(view, slot);
+    end_after_from(view, block, d as usize, block_spill)
 }
 
 /// The slot after the run of the `d`-th occupied quotient of `block` (its first used slot if
@@ -243,9 +251,8 @@ pub(crate) fn run_given<S: BlockSource>(
     quotient: usize,
     block_spill: usize,
 ) -> Option<Option<(usize, usize)>> {
-    let block = quotient / BLOCK_SLOTS;
-    let d = rank(view.occupieds(block), (quotient % BLOCK_SLOTS) as u32) as usize;
-    run_from(view, quotient, d, block_spill)
+    let (_, d) = block_rank(view, quotient);
+    run_from(view, quotient, d as usize, block_spill)
 }
 
 /// The run of the `d`-th occupied quotient of its block (`d >= 1`), given the block's exact
