@@ -139,12 +139,12 @@ impl CapBudget {
         self.returned.fetch_add(1, Ordering::Release);
     }
 
-    /// Places taken and not given back. While takers run, a statistic that may count takes in
-    /// flight; never above the cap.
+    /// Places taken and not given back. While takers run, a statistic: it counts takes in
+    /// flight, and a place taken from a stripe after the sum read that stripe and given back
+    /// before it read `returned` is counted free twice, so the result may briefly be a little
+    /// low. Never above the cap.
     pub(crate) fn used(&self) -> usize {
-        // Relaxed: module doc. The stripes are read before `returned`, so a place that moves
-        // from a stripe to `returned` during the sum is missed rather than counted twice, except
-        // when it is taken after its stripe was read, which only makes the sum larger.
+        // Relaxed: module doc; no answer depends on this sum.
         let left = self.stripes.iter().fold(0usize, |sum, stripe| {
             sum.saturating_add(stripe.load(Ordering::Relaxed))
         });

@@ -427,7 +427,8 @@ impl Filter for LinearProbingQf {
     }
 
     /// The number of stored keys. While inserts run it may also count inserts that have
-    /// reserved a place but not finished; it never exceeds [`capacity`](Filter::capacity).
+    /// reserved a place but not finished, or briefly miss one whose place was given back during
+    /// the count; it never exceeds [`capacity`](Filter::capacity).
     fn len(&self) -> usize {
         self.budget.used()
     }

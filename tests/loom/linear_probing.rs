@@ -298,3 +298,37 @@ fn a_place_given_back_is_found_again() {
         assert_eq!(filter.len(), 2);
     });
 }
+
+/// A refusal that learns a stripe is dry from another thread's mark, not from the stripe, must
+/// still see the keys stored before that stripe's last take. `X` stores `K1` and then takes the
+/// last place (stripe 1) for `K2`; `M`, starting at stripe 1, finds it dry and marks it; the main
+/// thread inserts `K1` too, may skip stripe 1 through the mark, and is refused. If `X` got both
+/// places, `K1` was stored before the refusal, so the main thread must answer `Ok`, not `Full`:
+/// this fails if the dry mask is read or marked `Relaxed`.
+#[test]
+fn a_refusal_through_the_dry_mask_sees_keys_stored_before_the_last_take() {
+    super::check(Some(3), || {
+        let filter = capped(2);
+        let (k1, k2, m) = (key(0, 5), key(2, 6), key(1, 7));
+        let (x, y) = (filter.clone(), filter.clone());
+        let tx = thread::spawn(move || (x.insert_hash(k1), x.insert_hash(k2)));
+        let tm = thread::spawn(move || y.insert_hash(m));
+        let mine = filter.insert_hash(k1);
+        let (x_k1, x_k2) = tx.join().unwrap();
+        let theirs = tm.join().unwrap();
+        if x_k2 == Ok(true) {
+            assert_ne!(
+                mine,
+                Err(Error::Full),
+                "Full for a key stored before the refusal"
+            );
+        }
+        assert!(x_k1.is_ok() || mine.is_ok(), "{x_k1:?} {mine:?}");
+        let stored = [mine, x_k1, x_k2, theirs]
+            .iter()
+            .filter(|r| **r == Ok(true))
+            .count();
+        assert_eq!(filter.len(), stored);
+        filter.check_invariants().unwrap();
+    });
+}
