@@ -30,6 +30,12 @@ pub(crate) struct SlotLayout {
     per_group: u32,
     /// `ceil(2^64 / per_group)`: `i / per_group == (i * magic) >> 64` for `i < 2^58`.
     magic: u64,
+    /// Bit 0 of every lane, `lanes(1)`: precomputed, since every walk starts from it.
+    lane_lsb: u64,
+    /// `ceil(2^16 / bits)`: the lane holding bit `b < 64` of a word is `(b * lane_magic) >> 16`
+    /// (exact: the rounding error, `b * (bits - 1) / 2^16 / bits`, stays below the `1 / bits`
+    /// gap to the next multiple). Precomputed, so no cursor divides.
+    lane_magic: u32,
 }
 
 /// The largest slot index [`SlotLayout::locate`] divides exactly (see `magic`).
@@ -47,11 +53,15 @@ impl SlotLayout {
         } else {
             u64::MAX / per_group as u64 + 1
         };
-        SlotLayout {
+        let mut layout = SlotLayout {
             bits,
             per_group,
             magic,
-        }
+            lane_lsb: 0,
+            lane_magic: (1u32 << 16).div_ceil(bits),
+        };
+        layout.lane_lsb = layout.lanes(1);
+        layout
     }
 
     /// Width of one slot in bits.
@@ -455,7 +465,7 @@ pub(crate) struct Cursor<'a, S: GroupSource = SlotArray> {
     mask: u64,
     /// Bit 0 of every lane: `lanes(1)`.
     lane_lsb: u64,
-    /// `ceil(2^16 / bits)`: the lane holding bit `b` of a word is `(b * lane_magic) >> 16`.
+    /// The lane holding bit `b` of a word is `(b * lane_magic) >> 16` (see [`SlotLayout`]).
     lane_magic: u32,
     /// Slots per group.
     per_group: u32,
@@ -468,14 +478,28 @@ impl<'a, S: GroupSource> Cursor<'a, S> {
     /// A cursor on slot `index` of `array`, holding a snapshot of its group.
     #[inline]
     pub(crate) fn over(array: &'a S, index: usize, order: Ordering) -> Self {
-        let (group, _) = array.layout().locate(index);
-        Cursor::new(array, index, array.load_group(group, order), order, false)
+        let located = array.layout().locate(index);
+        let word = array.load_group(located.0, order);
+        Cursor::located(array, index, located, word, order, false)
     }
 
     #[inline]
     fn new(array: &'a S, index: usize, word: u64, order: Ordering, bounded: bool) -> Self {
-        let layout = *array.layout();
-        let (group, offset) = layout.locate(index);
+        let located = array.layout().locate(index);
+        Cursor::located(array, index, located, word, order, bounded)
+    }
+
+    /// A cursor on slot `index`, which is at `offset` in `group`, whose snapshot is `word`.
+    #[inline]
+    fn located(
+        array: &'a S,
+        index: usize,
+        (group, offset): (usize, u32),
+        word: u64,
+        order: Ordering,
+        bounded: bool,
+    ) -> Self {
+        let layout = array.layout();
         Cursor {
             array,
             slots: array.slot_count(),
@@ -486,10 +510,8 @@ impl<'a, S: GroupSource> Cursor<'a, S> {
             bits: layout.bits,
             last_shift: (layout.per_group - 1) * layout.bits,
             mask: layout.slot_mask(),
-            lane_lsb: layout.lanes(1),
-            // Exact for b < 64: the error of the rounded-up reciprocal, b * (bits - 1) / 2^16
-            // / bits, stays below the 1 / bits gap to the next multiple.
-            lane_magic: (1u32 << 16).div_ceil(layout.bits),
+            lane_lsb: layout.lane_lsb,
+            lane_magic: layout.lane_magic,
             per_group: layout.per_group,
             order,
             bounded,
