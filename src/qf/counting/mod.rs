@@ -360,6 +360,10 @@ impl Remove for CountingQf {
 impl Count for CountingQf {
     fn count_hash(&self, hash: u64) -> u64 {
         let (quotient, remainder) = self.fingerprint(hash);
+        // The block's metadata and the canonical slot's remainder are often on two cache lines
+        // (a block of r = 11 spans 104 bytes): start both misses now, so the walk does not wait
+        // for the second after the first.
+        self.table.prefetch(quotient);
         self.locks
             .read(&self.table, quotient / BLOCK_SLOTS, |view| {
                 runs::count(view, quotient, remainder)
