@@ -213,26 +213,7 @@ fn three_keys() -> (Arc<ExpandableQf>, [u64; 3]) {
 /// The next model waits for the opening instead, so it reaches the interleaving either way.
 #[test]
 fn a_level_opening_while_an_insert_shifts_on_the_old_level_waits_for_it() {
-    model(|| {
-        let _grace = conqf::model_grace_periods();
-        let (filter, [x, w, z]) = three_keys();
-        let (a, b) = (filter.clone(), filter.clone());
-        // The fourth key saturates level 0: its insert opens level 1.
-        let t = thread::spawn(move || a.insert_hash(key10(7, 1)).unwrap());
-        // Joins `x`'s run and shifts `w` and `z` one slot right, if it still finds level 0 the
-        // newest level; else it goes to level 1.
-        let u = thread::spawn(move || b.insert_hash(key10(2, 5)).unwrap());
-        let found = filter.contains_hash(z) && filter.contains_hash(w);
-        assert!(t.join().unwrap() && u.join().unwrap());
-        assert!(found, "false negative on a level sealed too early");
-        assert!([x, w, z, key10(7, 1), key10(2, 5)]
-            .iter()
-            .all(|&k| filter.contains_hash(k)));
-        assert_eq!(filter.levels(), 2);
-        assert!(filter.level_is_sealed(0), "the deferred sealing never ran");
-        assert!(!filter.level_is_sealed(1));
-        filter.check_invariants().unwrap();
-    });
+    model(|| level_opening_beside_a_shift(false));
 }
 
 /// The grace period's hazard itself: the main thread waits (yields, which cost no preemption)
@@ -244,22 +225,33 @@ fn a_level_opening_while_an_insert_shifts_on_the_old_level_waits_for_it() {
 /// two inserts stores its key on level 0 last sees it saturated.
 #[test]
 fn a_query_after_a_level_opening_reads_the_old_level_only_once_the_insert_left_it() {
-    super::check(Some(2), || {
-        let _grace = conqf::model_grace_periods();
-        let (filter, [x, w, z]) = three_keys();
-        let (a, b) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || a.insert_hash(key10(7, 1)).unwrap());
-        let u = thread::spawn(move || b.insert_hash(key10(2, 5)).unwrap());
-        while filter.levels() < 2 {
-            thread::yield_now();
-        }
-        let found = filter.contains_hash(z) && filter.contains_hash(w);
-        assert!(t.join().unwrap() && u.join().unwrap());
-        assert!(found, "false negative on a level sealed too early");
-        assert!([x, w, z, key10(7, 1), key10(2, 5)]
-            .iter()
-            .all(|&k| filter.contains_hash(k)));
-        assert!(filter.level_is_sealed(0), "the deferred sealing never ran");
-        filter.check_invariants().unwrap();
-    });
+    super::check(Some(2), || level_opening_beside_a_shift(true));
+}
+
+/// The body of the two models above: on `three_keys`, one thread inserts the key that opens
+/// level 1 and another the key that shifts `w` and `z` right on level 0 (if it still finds
+/// level 0 the newest level; else it goes to level 1), while the main thread queries `z` and
+/// `w`, first waiting for level 1 to open if `wait_for_the_opening`. No key may be missed, and
+/// once every thread is done level 0 must be sealed (the deferred sealing ran) and level 1 not.
+fn level_opening_beside_a_shift(wait_for_the_opening: bool) {
+    let _grace = conqf::model_grace_periods();
+    let (filter, [x, w, z]) = three_keys();
+    let (a, b) = (filter.clone(), filter.clone());
+    // The fourth key saturates level 0: its insert opens level 1.
+    let t = thread::spawn(move || a.insert_hash(key10(7, 1)).unwrap());
+    // Joins `x`'s run and shifts `w` and `z` one slot right across the group boundary.
+    let u = thread::spawn(move || b.insert_hash(key10(2, 5)).unwrap());
+    while wait_for_the_opening && filter.levels() < 2 {
+        thread::yield_now();
+    }
+    let found = filter.contains_hash(z) && filter.contains_hash(w);
+    assert!(t.join().unwrap() && u.join().unwrap());
+    assert!(found, "false negative on a level sealed too early");
+    assert!([x, w, z, key10(7, 1), key10(2, 5)]
+        .iter()
+        .all(|&k| filter.contains_hash(k)));
+    assert_eq!(filter.levels(), 2);
+    assert!(filter.level_is_sealed(0), "the deferred sealing never ran");
+    assert!(!filter.level_is_sealed(1));
+    filter.check_invariants().unwrap();
 }
