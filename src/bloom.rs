@@ -173,7 +173,7 @@ impl Filter for AtomicBloomFilter {
             }
         }
         if added {
-            self.len.increment(hash as usize);
+            self.len.increment();
         }
         Ok(added)
     }

@@ -44,6 +44,27 @@ impl Waiter {
     }
 }
 
+/// A number that differs between threads alive at the same time (dealt round-robin when a
+/// thread first asks), for spreading per-thread counters over stripes
+/// ([`StripedCounter`](crate::counter::StripedCounter)). Under loom every thread gets 0: the
+/// stripes only keep threads off each other's cache lines, no protocol depends on them.
+#[inline]
+pub(crate) fn thread_index() -> usize {
+    #[cfg(not(loom))]
+    {
+        /// The next index to deal. A plain `std` atomic: it is not part of any protocol the
+        /// model checker should see.
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        std::thread_local! {
+            // Relaxed: only the dealt values' distinctness matters, which the RMW gives.
+            static INDEX: usize = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        INDEX.with(|index| *index)
+    }
+    #[cfg(loom)]
+    0
+}
+
 /// Whether loom models read and write groups with read-modify-write operations only
 /// (environment variable `CONQF_LOOM_RMW_LOADS`), see `SlotArray::load_group` and
 /// `SlotArray::store_group` in `crate::storage`.

@@ -363,7 +363,7 @@ impl Filter for LockFreeCuckooFilter {
             if self.fill_empty(place.primary, place.fingerprint, hash)
                 || self.fill_empty(place.alternate, place.fingerprint, hash)
             {
-                self.table.len.increment(place.primary);
+                self.table.len.increment();
                 return Ok(true);
             }
             let mut moved_any = false;
@@ -377,7 +377,7 @@ impl Filter for LockFreeCuckooFilter {
                             Entry::EMPTY,
                             Entry::new(place.fingerprint, State::Stable),
                         ) {
-                            self.table.len.increment(place.primary);
+                            self.table.len.increment();
                             return Ok(true);
                         }
                     }
@@ -452,7 +452,7 @@ impl Remove for LockFreeCuckooFilter {
                         .table
                         .compare_exchange(bucket, index, stable, Entry::EMPTY)
                     {
-                        self.table.len.decrement(place.primary);
+                        self.table.len.decrement();
                         return Ok(true);
                     }
                     // The entry changed under us (moved or removed): look again.

@@ -306,7 +306,7 @@ impl Filter for LockedCuckooFilter {
                 if self.fill_empty(place.primary, place.fingerprint, hash)
                     || self.fill_empty(place.alternate, place.fingerprint, hash)
                 {
-                    self.table.len.increment(place.primary);
+                    self.table.len.increment();
                     return Ok(true);
                 }
             }
@@ -322,7 +322,7 @@ impl Filter for LockedCuckooFilter {
                             Entry::EMPTY,
                             Entry::new(place.fingerprint, State::Stable),
                         ) {
-                            self.table.len.increment(place.primary);
+                            self.table.len.increment();
                             return Ok(true);
                         }
                     }
@@ -384,7 +384,7 @@ impl Remove for LockedCuckooFilter {
                     Entry::EMPTY,
                 );
                 debug_assert!(removed, "the entry is write-locked");
-                self.table.len.decrement(place.primary);
+                self.table.len.decrement();
                 return Ok(true);
             }
         }

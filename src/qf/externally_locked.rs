@@ -387,7 +387,7 @@ impl Filter for ExternallyLockedQf {
             let mut rewriter = Rewriter::new(&self.table.slots, UnderLock, KEEP_OCCUPIED);
             walk::shift_in(&mut read, &mut rewriter, &plan, None);
             rewriter.finish();
-            self.len.increment(quotient);
+            self.len.increment();
             Walked::Done(Ok(true))
         })
     }
@@ -465,7 +465,7 @@ impl Remove for ExternallyLockedQf {
             let mut rewriter = Rewriter::new(&self.table.slots, UnderLock, KEEP_OCCUPIED);
             walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, false);
             rewriter.finish();
-            self.len.decrement(quotient);
+            self.len.decrement();
             Walked::Done(Ok(true))
         })
     }

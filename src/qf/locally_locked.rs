@@ -249,7 +249,7 @@ impl LocallyLockedQf {
             .slots
             .compare_exchange_group(group, word, new, Ordering::Release, Ordering::Relaxed)
             .ok()?;
-        self.len.increment(quotient);
+        self.len.increment();
         Some(Ok(true))
     }
 
@@ -386,7 +386,7 @@ impl LocallyLockedQf {
             let element = Slot::element(remainder, false, false).raw() | OCCUPIED;
             let stored = self.update_slot(end, |now| (now == WRITE_LOCK).then_some(element));
             debug_assert!(stored, "we hold the write lock");
-            self.len.increment(quotient);
+            self.len.increment();
             return Some(Ok(true));
         }
         let Some(start) = self.lock_cluster_start(quotient) else {
@@ -424,7 +424,7 @@ impl LocallyLockedQf {
         rewriter.finish();
         // The shift filled the write-locked slot, which released it.
         self.unlock_read(start);
-        self.len.increment(quotient);
+        self.len.increment();
         Some(Ok(true))
     }
 
@@ -506,7 +506,7 @@ impl LocallyLockedQf {
             self.unlock_reads_in(start, emptied - 1);
         }
         self.unlock_write(end);
-        self.len.decrement(quotient);
+        self.len.decrement();
         Some(Ok(true))
     }
 }

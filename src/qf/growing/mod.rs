@@ -202,6 +202,8 @@ struct Generation {
     filter: LocallyLockedQf,
     /// Grow once this many fingerprints are stored.
     threshold: usize,
+    /// Inserts whose hash has none of these bits set check the fill (see `fill_reached`).
+    check_mask: u64,
     /// Doublings still allowed after this table.
     doublings_left: u32,
     /// Doublings that led to this table.
@@ -244,9 +246,14 @@ impl Generation {
         doublings_done: u32,
     ) -> Self {
         let threshold = ((1u64 << filter.table.quotient_bits) as f64 * delta_grow) as usize;
+        let threshold = threshold.max(1);
+        // One insert in `2^k` checks, with `2^k` at most a thousandth of the threshold (and
+        // at most 64), so the fill overshoots the threshold by about 0.1% at most.
+        let check_every = (threshold >> 10).clamp(1, 64).next_power_of_two();
         Generation {
             filter: LocallyLockedQf::from_sequential(filter),
-            threshold: threshold.max(1),
+            threshold,
+            check_mask: check_every as u64 - 1,
             doublings_left,
             doublings_done,
             growth: AtomicUsize::new(IDLE),
@@ -256,15 +263,15 @@ impl Generation {
 
     /// Whether the fill has reached the growth threshold, checked after an insert of `hash`.
     ///
-    /// One stripe of the counter first: summing all of them on every insert would cost more
-    /// than the insert. The stripes differ by a few percent, so the exact sum is checked from
-    /// 7/8 of the threshold on.
+    /// Summing the counter's stripes reads a cache line per stripe, more than an insert costs,
+    /// so only a sample of the inserts sums them: those whose hash has none of `check_mask`'s
+    /// low bits set (hash bits beyond the fingerprint for all but the longest fingerprints, and
+    /// uniform in any case). The fill then passes the threshold by `check_mask + 1` inserts on
+    /// average. Inserts whose hashes are never sampled still grow the table once it is full
+    /// (the insert loop grows on [`Error::Full`]).
     #[inline]
     fn fill_reached(&self, hash: u64) -> bool {
-        let (quotient, _) = self.filter.table.fingerprint(hash);
-        let threshold = self.threshold;
-        self.filter.len.estimate(quotient) >= threshold - threshold / 8
-            && self.filter.len.sum() >= threshold
+        hash & self.check_mask == 0 && self.filter.len.sum() >= self.threshold
     }
 
     /// The migration out of this generation, if one was published.
@@ -434,7 +441,7 @@ impl GrowableQf {
                 return None;
             }
             if filter.update_slot(quotient, |now| (now == 0).then_some(element)) {
-                filter.len.increment(quotient);
+                filter.len.increment();
                 return Some(true);
             }
         }
@@ -540,7 +547,7 @@ impl GrowableQf {
             let lo = block * migration.block_slots;
             let hi = (lo + migration.block_slots).min(old_slots);
             let copied = migration::migrate_block(old, &next.filter.table, lo, hi, &mut buffer);
-            next.filter.len.add_spread(block, copied);
+            next.filter.len.add(copied);
             // Release: publishes this block's target writes to whoever sees the count complete.
             migration.done_blocks.fetch_add(1, Ordering::Release);
         }

@@ -333,7 +333,7 @@ impl TwoBitQf {
             Ordering::Acquire,
         ) {
             Ok(_) => {
-                self.len.increment(quotient);
+                self.len.increment();
                 Some(Ok(Ok(true)))
             }
             Err(actual) => Some(Err(Lost {
@@ -423,7 +423,7 @@ impl TwoBitQf {
                 .slots
                 .update_slot(left, |now| (now == LOCK).then_some(slot));
             debug_assert!(stored, "we hold the lock");
-            self.len.increment(quotient);
+            self.len.increment();
             return Some(Ok(true));
         }
         let plan = match self.plan_locked(left, quotient, remainder) {
@@ -462,7 +462,7 @@ impl TwoBitQf {
         self.shift_in_locked(&plan);
         // The shift filled the right lock's slot, which released it.
         self.unlock(left);
-        self.len.increment(quotient);
+        self.len.increment();
         Some(Ok(true))
     }
 
@@ -535,7 +535,7 @@ impl TwoBitQf {
         walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan);
         rewriter.finish();
         self.unlock(left);
-        self.len.decrement(quotient);
+        self.len.decrement();
         Some(Ok(true))
     }
 }
