@@ -264,14 +264,17 @@ impl Generation {
     /// Whether the fill has reached the growth threshold, checked after an insert of `hash`.
     ///
     /// Summing the counter's stripes reads a cache line per stripe, more than an insert costs,
-    /// so only a sample of the inserts sums them: those whose hash has none of `check_mask`'s
-    /// low bits set (hash bits beyond the fingerprint for all but the longest fingerprints, and
-    /// uniform in any case). The fill then passes the threshold by `check_mask + 1` inserts on
-    /// average. Inserts whose hashes are never sampled still grow the table once it is full
-    /// (the insert loop grows on [`Error::Full`]).
+    /// so only a sample of the inserts sums them: those whose hash, multiplied by an odd
+    /// constant (Fibonacci hashing), has none of `check_mask`'s bits set in its top six bits.
+    /// The product's top bits depend on every bit of the hash, so even hashes that differ only
+    /// in a few bits (e.g. `insert_hash` of small integers) are sampled about evenly. The fill
+    /// then passes the threshold by `check_mask + 1` inserts on average; inserts that are never
+    /// sampled still grow the table once it is full (the insert loop grows on
+    /// [`Error::Full`]).
     #[inline]
     fn fill_reached(&self, hash: u64) -> bool {
-        hash & self.check_mask == 0 && self.filter.len.sum() >= self.threshold
+        let sample = hash.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 58;
+        sample & self.check_mask == 0 && self.filter.len.sum() >= self.threshold
     }
 
     /// The migration out of this generation, if one was published.
