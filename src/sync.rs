@@ -44,8 +44,8 @@ impl Waiter {
     }
 }
 
-/// A number that differs between threads alive at the same time (dealt round-robin when a
-/// thread first asks), for spreading per-thread counters over stripes
+/// A number of the calling thread, different for every thread (dealt in turn when a thread
+/// first asks), for spreading per-thread counters over stripes
 /// ([`StripedCounter`](crate::counter::StripedCounter)). Under loom every thread gets 0: the
 /// stripes only keep threads off each other's cache lines, no protocol depends on them.
 #[inline]

@@ -202,7 +202,8 @@ struct Generation {
     filter: LocallyLockedQf,
     /// Grow once this many fingerprints are stored.
     threshold: usize,
-    /// Inserts whose hash has none of these bits set check the fill (see `fill_reached`).
+    /// Which inserts check the fill: those whose sample (see `fill_reached`) has none of these
+    /// bits set.
     check_mask: u64,
     /// Doublings still allowed after this table.
     doublings_left: u32,
@@ -247,8 +248,8 @@ impl Generation {
     ) -> Self {
         let threshold = ((1u64 << filter.table.quotient_bits) as f64 * delta_grow) as usize;
         let threshold = threshold.max(1);
-        // One insert in `2^k` checks, with `2^k` at most a thousandth of the threshold (and
-        // at most 64), so the fill overshoots the threshold by about 0.1% at most.
+        // About one insert in `2^k` checks, with `2^k` at most a thousandth of the threshold
+        // (and at most 64), so the fill passes the threshold by about 0.1% or less on average.
         let check_every = (threshold >> 10).clamp(1, 64).next_power_of_two();
         Generation {
             filter: LocallyLockedQf::from_sequential(filter),
