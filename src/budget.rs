@@ -236,20 +236,17 @@ std::thread_local! {
 
 /// The stripe this thread takes from first.
 ///
-/// Threads are numbered in the order they first take, and thread `t` starts at `t` with its
+/// Thread `t` (its [`thread_index`](crate::sync::thread_index)) starts at `t % STRIPES` with its
 /// bits reversed (0, 8, 4, 12, ... for 16 stripes), so the first threads start far apart. A
 /// thread whose stripe runs dry or is contended moves to the stripe where it next succeeds
 /// ([`prefer_stripe`]), like a `LongAdder` cell in Java: threads that collide part again.
 #[cfg(not(loom))]
 #[inline]
 fn preferred_stripe(_hint: usize) -> usize {
-    static THREADS: AtomicUsize = AtomicUsize::new(0);
     PREFERRED.with(|preferred| match preferred.get() {
         Some(stripe) => stripe,
         None => {
-            // Relaxed: only hands out distinct numbers.
-            let thread = THREADS.fetch_add(1, Ordering::Relaxed);
-            let stripe = reversed_bits(thread % STRIPES);
+            let stripe = reversed_bits(crate::sync::thread_index() % STRIPES);
             preferred.set(Some(stripe));
             stripe
         }
