@@ -474,6 +474,13 @@ pub(crate) struct Cursor<'a, S: GroupSource = SlotArray> {
     bounded: bool,
 }
 
+/// The lane holding bit `bit < 64` of a word, from the layout's `lane_magic` (see
+/// [`SlotLayout`]): a multiply and a shift instead of `bit / bits`.
+#[inline]
+fn lane_of_bit(bit: u32, lane_magic: u32) -> u32 {
+    (bit * lane_magic) >> 16
+}
+
 impl<'a, S: GroupSource> Cursor<'a, S> {
     /// A cursor on slot `index` of `array`, holding a snapshot of its group.
     #[inline]
@@ -604,10 +611,10 @@ impl<S: GroupSource> Cursor<'_, S> {
     /// Moves to the slot whose lane holds bit `bit` of the current group.
     #[inline]
     pub(crate) fn jump_to_bit(&mut self, bit: u32) {
-        let lane = (bit * self.lane_magic) >> 16;
+        let lane = lane_of_bit(bit, self.lane_magic);
         debug_assert!(lane < self.per_group && lane == bit / self.bits);
         let shift = lane * self.bits;
-        let current = (self.shift * self.lane_magic) >> 16;
+        let current = lane_of_bit(self.shift, self.lane_magic);
         self.index = self.index - current as usize + lane as usize;
         self.shift = shift;
     }
@@ -619,7 +626,7 @@ impl<S: GroupSource> Cursor<'_, S> {
         if self.group == 0 || self.bounded {
             return false;
         }
-        let lane = (self.shift * self.lane_magic) >> 16;
+        let lane = lane_of_bit(self.shift, self.lane_magic);
         self.index -= lane as usize + 1;
         self.group -= 1;
         self.shift = self.last_shift;
@@ -631,7 +638,7 @@ impl<S: GroupSource> Cursor<'_, S> {
     /// past the end of the array or the cursor is bounded.
     #[inline]
     pub(crate) fn enter_next_group(&mut self) -> bool {
-        let lane = (self.shift * self.lane_magic) >> 16;
+        let lane = lane_of_bit(self.shift, self.lane_magic);
         let next = self.index - lane as usize + self.per_group as usize;
         if self.bounded || next >= self.slots {
             return false;
@@ -844,6 +851,20 @@ pub(crate) fn prefetch_word(word: &AtomicU64) {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn the_lane_of_a_bit_matches_division_for_every_width() {
+        for bits in 1..=64 {
+            let layout = SlotLayout::new(bits);
+            for bit in 0..64 {
+                assert_eq!(
+                    lane_of_bit(bit, layout.lane_magic),
+                    bit / bits,
+                    "bit {bit} of {bits}-bit lanes"
+                );
+            }
+        }
+    }
 
     #[test]
     fn locate_matches_division_for_every_width() {
