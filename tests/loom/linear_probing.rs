@@ -32,6 +32,19 @@ fn filter_with(keys: &[u64]) -> Arc<LinearProbingQf> {
     Arc::new(filter)
 }
 
+/// Inserts `here` on this thread while a spawned thread inserts `spawned`; returns both answers,
+/// this thread's first.
+fn insert_racing(
+    filter: &Arc<LinearProbingQf>,
+    here: u64,
+    spawned: u64,
+) -> (Result<bool, Error>, Result<bool, Error>) {
+    let other = filter.clone();
+    let t = thread::spawn(move || other.insert_hash(spawned));
+    let mine = filter.insert_hash(here);
+    (mine, t.join().unwrap())
+}
+
 /// Runs `f` under every interleaving loom explores. No preemption bound: these models are
 /// small enough to explore exhaustively (all of them together take well under a second).
 fn model(f: impl Fn() + Sync + Send + 'static) {
@@ -44,10 +57,7 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 fn racing_inserts_for_one_empty_slot_both_store() {
     model(|| {
         let filter = filter_with(&[key(1, 9)]);
-        let other = filter.clone();
-        let t = thread::spawn(move || other.insert_hash(key(1, 5)));
-        let mine = filter.insert_hash(key(1, 6));
-        let theirs = t.join().unwrap();
+        let (mine, theirs) = insert_racing(&filter, key(1, 6), key(1, 5));
         assert_eq!((mine, theirs), (Ok(true), Ok(true)));
         for k in [key(1, 9), key(1, 5), key(1, 6)] {
             assert!(filter.contains_hash(k));
@@ -63,10 +73,7 @@ fn racing_inserts_for_one_empty_slot_both_store() {
 fn racing_duplicate_inserts_store_once() {
     model(|| {
         let filter = filter_with(&[key(1, 9)]);
-        let other = filter.clone();
-        let t = thread::spawn(move || other.insert_hash(key(1, 5)));
-        let mine = filter.insert_hash(key(1, 5));
-        let theirs = t.join().unwrap();
+        let (mine, theirs) = insert_racing(&filter, key(1, 5), key(1, 5));
         let mut results = [mine, theirs];
         results.sort_by_key(|r| format!("{r:?}"));
         assert_eq!(results, [Ok(false), Ok(true)]);
@@ -83,10 +90,7 @@ fn racing_duplicate_inserts_store_once() {
 fn insert_crossing_a_group_boundary_races_one_in_the_next_group() {
     model(|| {
         let filter = filter_with(&[key(2, 1), key(3, 2)]);
-        let other = filter.clone();
-        let t = thread::spawn(move || other.insert_hash(key(4, 8)));
-        let mine = filter.insert_hash(key(2, 7));
-        let theirs = t.join().unwrap();
+        let (mine, theirs) = insert_racing(&filter, key(2, 7), key(4, 8));
         assert_eq!((mine, theirs), (Ok(true), Ok(true)));
         for k in [key(2, 1), key(3, 2), key(2, 7), key(4, 8)] {
             assert!(filter.contains_hash(k));
@@ -103,10 +107,7 @@ fn insert_crossing_a_group_boundary_races_one_in_the_next_group() {
 fn same_remainder_from_neighbouring_stretches_across_groups_is_stored_once() {
     model(|| {
         let filter = filter_with(&[key(2, 1), key(3, 2)]);
-        let other = filter.clone();
-        let t = thread::spawn(move || other.insert_hash(key(4, 7)));
-        let mine = filter.insert_hash(key(2, 7));
-        let theirs = t.join().unwrap();
+        let (mine, theirs) = insert_racing(&filter, key(2, 7), key(4, 7));
         assert!(matches!(
             (mine, theirs),
             (Ok(true), Ok(false)) | (Ok(false), Ok(true))
@@ -223,10 +224,7 @@ fn capped(cap: usize) -> Arc<LinearProbingQf> {
 fn racing_for_the_last_place_under_the_cap() {
     model(|| {
         let filter = capped(1);
-        let other = filter.clone();
-        let t = thread::spawn(move || other.insert_hash(key(1, 5)));
-        let mine = filter.insert_hash(key(6, 9));
-        let theirs = t.join().unwrap();
+        let (mine, theirs) = insert_racing(&filter, key(6, 9), key(1, 5));
         match (mine, theirs) {
             (Ok(true), Err(Error::Full)) => {
                 assert!(filter.contains_hash(key(6, 9)) && !filter.contains_hash(key(1, 5)))
@@ -248,10 +246,7 @@ fn racing_for_the_last_place_under_the_cap() {
 fn two_inserts_share_the_last_two_places() {
     model(|| {
         let filter = capped(2);
-        let other = filter.clone();
-        let t = thread::spawn(move || other.insert_hash(key(1, 5)));
-        let mine = filter.insert_hash(key(3, 9));
-        let theirs = t.join().unwrap();
+        let (mine, theirs) = insert_racing(&filter, key(3, 9), key(1, 5));
         assert_eq!((mine, theirs), (Ok(true), Ok(true)));
         assert!(filter.contains_hash(key(1, 5)) && filter.contains_hash(key(3, 9)));
         assert_eq!(filter.len(), 2);
