@@ -70,8 +70,8 @@ pub(crate) fn merge_counted(a: (&[u64], &[u64]), b: (&[u64], &[u64])) -> (Vec<u6
 /// Few buckets keep the scatter fast: every bucket is a separate write stream, and with
 /// thousands of them nearly every write missed the TLB. With `W=build Q=24 T=2 cargo run
 /// --release --example bulk_probe` (11.7 million keys, 2 threads), `2^13` buckets sorted by
-/// `sort_unstable` took 166 ms; `2^8` buckets sorted by `radsort` took 113-117 ms
-/// (timed by temporary instrumentation: count 17, scatter 43-48, bucket sorts 38).
+/// `sort_unstable` took 166 ms; `2^8` buckets sorted by `radsort` took 113-120 ms
+/// (timed by temporary instrumentation: count 17-18, scatter 43-48, bucket sorts 38-40).
 #[cfg(test)]
 pub(crate) fn partition_sort(keys: Vec<u64>, bits: u32) -> Vec<u64> {
     partition_sort_by(&keys, bits, |key| key)
