@@ -5,6 +5,8 @@
 //! check runs while relocations move those very keys), a removed key is gone, and at the end
 //! the table holds exactly the expected fingerprints. Bounded to a few seconds.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -97,13 +99,14 @@ fn hammer<F: Filter + Remove>(
                 }
             }
         });
-        let fulls: usize = writers.into_iter().map(|w| w.join().unwrap()).sum();
+        let fulls: usize = common::join_writers(writers, writers_done)
+            .into_iter()
+            .sum();
         // At 70% a table this size has room: Full must stay rare.
         assert!(
             fulls < ROUNDS * per_writer * WRITERS / 100,
             "{fulls} inserts failed"
         );
-        writers_done.store(true, Ordering::Release);
     });
     assert_eq!(filter.len(), stable.len());
     assert_eq!(stored_fingerprints(filter), stable.len());

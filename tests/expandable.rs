@@ -265,10 +265,7 @@ fn threads_insert_across_levels_without_false_negatives() {
                     "false negative while levels open",
                 )
             });
-            for w in writers {
-                w.join().unwrap();
-            }
-            done.store(true, Ordering::Release);
+            common::join_writers(writers, done);
             assert!(checker.join().unwrap() > 0);
         });
         assert!(filter.levels() >= 4, "{} levels", filter.levels());
@@ -316,6 +313,8 @@ fn lock_free_lower_level_queries_survive_removals() {
             let (filter, keys, done) = (&filter, &keys, &done);
             let (rounds_started, checker_stopped) = (&rounds_started, &checker_stopped);
             let remover = s.spawn(move || {
+                // Also on a panic, so the checker stops.
+                let _done = SetOnDrop(done);
                 for (n, &k) in keys.iter().step_by(2).enumerate() {
                     while n % BATCH == 0
                         && rounds_started.load(Ordering::SeqCst) <= n / BATCH
@@ -325,7 +324,6 @@ fn lock_free_lower_level_queries_survive_removals() {
                     }
                     assert_eq!(filter.remove_hash(k), Ok(true));
                 }
-                done.store(true, Ordering::SeqCst);
             });
             let checker = s.spawn(move || {
                 let _stopped = SetOnDrop(checker_stopped);

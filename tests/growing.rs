@@ -35,6 +35,16 @@ fn random_hashes(count: usize, seed: u64) -> Vec<u64> {
     (0..count).map(|_| rng.random()).collect()
 }
 
+/// `count` random hashes whose fingerprints (top `bits` bits) all differ.
+fn distinct_fingerprint_hashes(count: usize, seed: u64, bits: u32) -> Vec<u64> {
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut seen = BTreeSet::new();
+    std::iter::repeat_with(|| rng.random::<u64>())
+        .filter(|&h| seen.insert(top_bits(h, bits)))
+        .take(count)
+        .collect()
+}
+
 #[test]
 fn one_thread_grows_and_keeps_every_key() {
     let filter = LocallyLockedQf::growable(100, 0.01)
@@ -161,7 +171,11 @@ fn grow_together(seed: u64, threads: usize) {
         .migration_block_slots(256)
         .build()
         .unwrap();
-    let hashes = random_hashes(threads * PER_THREAD, seed);
+    // After six doublings only 3 remainder bits are left, and with random keys hundreds would
+    // share a fingerprint: removing one then removes the other's too, as it should. So every key
+    // gets its own fingerprint, and a query may only miss a key that was removed.
+    let bits = filter.quotient_bits() + filter.remainder_bits();
+    let hashes = distinct_fingerprint_hashes(threads * PER_THREAD, seed, bits);
     let published: Vec<AtomicUsize> = (0..threads).map(|_| AtomicUsize::new(0)).collect();
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {
@@ -195,10 +209,7 @@ fn grow_together(seed: u64, threads: usize) {
                 "false negative during growth",
             )
         });
-        for w in writers {
-            w.join().unwrap();
-        }
-        done.store(true, Ordering::Release);
+        common::join_writers(writers, done);
         assert!(checker.join().unwrap() > 0);
     });
     assert!(

@@ -257,9 +257,29 @@ pub(crate) fn check_published_keys(
         }
         let i = rng.random_range(0..upto);
         if kept(i) {
-            assert!(filter.contains_hash(hashes[t * per_thread + i]), "{what}");
+            let h = hashes[t * per_thread + i];
+            if !filter.contains_hash(h) {
+                // Whether a second query finds it tells a lost key from a transient miss.
+                let again = filter.contains_hash(h);
+                panic!("{what}: key {h:#x} (writer {t}, key {i} of {upto}; found again: {again})");
+            }
             checks += 1;
         }
     }
     checks
+}
+
+/// Joins the writer threads of a stress test, then sets `done` so its checker stops, and only
+/// then passes a writer's panic on: a checker waiting for a `done` that a panicked writer never
+/// let the test set would keep the test running for ever. Returns what the writers returned.
+pub(crate) fn join_writers<T>(
+    writers: Vec<std::thread::ScopedJoinHandle<'_, T>>,
+    done: &std::sync::atomic::AtomicBool,
+) -> Vec<T> {
+    let results: Vec<_> = writers.into_iter().map(|w| w.join()).collect();
+    done.store(true, std::sync::atomic::Ordering::Release);
+    results
+        .into_iter()
+        .map(|result| result.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+        .collect()
 }
