@@ -340,6 +340,19 @@ impl SlotArray {
         prefetch_word(&self.groups[group]);
     }
 
+    /// Asks the CPU to start loading the cache lines just before and just after the one of
+    /// slot `index`'s group (a hint, as [`prefetch`](Self::prefetch)). A quotient-filter walk
+    /// from a canonical slot goes left to its cluster start and right through the runs: at
+    /// 72% fill one lookup in three or so leaves the canonical line, and loading the
+    /// neighbours alongside the canonical line overlaps those misses instead of chaining them.
+    #[inline]
+    pub(crate) fn prefetch_neighbour_lines(&self, index: usize) {
+        const GROUPS_PER_LINE: usize = 64 / std::mem::size_of::<AtomicU64>();
+        let (group, _) = self.layout.locate(index.min(self.slots - 1));
+        prefetch_word(&self.groups[group.saturating_sub(GROUPS_PER_LINE)]);
+        prefetch_word(&self.groups[(group + GROUPS_PER_LINE).min(self.groups.len() - 1)]);
+    }
+
     /// Reads slot `index` with the given ordering.
     #[inline]
     pub(crate) fn get(&self, index: usize, order: Ordering) -> u64 {
@@ -851,6 +864,18 @@ pub(crate) fn prefetch_word(word: &AtomicU64) {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn neighbour_line_prefetches_stay_inside_the_array() {
+        // Arrays of one group up to a few lines, at every slot: an index past either end
+        // would panic.
+        for (bits, slots) in [(13, 1), (13, 4), (13, 33), (13, 200), (64, 9), (3, 1000)] {
+            let array = SlotArray::new(bits, slots).unwrap();
+            for index in 0..slots {
+                array.prefetch_neighbour_lines(index);
+            }
+        }
+    }
 
     #[test]
     fn the_lane_of_a_bit_matches_division_for_every_width() {

@@ -577,6 +577,7 @@ impl Filter for LocallyLockedQf {
 
     fn contains_hash(&self, hash: u64) -> bool {
         let (quotient, remainder) = self.fingerprint(hash);
+        self.table.slots.prefetch_neighbour_lines(quotient);
         loop {
             if let Some(found) = self.contains_in_group(quotient, remainder) {
                 return found;
@@ -623,6 +624,7 @@ impl LocallyLockedQf {
     #[inline]
     pub(crate) fn insert_or_migrating(&self, hash: u64) -> Result<Result<bool, Error>, Migrating> {
         let (quotient, remainder) = self.fingerprint(hash);
+        self.table.slots.prefetch_neighbour_lines(quotient);
         loop {
             if let Some(result) = self.insert_in_group(quotient, remainder) {
                 return Ok(result);
@@ -638,6 +640,7 @@ impl LocallyLockedQf {
     /// [`insert_or_migrating`](Self::insert_or_migrating).
     pub(crate) fn remove_or_migrating(&self, hash: u64) -> Result<Result<bool, Error>, Migrating> {
         let (quotient, remainder) = self.fingerprint(hash);
+        self.table.slots.prefetch_neighbour_lines(quotient);
         loop {
             if self.contains_in_group(quotient, remainder) == Some(false) {
                 return Ok(Ok(false));

@@ -122,6 +122,7 @@ impl SequentialQf {
             quotient,
             remainder,
         } = self.fingerprint(hash);
+        self.table.slots.prefetch_neighbour_lines(quotient as usize);
         // Relaxed: reads of a table no other thread writes (`&mut self` for every write).
         let mut cursor = self
             .table
@@ -140,6 +141,7 @@ impl SequentialQf {
             remainder,
         } = self.fingerprint(hash);
         let quotient = quotient as usize;
+        self.table.slots.prefetch_neighbour_lines(quotient);
         // Relaxed: `&mut self`, so no other thread touches the table.
         let mut cursor = self.table.slots.cursor(quotient, Ordering::Relaxed);
         let Some(Some(plan)) = walk::plan_remove(&mut cursor, quotient, remainder) else {
@@ -180,6 +182,7 @@ impl SequentialQf {
 
     pub(crate) fn insert_fingerprint(&mut self, fingerprint: Fingerprint) -> Result<bool, Error> {
         let quotient = fingerprint.quotient as usize;
+        self.table.slots.prefetch_neighbour_lines(quotient);
         // Relaxed: `&mut self`, so no other thread touches the table.
         let mut cursor = self.table.slots.cursor(quotient, Ordering::Relaxed);
         let plan = match walk::plan_insert(&mut cursor, quotient, fingerprint.remainder) {
