@@ -360,6 +360,8 @@ impl Commit for UnderLock {
 impl Filter for ExternallyLockedQf {
     fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
         let (quotient, remainder) = self.fingerprint(hash);
+        // Before the region lock's read-modify-write, which later loads cannot pass.
+        self.table.slots.prefetch_neighbour_lines(quotient);
         self.locked(quotient, |held| {
             // Relaxed: the plan is used only if every group it read is in a held region, whose
             // lock's Acquire ordered the last writer's stores before these loads.
@@ -394,6 +396,8 @@ impl Filter for ExternallyLockedQf {
 
     fn contains_hash(&self, hash: u64) -> bool {
         let (quotient, remainder) = self.fingerprint(hash);
+        // Before the region lock's read-modify-write, which later loads cannot pass.
+        self.table.slots.prefetch_neighbour_lines(quotient);
         self.locked(quotient, |held| {
             // Relaxed: as in `insert_hash`.
             let mut cursor = self.table.slots.cursor(quotient, Ordering::Relaxed);
@@ -427,6 +431,8 @@ impl Filter for ExternallyLockedQf {
 impl Remove for ExternallyLockedQf {
     fn remove_hash(&self, hash: u64) -> Result<bool, Error> {
         let (quotient, remainder) = self.fingerprint(hash);
+        // Before the region lock's read-modify-write, which later loads cannot pass.
+        self.table.slots.prefetch_neighbour_lines(quotient);
         self.locked(quotient, |held| {
             // Relaxed: as in `insert_hash`.
             let mut cursor = self.table.slots.cursor(quotient, Ordering::Relaxed);
