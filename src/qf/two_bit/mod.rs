@@ -543,6 +543,7 @@ impl TwoBitQf {
 impl Filter for TwoBitQf {
     fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
         let (quotient, remainder) = self.table.fingerprint(hash);
+        self.table.slots.prefetch_neighbour_lines(quotient);
         loop {
             if let Some(result) = self.insert_in_group(quotient, remainder) {
                 return result;
@@ -555,6 +556,7 @@ impl Filter for TwoBitQf {
 
     fn contains_hash(&self, hash: u64) -> bool {
         let (quotient, remainder) = self.table.fingerprint(hash);
+        self.table.slots.prefetch_neighbour_lines(quotient);
         loop {
             if let Some(found) = self.contains_in_group(quotient, remainder) {
                 return found;
@@ -585,6 +587,7 @@ impl Filter for TwoBitQf {
 impl Remove for TwoBitQf {
     fn remove_hash(&self, hash: u64) -> Result<bool, Error> {
         let (quotient, remainder) = self.table.fingerprint(hash);
+        self.table.slots.prefetch_neighbour_lines(quotient);
         loop {
             if self.contains_in_group(quotient, remainder) == Some(false) {
                 return Ok(false);
