@@ -845,8 +845,8 @@ impl<'a, C: Commit> Rewriter<'a, C> {
 
 /// Asks the CPU to start loading the cache line of `word`, so an access issued a little later
 /// finds it there. A hint only: a no-op where there is no prefetch instruction (and under loom).
-/// The one prefetch of the crate, used by batch lookups and by writers that overlap a miss with
-/// taking a lock.
+/// The one prefetch of the crate, used by batch lookups, by writers that overlap a miss with
+/// taking a lock, and by walks that load the canonical slot's neighbouring lines.
 #[inline]
 pub(crate) fn prefetch_word(word: &AtomicU64) {
     #[cfg(all(target_arch = "x86_64", not(loom)))]
