@@ -342,9 +342,10 @@ impl SlotArray {
 
     /// Asks the CPU to start loading the cache lines just before and just after the one of
     /// slot `index`'s group (a hint, as [`prefetch`](Self::prefetch)). A quotient-filter walk
-    /// from a canonical slot goes left to its cluster start and right through the runs: at
-    /// 72% fill one lookup in three or so leaves the canonical line, and loading the
-    /// neighbours alongside the canonical line overlaps those misses instead of chaining them.
+    /// from a canonical slot goes left to its cluster start and right through the runs, so at
+    /// high fill it often leaves the canonical line; loading the neighbours alongside the
+    /// canonical line overlaps those misses instead of chaining them (measured in the README's
+    /// performance section, "after prefetching the neighbouring cache lines").
     #[inline]
     pub(crate) fn prefetch_neighbour_lines(&self, index: usize) {
         const GROUPS_PER_LINE: usize = 64 / std::mem::size_of::<AtomicU64>();
