@@ -5,32 +5,10 @@
 
 mod common;
 
-use std::collections::BTreeSet;
 use std::sync::Barrier;
 
-use common::hash_of;
-use conqf::{Count, CountingQf, Filter, Fingerprint, Remove};
-use rand::{Rng, SeedableRng};
-
-/// `count` hashes of distinct fingerprints, quotients drawn from `quotients` canonical slots.
-fn distinct_hashes(q: u32, r: u32, quotients: u64, count: usize, seed: u64) -> Vec<u64> {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let stride = (1u64 << q) / quotients;
-    let mut seen = BTreeSet::new();
-    let mut hashes = Vec::with_capacity(count);
-    while hashes.len() < count {
-        let quotient = rng.random_range(0..quotients) * stride;
-        let remainder = rng.random_range(0..1u64 << r);
-        if seen.insert(Fingerprint::split(
-            hash_of(quotient, remainder, q, r, 0),
-            q,
-            r,
-        )) {
-            hashes.push(hash_of(quotient, remainder, q, r, rng.random()));
-        }
-    }
-    hashes
-}
+use common::distinct_hashes;
+use conqf::{Count, CountingQf, Filter, Remove};
 
 /// Each of `threads` threads owns `per_thread` keys: inserts key `i` with count `1 + i % 5`
 /// (one by one or at once), checks the count, removes the copies of every third key again and

@@ -35,16 +35,6 @@ fn random_hashes(count: usize, seed: u64) -> Vec<u64> {
     (0..count).map(|_| rng.random()).collect()
 }
 
-/// `count` random hashes whose fingerprints (top `bits` bits) all differ.
-fn distinct_fingerprint_hashes(count: usize, seed: u64, bits: u32) -> Vec<u64> {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let mut seen = BTreeSet::new();
-    std::iter::repeat_with(|| rng.random::<u64>())
-        .filter(|&h| seen.insert(top_bits(h, bits)))
-        .take(count)
-        .collect()
-}
-
 #[test]
 fn one_thread_grows_and_keeps_every_key() {
     let filter = LocallyLockedQf::growable(100, 0.01)
@@ -174,8 +164,9 @@ fn grow_together(seed: u64, threads: usize) {
     // After six doublings only 3 remainder bits are left, and with random keys hundreds would
     // share a fingerprint: removing one then removes the other's too, as it should. So every key
     // gets its own fingerprint, and a query may only miss a key that was removed.
-    let bits = filter.quotient_bits() + filter.remainder_bits();
-    let hashes = distinct_fingerprint_hashes(threads * PER_THREAD, seed, bits);
+    // Growing keeps the top `q + r` bits of the first table as the fingerprint.
+    let (q, r) = (filter.quotient_bits(), filter.remainder_bits());
+    let hashes = common::distinct_hashes(q, r, 1 << q, threads * PER_THREAD, seed);
     let published: Vec<AtomicUsize> = (0..threads).map(|_| AtomicUsize::new(0)).collect();
     let done = AtomicBool::new(false);
     std::thread::scope(|s| {

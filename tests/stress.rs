@@ -9,31 +9,12 @@
 
 mod common;
 
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use common::{hash_of, UnderTest};
+use common::{distinct_hashes, UnderTest};
 use conqf::{ExternallyLockedQf, Filter, Fingerprint, LocallyLockedQf, Remove, TwoBitQf};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
-
-/// `count` distinct fingerprints whose quotients fall into `quotients` canonical slots spread
-/// over the table, as hashes.
-fn distinct_hashes(q: u32, r: u32, quotients: u64, count: usize, seed: u64) -> Vec<u64> {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
-    let stride = (1u64 << q) / quotients;
-    let mut seen = BTreeSet::new();
-    let mut hashes = Vec::with_capacity(count);
-    while hashes.len() < count {
-        let quotient = rng.random_range(0..quotients) * stride;
-        let remainder = rng.random_range(0..1u64 << r);
-        // Remainders 0 and 1 count as one: `TwoBitQf` stores 0 as 1.
-        if seen.insert((quotient, remainder.max(1))) {
-            hashes.push(hash_of(quotient, remainder, q, r, rng.random()));
-        }
-    }
-    hashes
-}
 
 /// The workload. Each thread owns a disjoint slice of keys: it inserts them, checks each one
 /// right after its insert, removes every third one, checks again. All threads also insert the

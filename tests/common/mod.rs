@@ -22,6 +22,27 @@ pub(crate) fn hash_of(quotient: u64, remainder: u64, q: u32, r: u32, noise: u64)
     }
 }
 
+/// `count` hashes of pairwise distinct fingerprints, as `(q, r)` splits them, whose quotients
+/// fall into `quotients` canonical slots spread evenly over the table (all of them when
+/// `quotients` is `2^q`). Remainders 0 and 1 count as one, because `TwoBitQf` stores 0 as 1, so
+/// the fingerprints differ in every filter. Stress tests that remove keys need this: removing
+/// a key removes its fingerprint, so a key sharing it would vanish too.
+pub(crate) fn distinct_hashes(q: u32, r: u32, quotients: u64, count: usize, seed: u64) -> Vec<u64> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let stride = (1u64 << q) / quotients;
+    let mut seen = BTreeSet::new();
+    let mut hashes = Vec::with_capacity(count);
+    while hashes.len() < count {
+        let quotient = rng.random_range(0..quotients) * stride;
+        let remainder = rng.random_range(0..1u64 << r);
+        if seen.insert((quotient, remainder.max(1))) {
+            hashes.push(hash_of(quotient, remainder, q, r, rng.random()));
+        }
+    }
+    hashes
+}
+
 /// One operation of a model-checked sequence.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Op {
