@@ -1,7 +1,7 @@
 //! The batch API of [`SequentialQf`] and [`LocallyLockedQf`]: bulk build, batch insert, remove
 //! and lookup (paper 004 §IV), over the 3-status-bit table both share.
 
-use crate::filter::{Error, Filter};
+use crate::filter::Error;
 use crate::qf::locally_locked::LocallyLockedQf;
 use crate::qf::sequential::SequentialQf;
 use crate::qf::table::QfTable;
@@ -146,7 +146,7 @@ impl SequentialQf {
             out,
             order,
             |hash| self.table.fingerprint(hash).0,
-            |hash| self.contains_hash(hash),
+            |hash| self.contains_hash_prefetched(hash),
         )
     }
 }
@@ -285,7 +285,7 @@ impl LocallyLockedQf {
             out,
             order,
             |hash| self.table.fingerprint(hash).0,
-            |hash| self.contains_hash(hash),
+            |hash| self.contains_hash_prefetched(hash),
         )
     }
 }

@@ -576,16 +576,9 @@ impl Filter for LocallyLockedQf {
     }
 
     fn contains_hash(&self, hash: u64) -> bool {
-        let (quotient, remainder) = self.fingerprint(hash);
+        let (quotient, _) = self.fingerprint(hash);
         self.table.slots.prefetch_neighbour_lines(quotient);
-        loop {
-            if let Some(found) = self.contains_in_group(quotient, remainder) {
-                return found;
-            }
-            if let Some(found) = self.contains_locked(quotient, remainder) {
-                return found;
-            }
-        }
+        self.contains_hash_prefetched(hash)
     }
 
     fn len(&self) -> usize {
@@ -619,6 +612,21 @@ impl Remove for LocallyLockedQf {
 pub(crate) struct Migrating;
 
 impl LocallyLockedQf {
+    /// [`contains_hash`](Filter::contains_hash) without asking for the neighbouring cache
+    /// lines: for a batch lookup, whose window already prefetched the canonical slot's line.
+    #[inline]
+    pub(crate) fn contains_hash_prefetched(&self, hash: u64) -> bool {
+        let (quotient, remainder) = self.fingerprint(hash);
+        loop {
+            if let Some(found) = self.contains_in_group(quotient, remainder) {
+                return found;
+            }
+            if let Some(found) = self.contains_locked(quotient, remainder) {
+                return found;
+            }
+        }
+    }
+
     /// [`Filter::insert_hash`], or [`Migrating`] if the insert met a migration lock before it
     /// changed anything.
     #[inline]

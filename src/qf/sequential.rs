@@ -118,11 +118,19 @@ impl SequentialQf {
 
     /// Whether the fingerprint of `hash` is stored.
     pub fn contains_hash(&self, hash: u64) -> bool {
+        let quotient = self.fingerprint(hash).quotient as usize;
+        self.table.slots.prefetch_neighbour_lines(quotient);
+        self.contains_hash_prefetched(hash)
+    }
+
+    /// [`contains_hash`](Self::contains_hash) without asking for the neighbouring cache lines:
+    /// for a batch lookup, whose window already prefetched the canonical slot's line.
+    #[inline]
+    pub(crate) fn contains_hash_prefetched(&self, hash: u64) -> bool {
         let Fingerprint {
             quotient,
             remainder,
         } = self.fingerprint(hash);
-        self.table.slots.prefetch_neighbour_lines(quotient as usize);
         // Relaxed: reads of a table no other thread writes (`&mut self` for every write).
         let mut cursor = self
             .table
