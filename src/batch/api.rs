@@ -196,7 +196,7 @@ impl LocallyLockedQf {
     ///
     /// Takes `&mut self`: supercluster rounds write without the status-bit locks, and a
     /// merge-insert replaces the table, so no other thread may use the filter meanwhile. To
-    /// insert a batch while other threads work, call [`insert_hash`](Filter::insert_hash) from
+    /// insert a batch while other threads work, call [`insert_hash`](crate::Filter::insert_hash) from
     /// several threads (it locks per insert).
     ///
     /// ```
@@ -238,9 +238,9 @@ impl LocallyLockedQf {
         removed
     }
 
-    /// Answers [`contains_hash`](Filter::contains_hash) for every hash into `out`, prefetching
+    /// Answers [`contains_hash`](crate::Filter::contains_hash) for every hash into `out`, prefetching
     /// a window ahead. Takes `&self` and is safe while other threads insert and remove: every
-    /// query is the locking [`contains_hash`](Filter::contains_hash), with its guarantees.
+    /// query is the locking [`contains_hash`](crate::Filter::contains_hash), with its guarantees.
     ///
     /// ```
     /// use conqf::{Filter, LocallyLockedQf};
