@@ -146,7 +146,10 @@ impl SequentialQf {
             out,
             order,
             |hash| self.table.fingerprint(hash).0,
-            |hash| self.contains_hash_prefetched(hash),
+            |hash| {
+                let (quotient, remainder) = self.table.fingerprint(hash);
+                self.contains_fingerprint(quotient, remainder)
+            },
         )
     }
 }
@@ -285,7 +288,10 @@ impl LocallyLockedQf {
             out,
             order,
             |hash| self.table.fingerprint(hash).0,
-            |hash| self.contains_hash_prefetched(hash),
+            |hash| {
+                let (quotient, remainder) = self.table.fingerprint(hash);
+                self.contains_fingerprint(quotient, remainder)
+            },
         )
     }
 }

@@ -576,9 +576,9 @@ impl Filter for LocallyLockedQf {
     }
 
     fn contains_hash(&self, hash: u64) -> bool {
-        let (quotient, _) = self.fingerprint(hash);
+        let (quotient, remainder) = self.fingerprint(hash);
         self.table.slots.prefetch_neighbour_lines(quotient);
-        self.contains_hash_prefetched(hash)
+        self.contains_fingerprint(quotient, remainder)
     }
 
     fn len(&self) -> usize {
@@ -612,11 +612,11 @@ impl Remove for LocallyLockedQf {
 pub(crate) struct Migrating;
 
 impl LocallyLockedQf {
-    /// [`contains_hash`](Filter::contains_hash) without asking for the neighbouring cache
-    /// lines: for a batch lookup, whose window already prefetched the canonical slot's line.
+    /// Whether `(quotient, remainder)` is stored: [`contains_hash`](Filter::contains_hash)
+    /// after the split and without asking for the neighbouring cache lines, for a batch lookup
+    /// whose window already prefetched the canonical slot's line.
     #[inline]
-    pub(crate) fn contains_hash_prefetched(&self, hash: u64) -> bool {
-        let (quotient, remainder) = self.fingerprint(hash);
+    pub(crate) fn contains_fingerprint(&self, quotient: usize, remainder: u64) -> bool {
         loop {
             if let Some(found) = self.contains_in_group(quotient, remainder) {
                 return found;

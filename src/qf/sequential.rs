@@ -118,24 +118,18 @@ impl SequentialQf {
 
     /// Whether the fingerprint of `hash` is stored.
     pub fn contains_hash(&self, hash: u64) -> bool {
-        let quotient = self.fingerprint(hash).quotient as usize;
+        let (quotient, remainder) = self.table.fingerprint(hash);
         self.table.slots.prefetch_neighbour_lines(quotient);
-        self.contains_hash_prefetched(hash)
+        self.contains_fingerprint(quotient, remainder)
     }
 
-    /// [`contains_hash`](Self::contains_hash) without asking for the neighbouring cache lines:
-    /// for a batch lookup, whose window already prefetched the canonical slot's line.
+    /// Whether `(quotient, remainder)` is stored: [`contains_hash`](Self::contains_hash) after
+    /// the split and without asking for the neighbouring cache lines, for a batch lookup whose
+    /// window already prefetched the canonical slot's line.
     #[inline]
-    pub(crate) fn contains_hash_prefetched(&self, hash: u64) -> bool {
-        let Fingerprint {
-            quotient,
-            remainder,
-        } = self.fingerprint(hash);
+    pub(crate) fn contains_fingerprint(&self, quotient: usize, remainder: u64) -> bool {
         // Relaxed: reads of a table no other thread writes (`&mut self` for every write).
-        let mut cursor = self
-            .table
-            .slots
-            .cursor(quotient as usize, Ordering::Relaxed);
+        let mut cursor = self.table.slots.cursor(quotient, Ordering::Relaxed);
         walk::lookup(&mut cursor, remainder).is_some_and(|(found, _)| found)
     }
 
