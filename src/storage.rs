@@ -266,13 +266,6 @@ impl SlotArray {
         self.groups[group].store(word, order)
     }
 
-    /// ORs `bits` into group `group` (for writers that own the slots they set, see
-    /// [`growing`](crate::qf::growing)).
-    #[inline]
-    pub(crate) fn fetch_or_group(&self, group: usize, bits: u64, order: Ordering) {
-        self.groups[group].fetch_or(bits, order);
-    }
-
     /// Compare-and-exchange of a whole group.
     #[inline]
     pub(crate) fn compare_exchange_group(
@@ -324,8 +317,9 @@ impl SlotArray {
         }
     }
 
-    /// ORs `bits` into group `group`: how the bulk build scatters elements into a zeroed array
-    /// from several threads, each owning some lanes of a group its neighbours share.
+    /// ORs `bits` into group `group`: how the bulk build and the migration of
+    /// [`growing`](crate::qf::growing) write a zeroed array from several threads, each owning
+    /// some lanes of a group its neighbours share.
     #[inline]
     pub(crate) fn or_group(&self, group: usize, bits: u64, order: Ordering) {
         self.groups[group].fetch_or(bits, order);

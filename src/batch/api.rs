@@ -7,7 +7,7 @@ use crate::qf::sequential::SequentialQf;
 use crate::qf::table::QfTable;
 use crate::sync::Ordering;
 
-use super::keys::{merge_sorted, sorted_keys, table_keys};
+use super::keys::{merge_sorted, sorted_keys, sorted_keys_with_repeats, table_keys};
 use super::{build, build_table, lookup, supercluster, BatchInsert, BatchLookup, BuildMethod};
 
 impl SequentialQf {
@@ -35,8 +35,9 @@ impl SequentialQf {
         method: BuildMethod,
     ) -> Result<Self, Error> {
         let table = QfTable::with_bits(quotient_bits, remainder_bits)?;
-        let keys = sorted_keys(hashes, quotient_bits + remainder_bits);
-        let len = build(&table, &keys, method)?;
+        // `build` skips repeats itself, in parallel.
+        let keys = sorted_keys_with_repeats(hashes, quotient_bits + remainder_bits);
+        let len = build(&table, keys, method)?;
         Ok(SequentialQf { table, len })
     }
 
@@ -315,7 +316,7 @@ fn insert_batch(
             // Relaxed: `&mut` access to the table.
             let stored = table_keys(table, Ordering::Relaxed);
             let union = merge_sorted(&stored, &keys);
-            let (merged, merged_len) = build_table(q, r, &union, method)?;
+            let (merged, merged_len) = build_table(q, r, union, method)?;
             *table = merged;
             *len = merged_len;
         }

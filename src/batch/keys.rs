@@ -8,11 +8,18 @@ use crate::sync::Ordering;
 
 use super::par;
 
+/// The sorted fingerprint keys of `hashes` for fingerprints of `fingerprint_bits` (`2..=64`)
+/// bits, repeats kept: paper 004 §IV-C's preprocessing without the deduplication, which
+/// [`build`](super::build) does on the way.
+pub(crate) fn sorted_keys_with_repeats(hashes: &[u64], fingerprint_bits: u32) -> Vec<u64> {
+    debug_assert!((2..=64).contains(&fingerprint_bits));
+    top_bits_sorted(hashes, fingerprint_bits)
+}
+
 /// The sorted, distinct fingerprint keys of `hashes` for fingerprints of `fingerprint_bits`
 /// (`2..=64`) bits: hash, sort, deduplicate (paper 004 §IV-C's preprocessing).
 pub(crate) fn sorted_keys(hashes: &[u64], fingerprint_bits: u32) -> Vec<u64> {
-    debug_assert!((2..=64).contains(&fingerprint_bits));
-    let mut keys = top_bits_sorted(hashes, fingerprint_bits);
+    let mut keys = sorted_keys_with_repeats(hashes, fingerprint_bits);
     keys.dedup();
     keys
 }

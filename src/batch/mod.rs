@@ -64,8 +64,9 @@ pub enum BuildMethod {
     /// (§IV-C3): the paper's fastest method overall, and the default. The paper's segments are
     /// `q` slots, for thousands of GPU threads; the 3-bit build here cuts one segment per CPU
     /// thread's chunk of the input, passes the overflows in one sweep over those few segments,
-    /// and writes the elements while laying each segment out again (no per-run arrays). The
-    /// counting build keeps `q`-slot segments.
+    /// and writes the elements while laying each segment out again (no per-run arrays),
+    /// skipping repeated keys on the way (no separate dedupe pass). The counting build keeps
+    /// `q`-slot segments.
     #[default]
     SegmentedLayouts,
 }
@@ -151,47 +152,49 @@ impl BatchInsert {
     }
 }
 
-/// Bulk builds sorted, distinct fingerprint keys into `table`, which must be empty. Returns how
-/// many fingerprints it stored (all of them).
+/// Bulk builds sorted fingerprint keys into `table`, which must be empty; a key may repeat (it
+/// is stored once). Returns how many fingerprints it stored (the distinct keys).
 ///
 /// # Errors
 /// [`Error::Full`] if the last run would reach the table's last slot (which stays empty); the
 /// table is then unchanged.
-pub(crate) fn build(table: &QfTable, keys: &[u64], method: BuildMethod) -> Result<usize, Error> {
+pub(crate) fn build(
+    table: &QfTable,
+    mut keys: Vec<u64>,
+    method: BuildMethod,
+) -> Result<usize, Error> {
     if keys.is_empty() {
         return Ok(0);
     }
     if method == BuildMethod::SegmentedLayouts {
-        let fits = scatter::segmented_scatter(
+        return scatter::segmented_scatter(
             &table.slots,
-            keys,
+            &keys,
             table.remainder_bits,
             keys.len().div_ceil(par::threads()).max(par::MIN_PARALLEL),
-        );
-        return if fits {
-            Ok(keys.len())
-        } else {
-            Err(Error::Full)
-        };
+        )
+        .ok_or(Error::Full);
     }
-    let layout = layout::layout(keys, table.quotient_bits, table.remainder_bits, method);
+    // The per-run layouts need each key once.
+    keys.dedup();
+    let layout = layout::layout(&keys, table.quotient_bits, table.remainder_bits, method);
     let last_run = layout.first.len() - 1;
     let end = layout.first[last_run] + (keys.len() - layout.heads[last_run]);
     if end >= table.slots.len() {
         return Err(Error::Full);
     }
-    scatter::scatter(&table.slots, keys, table.remainder_bits, &layout);
+    scatter::scatter(&table.slots, &keys, table.remainder_bits, &layout);
     Ok(keys.len())
 }
 
-/// A new table with the given parameters holding exactly the sorted, distinct `keys`.
+/// A new table with the given parameters holding exactly the sorted `keys` (each once).
 ///
 /// # Errors
 /// [`Error::InvalidParameters`] for bad parameters, [`Error::Full`] if the keys do not fit.
 pub(crate) fn build_table(
     quotient_bits: u32,
     remainder_bits: u32,
-    keys: &[u64],
+    keys: Vec<u64>,
     method: BuildMethod,
 ) -> Result<(QfTable, usize), Error> {
     let table = QfTable::with_bits(quotient_bits, remainder_bits)?;

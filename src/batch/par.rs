@@ -25,6 +25,17 @@ pub(crate) fn map_chunks<R: Send>(
     ranges.map(map).collect()
 }
 
+/// Maps every element of `items`, keeping the order: for a few heavy items (such as one range
+/// per thread), so it is parallel from two items on.
+pub(crate) fn map<T: Sync, R: Send>(items: &[T], map: impl Fn(&T) -> R + Sync + Send) -> Vec<R> {
+    #[cfg(all(feature = "parallel", not(loom)))]
+    if items.len() > 1 {
+        use rayon::prelude::*;
+        return items.par_iter().map(map).collect();
+    }
+    items.iter().map(map).collect()
+}
+
 /// Runs `each` on every element, in parallel where it pays.
 pub(crate) fn for_each<T: Send>(items: Vec<T>, each: impl Fn(T) + Sync + Send) {
     #[cfg(all(feature = "parallel", not(loom)))]

@@ -3,9 +3,11 @@
 //! gets its occupied bit. Chunks of runs are written in parallel; a chunk gathers the bits of one
 //! group and ORs them in with one atomic operation, since neighbouring chunks may share a group.
 
+use std::ops::Range;
+
 use crate::hash::low_mask;
 use crate::qf::slot::{Slot, OCCUPIED};
-use crate::storage::SlotArray;
+use crate::storage::{SlotArray, SlotLayout};
 use crate::sync::Ordering;
 
 use super::layout::Layout;
@@ -17,8 +19,8 @@ pub(crate) fn scatter(array: &SlotArray, keys: &[u64], remainder_bits: u32, layo
     let runs = layout.first.len();
     let remainder_mask = low_mask(remainder_bits);
     par::map_chunks(runs, par::MIN_PARALLEL / 4, |range| {
-        let mut elements = GroupOr::new(array);
-        let mut occupied = GroupOr::new(array);
+        let mut elements = GroupOr::new(array, 0..0);
+        let mut occupied = GroupOr::new(array, 0..0);
         for run in range {
             let (head, end) = (layout.heads[run], layout.heads[run + 1]);
             let quotient = (keys[head] >> remainder_bits) as usize;
@@ -35,19 +37,23 @@ pub(crate) fn scatter(array: &SlotArray, keys: &[u64], remainder_bits: u32, layo
 }
 
 /// Gathers slot bits for one group at a time (slots in increasing order) and ORs each group's
-/// bits into the array once.
+/// bits into the array once: with a plain load and store in the groups no other writer touches,
+/// with an atomic OR in the others.
 struct GroupOr<'a> {
     array: &'a SlotArray,
     group: usize,
     bits: u64,
+    exclusive: Range<usize>,
 }
 
 impl<'a> GroupOr<'a> {
-    fn new(array: &'a SlotArray) -> Self {
+    /// A writer that owns the groups in `exclusive` alone (no other writer sets a bit there).
+    fn new(array: &'a SlotArray, exclusive: Range<usize>) -> Self {
         GroupOr {
             array,
             group: 0,
             bits: 0,
+            exclusive,
         }
     }
 
@@ -63,74 +69,144 @@ impl<'a> GroupOr<'a> {
     }
 
     fn flush(&mut self) {
-        if self.bits != 0 {
-            // Relaxed: the build's fork and join order these writes before anyone reads the
-            // table; the OR itself cannot lose a neighbour's bits.
+        if self.bits == 0 {
+            return;
+        }
+        if self.exclusive.contains(&self.group) {
+            // Relaxed: no other thread writes this group (the writer's own earlier flushes come
+            // before in program order); the build's fork and join order the writes before
+            // anyone reads the table. A locked OR here cost a quarter of the segmented build's
+            // write sweep.
+            let word = self.array.load_group(self.group, Ordering::Relaxed);
+            self.array
+                .store_group(self.group, word | self.bits, Ordering::Relaxed);
+        } else {
+            // Relaxed: ordered before any read by the fork and join as above; the OR itself
+            // cannot lose a neighbour's bits.
             self.array
                 .or_group(self.group, self.bits, Ordering::Relaxed);
-            self.bits = 0;
         }
+        self.bits = 0;
     }
 }
 
-/// Lays out and writes sorted, distinct `keys` in one sweep per chunk: segmented layouts
-/// (paper 004 §IV-C3) with segments of `segment` keys of the input (one per thread's chunk)
-/// instead of `q` slots, as a CPU has a few threads rather than thousands. Each chunk is
-/// first laid out serially on its own to find its end; the overflows then pass from segment to
-/// segment in one serial sweep over the few segments, since a segment of `n` keys ending at `e`
-/// on its own ends at `max(e, carry + n)` after a carry `carry` (the last slot before it); and
-/// each chunk lays itself out again from its carry, writing every element as it goes. No
-/// per-run arrays, two reads of the keys and one write of the table. Returns `false` (and
-/// writes nothing) if the last element would land on the table's last slot or beyond.
+/// Lays out and writes sorted `keys` in one sweep per chunk: segmented layouts (paper 004
+/// §IV-C3) with segments of `segment` keys of the input (one per thread's chunk) instead of `q`
+/// slots, as a CPU has a few threads rather than thousands (see [`plan_segments`]); each chunk
+/// then lays itself out again from its carry, writing every element as it goes. No per-run
+/// arrays, two reads of the keys and one write of the table. A key equal to the one before it
+/// is skipped, so the keys need not be deduplicated first (a separate serial pass). Returns how
+/// many distinct keys it wrote, or `None` (writing nothing) if the last element would land on
+/// the table's last slot or beyond.
 pub(crate) fn segmented_scatter(
     array: &SlotArray,
     keys: &[u64],
     remainder_bits: u32,
     segment: usize,
-) -> bool {
+) -> Option<usize> {
+    let plan = plan_segments(keys, remainder_bits, segment);
+    if plan.last_slot >= array.len() as i64 - 1 {
+        return None;
+    }
     let quotient = |i: usize| (keys[i] >> remainder_bits) as i64;
-    // Before any element: far enough left that `max(carry + 1, quotient)` is the quotient.
-    const NONE: i64 = i64::MIN / 2;
-    let segment = segment.max(1);
-    let ranges: Vec<_> = (0..keys.len().div_ceil(segment))
-        .map(|s| s * segment..((s + 1) * segment).min(keys.len()))
-        .collect();
-    let ends = par::filter_map(&ranges, |range| {
-        let mut end = NONE;
-        for i in range.clone() {
-            end = (end + 1).max(quotient(i));
-        }
-        Some(end)
-    });
-    let mut carries = Vec::with_capacity(ends.len());
-    let mut carry = NONE;
-    for (range, &end) in ranges.iter().zip(&ends) {
-        carries.push(carry);
-        carry = end.max(carry + range.len() as i64);
-    }
-    if carry >= array.len() as i64 - 1 {
-        return false;
-    }
     let remainder_mask = low_mask(remainder_bits);
-    let segments: Vec<_> = ranges.into_iter().zip(carries).collect();
-    par::for_each(segments, |(range, carry)| {
+    let layout = array.layout();
+    par::for_each(plan.segments, |Segment { keys: range, carry }| {
+        let next_quotient = (range.end < keys.len()).then(|| quotient(range.end));
+        let exclusive = exclusive_groups(layout, carry, next_quotient);
         let mut position = carry;
-        let mut elements = GroupOr::new(array);
-        let mut occupied = GroupOr::new(array);
+        let mut elements = GroupOr::new(array, exclusive.clone());
+        let mut occupied = GroupOr::new(array, exclusive);
         for i in range {
+            if is_repeat(keys, i) {
+                continue;
+            }
             let q = quotient(i);
             position = (position + 1).max(q);
+            // A skipped repeat has its original's quotient, so `i - 1` still tells the run.
             let continuation = i > 0 && quotient(i - 1) == q;
-            if !continuation {
-                occupied.or(q as usize, OCCUPIED);
-            }
+            // Branch-free: whether a run starts here is a coin toss the CPU cannot predict (the
+            // branch cost a quarter of this loop).
+            occupied.or(q as usize, OCCUPIED * u64::from(!continuation));
             let element = Slot::element(keys[i] & remainder_mask, continuation, position != q);
             elements.or(position as usize, element.raw());
         }
         elements.flush();
         occupied.flush();
     });
-    true
+    Some(plan.distinct)
+}
+
+/// Before any element: far enough left that `max(carry + 1, quotient)` is the quotient.
+const NONE: i64 = i64::MIN / 2;
+
+/// Whether key `i` repeats the one before it.
+#[inline]
+fn is_repeat(keys: &[u64], i: usize) -> bool {
+    i > 0 && keys[i] == keys[i - 1]
+}
+
+/// A run of the input keys laid out as one segment, and `carry`, the last slot the segments
+/// before it fill (`NONE` if they are empty).
+struct Segment {
+    keys: Range<usize>,
+    carry: i64,
+}
+
+/// The segments of a segmented layout, and what laying them all out gives.
+struct SegmentPlan {
+    segments: Vec<Segment>,
+    /// How many distinct keys there are.
+    distinct: usize,
+    /// The slot of the last element (`NONE` without keys).
+    last_slot: i64,
+}
+
+/// Where each segment starts: the keys are cut into segments of `segment` keys, each is laid
+/// out serially on its own (in parallel) to find its end, and the overflows then pass from
+/// segment to segment in one serial sweep over the few segments, since a segment of `n`
+/// distinct keys ending at `e` on its own ends at `max(e, carry + n)` after a carry `carry`.
+fn plan_segments(keys: &[u64], remainder_bits: u32, segment: usize) -> SegmentPlan {
+    let segment = segment.max(1);
+    let ranges: Vec<_> = (0..keys.len().div_ceil(segment))
+        .map(|s| s * segment..((s + 1) * segment).min(keys.len()))
+        .collect();
+    // Each segment's last slot and number of distinct keys, laid out alone.
+    let alone = par::map(&ranges, |range| {
+        let (mut end, mut distinct) = (NONE, 0);
+        for i in range.clone() {
+            if !is_repeat(keys, i) {
+                end = (end + 1).max((keys[i] >> remainder_bits) as i64);
+                distinct += 1;
+            }
+        }
+        (end, distinct)
+    });
+    let mut segments = Vec::with_capacity(ranges.len());
+    let (mut carry, mut total) = (NONE, 0);
+    for (range, (end, distinct)) in ranges.into_iter().zip(alone) {
+        segments.push(Segment { keys: range, carry });
+        carry = end.max(carry + distinct as i64);
+        total += distinct;
+    }
+    SegmentPlan {
+        segments,
+        distinct: total,
+        last_slot: carry,
+    }
+}
+
+/// The groups a segment writes alone: the segments before it write no slot after its `carry`,
+/// and the ones after it none before `next_quotient`, the quotient of the first key after it
+/// (every element sits at or after its quotient, and the keys are sorted).
+fn exclusive_groups(layout: &SlotLayout, carry: i64, next_quotient: Option<i64>) -> Range<usize> {
+    let first = if carry < 0 {
+        0
+    } else {
+        layout.locate(carry as usize).0 + 1
+    };
+    let end = next_quotient.map_or(usize::MAX, |q| layout.locate(q as usize).0);
+    first..end
 }
 
 #[cfg(test)]
@@ -138,6 +214,7 @@ mod tests {
     use super::*;
     use crate::qf::table::QfTable;
     use crate::sync::Ordering;
+    use proptest::prelude::{prop_oneof, Just};
 
     fn raw(table: &QfTable) -> Vec<u64> {
         let slots = &table.slots;
@@ -153,22 +230,66 @@ mod tests {
         fn segments_of_any_length_write_the_layout_scatter_writes(
             keys in proptest::collection::vec(0u64..(1 << 14), 1..250),
             skew in 0u32..3,
+            repeated in 0usize..=4,
             segment in 1usize..64,
         ) {
             // 8 quotient bits, 6 remainder bits; `skew` crowds the keys into the low quotients,
-            // so that carries run through whole segments.
+            // so that carries run through whole segments, and up to all keys come twice.
             let mut keys: Vec<u64> = keys.into_iter().map(|key| key >> skew).collect();
+            keys.extend_from_within(..keys.len() * repeated / 4);
             keys.sort_unstable();
-            keys.dedup();
             let expected = QfTable::with_bits(8, 6).unwrap();
-            let fits = crate::batch::build(&expected, &keys, crate::BuildMethod::ParallelMerging);
+            let stored = crate::batch::build(&expected, keys.clone(), crate::BuildMethod::ParallelMerging);
             let table = QfTable::with_bits(8, 6).unwrap();
             proptest::prop_assert_eq!(
                 segmented_scatter(&table.slots, &keys, 6, segment),
-                fits.is_ok()
+                stored.clone().ok()
             );
-            if fits.is_ok() {
+            if stored.is_ok() {
                 proptest::prop_assert_eq!(raw(&table), raw(&expected));
+            }
+        }
+
+        /// The groups a segment writes with plain stores are written by no other segment: every
+        /// segment's elements and occupied bits are placed serially here, and each slot of an
+        /// exclusive group must belong to its segment (a race would lose bits only now and then,
+        /// so the ranges are checked directly).
+        #[test]
+        fn exclusive_groups_are_written_by_their_segment_alone(
+            keys in proptest::collection::vec(0u64..(1 << 12), 1..300),
+            skew in 0u32..4,
+            segment in 1usize..40,
+            slot_bits in prop_oneof![Just(9u32), Just(16), Just(21)],
+        ) {
+            let remainder_bits = 4;
+            let mut keys: Vec<u64> = keys.into_iter().map(|key| key >> skew).collect();
+            keys.sort_unstable();
+            let plan = plan_segments(&keys, remainder_bits, segment);
+            let layout = SlotLayout::new(slot_bits);
+            let slots = (plan.last_slot.max(0) as usize + 1).max(1 << 8);
+            // writers[slot]: the segments that set a bit in the slot.
+            let mut writers = vec![Vec::new(); slots];
+            for (index, s) in plan.segments.iter().enumerate() {
+                let mut position = s.carry;
+                for i in s.keys.clone().filter(|&i| !is_repeat(&keys, i)) {
+                    let q = (keys[i] >> remainder_bits) as i64;
+                    position = (position + 1).max(q);
+                    writers[q as usize].push(index);
+                    writers[position as usize].push(index);
+                }
+            }
+            for (index, s) in plan.segments.iter().enumerate() {
+                let next = plan.segments.get(index + 1).map(|n| (keys[n.keys.start] >> remainder_bits) as i64);
+                let groups = exclusive_groups(&layout, s.carry, next);
+                for (slot, slot_writers) in writers.iter().enumerate() {
+                    if groups.contains(&layout.locate(slot).0) {
+                        proptest::prop_assert!(
+                            slot_writers.iter().all(|&w| w == index),
+                            "slot {} of segment {}'s groups {:?} written by {:?}",
+                            slot, index, groups, slot_writers
+                        );
+                    }
+                }
             }
         }
     }

@@ -206,7 +206,7 @@ impl SequentialQf {
         let (table, len) = super::build_table(
             self.table.quotient_bits,
             self.table.remainder_bits,
-            &keys,
+            keys,
             BuildMethod::default(),
         )
         .unwrap();

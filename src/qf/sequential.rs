@@ -221,7 +221,7 @@ impl SequentialQf {
         // The doubled table has at least twice the slots, and every fingerprint lands at most at
         // twice its old position plus one (see `growing::migration`), so this never fails.
         let table = self.table.doubled()?;
-        let len = batch::build(&table, &keys, BuildMethod::default())?;
+        let len = batch::build(&table, keys, BuildMethod::default())?;
         *self = SequentialQf { table, len };
         Ok(())
     }
@@ -276,7 +276,7 @@ impl Merge for SequentialQf {
         let a = batch::keys::table_keys(&self.table, Ordering::Relaxed);
         let b = batch::keys::table_keys(&other.table, Ordering::Relaxed);
         let union = batch::keys::merge_sorted(&a, &b);
-        let (table, len) = batch::build_table(q, bits - q, &union, BuildMethod::default())?;
+        let (table, len) = batch::build_table(q, bits - q, union, BuildMethod::default())?;
         Ok(SequentialQf { table, len })
     }
 }

@@ -203,7 +203,7 @@ fn write_owned(target: &QfTable, base: usize, values: &[u64]) {
         if shared {
             // Relaxed: the neighbour's bits are in other lanes; the migration's completion
             // counter (Release/Acquire) publishes the whole target before anyone reads it.
-            array.fetch_or_group(group, word, Ordering::Relaxed);
+            array.or_group(group, word, Ordering::Relaxed);
         } else {
             // Relaxed: this thread owns every lane of the group; published as above.
             array.store_group(group, word, Ordering::Relaxed);
