@@ -8,7 +8,10 @@ use crate::qf::table::QfTable;
 use crate::sync::Ordering;
 
 use super::keys::{merge_sorted, sorted_keys, sorted_keys_with_repeats, table_keys};
-use super::{build, build_table, lookup, supercluster, BatchInsert, BatchLookup, BuildMethod};
+use super::{
+    build, build_segmented, build_table, lookup, supercluster, BatchInsert, BatchLookup,
+    BuildMethod,
+};
 
 impl SequentialQf {
     /// A filter with `2^quotient_bits` slots of `remainder_bits` remainder bits holding the
@@ -35,9 +38,13 @@ impl SequentialQf {
         method: BuildMethod,
     ) -> Result<Self, Error> {
         let table = QfTable::with_bits(quotient_bits, remainder_bits)?;
-        // `build` skips repeats itself, in parallel.
-        let keys = sorted_keys_with_repeats(hashes, quotient_bits + remainder_bits);
-        let len = build(&table, keys, method)?;
+        let bits = quotient_bits + remainder_bits;
+        // The builds skip repeats themselves, in parallel.
+        let len = if method == BuildMethod::SegmentedLayouts && bits <= u32::BITS {
+            build_segmented(&table, &sorted_keys_with_repeats::<u32>(hashes, bits))?
+        } else {
+            build(&table, sorted_keys_with_repeats(hashes, bits), method)?
+        };
         Ok(SequentialQf { table, len })
     }
 

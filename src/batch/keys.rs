@@ -8,11 +8,51 @@ use crate::sync::Ordering;
 
 use super::par;
 
-/// The sorted fingerprint keys of `hashes` for fingerprints of `fingerprint_bits` (`2..=64`)
-/// bits, repeats kept: paper 004 §IV-C's preprocessing without the deduplication, which
-/// [`build`](super::build) does on the way.
-pub(crate) fn sorted_keys_with_repeats(hashes: &[u64], fingerprint_bits: u32) -> Vec<u64> {
-    debug_assert!((2..=64).contains(&fingerprint_bits));
+/// The integer a sorted fingerprint key is kept in: `u64`, or `u32` for fingerprints of at most
+/// 32 bits, which halves the memory the key sort and the bulk build move (paper 004's GPU code
+/// sorts 32-bit keys where they fit, too).
+pub(crate) trait KeyWord: Copy + Ord + Default + Send + Sync + radsort::Key {
+    /// The number of bits the word holds.
+    const BITS: u32;
+    /// `key`, which must fit.
+    fn narrow(key: u64) -> Self;
+    /// The key as a `u64`.
+    fn widen(self) -> u64;
+}
+
+impl KeyWord for u64 {
+    const BITS: u32 = 64;
+    #[inline]
+    fn narrow(key: u64) -> Self {
+        key
+    }
+    #[inline]
+    fn widen(self) -> u64 {
+        self
+    }
+}
+
+impl KeyWord for u32 {
+    const BITS: u32 = 32;
+    #[inline]
+    fn narrow(key: u64) -> Self {
+        debug_assert!(key <= u64::from(u32::MAX));
+        key as u32
+    }
+    #[inline]
+    fn widen(self) -> u64 {
+        u64::from(self)
+    }
+}
+
+/// The sorted fingerprint keys of `hashes` for fingerprints of `fingerprint_bits` (`2..=64`,
+/// at most `K::BITS`) bits, repeats kept: paper 004 §IV-C's preprocessing without the
+/// deduplication, which [`build`](super::build) does on the way.
+pub(crate) fn sorted_keys_with_repeats<K: KeyWord>(
+    hashes: &[u64],
+    fingerprint_bits: u32,
+) -> Vec<K> {
+    debug_assert!((2..=K::BITS).contains(&fingerprint_bits));
     top_bits_sorted(hashes, fingerprint_bits)
 }
 
@@ -28,7 +68,7 @@ pub(crate) fn sorted_keys(hashes: &[u64], fingerprint_bits: u32) -> Vec<u64> {
 /// filter (the preprocessing of paper 004 §IV-C without the dedupe: repeats become counts).
 pub(crate) fn counted_keys(hashes: &[u64], fingerprint_bits: u32) -> (Vec<u64>, Vec<u64>) {
     debug_assert!((2..=64).contains(&fingerprint_bits));
-    let sorted = top_bits_sorted(hashes, fingerprint_bits);
+    let sorted: Vec<u64> = top_bits_sorted(hashes, fingerprint_bits);
     let mut keys = Vec::with_capacity(sorted.len());
     let mut counts: Vec<u64> = Vec::with_capacity(sorted.len());
     for key in sorted {
@@ -86,7 +126,7 @@ pub(crate) fn partition_sort(keys: Vec<u64>, bits: u32) -> Vec<u64> {
 
 /// The top `bits` bits of every hash, sorted (as [`partition_sort`] sorts them): the shift is
 /// done on the way into the buckets, so the keys are written once.
-fn top_bits_sorted(hashes: &[u64], bits: u32) -> Vec<u64> {
+fn top_bits_sorted<K: KeyWord>(hashes: &[u64], bits: u32) -> Vec<K> {
     let shift = 64 - bits;
     partition_sort_by(hashes, bits, |hash| hash >> shift)
 }
@@ -103,10 +143,14 @@ const MAX_BUCKET_BITS: u32 = 10;
 /// counts its keys per bucket, and each then scatters into its own piece of every bucket. The
 /// output holds, for each bucket in turn, the pieces of chunk 0, chunk 1, ..., so the pieces
 /// are disjoint slices of it and the threads write without synchronisation.
-fn partition_sort_by(input: &[u64], bits: u32, key: impl Fn(u64) -> u64 + Sync) -> Vec<u64> {
+fn partition_sort_by<K: KeyWord>(
+    input: &[u64],
+    bits: u32,
+    key: impl Fn(u64) -> u64 + Sync,
+) -> Vec<K> {
     let n = input.len();
     if n < 1 << 12 {
-        let mut keys: Vec<u64> = input.iter().map(|&x| key(x)).collect();
+        let mut keys: Vec<K> = input.iter().map(|&x| K::narrow(key(x))).collect();
         keys.sort_unstable();
         return keys;
     }
@@ -127,10 +171,10 @@ fn partition_sort_by(input: &[u64], bits: u32, key: impl Fn(u64) -> u64 + Sync) 
             }
             (range, count)
         });
-    let mut sorted = vec![0u64; n];
+    let mut sorted = vec![K::default(); n];
     // pieces[c][b]: where chunk `c` writes its keys of bucket `b`; `bucket_lens[b]`: the length
     // of bucket `b` in `sorted`.
-    let mut pieces: Vec<Vec<&mut [u64]>> = counts
+    let mut pieces: Vec<Vec<&mut [K]>> = counts
         .iter()
         .map(|_| Vec::with_capacity(1 << bucket_bits))
         .collect();
@@ -159,7 +203,7 @@ fn partition_sort_by(input: &[u64], bits: u32, key: impl Fn(u64) -> u64 + Sync) 
             let (first, tail) = std::mem::take(piece)
                 .split_first_mut()
                 .expect("a piece holds every key counted for it");
-            *first = k;
+            *first = K::narrow(k);
             *piece = tail;
         }
     });
@@ -323,6 +367,23 @@ mod tests {
         );
         let merged = merge_counted((&keys, &counts), (&[1, 2, 3], &[5, 1, u64::MAX]));
         assert_eq!(merged, (vec![0, 1, 2, 3], vec![1, 6, 1, u64::MAX]));
+    }
+
+    /// The 32-bit keys the bulk build sorts for fingerprints of up to 32 bits: the same keys as
+    /// the 64-bit ones, through the partitioned path (above `2^12` keys) and the small one.
+    #[test]
+    fn narrow_keys_equal_wide_keys() {
+        let hashes: Vec<u64> = (0..3 * par::MIN_PARALLEL as u64)
+            .map(crate::hash::remix)
+            .collect();
+        for (len, bits) in [(hashes.len(), 32), (hashes.len(), 20), (1000, 31), (0, 8)] {
+            let wide: Vec<u64> = sorted_keys_with_repeats(&hashes[..len], bits);
+            let narrow: Vec<u32> = sorted_keys_with_repeats(&hashes[..len], bits);
+            assert!(
+                narrow.iter().map(|&k| u64::from(k)).eq(wide),
+                "{len} keys of {bits} bits"
+            );
+        }
     }
 
     #[test]

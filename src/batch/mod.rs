@@ -40,6 +40,7 @@ pub use lookup::BatchLookup;
 
 use crate::filter::Error;
 use crate::qf::table::QfTable;
+use keys::KeyWord;
 
 /// How a bulk build computes where each element goes (paper 004 §IV-C). All three give the same
 /// table; they differ in how much parallel work they do and how many rounds they need.
@@ -167,13 +168,7 @@ pub(crate) fn build(
         return Ok(0);
     }
     if method == BuildMethod::SegmentedLayouts {
-        return scatter::segmented_scatter(
-            &table.slots,
-            &keys,
-            table.remainder_bits,
-            keys.len().div_ceil(par::threads()).max(par::MIN_PARALLEL),
-        )
-        .ok_or(Error::Full);
+        return build_segmented(table, &keys);
     }
     // The per-run layouts need each key once.
     keys.dedup();
@@ -185,6 +180,17 @@ pub(crate) fn build(
     }
     scatter::scatter(&table.slots, &keys, table.remainder_bits, &layout);
     Ok(keys.len())
+}
+
+/// [`build`] by segmented layouts, for keys of either width.
+pub(crate) fn build_segmented<K: KeyWord>(table: &QfTable, keys: &[K]) -> Result<usize, Error> {
+    scatter::segmented_scatter(
+        &table.slots,
+        keys,
+        table.remainder_bits,
+        keys.len().div_ceil(par::threads()).max(par::MIN_PARALLEL),
+    )
+    .ok_or(Error::Full)
 }
 
 /// A new table with the given parameters holding exactly the sorted `keys` (each once).

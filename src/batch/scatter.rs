@@ -10,6 +10,7 @@ use crate::qf::slot::{Slot, OCCUPIED};
 use crate::storage::{SlotArray, SlotLayout};
 use crate::sync::Ordering;
 
+use super::keys::KeyWord;
 use super::layout::Layout;
 use super::par;
 
@@ -98,9 +99,9 @@ impl<'a> GroupOr<'a> {
 /// is skipped, so the keys need not be deduplicated first (a separate serial pass). Returns how
 /// many distinct keys it wrote, or `None` (writing nothing) if the last element would land on
 /// the table's last slot or beyond.
-pub(crate) fn segmented_scatter(
+pub(crate) fn segmented_scatter<K: KeyWord>(
     array: &SlotArray,
-    keys: &[u64],
+    keys: &[K],
     remainder_bits: u32,
     segment: usize,
 ) -> Option<usize> {
@@ -108,7 +109,7 @@ pub(crate) fn segmented_scatter(
     if plan.last_slot >= array.len() as i64 - 1 {
         return None;
     }
-    let quotient = |i: usize| (keys[i] >> remainder_bits) as i64;
+    let quotient = |i: usize| (keys[i].widen() >> remainder_bits) as i64;
     let remainder_mask = low_mask(remainder_bits);
     let layout = array.layout();
     par::for_each(plan.segments, |Segment { keys: range, carry }| {
@@ -128,7 +129,11 @@ pub(crate) fn segmented_scatter(
             // Branch-free: whether a run starts here is a coin toss the CPU cannot predict (the
             // branch cost a quarter of this loop).
             occupied.or(q as usize, OCCUPIED * u64::from(!continuation));
-            let element = Slot::element(keys[i] & remainder_mask, continuation, position != q);
+            let element = Slot::element(
+                keys[i].widen() & remainder_mask,
+                continuation,
+                position != q,
+            );
             elements.or(position as usize, element.raw());
         }
         elements.flush();
@@ -142,7 +147,7 @@ const NONE: i64 = i64::MIN / 2;
 
 /// Whether key `i` repeats the one before it.
 #[inline]
-fn is_repeat(keys: &[u64], i: usize) -> bool {
+fn is_repeat<K: KeyWord>(keys: &[K], i: usize) -> bool {
     i > 0 && keys[i] == keys[i - 1]
 }
 
@@ -166,7 +171,7 @@ struct SegmentPlan {
 /// out serially on its own (in parallel) to find its end, and the overflows then pass from
 /// segment to segment in one serial sweep over the few segments, since a segment of `n`
 /// distinct keys ending at `e` on its own ends at `max(e, carry + n)` after a carry `carry`.
-fn plan_segments(keys: &[u64], remainder_bits: u32, segment: usize) -> SegmentPlan {
+fn plan_segments<K: KeyWord>(keys: &[K], remainder_bits: u32, segment: usize) -> SegmentPlan {
     let segment = segment.max(1);
     let ranges: Vec<_> = (0..keys.len().div_ceil(segment))
         .map(|s| s * segment..((s + 1) * segment).min(keys.len()))
@@ -176,7 +181,7 @@ fn plan_segments(keys: &[u64], remainder_bits: u32, segment: usize) -> SegmentPl
         let (mut end, mut distinct) = (NONE, 0);
         for i in range.clone() {
             if !is_repeat(keys, i) {
-                end = (end + 1).max((keys[i] >> remainder_bits) as i64);
+                end = (end + 1).max((keys[i].widen() >> remainder_bits) as i64);
                 distinct += 1;
             }
         }
@@ -245,8 +250,16 @@ mod tests {
                 segmented_scatter(&table.slots, &keys, 6, segment),
                 stored.clone().ok()
             );
+            // The same keys as 32-bit words.
+            let narrow: Vec<u32> = keys.iter().map(|&key| key as u32).collect();
+            let narrow_table = QfTable::with_bits(8, 6).unwrap();
+            proptest::prop_assert_eq!(
+                segmented_scatter(&narrow_table.slots, &narrow, 6, segment),
+                stored.clone().ok()
+            );
             if stored.is_ok() {
                 proptest::prop_assert_eq!(raw(&table), raw(&expected));
+                proptest::prop_assert_eq!(raw(&narrow_table), raw(&expected));
             }
         }
 

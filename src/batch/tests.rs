@@ -48,9 +48,20 @@ enum Shape {
     Duplicates,
 }
 
-/// `(q, r, hashes)`: a table of `2^q` slots and hashes for a fill from 1% to 95% of it.
+/// `(q, r, hashes)`: a table of `2^q` slots and hashes for a fill from 1% to 95% of it, with
+/// fingerprints of 6 to 21 bits or (`wide`) of 26 to 41, so the bulk builds' 32-bit and 64-bit
+/// keys both come up.
 pub(super) fn workload() -> impl Strategy<Value = (u32, u32, Vec<u64>)> {
-    (4u32..10, 2u32..12, 1u32..=95, any::<u64>(), 0..3u8).prop_map(|(q, r, fill, seed, shape)| {
+    let params = (
+        4u32..10,
+        2u32..12,
+        any::<bool>(),
+        1u32..=95,
+        any::<u64>(),
+        0..3u8,
+    );
+    params.prop_map(|(q, r, wide, fill, seed, shape)| {
+        let r = if wide { r + 20 } else { r };
         let shape = [Shape::Random, Shape::Skewed, Shape::Duplicates][shape as usize];
         let count = ((1usize << q) * fill as usize).div_ceil(100);
         let mut state = seed;
@@ -154,12 +165,17 @@ fn large_batches_take_the_parallel_paths() {
     let hashes: Vec<u64> = (0..((1u64 << q) * 9 / 10))
         .map(crate::hash::remix)
         .collect();
+    // Fingerprints of 24 bits (32-bit keys) and of 40 bits (64-bit keys).
+    for r in [7, 23] {
+        let mut expected = SequentialQf::with_bits(q, r).unwrap();
+        insert_each(&mut expected, &hashes).unwrap();
+        for method in BuildMethod::ALL {
+            let built = SequentialQf::bulk_build(q, r, &hashes, method).unwrap();
+            assert!(raw(&built) == raw(&expected), "r {r} {method:?}");
+        }
+    }
     let mut expected = SequentialQf::with_bits(q, 7).unwrap();
     insert_each(&mut expected, &hashes).unwrap();
-    for method in BuildMethod::ALL {
-        let built = SequentialQf::bulk_build(q, 7, &hashes, method).unwrap();
-        assert!(raw(&built) == raw(&expected), "{method:?}");
-    }
     let (first, second) = hashes.split_at(hashes.len() / 2);
     let mut filter = SequentialQf::bulk_build(q, 7, first, BuildMethod::default()).unwrap();
     filter
