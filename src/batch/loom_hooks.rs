@@ -1,13 +1,17 @@
 //! Entry points for the loom models in `tests/loom/batch.rs` (compiled only with `--cfg loom`,
 //! hidden from the docs): one round of supercluster inserts or cluster removes (paper 004 §IV-B,
-//! §IV-D) whose writes run on loom threads instead of rayon's, so the model checker explores
-//! every interleaving of the lane-preserving group CASes of neighbouring regions.
+//! §IV-D), and the write pass of a segmented bulk build (§IV-C3), whose writes run on loom
+//! threads instead of rayon's, so the model checker explores every interleaving of the
+//! lane-preserving group writes of neighbours.
 
 use std::sync::Arc;
 
 use crate::qf::sequential::SequentialQf;
 
-use super::keys::sorted_keys;
+use crate::qf::table::QfTable;
+
+use super::keys::{sorted_keys, sorted_keys_with_repeats};
+use super::scatter::{plan_segments, write_segment};
 use super::supercluster::{plan_insertion, plan_removal, write_insertion, write_removal, Claim};
 
 /// Plans the insert of every hash against `filter` as one round would (each must claim its own
@@ -92,5 +96,45 @@ pub fn racing_cluster_removes(filter: SequentialQf, hashes: &[u64]) -> Sequentia
     SequentialQf {
         table,
         len: len - removed,
+    }
+}
+
+/// Bulk builds `hashes` into a new filter of `2^quotient_bits` slots by segmented layouts, cut
+/// into segments of `segment` keys, each segment written by its own loom thread: the build's
+/// write pass, whose plain stores into the groups a segment owns alone the model checks.
+///
+/// # Panics
+/// If the parameters are invalid or the keys do not fit.
+pub fn racing_segmented_build(
+    quotient_bits: u32,
+    remainder_bits: u32,
+    hashes: &[u64],
+    segment: usize,
+) -> SequentialQf {
+    let table = QfTable::with_bits(quotient_bits, remainder_bits).expect("valid parameters");
+    let keys: Vec<u64> = sorted_keys_with_repeats(hashes, quotient_bits + remainder_bits);
+    let plan = plan_segments(&keys, remainder_bits, segment);
+    assert!(
+        plan.last_slot < table.slots.len() as i64 - 1,
+        "the keys fit"
+    );
+    let (table, keys) = (Arc::new(table), Arc::new(keys));
+    let threads: Vec<_> = plan
+        .segments
+        .into_iter()
+        .map(|segment| {
+            let (table, keys) = (Arc::clone(&table), Arc::clone(&keys));
+            loom::thread::spawn(move || {
+                write_segment(&table.slots, &keys, table.remainder_bits, segment)
+            })
+        })
+        .collect();
+    for thread in threads {
+        thread.join().expect("a writer panicked");
+    }
+    let table = Arc::into_inner(table).expect("the writers are joined");
+    SequentialQf {
+        table,
+        len: plan.distinct,
     }
 }

@@ -1,14 +1,13 @@
 //! Writing a bulk build's layout into an empty table (the scatter step of paper 004 §IV-C): each
 //! element goes to its slot with its continuation and shifted bits, and each run's canonical slot
-//! gets its occupied bit. Chunks of runs are written in parallel; a chunk gathers the bits of one
-//! group and ORs them in with one atomic operation, since neighbouring chunks may share a group.
+//! gets its occupied bit. Chunks of runs (or segments) are written in parallel through
+//! [`GroupWriter`], which writes each group once, ORing it in where neighbouring chunks share it.
 
 use std::ops::Range;
 
 use crate::hash::low_mask;
 use crate::qf::slot::{Slot, OCCUPIED};
-use crate::storage::{SlotArray, SlotLayout};
-use crate::sync::Ordering;
+use crate::storage::{GroupWriter, SlotArray};
 
 use super::keys::KeyWord;
 use super::layout::Layout;
@@ -20,8 +19,9 @@ pub(crate) fn scatter(array: &SlotArray, keys: &[u64], remainder_bits: u32, layo
     let runs = layout.first.len();
     let remainder_mask = low_mask(remainder_bits);
     par::map_chunks(runs, par::MIN_PARALLEL / 4, |range| {
-        let mut elements = GroupOr::new(array, 0..0);
-        let mut occupied = GroupOr::new(array, 0..0);
+        // Neighbouring chunks may share any group: no exclusive ones.
+        let mut elements = GroupWriter::new(array, 0..0);
+        let mut occupied = GroupWriter::new(array, 0..0);
         for run in range {
             let (head, end) = (layout.heads[run], layout.heads[run + 1]);
             let quotient = (keys[head] >> remainder_bits) as usize;
@@ -32,63 +32,9 @@ pub(crate) fn scatter(array: &SlotArray, keys: &[u64], remainder_bits: u32, layo
                 elements.or(position, element.raw());
             }
         }
-        elements.flush();
-        occupied.flush();
+        elements.finish();
+        occupied.finish();
     });
-}
-
-/// Gathers slot bits for one group at a time (slots in increasing order) and ORs each group's
-/// bits into the array once: with a plain load and store in the groups no other writer touches,
-/// with an atomic OR in the others.
-struct GroupOr<'a> {
-    array: &'a SlotArray,
-    group: usize,
-    bits: u64,
-    exclusive: Range<usize>,
-}
-
-impl<'a> GroupOr<'a> {
-    /// A writer that owns the groups in `exclusive` alone (no other writer sets a bit there).
-    fn new(array: &'a SlotArray, exclusive: Range<usize>) -> Self {
-        GroupOr {
-            array,
-            group: 0,
-            bits: 0,
-            exclusive,
-        }
-    }
-
-    #[inline]
-    fn or(&mut self, index: usize, value: u64) {
-        let layout = self.array.layout();
-        let (group, offset) = layout.locate(index);
-        if group != self.group {
-            self.flush();
-            self.group = group;
-        }
-        self.bits |= value << (offset * layout.bits());
-    }
-
-    fn flush(&mut self) {
-        if self.bits == 0 {
-            return;
-        }
-        if self.exclusive.contains(&self.group) {
-            // Relaxed: no other thread writes this group (the writer's own earlier flushes come
-            // before in program order); the build's fork and join order the writes before
-            // anyone reads the table. A locked OR here cost a quarter of the segmented build's
-            // write sweep.
-            let word = self.array.load_group(self.group, Ordering::Relaxed);
-            self.array
-                .store_group(self.group, word | self.bits, Ordering::Relaxed);
-        } else {
-            // Relaxed: ordered before any read by the fork and join as above; the OR itself
-            // cannot lose a neighbour's bits.
-            self.array
-                .or_group(self.group, self.bits, Ordering::Relaxed);
-        }
-        self.bits = 0;
-    }
 }
 
 /// Lays out and writes sorted `keys` in one sweep per chunk: segmented layouts (paper 004
@@ -109,37 +55,46 @@ pub(crate) fn segmented_scatter<K: KeyWord>(
     if plan.last_slot >= array.len() as i64 - 1 {
         return None;
     }
-    let quotient = |i: usize| (keys[i].widen() >> remainder_bits) as i64;
-    let remainder_mask = low_mask(remainder_bits);
-    let layout = array.layout();
-    par::for_each(plan.segments, |Segment { keys: range, carry }| {
-        let next_quotient = (range.end < keys.len()).then(|| quotient(range.end));
-        let exclusive = exclusive_groups(layout, carry, next_quotient);
-        let mut position = carry;
-        let mut elements = GroupOr::new(array, exclusive.clone());
-        let mut occupied = GroupOr::new(array, exclusive);
-        for i in range {
-            if is_repeat(keys, i) {
-                continue;
-            }
-            let q = quotient(i);
-            position = (position + 1).max(q);
-            // A skipped repeat has its original's quotient, so `i - 1` still tells the run.
-            let continuation = i > 0 && quotient(i - 1) == q;
-            // Branch-free: whether a run starts here is a coin toss the CPU cannot predict (the
-            // branch cost a quarter of this loop).
-            occupied.or(q as usize, OCCUPIED * u64::from(!continuation));
-            let element = Slot::element(
-                keys[i].widen() & remainder_mask,
-                continuation,
-                position != q,
-            );
-            elements.or(position as usize, element.raw());
-        }
-        elements.flush();
-        occupied.flush();
+    par::for_each(plan.segments, |segment| {
+        write_segment(array, keys, remainder_bits, segment);
     });
     Some(plan.distinct)
+}
+
+/// Lays `segment` out again from its carry and writes every element and occupied bit of it.
+pub(crate) fn write_segment<K: KeyWord>(
+    array: &SlotArray,
+    keys: &[K],
+    remainder_bits: u32,
+    Segment { keys: range, carry }: Segment,
+) {
+    let quotient = |i: usize| (keys[i].widen() >> remainder_bits) as i64;
+    let remainder_mask = low_mask(remainder_bits);
+    let next_quotient = (range.end < keys.len()).then(|| quotient(range.end));
+    let exclusive = exclusive_groups(array, carry, next_quotient);
+    let mut position = carry;
+    let mut elements = GroupWriter::new(array, exclusive.clone());
+    let mut occupied = GroupWriter::new(array, exclusive);
+    for i in range {
+        if is_repeat(keys, i) {
+            continue;
+        }
+        let q = quotient(i);
+        position = (position + 1).max(q);
+        // A skipped repeat has its original's quotient, so `i - 1` still tells the run.
+        let continuation = i > 0 && quotient(i - 1) == q;
+        // Branch-free: whether a run starts here is a coin toss the CPU cannot predict (the
+        // branch cost a quarter of this loop).
+        occupied.or(q as usize, OCCUPIED * u64::from(!continuation));
+        let element = Slot::element(
+            keys[i].widen() & remainder_mask,
+            continuation,
+            position != q,
+        );
+        elements.or(position as usize, element.raw());
+    }
+    elements.finish();
+    occupied.finish();
 }
 
 /// Before any element: far enough left that `max(carry + 1, quotient)` is the quotient.
@@ -153,25 +108,30 @@ fn is_repeat<K: KeyWord>(keys: &[K], i: usize) -> bool {
 
 /// A run of the input keys laid out as one segment, and `carry`, the last slot the segments
 /// before it fill (`NONE` if they are empty).
-struct Segment {
+#[derive(Debug, Clone)]
+pub(crate) struct Segment {
     keys: Range<usize>,
     carry: i64,
 }
 
 /// The segments of a segmented layout, and what laying them all out gives.
-struct SegmentPlan {
-    segments: Vec<Segment>,
+pub(crate) struct SegmentPlan {
+    pub(crate) segments: Vec<Segment>,
     /// How many distinct keys there are.
-    distinct: usize,
+    pub(crate) distinct: usize,
     /// The slot of the last element (`NONE` without keys).
-    last_slot: i64,
+    pub(crate) last_slot: i64,
 }
 
 /// Where each segment starts: the keys are cut into segments of `segment` keys, each is laid
 /// out serially on its own (in parallel) to find its end, and the overflows then pass from
 /// segment to segment in one serial sweep over the few segments, since a segment of `n`
 /// distinct keys ending at `e` on its own ends at `max(e, carry + n)` after a carry `carry`.
-fn plan_segments<K: KeyWord>(keys: &[K], remainder_bits: u32, segment: usize) -> SegmentPlan {
+pub(crate) fn plan_segments<K: KeyWord>(
+    keys: &[K],
+    remainder_bits: u32,
+    segment: usize,
+) -> SegmentPlan {
     let segment = segment.max(1);
     let ranges: Vec<_> = (0..keys.len().div_ceil(segment))
         .map(|s| s * segment..((s + 1) * segment).min(keys.len()))
@@ -204,14 +164,10 @@ fn plan_segments<K: KeyWord>(keys: &[K], remainder_bits: u32, segment: usize) ->
 /// The groups a segment writes alone: the segments before it write no slot after its `carry`,
 /// and the ones after it none before `next_quotient`, the quotient of the first key after it
 /// (every element sits at or after its quotient, and the keys are sorted).
-fn exclusive_groups(layout: &SlotLayout, carry: i64, next_quotient: Option<i64>) -> Range<usize> {
-    let first = if carry < 0 {
-        0
-    } else {
-        layout.locate(carry as usize).0 + 1
-    };
-    let end = next_quotient.map_or(usize::MAX, |q| layout.locate(q as usize).0);
-    first..end
+fn exclusive_groups(array: &SlotArray, carry: i64, next_quotient: Option<i64>) -> Range<usize> {
+    let first = (carry + 1).max(0) as usize;
+    let end = next_quotient.map_or(usize::MAX, |q| q as usize);
+    array.layout().groups_inside(first..end, array.len())
 }
 
 #[cfg(test)]
@@ -263,10 +219,11 @@ mod tests {
             }
         }
 
-        /// The groups a segment writes with plain stores are written by no other segment: every
-        /// segment's elements and occupied bits are placed serially here, and each slot of an
-        /// exclusive group must belong to its segment (a race would lose bits only now and then,
-        /// so the ranges are checked directly).
+        /// The groups a segment writes with plain stores are written by no other segment: each
+        /// segment is written alone into a zeroed array here (every slot it touches gets a set
+        /// bit), and each slot of its exclusive groups must have been set by it alone (a race
+        /// would lose bits only now and then, so the ranges are checked directly; the loom model
+        /// `segments_sharing_a_group_lose_no_bit` races two segments).
         #[test]
         fn exclusive_groups_are_written_by_their_segment_alone(
             keys in proptest::collection::vec(0u64..(1 << 12), 1..300),
@@ -278,22 +235,24 @@ mod tests {
             let mut keys: Vec<u64> = keys.into_iter().map(|key| key >> skew).collect();
             keys.sort_unstable();
             let plan = plan_segments(&keys, remainder_bits, segment);
-            let layout = SlotLayout::new(slot_bits);
             let slots = (plan.last_slot.max(0) as usize + 1).max(1 << 8);
             // writers[slot]: the segments that set a bit in the slot.
             let mut writers = vec![Vec::new(); slots];
             for (index, s) in plan.segments.iter().enumerate() {
-                let mut position = s.carry;
-                for i in s.keys.clone().filter(|&i| !is_repeat(&keys, i)) {
-                    let q = (keys[i] >> remainder_bits) as i64;
-                    position = (position + 1).max(q);
-                    writers[q as usize].push(index);
-                    writers[position as usize].push(index);
+                let array = SlotArray::new(slot_bits, slots).unwrap();
+                write_segment(&array, &keys, remainder_bits, s.clone());
+                for (slot, slot_writers) in writers.iter_mut().enumerate() {
+                    // Relaxed: single-threaded test.
+                    if array.get(slot, Ordering::Relaxed) != 0 {
+                        slot_writers.push(index);
+                    }
                 }
             }
+            let array = SlotArray::new(slot_bits, slots).unwrap();
+            let layout = array.layout();
             for (index, s) in plan.segments.iter().enumerate() {
                 let next = plan.segments.get(index + 1).map(|n| (keys[n.keys.start] >> remainder_bits) as i64);
-                let groups = exclusive_groups(&layout, s.carry, next);
+                let groups = exclusive_groups(&array, s.carry, next);
                 for (slot, slot_writers) in writers.iter().enumerate() {
                     if groups.contains(&layout.locate(slot).0) {
                         proptest::prop_assert!(

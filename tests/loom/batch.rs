@@ -6,7 +6,9 @@
 //!
 //! Tables have 8 canonical slots of 13-bit remainders (16-bit slots, 4 per group).
 
-use conqf::batch_loom::{racing_cluster_removes, racing_supercluster_inserts};
+use conqf::batch_loom::{
+    racing_cluster_removes, racing_segmented_build, racing_supercluster_inserts,
+};
 use conqf::SequentialQf;
 
 const Q: u32 = 3;
@@ -76,5 +78,21 @@ fn a_removal_reading_the_next_cluster_start_stops_there() {
         let filter = filter_with(&[stay[0], stay[1], gone[0], gone[1]]);
         let filter = racing_cluster_removes(filter, &gone);
         holds_exactly(&filter, &stay);
+    });
+}
+
+/// The write pass of a segmented bulk build, in two segments. The first fills slots 0-4; the
+/// second sets slot 3's occupied bit (group 0) and writes slots 5 and 6 (group 1). Both groups
+/// are shared and must be OR-ed by both segments: a plain store by either into group 0 or
+/// group 1 could drop the other's bits. (Group 1 starts right after the first segment's last
+/// slot but one, so an off-by-one in the second segment's exclusive groups shows too.)
+#[test]
+fn segments_sharing_a_group_lose_no_bit() {
+    model(|| {
+        let first = [key(0, 10), key(0, 20), key(1, 5), key(1, 6), key(2, 1)];
+        let second = [key(3, 2), key(6, 1)];
+        let keys: Vec<u64> = first.iter().chain(&second).copied().collect();
+        let filter = racing_segmented_build(Q, R, &keys, first.len());
+        holds_exactly(&filter, &keys);
     });
 }

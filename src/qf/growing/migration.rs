@@ -47,6 +47,7 @@ use crate::qf::scan::{place_sorted, Fingerprints};
 use crate::qf::sequential::refine;
 use crate::qf::slot::{LockView, MIGRATION_LOCK};
 use crate::qf::table::QfTable;
+use crate::storage::GroupWriter;
 use crate::sync::{Ordering, Waiter};
 
 /// Migration-locks the empty, unlocked slots from `index` on (before `hi`, inside the group of
@@ -183,40 +184,16 @@ fn copy_supercluster(
 }
 
 /// Writes `values` into target slots `base..base + values.len()`, which only this thread writes
-/// and which are still zero: a group inside the range with one store, a group shared with a
-/// neighbouring range with one `fetch_or`.
+/// and which are still zero: the groups inside the range with a plain store, a group shared with
+/// a neighbouring range with an atomic OR ([`GroupWriter`]). The migration's completion counter
+/// (Release/Acquire) publishes the whole target before anyone reads it.
 fn write_owned(target: &QfTable, base: usize, values: &[u64]) {
     let array = &target.slots;
-    let layout = *array.layout();
     let end = base + values.len();
-    let first_shared = layout.locate(base).1 != 0;
-    let last_shared = end < array.len() && layout.locate(end).1 != 0;
-    let (first_group, _) = layout.locate(base);
-    let (last_group, _) = layout.locate(end - 1);
-    let mut group = first_group;
-    let mut word = 0u64;
-    let flush = |group: usize, word: u64| {
-        if word == 0 {
-            return;
-        }
-        let shared = (group == first_group && first_shared) || (group == last_group && last_shared);
-        if shared {
-            // Relaxed: the neighbour's bits are in other lanes; the migration's completion
-            // counter (Release/Acquire) publishes the whole target before anyone reads it.
-            array.or_group(group, word, Ordering::Relaxed);
-        } else {
-            // Relaxed: this thread owns every lane of the group; published as above.
-            array.store_group(group, word, Ordering::Relaxed);
-        }
-    };
+    let owned = array.layout().groups_inside(base..end, array.len());
+    let mut writer = GroupWriter::new(array, owned);
     for (index, &value) in (base..end).zip(values) {
-        let (at, offset) = layout.locate(index);
-        if at != group {
-            flush(group, word);
-            group = at;
-            word = 0;
-        }
-        word = layout.set(word, offset, value);
+        writer.or(index, value);
     }
-    flush(group, word);
+    writer.finish();
 }
