@@ -148,17 +148,9 @@ impl SequentialQf {
         out: &mut [bool],
         order: BatchLookup,
     ) -> Result<(), Error> {
-        lookup::contains_batch(
-            &self.table.slots,
-            hashes,
-            out,
-            order,
-            |hash| self.table.fingerprint(hash).0,
-            |hash| {
-                let (quotient, remainder) = self.table.fingerprint(hash);
-                self.contains_fingerprint(quotient, remainder)
-            },
-        )
+        lookup::contains_batch(&self.table, hashes, out, order, |quotient, remainder| {
+            self.contains_fingerprint(quotient, remainder)
+        })
     }
 }
 
@@ -290,17 +282,9 @@ impl LocallyLockedQf {
         out: &mut [bool],
         order: BatchLookup,
     ) -> Result<(), Error> {
-        lookup::contains_batch(
-            &self.table.slots,
-            hashes,
-            out,
-            order,
-            |hash| self.table.fingerprint(hash).0,
-            |hash| {
-                let (quotient, remainder) = self.table.fingerprint(hash);
-                self.contains_fingerprint(quotient, remainder)
-            },
-        )
+        lookup::contains_batch(&self.table, hashes, out, order, |quotient, remainder| {
+            self.contains_fingerprint(quotient, remainder)
+        })
     }
 }
 

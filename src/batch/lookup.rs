@@ -14,7 +14,7 @@
 //! write the same answer.
 
 use crate::filter::Error;
-use crate::storage::SlotArray;
+use crate::qf::table::QfTable;
 
 use super::par;
 
@@ -59,17 +59,17 @@ pub enum BatchLookup {
     Sorted,
 }
 
-/// Answers `contains(hashes[i])` into `out[i]` for every `i`, in the order `order` picks.
+/// Answers whether each `hashes[i]` is stored in `table` into `out[i]`, in the order `order`
+/// picks; `contains(quotient, remainder)` is the filter's own lookup of one fingerprint.
 ///
 /// # Errors
 /// [`Error::InvalidParameters`] if the slices differ in length; `out` is then unchanged.
 pub(crate) fn contains_batch(
-    array: &SlotArray,
+    table: &QfTable,
     hashes: &[u64],
     out: &mut [bool],
     order: BatchLookup,
-    canonical: impl Fn(u64) -> usize + Sync,
-    contains: impl Fn(u64) -> bool + Sync,
+    contains: impl Fn(usize, u64) -> bool + Sync,
 ) -> Result<(), Error> {
     if hashes.len() != out.len() {
         return Err(Error::InvalidParameters(format!(
@@ -80,30 +80,25 @@ pub(crate) fn contains_batch(
     }
     let chunk = hashes.len().div_ceil(par::threads()).max(4096);
     let pieces: Vec<_> = hashes.chunks(chunk).zip(out.chunks_mut(chunk)).collect();
-    let slots = array.len();
+    let contains = |hash| {
+        let (quotient, remainder) = table.fingerprint(hash);
+        contains(quotient, remainder)
+    };
     par::for_each(pieces, |(hashes, out)| match order {
-        BatchLookup::Sorted => sorted(hashes, out, slots, array, &canonical, &contains),
-        BatchLookup::Prefetch | BatchLookup::Auto => {
-            prefetched(hashes, out, array, &canonical, &contains)
-        }
+        BatchLookup::Sorted => sorted(hashes, out, table, &contains),
+        BatchLookup::Prefetch | BatchLookup::Auto => prefetched(hashes, out, table, &contains),
     });
     Ok(())
 }
 
-/// One chunk in the caller's order, prefetching the group of `canonical(hashes[i + window])`.
-fn prefetched(
-    hashes: &[u64],
-    out: &mut [bool],
-    array: &SlotArray,
-    canonical: &impl Fn(u64) -> usize,
-    contains: &impl Fn(u64) -> bool,
-) {
+/// One chunk in the caller's order, prefetching the canonical group of `hashes[i + window]`.
+fn prefetched(hashes: &[u64], out: &mut [bool], table: &QfTable, contains: &impl Fn(u64) -> bool) {
     for &hash in hashes.iter().take(PREFETCH_DISTANCE) {
-        array.prefetch(canonical(hash));
+        prefetch_canonical(table, hash);
     }
     for (i, answer) in out.iter_mut().enumerate() {
         if let Some(&ahead) = hashes.get(i + PREFETCH_DISTANCE) {
-            array.prefetch(canonical(ahead));
+            prefetch_canonical(table, ahead);
         }
         *answer = contains(hashes[i]);
     }
@@ -117,14 +112,7 @@ const SORT_BATCH: usize = 1 << 14;
 /// One chunk, `SORT_BATCH` queries at a time, each radix-partitioned by the top hash bits (one
 /// counting pass, one scatter of the hashes and their positions), then answered in that order
 /// with the prefetch window: the table is read in increasing address order, page by page.
-fn sorted(
-    hashes: &[u64],
-    out: &mut [bool],
-    slots: usize,
-    array: &SlotArray,
-    canonical: &impl Fn(u64) -> usize,
-    contains: &impl Fn(u64) -> bool,
-) {
+fn sorted(hashes: &[u64], out: &mut [bool], table: &QfTable, contains: &impl Fn(u64) -> bool) {
     let batch = hashes.len().min(SORT_BATCH);
     // A bucket per few queries, and no finer than the table's slots.
     let bucket_bits = batch
@@ -132,7 +120,7 @@ fn sorted(
         .ilog2()
         .saturating_sub(2)
         .clamp(1, MAX_BUCKET_BITS)
-        .min(slots.max(2).ilog2());
+        .min(table.slots.len().max(2).ilog2());
     let shift = 64 - bucket_bits;
     let mut next = vec![0u32; (1 << bucket_bits) + 1];
     let mut sorted = vec![0u64; batch];
@@ -155,13 +143,19 @@ fn sorted(
         }
         let sorted = &sorted[..hashes.len()];
         for &hash in sorted.iter().take(PREFETCH_DISTANCE) {
-            array.prefetch(canonical(hash));
+            prefetch_canonical(table, hash);
         }
         for (j, (&hash, &i)) in sorted.iter().zip(&position).enumerate() {
             if let Some(&ahead) = sorted.get(j + PREFETCH_DISTANCE) {
-                array.prefetch(canonical(ahead));
+                prefetch_canonical(table, ahead);
             }
             out[i as usize] = contains(hash);
         }
     }
+}
+
+/// Prefetches the group of `hash`'s canonical slot.
+#[inline]
+fn prefetch_canonical(table: &QfTable, hash: u64) {
+    table.slots.prefetch(table.fingerprint(hash).0);
 }
