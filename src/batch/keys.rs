@@ -67,8 +67,7 @@ pub(crate) fn sorted_keys(hashes: &[u64], fingerprint_bits: u32) -> Vec<u64> {
 /// The sorted, distinct fingerprint keys of `hashes` and how often each occurs, for a counting
 /// filter (the preprocessing of paper 004 §IV-C without the dedupe: repeats become counts).
 pub(crate) fn counted_keys(hashes: &[u64], fingerprint_bits: u32) -> (Vec<u64>, Vec<u64>) {
-    debug_assert!((2..=64).contains(&fingerprint_bits));
-    let sorted: Vec<u64> = top_bits_sorted(hashes, fingerprint_bits);
+    let sorted: Vec<u64> = sorted_keys_with_repeats(hashes, fingerprint_bits);
     let mut keys = Vec::with_capacity(sorted.len());
     let mut counts: Vec<u64> = Vec::with_capacity(sorted.len());
     for key in sorted {
