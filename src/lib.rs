@@ -94,7 +94,7 @@ mod sync;
 #[cfg(loom)]
 #[doc(hidden)]
 pub use batch::loom_hooks as batch_loom;
-pub use batch::{BatchInsert, BatchLookup, BuildMethod};
+pub use batch::{BatchInsert, BatchLookup, BuildMethod, Dedupe};
 pub use bloom::AtomicBloomFilter;
 pub use cuckoo::lock_free::LockFreeCuckooFilter;
 pub use cuckoo::locked::LockedCuckooFilter;

@@ -17,9 +17,10 @@ use std::collections::BTreeMap;
 
 use common::{hash_of, ops, Model, Op};
 use conqf::{
-    hash_key, AtomicBloomFilter, Count, CountingQf, CountingQfRef, Error, ExpandableQf,
-    ExternallyLockedQf, Filter, Fingerprint, GrowableQf, LinearProbingQf, LocallyLockedQf,
-    LockFreeCuckooFilter, LockedCuckooFilter, Remove, SequentialQf, SequentialQfRef, TwoBitQf,
+    hash_key, AtomicBloomFilter, BuildMethod, Count, CountingQf, CountingQfRef, Dedupe, Error,
+    ExpandableQf, ExternallyLockedQf, Filter, Fingerprint, GrowableQf, LinearProbingQf,
+    LocallyLockedQf, LockFreeCuckooFilter, LockedCuckooFilter, Remove, SequentialQf,
+    SequentialQfRef, TwoBitQf,
 };
 use proptest::prelude::*;
 use xxhash_rust::xxh3::xxh3_64;
@@ -255,6 +256,18 @@ fn check_qf3_file(bytes: &[u8], expected: &[Fingerprint], probes: &[u64]) {
     assert_eq!(original.to_bytes(), bytes);
     assert_eq!(locally.to_bytes(), bytes);
     assert_eq!(view.to_owned_filter().unwrap().to_bytes(), bytes);
+}
+
+/// A bulk build without dedupe holds copies of a fingerprint (a multiset): every reader
+/// accepts the file and keeps them.
+#[test]
+fn a_multiset_table_round_trips() {
+    let hashes: Vec<u64> = (0..400u64).map(|k| hash_key(&(k % 150))).collect();
+    let filter =
+        SequentialQf::bulk_build_with(9, 7, &hashes, BuildMethod::default(), Dedupe::Off).unwrap();
+    let expected: Vec<Fingerprint> = filter.fingerprints().collect();
+    assert_eq!(expected.len(), 400);
+    check_qf3_file(&filter.to_bytes(), &expected, &hashes);
 }
 
 proptest! {

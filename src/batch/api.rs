@@ -10,14 +10,15 @@ use crate::sync::Ordering;
 use super::keys::{merge_sorted, sorted_keys, sorted_keys_with_repeats, table_keys};
 use super::{
     build, build_segmented, build_table, lookup, supercluster, BatchInsert, BatchLookup,
-    BuildMethod,
+    BuildMethod, Dedupe,
 };
 
 impl SequentialQf {
     /// A filter with `2^quotient_bits` slots of `remainder_bits` remainder bits holding the
     /// fingerprints of `hashes`, built in bulk (paper 004 §IV-C): sort, compute every element's
     /// slot with `method`, write them all. The table is exactly the one inserting the hashes one
-    /// by one gives; duplicate fingerprints are stored once.
+    /// by one gives; duplicate fingerprints are stored once (see
+    /// [`bulk_build_with`](Self::bulk_build_with) to keep them).
     ///
     /// ```
     /// use conqf::{BuildMethod, SequentialQf};
@@ -37,13 +38,44 @@ impl SequentialQf {
         hashes: &[u64],
         method: BuildMethod,
     ) -> Result<Self, Error> {
+        Self::bulk_build_with(quotient_bits, remainder_bits, hashes, method, Dedupe::On)
+    }
+
+    /// [`bulk_build`](Self::bulk_build) that stores a repeated fingerprint once or as often as
+    /// it occurs, as `dedupe` says (paper 004 §IV-C; [`Dedupe`] describes the multiset a build
+    /// without deduplication gives).
+    ///
+    /// ```
+    /// use conqf::{BuildMethod, Dedupe, SequentialQf};
+    /// let hashes: Vec<u64> = (0..1000u64).map(|k| conqf::hash_key(&(k % 400))).collect();
+    /// let method = BuildMethod::SequentialShifting;
+    /// let filter = SequentialQf::bulk_build_with(12, 20, &hashes, method, Dedupe::Off)?;
+    /// assert_eq!(filter.len(), 1000);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`bulk_build`](Self::bulk_build).
+    pub fn bulk_build_with(
+        quotient_bits: u32,
+        remainder_bits: u32,
+        hashes: &[u64],
+        method: BuildMethod,
+        dedupe: Dedupe,
+    ) -> Result<Self, Error> {
         let table = QfTable::with_bits(quotient_bits, remainder_bits)?;
         let bits = quotient_bits + remainder_bits;
         // The builds skip repeats themselves, in parallel.
         let len = if method == BuildMethod::SegmentedLayouts && bits <= u32::BITS {
-            build_segmented(&table, &sorted_keys_with_repeats::<u32>(hashes, bits))?
+            let keys = sorted_keys_with_repeats::<u32>(hashes, bits);
+            build_segmented(&table, &keys, dedupe)?
         } else {
-            build(&table, sorted_keys_with_repeats(hashes, bits), method)?
+            build(
+                &table,
+                sorted_keys_with_repeats(hashes, bits),
+                method,
+                dedupe,
+            )?
         };
         Ok(SequentialQf { table, len })
     }
@@ -173,7 +205,31 @@ impl LocallyLockedQf {
         hashes: &[u64],
         method: BuildMethod,
     ) -> Result<Self, Error> {
-        SequentialQf::bulk_build(quotient_bits, remainder_bits, hashes, method)
+        Self::bulk_build_with(quotient_bits, remainder_bits, hashes, method, Dedupe::On)
+    }
+
+    /// A concurrent filter built in bulk, a repeated fingerprint stored once or as often as it
+    /// occurs; see [`SequentialQf::bulk_build_with`].
+    ///
+    /// ```
+    /// use conqf::{BuildMethod, Dedupe, Filter, LocallyLockedQf, Remove};
+    /// let hashes = [conqf::hash_key("a"), conqf::hash_key("a")];
+    /// let filter =
+    ///     LocallyLockedQf::bulk_build_with(10, 10, &hashes, BuildMethod::default(), Dedupe::Off)?;
+    /// assert!(filter.remove("a")? && filter.contains("a"));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`SequentialQf::bulk_build`].
+    pub fn bulk_build_with(
+        quotient_bits: u32,
+        remainder_bits: u32,
+        hashes: &[u64],
+        method: BuildMethod,
+        dedupe: Dedupe,
+    ) -> Result<Self, Error> {
+        SequentialQf::bulk_build_with(quotient_bits, remainder_bits, hashes, method, dedupe)
             .map(Self::from_sequential)
     }
 
@@ -301,19 +357,24 @@ fn insert_batch(
         BatchInsert::Auto => BatchInsert::choose(keys.len(), *len, 1 << q),
         chosen => chosen,
     };
-    let before = *len;
     match strategy {
         BatchInsert::Merge(method) => {
             // Relaxed: `&mut` access to the table.
-            let stored = table_keys(table, Ordering::Relaxed);
+            let mut stored = table_keys(table, Ordering::Relaxed);
+            // Copies a build without dedupe stored collapse: the union holds each key once.
+            stored.dedup();
             let union = merge_sorted(&stored, &keys);
             let (merged, merged_len) = build_table(q, r, union, method)?;
             *table = merged;
             *len = merged_len;
+            Ok(merged_len - stored.len())
         }
-        BatchInsert::Superclusters | BatchInsert::Auto => supercluster::insert(table, &keys, len)?,
+        BatchInsert::Superclusters | BatchInsert::Auto => {
+            let before = *len;
+            supercluster::insert(table, &keys, len)?;
+            Ok(*len - before)
+        }
     }
-    Ok(*len - before)
 }
 
 /// A batch removal; returns how many fingerprints went.

@@ -1,12 +1,13 @@
 //! Where every element of a bulk build goes: the saturating scan of paper 004 §IV-C, by its three
 //! methods.
 //!
-//! The input is sorted, distinct fingerprints. Element `i` of the sorted order lands in slot
-//! `pos[i] = max(pos[i - 1] + 1, quotient[i])` (the paper's non-associative operator), which is
-//! exactly where inserting the same set one by one puts it. Within a run the slots are
-//! consecutive, so only run heads need the scan: for run `k` starting at element `head[k]` with
-//! quotient `quot[k]`, write `w[k] = quot[k] - head[k]`; then the run starts at
-//! `head[k] + max(w[0..=k])`. The three methods differ in how they compute that prefix maximum
+//! The input is sorted fingerprints, distinct unless the build keeps repeats
+//! ([`Dedupe::Off`](super::Dedupe::Off): a copy is one more element of its run). Element `i` of
+//! the sorted order lands in slot `pos[i] = max(pos[i - 1] + 1, quotient[i])` (the paper's
+//! non-associative operator), which is exactly where inserting the same set one by one puts it.
+//! Within a run the slots are consecutive, so only run heads need the scan: for run `k` starting
+//! at element `head[k]` with quotient `quot[k]`, write `w[k] = quot[k] - head[k]`; then the run
+//! starts at `head[k] + max(w[0..=k])`. The three methods differ in how they compute that prefix maximum
 //! and where they stop early ("saturation": a run that already starts after the previous one
 //! ends takes nothing from the left):
 //!
@@ -31,7 +32,7 @@ pub(crate) struct Layout {
     pub(crate) first: Vec<usize>,
 }
 
-/// Lays out sorted, distinct fingerprint keys (`quotient << remainder_bits | remainder`) for a
+/// Lays out sorted fingerprint keys (`quotient << remainder_bits | remainder`) for a
 /// table of `2^quotient_bits` canonical slots.
 pub(crate) fn layout(
     keys: &[u64],
@@ -191,9 +192,12 @@ mod tests {
         #[test]
         fn every_method_computes_the_serial_scan(
             mut keys in proptest::collection::vec(0u64..(1 << 10), 0..400),
+            dedupe in proptest::bool::ANY,
         ) {
             keys.sort_unstable();
-            keys.dedup();
+            if dedupe {
+                keys.dedup();
+            }
             // 6 quotient bits, 4 remainder bits: 64 canonical slots, up to 16 per run.
             let quotients: Vec<usize> = keys.iter().map(|&k| (k >> 4) as usize).collect();
             let expected = serial_positions(&quotients);

@@ -13,6 +13,7 @@ use crate::qf::table::QfTable;
 use super::keys::{sorted_keys, sorted_keys_with_repeats};
 use super::scatter::{plan_segments, write_segment};
 use super::supercluster::{plan_insertion, plan_removal, write_insertion, write_removal, Claim};
+use super::Dedupe;
 
 /// Plans the insert of every hash against `filter` as one round would (each must claim its own
 /// supercluster: the caller picks them so), then writes all of them at once, one loom thread
@@ -113,7 +114,7 @@ pub fn racing_segmented_build(
 ) -> SequentialQf {
     let table = QfTable::with_bits(quotient_bits, remainder_bits).expect("valid parameters");
     let keys: Vec<u64> = sorted_keys_with_repeats(hashes, quotient_bits + remainder_bits);
-    let plan = plan_segments(&keys, remainder_bits, segment);
+    let plan = plan_segments(&keys, remainder_bits, segment, Dedupe::On);
     assert!(
         plan.last_slot < table.slots.len() as i64 - 1,
         "the keys fit"
@@ -125,7 +126,13 @@ pub fn racing_segmented_build(
         .map(|segment| {
             let (table, keys) = (Arc::clone(&table), Arc::clone(&keys));
             loom::thread::spawn(move || {
-                write_segment(&table.slots, &keys, table.remainder_bits, segment)
+                write_segment(
+                    &table.slots,
+                    &keys,
+                    table.remainder_bits,
+                    segment,
+                    Dedupe::On,
+                )
             })
         })
         .collect();
@@ -135,6 +142,6 @@ pub fn racing_segmented_build(
     let table = Arc::into_inner(table).expect("the writers are joined");
     SequentialQf {
         table,
-        len: plan.distinct,
+        len: plan.stored,
     }
 }

@@ -90,6 +90,46 @@ impl BuildMethod {
     }
 }
 
+/// Whether a bulk build stores a repeated fingerprint once or as often as it occurs (paper 004
+/// §IV-C, "Duplicates": the paper makes deduplication a switch, as inserting everything at once
+/// does not need it).
+///
+/// With [`On`](Dedupe::On) the table is exactly the one inserting the hashes one by one gives.
+/// With [`Off`](Dedupe::Off) every copy of a fingerprint gets its own slot (next to the others
+/// in its run), so the filter holds a multiset: `len` counts copies, removing a hash takes away
+/// one copy, lookups answer as before. Keys whose fingerprints collide then each keep a copy,
+/// so removing one of them does not make the others look absent. One-by-one and batch inserts
+/// into such a filter still store a fingerprint only when it is absent, and a merge or a
+/// merge-insert ([`BatchInsert::Merge`]) stores each fingerprint once.
+///
+/// ```
+/// use conqf::{BuildMethod, Dedupe, SequentialQf};
+/// let hashes = [conqf::hash_key(&1u64), conqf::hash_key(&1u64), conqf::hash_key(&2u64)];
+/// let (q, r, method) = (8, 8, BuildMethod::default());
+/// let mut set = SequentialQf::bulk_build_with(q, r, &hashes, method, Dedupe::On)?;
+/// let mut multiset = SequentialQf::bulk_build_with(q, r, &hashes, method, Dedupe::Off)?;
+/// assert_eq!((set.len(), multiset.len()), (2, 3));
+/// assert!(set.remove(&1u64)? && !set.contains(&1u64));
+/// assert!(multiset.remove(&1u64)? && multiset.contains(&1u64)); // one copy left
+/// # Ok::<(), conqf::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Dedupe {
+    /// Store each fingerprint once, as one-by-one inserts do.
+    #[default]
+    On,
+    /// Store every copy: no deduplication step.
+    Off,
+}
+
+impl Dedupe {
+    /// Whether key `i` of sorted `keys` is a repeat this build skips.
+    #[inline]
+    pub(crate) fn skips<K: PartialEq>(self, keys: &[K], i: usize) -> bool {
+        self == Dedupe::On && i > 0 && keys[i] == keys[i - 1]
+    }
+}
+
 /// How a batch insert into a non-empty filter proceeds.
 ///
 /// ```
@@ -153,8 +193,9 @@ impl BatchInsert {
     }
 }
 
-/// Bulk builds sorted fingerprint keys into `table`, which must be empty; a key may repeat (it
-/// is stored once). Returns how many fingerprints it stored (the distinct keys).
+/// Bulk builds sorted fingerprint keys into `table`, which must be empty; a repeated key is
+/// stored once or as often as it occurs, as `dedupe` says. Returns how many fingerprints it
+/// stored.
 ///
 /// # Errors
 /// [`Error::Full`] if the last run would reach the table's last slot (which stays empty); the
@@ -163,15 +204,17 @@ pub(crate) fn build(
     table: &QfTable,
     mut keys: Vec<u64>,
     method: BuildMethod,
+    dedupe: Dedupe,
 ) -> Result<usize, Error> {
     if keys.is_empty() {
         return Ok(0);
     }
     if method == BuildMethod::SegmentedLayouts {
-        return build_segmented(table, &keys);
+        return build_segmented(table, &keys, dedupe);
     }
-    // The per-run layouts need each key once.
-    keys.dedup();
+    if dedupe == Dedupe::On {
+        keys.dedup();
+    }
     let layout = layout::layout(&keys, table.quotient_bits, table.remainder_bits, method);
     let last_run = layout.first.len() - 1;
     let end = layout.first[last_run] + (keys.len() - layout.heads[last_run]);
@@ -183,12 +226,17 @@ pub(crate) fn build(
 }
 
 /// [`build`] by segmented layouts, for keys of either width.
-pub(crate) fn build_segmented<K: KeyWord>(table: &QfTable, keys: &[K]) -> Result<usize, Error> {
+pub(crate) fn build_segmented<K: KeyWord>(
+    table: &QfTable,
+    keys: &[K],
+    dedupe: Dedupe,
+) -> Result<usize, Error> {
     scatter::segmented_scatter(
         &table.slots,
         keys,
         table.remainder_bits,
         keys.len().div_ceil(par::threads()).max(par::MIN_PARALLEL),
+        dedupe,
     )
     .ok_or(Error::Full)
 }
@@ -204,6 +252,6 @@ pub(crate) fn build_table(
     method: BuildMethod,
 ) -> Result<(QfTable, usize), Error> {
     let table = QfTable::with_bits(quotient_bits, remainder_bits)?;
-    let len = build(&table, keys, method)?;
+    let len = build(&table, keys, method, Dedupe::On)?;
     Ok((table, len))
 }

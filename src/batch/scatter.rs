@@ -12,6 +12,7 @@ use crate::storage::{GroupWriter, SlotArray};
 use super::keys::KeyWord;
 use super::layout::Layout;
 use super::par;
+use super::Dedupe;
 
 /// Writes `layout` of the sorted `keys` into `array`, which must be all zero and long enough
 /// (the caller checked that the last run ends before the last slot).
@@ -41,24 +42,25 @@ pub(crate) fn scatter(array: &SlotArray, keys: &[u64], remainder_bits: u32, layo
 /// §IV-C3) with segments of `segment` keys of the input (one per thread's chunk) instead of `q`
 /// slots, as a CPU has a few threads rather than thousands (see [`plan_segments`]); each chunk
 /// then lays itself out again from its carry, writing every element as it goes. No per-run
-/// arrays, two reads of the keys and one write of the table. A key equal to the one before it
-/// is skipped, so the keys need not be deduplicated first (a separate serial pass). Returns how
-/// many distinct keys it wrote, or `None` (writing nothing) if the last element would land on
-/// the table's last slot or beyond.
+/// arrays, two reads of the keys and one write of the table. With [`Dedupe::On`] a key equal to
+/// the one before it is skipped, so the keys need not be deduplicated first (a separate serial
+/// pass). Returns how many keys it wrote, or `None` (writing nothing) if the last element would
+/// land on the table's last slot or beyond.
 pub(crate) fn segmented_scatter<K: KeyWord>(
     array: &SlotArray,
     keys: &[K],
     remainder_bits: u32,
     segment: usize,
+    dedupe: Dedupe,
 ) -> Option<usize> {
-    let plan = plan_segments(keys, remainder_bits, segment);
+    let plan = plan_segments(keys, remainder_bits, segment, dedupe);
     if plan.last_slot >= array.len() as i64 - 1 {
         return None;
     }
     par::for_each(plan.segments, |segment| {
-        write_segment(array, keys, remainder_bits, segment);
+        write_segment(array, keys, remainder_bits, segment, dedupe);
     });
-    Some(plan.distinct)
+    Some(plan.stored)
 }
 
 /// Lays `segment` out again from its carry and writes every element and occupied bit of it.
@@ -67,6 +69,7 @@ pub(crate) fn write_segment<K: KeyWord>(
     keys: &[K],
     remainder_bits: u32,
     Segment { keys: range, carry }: Segment,
+    dedupe: Dedupe,
 ) {
     let quotient = |i: usize| (keys[i].widen() >> remainder_bits) as i64;
     let remainder_mask = low_mask(remainder_bits);
@@ -76,7 +79,7 @@ pub(crate) fn write_segment<K: KeyWord>(
     let mut elements = GroupWriter::new(array, exclusive.clone());
     let mut occupied = GroupWriter::new(array, exclusive);
     for i in range {
-        if is_repeat(keys, i) {
+        if dedupe.skips(keys, i) {
             continue;
         }
         let q = quotient(i);
@@ -100,12 +103,6 @@ pub(crate) fn write_segment<K: KeyWord>(
 /// Before any element: far enough left that `max(carry + 1, quotient)` is the quotient.
 const NONE: i64 = i64::MIN / 2;
 
-/// Whether key `i` repeats the one before it.
-#[inline]
-fn is_repeat<K: KeyWord>(keys: &[K], i: usize) -> bool {
-    i > 0 && keys[i] == keys[i - 1]
-}
-
 /// A run of the input keys laid out as one segment, and `carry`, the last slot the segments
 /// before it fill (`NONE` if they are empty).
 #[derive(Debug, Clone)]
@@ -117,8 +114,8 @@ pub(crate) struct Segment {
 /// The segments of a segmented layout, and what laying them all out gives.
 pub(crate) struct SegmentPlan {
     pub(crate) segments: Vec<Segment>,
-    /// How many distinct keys there are.
-    pub(crate) distinct: usize,
+    /// How many keys the layout stores (the distinct ones with [`Dedupe::On`]).
+    pub(crate) stored: usize,
     /// The slot of the last element (`NONE` without keys).
     pub(crate) last_slot: i64,
 }
@@ -126,37 +123,38 @@ pub(crate) struct SegmentPlan {
 /// Where each segment starts: the keys are cut into segments of `segment` keys, each is laid
 /// out serially on its own (in parallel) to find its end, and the overflows then pass from
 /// segment to segment in one serial sweep over the few segments, since a segment of `n`
-/// distinct keys ending at `e` on its own ends at `max(e, carry + n)` after a carry `carry`.
+/// stored keys ending at `e` on its own ends at `max(e, carry + n)` after a carry `carry`.
 pub(crate) fn plan_segments<K: KeyWord>(
     keys: &[K],
     remainder_bits: u32,
     segment: usize,
+    dedupe: Dedupe,
 ) -> SegmentPlan {
     let segment = segment.max(1);
     let ranges: Vec<_> = (0..keys.len().div_ceil(segment))
         .map(|s| s * segment..((s + 1) * segment).min(keys.len()))
         .collect();
-    // Each segment's last slot and number of distinct keys, laid out alone.
+    // Each segment's last slot and number of stored keys, laid out alone.
     let alone = par::map(&ranges, |range| {
-        let (mut end, mut distinct) = (NONE, 0);
+        let (mut end, mut stored) = (NONE, 0);
         for i in range.clone() {
-            if !is_repeat(keys, i) {
+            if !dedupe.skips(keys, i) {
                 end = (end + 1).max((keys[i].widen() >> remainder_bits) as i64);
-                distinct += 1;
+                stored += 1;
             }
         }
-        (end, distinct)
+        (end, stored)
     });
     let mut segments = Vec::with_capacity(ranges.len());
     let (mut carry, mut total) = (NONE, 0);
-    for (range, (end, distinct)) in ranges.into_iter().zip(alone) {
+    for (range, (end, stored)) in ranges.into_iter().zip(alone) {
         segments.push(Segment { keys: range, carry });
-        carry = end.max(carry + distinct as i64);
-        total += distinct;
+        carry = end.max(carry + stored as i64);
+        total += stored;
     }
     SegmentPlan {
         segments,
-        distinct: total,
+        stored: total,
         last_slot: carry,
     }
 }
@@ -193,6 +191,7 @@ mod tests {
             skew in 0u32..3,
             repeated in 0usize..=4,
             segment in 1usize..64,
+            dedupe in prop_oneof![Just(Dedupe::On), Just(Dedupe::Off)],
         ) {
             // 8 quotient bits, 6 remainder bits; `skew` crowds the keys into the low quotients,
             // so that carries run through whole segments, and up to all keys come twice.
@@ -200,17 +199,17 @@ mod tests {
             keys.extend_from_within(..keys.len() * repeated / 4);
             keys.sort_unstable();
             let expected = QfTable::with_bits(8, 6).unwrap();
-            let stored = crate::batch::build(&expected, keys.clone(), crate::BuildMethod::ParallelMerging);
+            let stored = crate::batch::build(&expected, keys.clone(), crate::BuildMethod::ParallelMerging, dedupe);
             let table = QfTable::with_bits(8, 6).unwrap();
             proptest::prop_assert_eq!(
-                segmented_scatter(&table.slots, &keys, 6, segment),
+                segmented_scatter(&table.slots, &keys, 6, segment, dedupe),
                 stored.clone().ok()
             );
             // The same keys as 32-bit words.
             let narrow: Vec<u32> = keys.iter().map(|&key| key as u32).collect();
             let narrow_table = QfTable::with_bits(8, 6).unwrap();
             proptest::prop_assert_eq!(
-                segmented_scatter(&narrow_table.slots, &narrow, 6, segment),
+                segmented_scatter(&narrow_table.slots, &narrow, 6, segment, dedupe),
                 stored.clone().ok()
             );
             if stored.is_ok() {
@@ -230,17 +229,18 @@ mod tests {
             skew in 0u32..4,
             segment in 1usize..40,
             slot_bits in prop_oneof![Just(9u32), Just(16), Just(21)],
+            dedupe in prop_oneof![Just(Dedupe::On), Just(Dedupe::Off)],
         ) {
             let remainder_bits = 4;
             let mut keys: Vec<u64> = keys.into_iter().map(|key| key >> skew).collect();
             keys.sort_unstable();
-            let plan = plan_segments(&keys, remainder_bits, segment);
+            let plan = plan_segments(&keys, remainder_bits, segment, dedupe);
             let slots = (plan.last_slot.max(0) as usize + 1).max(1 << 8);
             // writers[slot]: the segments that set a bit in the slot.
             let mut writers = vec![Vec::new(); slots];
             for (index, s) in plan.segments.iter().enumerate() {
                 let array = SlotArray::new(slot_bits, slots).unwrap();
-                write_segment(&array, &keys, remainder_bits, s.clone());
+                write_segment(&array, &keys, remainder_bits, s.clone(), dedupe);
                 for (slot, slot_writers) in writers.iter_mut().enumerate() {
                     // Relaxed: single-threaded test.
                     if array.get(slot, Ordering::Relaxed) != 0 {

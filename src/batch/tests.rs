@@ -7,7 +7,7 @@ use crate::filter::Error;
 use crate::qf::sequential::SequentialQf;
 use crate::sync::Ordering;
 
-use super::{BatchInsert, BatchLookup, BuildMethod};
+use super::{BatchInsert, BatchLookup, BuildMethod, Dedupe};
 
 /// The raw groups of a filter's table.
 fn raw(filter: &SequentialQf) -> Vec<u64> {
@@ -156,6 +156,150 @@ proptest! {
             }
         }
     }
+}
+
+/// The raw slots of the table a build without dedupe must give for `hashes`, computed apart
+/// from the build: the sorted fingerprints (copies included) placed by the serial definition
+/// `pos[i] = max(pos[i - 1] + 1, quotient[i])`; `None` if the last one lands on the last slot.
+fn multiset_slots(q: u32, r: u32, hashes: &[u64]) -> Option<Vec<u64>> {
+    use crate::qf::slot::{Slot, OCCUPIED};
+    let mut fingerprints: Vec<(u64, u64)> = hashes
+        .iter()
+        .map(|&h| {
+            (
+                h >> (64 - q),
+                (h >> (64 - q - r)) & crate::hash::low_mask(r),
+            )
+        })
+        .collect();
+    fingerprints.sort_unstable();
+    let table_slots = SequentialQf::with_bits(q, r).unwrap().table.slots.len();
+    // Room for a cluster running past the table's end.
+    let mut slots = vec![0u64; table_slots + hashes.len()];
+    let mut previous: Option<(usize, u64)> = None;
+    for (quotient, remainder) in fingerprints {
+        let quotient = quotient as usize;
+        let position = previous.map_or(quotient, |(p, _)| quotient.max(p + 1));
+        let continuation = previous.is_some_and(|(_, q)| q == quotient as u64);
+        slots[quotient] |= OCCUPIED;
+        slots[position] |= Slot::element(remainder, continuation, position != quotient).raw();
+        previous = Some((position, quotient as u64));
+    }
+    let used = previous.map_or(0, |(p, _)| p + 1);
+    (used < table_slots).then(|| slots[..table_slots].to_vec())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// A build without dedupe stores every copy: all three methods give the table of the serial
+    /// placement of the sorted multiset, and the filter then behaves as a multiset.
+    #[test]
+    fn builds_without_dedupe_store_every_copy((q, r, hashes) in workload(), seed: u64) {
+        let expected = multiset_slots(q, r, &hashes);
+        for method in BuildMethod::ALL {
+            let built = SequentialQf::bulk_build_with(q, r, &hashes, method, Dedupe::Off);
+            let (mut filter, slots) = match (built, &expected) {
+                (Ok(filter), Some(slots)) => (filter, slots),
+                (Err(Error::Full), None) => continue,
+                (built, _) => {
+                    return Err(TestCaseError::fail(format!(
+                        "{method:?}: {:?}, expected {}",
+                        built.map(|f| f.len()),
+                        if expected.is_some() { "a table" } else { "Full" }
+                    )))
+                }
+            };
+            prop_assert_eq!(filter.len(), hashes.len());
+            for (index, &slot) in slots.iter().enumerate() {
+                // Relaxed: single-threaded test.
+                let got = filter.table.slots.get(index, Ordering::Relaxed);
+                prop_assert_eq!(got, slot, "{:?}: slot {}", method, index);
+            }
+            filter.check_invariants().map_err(TestCaseError::fail)?;
+            // Remove every hash once, in an order drawn from `seed`: each removal succeeds, and
+            // a fingerprint stays visible while a copy of it is left.
+            let mut order = hashes.clone();
+            let mut state = seed;
+            for i in (1..order.len()).rev() {
+                state = crate::hash::remix(state);
+                order.swap(i, (state % (i as u64 + 1)) as usize);
+            }
+            let (gone, kept) = order.split_at(order.len() / 2);
+            for &hash in gone {
+                prop_assert!(filter.remove_hash(hash).unwrap());
+            }
+            for &hash in kept {
+                prop_assert!(filter.contains_hash(hash), "{:?}: a kept copy is missing", method);
+            }
+            filter.check_invariants().map_err(TestCaseError::fail)?;
+            for &hash in kept {
+                prop_assert!(filter.remove_hash(hash).unwrap());
+            }
+            prop_assert_eq!(filter.len(), 0);
+            prop_assert!(raw(&filter).iter().all(|&group| group == 0));
+        }
+    }
+
+    /// Inserts into a filter holding copies count only the fingerprints they add: supercluster
+    /// rounds keep the copies, a merge-insert stores each fingerprint once.
+    #[test]
+    fn batch_inserts_into_a_multiset_count_what_they_add(
+        (q, r, hashes) in workload(),
+        split in 0.0f64..1.0,
+    ) {
+        let (first, second) = hashes.split_at((hashes.len() as f64 * split) as usize);
+        let method = BuildMethod::default();
+        let Ok(start) = SequentialQf::bulk_build_with(q, r, first, method, Dedupe::Off) else {
+            return Ok(());
+        };
+        let fingerprint = |h: u64| h >> (64 - q - r);
+        let mut distinct: Vec<u64> = first.iter().map(|&h| fingerprint(h)).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let mut added: Vec<u64> = second
+            .iter()
+            .map(|&h| fingerprint(h))
+            .filter(|f| distinct.binary_search(f).is_err())
+            .collect();
+        added.sort_unstable();
+        added.dedup();
+        for strategy in [BatchInsert::Superclusters, BatchInsert::Merge(method)] {
+            let mut filter = SequentialQf::bulk_build_with(q, r, first, method, Dedupe::Off).unwrap();
+            match filter.insert_batch_with(second, strategy) {
+                Ok(stored) => {
+                    prop_assert!(hashes.iter().all(|&h| filter.contains_hash(h)));
+                    prop_assert_eq!(stored, added.len(), "{:?}", strategy);
+                    let copies = if matches!(strategy, BatchInsert::Merge(_)) {
+                        distinct.len()
+                    } else {
+                        start.len()
+                    };
+                    prop_assert_eq!(filter.len(), copies + added.len(), "{:?}", strategy);
+                }
+                Err(Error::Full) => prop_assert!(first.iter().all(|&h| filter.contains_hash(h))),
+                Err(other) => return Err(TestCaseError::fail(format!("{strategy:?}: {other:?}"))),
+            }
+            filter.check_invariants().map_err(TestCaseError::fail)?;
+        }
+    }
+}
+
+#[test]
+fn growing_a_multiset_keeps_its_copies() {
+    let hashes: Vec<u64> = (0..300u64)
+        .map(|k| crate::hash::hash_key(&(k % 100)))
+        .collect();
+    let mut filter =
+        SequentialQf::bulk_build_with(9, 12, &hashes, BuildMethod::default(), Dedupe::Off).unwrap();
+    filter.grow().unwrap();
+    assert_eq!(filter.len(), 300);
+    filter.check_invariants().unwrap();
+    for &hash in &hashes {
+        assert!(filter.contains_hash(hash));
+        assert!(filter.remove_hash(hash).unwrap());
+    }
+    assert_eq!(filter.len(), 0);
 }
 
 #[test]

@@ -77,7 +77,8 @@ impl Iterator for Fingerprints<'_> {
 ///   slot (`100`) after an empty slot or another cluster;
 /// * a run's canonical slot is the next occupied slot after the previous run's, it is left of
 ///   the run, and `shifted` is set exactly on elements away from their canonical slot;
-/// * remainders fit `remainder_bits` and increase strictly within a run (set semantics);
+/// * remainders fit `remainder_bits` and do not decrease within a run (they increase strictly
+///   unless a bulk build without dedupe stored copies, see [`Dedupe`](crate::Dedupe));
 /// * there are as many runs as occupied slots.
 ///
 /// It reads the table through any [`GroupSource`], so serialised bytes are checked in place.
@@ -127,8 +128,8 @@ pub(crate) fn check_table<S: GroupSource>(array: &S, remainder_bits: u32) -> Res
                     return Err(format!("slot {index}: shifted element after an empty slot"));
                 };
                 if slot.is_continuation() {
-                    if slot.remainder() <= before.remainder() {
-                        return Err(format!("slot {index}: run not strictly increasing"));
+                    if slot.remainder() < before.remainder() {
+                        return Err(format!("slot {index}: run decreasing"));
                     }
                 } else {
                     runs += 1;

@@ -221,7 +221,8 @@ impl SequentialQf {
         // The doubled table has at least twice the slots, and every fingerprint lands at most at
         // twice its old position plus one (see `growing::migration`), so this never fails.
         let table = self.table.doubled()?;
-        let len = batch::build(&table, keys, BuildMethod::default())?;
+        // `Off` keeps the copies a build without dedupe stored; other tables have none.
+        let len = batch::build(&table, keys, BuildMethod::default(), batch::Dedupe::Off)?;
         *self = SequentialQf { table, len };
         Ok(())
     }

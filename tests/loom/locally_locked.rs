@@ -7,7 +7,7 @@
 //! operations run on two spawned threads while the main thread only builds, joins and checks:
 //! loom explores reorderings between spawned threads more thoroughly than against the main one.
 
-use conqf::{Filter, LocallyLockedQf, Remove, SequentialQf};
+use conqf::{BuildMethod, Dedupe, Filter, LocallyLockedQf, Remove, SequentialQf};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -301,6 +301,51 @@ fn queries_in_the_part_a_removal_splits_off() {
         });
         t.join().unwrap();
         u.join().unwrap();
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// A filter bulk built without dedupe from `keys`, so a repeated key is stored as copies.
+fn multiset_with(keys: &[u64]) -> Arc<LocallyLockedQf> {
+    let method = BuildMethod::default();
+    Arc::new(LocallyLockedQf::bulk_build_with(Q, R, keys, method, Dedupe::Off).unwrap())
+}
+
+/// The two copies of a fingerprint (a build without dedupe) removed at once, in a cluster that
+/// crosses from group 0 into group 1: each removal takes one copy, and the cluster's other
+/// elements stay visible.
+#[test]
+fn racing_removals_of_two_copies_take_one_each() {
+    model(|| {
+        let filter = multiset_with(&[key(2, 5), key(2, 5), key(2, 6), key(3, 1)]);
+        let (a, b) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || a.remove_hash(key(2, 5)).unwrap());
+        let u = thread::spawn(move || b.remove_hash(key(2, 5)).unwrap());
+        assert!(t.join().unwrap() && u.join().unwrap());
+        assert!(!filter.contains_hash(key(2, 5)));
+        assert!(filter.contains_hash(key(2, 6)) && filter.contains_hash(key(3, 1)));
+        assert_eq!(filter.len(), 2);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// A query for a fingerprint stored twice while one copy is removed: the other copy is found
+/// in every interleaving, and an insert of it stores nothing.
+#[test]
+fn removing_one_copy_leaves_the_other_visible() {
+    model(|| {
+        let filter = multiset_with(&[key(1, 4), key(1, 4), key(2, 2), key(3, 3)]);
+        let (a, b) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || assert!(a.remove_hash(key(1, 4)).unwrap()));
+        let u = thread::spawn(move || {
+            assert!(b.contains_hash(key(1, 4)));
+            assert!(!b.insert_hash(key(1, 4)).unwrap());
+            assert!(b.contains_hash(key(3, 3)));
+        });
+        t.join().unwrap();
+        u.join().unwrap();
+        assert!(filter.contains_hash(key(1, 4)));
+        assert_eq!(filter.len(), 3);
         filter.check_invariants().unwrap();
     });
 }
