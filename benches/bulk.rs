@@ -2,14 +2,14 @@
 //! prints the build and lookup parts as a table and a plot):
 //!
 //! * `bulk/build/{fill}%`: building a `SequentialQf` of `2^q` one-byte slots (r = 5, as in the
-//!   paper) to each fill from 10% to 95%, by the three bulk build methods at every thread count
-//!   and by one-by-one inserts on one thread (Figures 10 and 11);
+//!   paper) to each fill from 10% to 95%, by the three bulk build methods at every thread count,
+//!   with and without dedupe, and by one-by-one inserts on one thread (Figures 11-13);
 //! * `bulk/lookup/{batch}`: unsuccessful lookups at 70% fill against the batch size, `contains`
 //!   one by one on one thread, `contains_batch` at every thread count, and the random-read limit
 //!   (the same number of independent 8-byte reads over an array of the table's size) at every
 //!   thread count (Figures 8 and 9's lookups, with the batch sizes);
 //! * `bulk/insert/{batch}`: a batch into a 70%-full filter by supercluster rounds and by
-//!   merge-inserts (Figures 12 and 13: where the strategies cross over).
+//!   merge-inserts (the inserts of Figure 10: where the strategies cross over).
 //!
 //! Environment: `CONQF_THREADS=1,2,4` picks the thread counts (default 1 up to the available
 //! parallelism); `CONQF_SCALE=quick|default|paper` the size (2^16, 2^22 or 2^25 slots).
@@ -22,8 +22,8 @@ use std::hint::black_box;
 use std::time::Duration;
 
 use common::bulk::{
-    build_time, contains_batch_time, contains_time, insert_batch_time, one_by_one_time, pool,
-    BULK_FILLS, BULK_LOOKUP_FILL, BULK_REMAINDER_BITS,
+    build_name, build_time, builds_with_and_without_dedupe, contains_batch_time, contains_time,
+    insert_batch_time, one_by_one_time, pool, BULK_FILLS, BULK_LOOKUP_FILL, BULK_REMAINDER_BITS,
 };
 use common::{items_at, key_hashes, parallel_random_reads, ReadArray, Scale, NEGATIVE_KEYS};
 use conqf::{BatchInsert, BuildMethod, SequentialQf};
@@ -77,9 +77,10 @@ fn builds(c: &mut Criterion, q: u32, threads: &[usize]) {
         });
         for &t in threads {
             let pool = pool(t);
-            for method in BuildMethod::ALL {
-                group.bench_function(BenchmarkId::new(method.name(), t), |b| {
-                    b.iter_custom(|iters| repeat(iters, || build_time(&pool, q, hashes, method)))
+            for build in builds_with_and_without_dedupe() {
+                let id = BenchmarkId::new(build_name(build.0, build.1), t);
+                group.bench_function(id, |b| {
+                    b.iter_custom(|iters| repeat(iters, || build_time(&pool, q, hashes, build)))
                 });
             }
         }

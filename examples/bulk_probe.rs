@@ -98,12 +98,14 @@ fn main() {
         return;
     }
     if what == "build" {
-        let mut cols: Vec<Vec<f64>> = vec![vec![]; 4];
+        let mut cols: Vec<Vec<f64>> = vec![vec![]; 7];
         for _ in 0..reps {
             cols[0].push(inserted.len() as f64 / one_by_one_time(q, &inserted).as_secs_f64() / 1e6);
-            for (k, m) in BuildMethod::ALL.into_iter().enumerate() {
+            for (k, build) in builds_with_and_without_dedupe().enumerate() {
                 cols[1 + k].push(
-                    inserted.len() as f64 / build_time(&pool, q, &inserted, m).as_secs_f64() / 1e6,
+                    inserted.len() as f64
+                        / build_time(&pool, q, &inserted, build).as_secs_f64()
+                        / 1e6,
                 );
             }
         }
@@ -113,6 +115,10 @@ fn main() {
         };
         let m: Vec<f64> = cols.iter_mut().map(med).collect();
         println!("q {q} T {threads} build 70% medians of {reps}: one-by-one {:.1} | merging {:.1} | shifting {:.1} | segmented {:.1} Mops/s; best/one-by-one {:.2}x", m[0], m[1], m[2], m[3], m[1].max(m[2]).max(m[3]) / m[0]);
+        println!(
+            "  without dedupe: merging {:.1} | shifting {:.1} | segmented {:.1} Mops/s",
+            m[4], m[5], m[6]
+        );
         return;
     }
     let filter =

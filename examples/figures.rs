@@ -101,9 +101,9 @@ Figures:
          then single-thread positive and negative lookups at load 0.4 with 8-bit
          fingerprints of both cuckoo filters beside the cuckoofilter crate (SipHash, its
          default, and xxh3, this crate's hash), speedup over cuckoofilter with xxh3
-  bulk   paper 004 Figures 10, 11: bulk build throughput against fill, 10% to 95%, by
-         the three methods (on the most threads of --threads) and one-by-one inserts;
-         unsuccessful lookups, contains against contains_batch
+  bulk   paper 004 Figures 11-13: bulk build throughput against fill, 10% to 95%, by
+         the three methods with and without dedupe (on the most threads of --threads) and
+         one-by-one inserts; unsuccessful lookups, contains against contains_batch
 
 Every figure also measures the physical limit: independent random 8-byte reads and a
 dependent pointer chase over an array of the filter's size; every lookup is also shown as

@@ -1,17 +1,17 @@
 //! The batch experiments of paper 004 Figures 10-13 on CPU threads, shared by `benches/bulk.rs`
-//! and the `bulk` figure of `examples/figures.rs`: bulk builds by the three methods and one-by-one
-//! inserts, `contains` against `contains_batch`, and supercluster inserts against merge-inserts.
+//! and the `bulk` figure of `examples/figures.rs`: bulk builds by the three methods (with and
+//! without dedupe) and one-by-one inserts, `contains` against `contains_batch`, and supercluster inserts against merge-inserts.
 //! Every function times one run on prehashed keys inside a rayon pool of the chosen size.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use conqf::{BatchInsert, BuildMethod, SequentialQf};
+use conqf::{BatchInsert, BuildMethod, Dedupe, SequentialQf};
 
 /// Remainder bits of paper 004's experiments (§VII: r = 5, so a slot is one byte).
 pub(crate) const BULK_REMAINDER_BITS: u32 = 5;
 
-/// The fills of paper 004 Figures 10 and 11, in percent.
+/// The fills of paper 004 Figures 11-13, in percent.
 pub(crate) const BULK_FILLS: [u32; 10] = [10, 20, 30, 40, 50, 60, 70, 80, 90, 95];
 
 /// The fill of the lookup and batch-insert experiments (the 70%).
@@ -25,17 +25,38 @@ pub(crate) fn pool(threads: usize) -> rayon::ThreadPool {
         .expect("a thread pool")
 }
 
+/// The bulk builds of paper 004 Figure 13: each method with and without deduplication.
+pub(crate) fn builds_with_and_without_dedupe() -> impl Iterator<Item = (BuildMethod, Dedupe)> {
+    [Dedupe::On, Dedupe::Off]
+        .into_iter()
+        .flat_map(|dedupe| BuildMethod::ALL.map(|method| (method, dedupe)))
+}
+
+/// A build's name: the method's, with ", no dedupe" when it keeps repeats.
+pub(crate) fn build_name(method: BuildMethod, dedupe: Dedupe) -> String {
+    match dedupe {
+        Dedupe::On => method.name().to_string(),
+        Dedupe::Off => format!("{}, no dedupe", method.name()),
+    }
+}
+
 /// The time of one bulk build of `hashes` into `2^q` slots.
 pub(crate) fn build_time(
     pool: &rayon::ThreadPool,
     quotient_bits: u32,
     hashes: &[u64],
-    method: BuildMethod,
+    (method, dedupe): (BuildMethod, Dedupe),
 ) -> Duration {
     pool.install(|| {
         let start = Instant::now();
-        let filter = SequentialQf::bulk_build(quotient_bits, BULK_REMAINDER_BITS, hashes, method)
-            .expect("the keys fit");
+        let filter = SequentialQf::bulk_build_with(
+            quotient_bits,
+            BULK_REMAINDER_BITS,
+            hashes,
+            method,
+            dedupe,
+        )
+        .expect("the keys fit");
         let elapsed = start.elapsed();
         black_box(filter.len());
         elapsed

@@ -1,31 +1,35 @@
 //! The `bulk` figure: paper 004's batch operations on CPU threads. At every fill from 10% to 95%
 //! of `2^q` one-byte slots (r = 5, as in paper 004 §VII): the throughput of building the filter
-//! by the three bulk build methods (Figures 10 and 11) at the most threads asked for, and by
-//! one-by-one `SequentialQf` inserts on one thread; and unsuccessful lookups, `contains` one by
-//! one on one thread against `contains_batch`. The random-read and pointer-chase limits over the
-//! table's bytes are measured on one thread and on the most threads (filed at 70% fill), and
-//! each lookup is also shown as a share of the random-read limit at its thread count (issue 8's
-//! target: `contains_batch` at least 60%). `benches/bulk.rs` has the criterion form, with the
-//! batch-size axes.
+//! by the three bulk build methods (Figures 11 and 12) with and without deduplication (Figure
+//! 13) at the most threads asked for, and by one-by-one `SequentialQf` inserts on one thread; and
+//! unsuccessful lookups, `contains` one by one on one thread against `contains_batch`. The
+//! random-read and pointer-chase limits over the table's bytes are measured on one thread and on
+//! the most threads (filed at 70% fill), and each lookup is also shown as a share of the
+//! random-read limit at its thread count (issue 8's target: `contains_batch` at least 60%).
+//! `benches/bulk.rs` has the criterion form, with the batch-size axes.
 
 use super::common::bulk::{
-    build_time, contains_batch_time, contains_time, one_by_one_time, pool, BULK_FILLS,
-    BULK_REMAINDER_BITS,
+    build_name, build_time, builds_with_and_without_dedupe, contains_batch_time, contains_time,
+    one_by_one_time, pool, BULK_FILLS, BULK_REMAINDER_BITS,
 };
 use super::common::{items_at, key_hashes, median, per_second, NEGATIVE_KEYS, POSITIVE_KEYS};
 use super::{
     draw_plot, integer_label, limits, print_limits, print_table, progress, random_read_limit,
     throughput_cell, Options, Panel, PlotFn, Report, Row, Series, LIMIT_PHASES,
 };
-use conqf::{BuildMethod, SequentialQf};
+use conqf::SequentialQf;
 use std::path::PathBuf;
 
-/// The build lines of the figure, in order: one-by-one inserts, then the three methods.
-pub(super) const BUILDERS: [&str; 4] = [
+/// The build lines of the figure, in order: one-by-one inserts, then the three methods with
+/// dedupe, then without (the names [`build_name`] gives).
+pub(super) const BUILDERS: [&str; 7] = [
     "one-by-one inserts",
     "parallel merging",
     "sequential shifting",
     "segmented layouts",
+    "parallel merging, no dedupe",
+    "sequential shifting, no dedupe",
+    "segmented layouts, no dedupe",
 ];
 
 /// The lookup lines of the figure.
@@ -64,8 +68,9 @@ pub(super) fn bulk(options: &Options, report: &mut Report) -> PlotFn {
         };
         let one_by_one = per_second(hashes.len(), repeat(&|| one_by_one_time(q, hashes)));
         push(BUILDERS[0], 1, "build", one_by_one);
-        for (method, name) in BuildMethod::ALL.into_iter().zip(&BUILDERS[1..]) {
-            let time = repeat(&|| build_time(&pool, q, hashes, method));
+        for (build, name) in builds_with_and_without_dedupe().zip(&BUILDERS[1..]) {
+            debug_assert_eq!(build_name(build.0, build.1), *name);
+            let time = repeat(&|| build_time(&pool, q, hashes, build));
             push(name, threads, "build", per_second(hashes.len(), time));
         }
         let filter = SequentialQf::bulk_build(q, BULK_REMAINDER_BITS, hashes, Default::default())
@@ -102,8 +107,8 @@ pub(super) fn bulk(options: &Options, report: &mut Report) -> PlotFn {
         .map(|row| (row.fill, row.ops_per_sec))
         .collect();
     for (i, row) in report.rows[first_row..].iter_mut().enumerate() {
-        // Rows come per fill as builds (4) then lookups (2); the baselines alternate likewise.
-        let level = i / 6;
+        // Rows come per fill as builds then lookups; the baselines alternate likewise.
+        let level = i / (BUILDERS.len() + LOOKUPS.len());
         let baseline = baselines[2 * level + usize::from(row.phase != "build")];
         debug_assert_eq!(baseline.0, row.fill);
         row.speedup = Some(row.ops_per_sec / baseline.1);
@@ -152,7 +157,7 @@ fn print_bulk(options: &Options, limit_threads: &[usize], bytes: usize, rows: &[
         .collect();
     print_table(
         &format!(
-            "bulk (paper 004 Figures 10, 11): Mops/s against fill, 2^{} one-byte slots, \
+            "bulk (paper 004 Figures 11-13): Mops/s against fill, 2^{} one-byte slots, \
              scale {}; bulk builds and contains_batch on {threads} threads, one-by-one \
              inserts and contains on 1; lookups are unsuccessful, with their share of the \
              random-read limit over the table's {bytes} bytes at the same thread count \
@@ -166,7 +171,8 @@ fn print_bulk(options: &Options, limit_threads: &[usize], bytes: usize, rows: &[
     print_limits(rows, LIMIT_PHASES, bytes, limit_threads);
 }
 
-/// Two panels against fill: build throughput, unsuccessful-lookup throughput.
+/// Three panels against fill: build throughput with dedupe, without (both beside one-by-one
+/// inserts), unsuccessful-lookup throughput.
 fn plot_bulk(options: &Options, rows: &[Row]) -> Result<PathBuf, String> {
     let path = options.plots.join("bulk.svg");
     let panel = |title: &'static str, phase: &str, names: &[&str]| Panel {
@@ -184,12 +190,17 @@ fn plot_bulk(options: &Options, rows: &[Row]) -> Result<PathBuf, String> {
             .collect(),
     };
     let panels = [
-        panel("builds", "build", &BUILDERS),
+        panel("builds", "build", &BUILDERS[..4]),
+        panel(
+            "builds without dedupe",
+            "build",
+            &[BUILDERS[0], BUILDERS[4], BUILDERS[5], BUILDERS[6]],
+        ),
         panel("unsuccessful lookups", "lookup_negative", &LOOKUPS),
     ];
     let ticks: Vec<f64> = BULK_FILLS.iter().map(|&p| p as f64).collect();
     let title = format!(
-        "Batch operations (paper 004 Figures 10, 11) against fill, 2^{} slots, scale {}",
+        "Batch operations (paper 004 Figures 11-13) against fill, 2^{} slots, scale {}",
         options.quotient_bits,
         options.scale.name()
     );
