@@ -5,8 +5,10 @@
 //! grows once: its fill threshold is 4 keys, three are stored before the threads start, and one
 //! thread's insert reaches the threshold and starts the migration while the other thread inserts,
 //! queries or removes in the same cluster. Migration blocks are 8 slots, so both threads can
-//! share the migration. After every interleaving: no key lost or resurrected, the doubled table's
-//! invariants hold, and (loom checks this itself) nobody deadlocks.
+//! share the migration. One model narrows the remainders to 7 bits so that the copies of two
+//! blocks meet in one group of the doubled table. After every interleaving: no key lost or
+//! resurrected, the doubled table's invariants hold, and (loom checks this itself) nobody
+//! deadlocks.
 //!
 //! Resting on argument only, not on these models: reclamation (under loom replaced tables are
 //! kept until the filter drops, see `reclaim.rs`, so the epoch collector is not modelled),
@@ -41,14 +43,20 @@ fn filter() -> Arc<GrowableQf> {
 
 /// A filter holding `keys` (three of them: one key short of growing).
 fn filter_holding(keys: &[(u64, u64)]) -> Arc<GrowableQf> {
+    let hashes: Vec<u64> = keys.iter().map(|&(q, r)| key(q, r)).collect();
+    filter_of(R, &hashes)
+}
+
+/// A filter of `remainder_bits`-bit remainders holding `hashes` (three: one short of growing).
+fn filter_of(remainder_bits: u32, hashes: &[u64]) -> Arc<GrowableQf> {
     let filter = LocallyLockedQf::growable(1, 0.5)
         .delta_grow(0.25)
         .max_doublings(1)
         .migration_block_slots(8)
-        .build_with_bits(Q, R)
+        .build_with_bits(Q, remainder_bits)
         .unwrap();
-    for &(quotient, remainder) in keys {
-        assert!(filter.insert_hash(key(quotient, remainder)).unwrap());
+    for &hash in hashes {
+        assert!(filter.insert_hash(hash).unwrap());
     }
     assert_eq!(filter.doublings(), 0);
     Arc::new(filter)
@@ -141,6 +149,49 @@ fn insert_filling_the_slot_before_a_block_is_not_lost() {
         assert_eq!(filter.doublings(), 1);
         for (quotient, remainder) in HELD.into_iter().chain([(1, 4), (7, 3)]) {
             assert!(filter.contains_hash(key(quotient, remainder)));
+        }
+        assert_eq!(filter.len(), 5);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// Remainder bits of the model whose copies share a group of the doubled table: after the
+/// doubling remainders have 6 bits, so slots 9 and a group holds 7 (slots 14-20 form group 2).
+/// With 16-bit slots (4 per group) two copies never share one: a supercluster of old slots
+/// `from..to` writes target slots `2 from..2 to`, the next starts at `2 to + 2` at the earliest,
+/// and a 4-slot group cannot hold both `2 to - 1` and `2 to + 2`.
+const NARROW_R: u32 = 7;
+
+/// The hash of fingerprint `(quotient, remainder)` with `NARROW_R` remainder bits.
+fn narrow_key(quotient: u64, remainder: u64) -> u64 {
+    ((quotient << NARROW_R) | remainder) << (64 - Q - NARROW_R)
+}
+
+/// Two helpers copying superclusters that start in different blocks into one group of the
+/// doubled table: the supercluster of old slots 6-7 (block 0, ended by the empty slot 8) goes to
+/// target slots 12-15, its second element (top remainder bit set) to slot 15; the one at old
+/// slot 9 (block 1) to slot 19. Both copies write group 2, so each must OR its lanes into it:
+/// a plain load and store by either could wipe the other's bits.
+#[test]
+fn helpers_sharing_a_target_group_lose_no_bit() {
+    let high = 1 << (NARROW_R - 1);
+    let held = [
+        narrow_key(6, 1),
+        narrow_key(7, high | 1),
+        narrow_key(9, high | 2),
+    ];
+    model(move || {
+        let filter = filter_of(NARROW_R, &held);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || insert_and_find(&x, narrow_key(2, 5)));
+        let u = thread::spawn(move || insert_and_find(&y, narrow_key(12, 3)));
+        assert!(t.join().unwrap() && u.join().unwrap());
+        assert_eq!(filter.doublings(), 1);
+        for k in held
+            .into_iter()
+            .chain([narrow_key(2, 5), narrow_key(12, 3)])
+        {
+            assert!(filter.contains_hash(k));
         }
         assert_eq!(filter.len(), 5);
         filter.check_invariants().unwrap();
