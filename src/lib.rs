@@ -58,6 +58,8 @@
 //! * **Set semantics.** Of several threads inserting the same fingerprint at once, exactly one
 //!   gets `Ok(true)`; the others get `Ok(false)`. A `remove` deletes one stored copy; removing a
 //!   key that was never inserted but shares a fingerprint with one that was removes that one.
+//!   A bulk build without deduplication ([`Dedupe::Off`]) is the one way to hold several copies
+//!   of a fingerprint: each remove then takes one copy.
 //! * **`len`, `false_positive_rate`** are statistics: with concurrent writers they may lag
 //!   operations that have not returned yet. Iteration ([`LocallyLockedQf::fingerprints`]) and
 //!   [`LocallyLockedQf::contains_hash_unsynchronized`] are exact only while no thread writes.

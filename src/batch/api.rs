@@ -65,7 +65,7 @@ impl SequentialQf {
     ) -> Result<Self, Error> {
         let table = QfTable::with_bits(quotient_bits, remainder_bits)?;
         let bits = quotient_bits + remainder_bits;
-        // The builds skip repeats themselves, in parallel.
+        // The builds skip repeats themselves (with `Dedupe::On`), in parallel.
         let len = if method == BuildMethod::SegmentedLayouts && bits <= u32::BITS {
             let keys = sorted_keys_with_repeats::<u32>(hashes, bits);
             build_segmented(&table, &keys, dedupe)?

@@ -101,6 +101,8 @@ impl BuildMethod {
 /// so removing one of them does not make the others look absent. One-by-one and batch inserts
 /// into such a filter still store a fingerprint only when it is absent, and a merge or a
 /// merge-insert ([`BatchInsert::Merge`]) stores each fingerprint once.
+/// [`CountingQf::bulk_build`](crate::CountingQf::bulk_build) has no such switch: it counts
+/// repeats, as its one-by-one inserts do.
 ///
 /// ```
 /// use conqf::{BuildMethod, Dedupe, SequentialQf};
