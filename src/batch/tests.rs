@@ -3,7 +3,10 @@
 
 use proptest::prelude::*;
 
+use std::collections::BTreeSet;
+
 use crate::filter::Error;
+use crate::hash::Fingerprint;
 use crate::qf::sequential::SequentialQf;
 use crate::sync::Ordering;
 
@@ -163,21 +166,20 @@ proptest! {
 /// `pos[i] = max(pos[i - 1] + 1, quotient[i])`; `None` if the last one lands on the last slot.
 fn multiset_slots(q: u32, r: u32, hashes: &[u64]) -> Option<Vec<u64>> {
     use crate::qf::slot::{Slot, OCCUPIED};
-    let mut fingerprints: Vec<(u64, u64)> = hashes
+    let mut fingerprints: Vec<Fingerprint> = hashes
         .iter()
-        .map(|&h| {
-            (
-                h >> (64 - q),
-                (h >> (64 - q - r)) & crate::hash::low_mask(r),
-            )
-        })
+        .map(|&h| Fingerprint::split(h, q, r))
         .collect();
     fingerprints.sort_unstable();
     let table_slots = SequentialQf::with_bits(q, r).unwrap().table.slots.len();
     // Room for a cluster running past the table's end.
     let mut slots = vec![0u64; table_slots + hashes.len()];
     let mut previous: Option<(usize, u64)> = None;
-    for (quotient, remainder) in fingerprints {
+    for Fingerprint {
+        quotient,
+        remainder,
+    } in fingerprints
+    {
         let quotient = quotient as usize;
         let position = previous.map_or(quotient, |(p, _)| quotient.max(p + 1));
         let continuation = previous.is_some_and(|(_, q)| q == quotient as u64);
@@ -253,17 +255,11 @@ proptest! {
         let Ok(start) = SequentialQf::bulk_build_with(q, r, first, method, Dedupe::Off) else {
             return Ok(());
         };
-        let fingerprint = |h: u64| h >> (64 - q - r);
-        let mut distinct: Vec<u64> = first.iter().map(|&h| fingerprint(h)).collect();
-        distinct.sort_unstable();
-        distinct.dedup();
-        let mut added: Vec<u64> = second
-            .iter()
-            .map(|&h| fingerprint(h))
-            .filter(|f| distinct.binary_search(f).is_err())
-            .collect();
-        added.sort_unstable();
-        added.dedup();
+        let fingerprints = |hashes: &[u64]| -> BTreeSet<Fingerprint> {
+            hashes.iter().map(|&h| Fingerprint::split(h, q, r)).collect()
+        };
+        let distinct = fingerprints(first);
+        let added: Vec<Fingerprint> = fingerprints(second).difference(&distinct).copied().collect();
         for strategy in [BatchInsert::Superclusters, BatchInsert::Merge(method)] {
             let mut filter = SequentialQf::bulk_build_with(q, r, first, method, Dedupe::Off).unwrap();
             match filter.insert_batch_with(second, strategy) {
