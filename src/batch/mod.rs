@@ -243,7 +243,9 @@ pub(crate) fn build_segmented<K: KeyWord>(
     .ok_or(Error::Full)
 }
 
-/// A new table with the given parameters holding exactly the sorted `keys` (each once).
+/// A new table with the given parameters holding exactly the sorted `keys`, each as often as
+/// it occurs: the callers pass a merged union, which [`keys::merge_sorted`] already
+/// deduplicated, so the build does not dedupe it again.
 ///
 /// # Errors
 /// [`Error::InvalidParameters`] for bad parameters, [`Error::Full`] if the keys do not fit.
@@ -254,6 +256,6 @@ pub(crate) fn build_table(
     method: BuildMethod,
 ) -> Result<(QfTable, usize), Error> {
     let table = QfTable::with_bits(quotient_bits, remainder_bits)?;
-    let len = build(&table, keys, method, Dedupe::On)?;
+    let len = build(&table, keys, method, Dedupe::Off)?;
     Ok((table, len))
 }
