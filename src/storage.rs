@@ -134,10 +134,17 @@ impl SlotLayout {
     /// `word` with the slot at `offset` replaced by `value` (which must fit the slot).
     #[inline]
     pub(crate) fn set(&self, word: u64, offset: u32, value: u64) -> u64 {
+        (word & !self.place(offset, self.slot_mask())) | self.place(offset, value)
+    }
+
+    /// A word holding `value` (which must fit a slot) in the slot at `offset` and zeros
+    /// elsewhere: what [`set`](Self::set) writes, and what a writer that gathers a group's
+    /// slots before storing it ([`GroupWriter`]) ORs together.
+    #[inline]
+    pub(crate) fn place(&self, offset: u32, value: u64) -> u64 {
         debug_assert!(offset < self.per_group);
         debug_assert!(value & !self.slot_mask() == 0, "value wider than a slot");
-        let shift = offset * self.bits;
-        (word & !(self.slot_mask() << shift)) | (value << shift)
+        value << (offset * self.bits)
     }
 
     /// `pattern` (one slot's worth of bits) copied into every slot lane of a word.
@@ -890,7 +897,7 @@ impl<'a> GroupWriter<'a> {
             self.flush();
             self.group = group;
         }
-        self.bits |= value << (offset * self.array.layout.bits);
+        self.bits |= self.array.layout.place(offset, value);
     }
 
     /// Writes the last group gathered.
