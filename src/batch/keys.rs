@@ -47,7 +47,8 @@ impl KeyWord for u32 {
 
 /// The sorted fingerprint keys of `hashes` for fingerprints of `fingerprint_bits` (`2..=64`,
 /// at most `K::BITS`) bits, repeats kept: paper 004 §IV-C's preprocessing without the
-/// deduplication, which [`build`](super::build) does on the way.
+/// deduplication, which [`build`](super::build) does on the way when asked to
+/// ([`Dedupe::On`](super::Dedupe::On)).
 pub(crate) fn sorted_keys_with_repeats<K: KeyWord>(
     hashes: &[u64],
     fingerprint_bits: u32,

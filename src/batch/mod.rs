@@ -66,8 +66,8 @@ pub enum BuildMethod {
     /// `q` slots, for thousands of GPU threads; the 3-bit build here cuts one segment per CPU
     /// thread's chunk of the input, passes the overflows in one sweep over those few segments,
     /// and writes the elements while laying each segment out again (no per-run arrays),
-    /// skipping repeated keys on the way (no separate dedupe pass). The counting build keeps
-    /// `q`-slot segments.
+    /// skipping repeated keys on the way with [`Dedupe::On`] (no separate dedupe pass). The
+    /// counting build keeps `q`-slot segments.
     #[default]
     SegmentedLayouts,
 }
