@@ -169,6 +169,77 @@ impl SlotLayout {
     }
 }
 
+/// Word constants that compare a value with the same field of every slot lane of a group at
+/// once (broadword, or SWAR: "SIMD within a register"). The field is a slot's bits from
+/// `field_shift` up to its top; the slot's top bit is the lane's *flag*, where answers come
+/// back. The cuckoo table finds its fingerprints with it, and a quotient filter lookup its
+/// remainder in a run.
+///
+/// ```text
+///  one lane of `bits` bits (here field_shift = 3)
+///  +------+--------------------------+-----------+
+///  | flag |  rest of the field       |  low bits |
+///  +------+--------------------------+-----------+
+///   bits-1  bits-2 ... field_shift     field_shift-1 ... 0
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct LaneFields {
+    /// `1` in the lowest bit of every lane.
+    ones: u64,
+    /// The field of every lane.
+    fields: u64,
+    /// The field of every lane without its flag.
+    rests: u64,
+    /// The flag of every lane.
+    flags: u64,
+}
+
+impl LaneFields {
+    /// The constants for the field from bit `field_shift` of every slot of `layout` up to the
+    /// slot's top bit (`field_shift < bits`).
+    #[inline]
+    pub(crate) fn new(layout: &SlotLayout, field_shift: u32) -> Self {
+        debug_assert!(field_shift < layout.bits);
+        let field = layout.slot_mask() & !low_mask(field_shift);
+        let flag = 1u64 << (layout.bits - 1);
+        // A multiplication by `lane_lsb` copies a value that fits one lane into every lane
+        // without carries, as `lanes` does with a loop.
+        let ones = layout.lane_lsb;
+        LaneFields {
+            ones,
+            fields: field * ones,
+            rests: (field & !flag) * ones,
+            flags: flag * ones,
+        }
+    }
+
+    /// `value` (which must fit the field) in the field of every lane.
+    #[inline]
+    pub(crate) fn pattern(&self, value: u64, field_shift: u32) -> u64 {
+        debug_assert!((value << field_shift) >> field_shift == value);
+        // No carry between lanes: the shifted value fits one lane.
+        (value << field_shift).wrapping_mul(self.ones)
+    }
+
+    /// The flag of every lane.
+    #[inline]
+    pub(crate) fn flags(&self) -> u64 {
+        self.flags
+    }
+
+    /// The flags of the lanes of `word` whose field equals `pattern`'s, exactly: `x` is zero in
+    /// the field of an equal lane; adding `rests` to the field's lower bits carries into the
+    /// flag exactly when one of them is set, and the carry never leaves the lane (each addend
+    /// is at most `rests`), so `t`'s flag is clear only in lanes where all of `x`'s field is
+    /// zero.
+    #[inline]
+    pub(crate) fn equal(&self, word: u64, pattern: u64) -> u64 {
+        let x = (word ^ pattern) & self.fields;
+        let t = ((x & self.rests) + self.rests) | x;
+        !t & self.flags
+    }
+}
+
 /// Reserves room for exactly `count` more elements, or reports [`Error::InvalidParameters`]
 /// instead of aborting when the memory cannot be had (issue 10): every table allocation whose
 /// size comes from the user or from bytes read goes through here.
@@ -507,6 +578,14 @@ pub(crate) struct Cursor<'a, S: GroupSource = SlotArray> {
     bounded: bool,
 }
 
+// Manual, not derived: a derive would require `S: Clone`, and a cursor only borrows `S`.
+impl<S: GroupSource> Clone for Cursor<'_, S> {
+    #[inline]
+    fn clone(&self) -> Self {
+        Cursor { ..*self }
+    }
+}
+
 /// The lane holding bit `bit < 64` of a word, from the layout's `lane_magic` (see
 /// [`SlotLayout`]): a multiply and a shift instead of `bit / bits`.
 #[inline]
@@ -633,6 +712,12 @@ impl<S: GroupSource> Cursor<'_, S> {
     #[inline]
     pub(crate) fn lane_lsb(&self) -> u64 {
         self.lane_lsb
+    }
+
+    /// The layout of the array the cursor walks.
+    #[inline]
+    pub(crate) fn layout(&self) -> &SlotLayout {
+        self.array.layout()
     }
 
     /// Width of a slot in bits.
@@ -989,6 +1074,38 @@ mod tests {
     }
 
     proptest! {
+        /// `LaneFields::equal` flags exactly the lanes whose field equals the value, whatever
+        /// the bits below the field and the unused bits above the lanes, for every slot width
+        /// and field position.
+        #[test]
+        fn lane_fields_flag_exactly_the_equal_lanes(
+            bits in 1u32..=64,
+            shift_seed in any::<u32>(),
+            word in any::<u64>(),
+            value_seed in any::<u64>(),
+            copy_into in any::<u64>(),
+        ) {
+            let layout = SlotLayout::new(bits);
+            let field_shift = shift_seed % bits;
+            let fields = LaneFields::new(&layout, field_shift);
+            let value = value_seed & low_mask(bits - field_shift);
+            // Plant the value (over whatever low bits the lane had) in some lanes.
+            let mut word = word;
+            for lane in 0..layout.per_group() {
+                if copy_into >> lane & 1 == 1 {
+                    let low = layout.get(word, lane) & low_mask(field_shift);
+                    word = layout.set(word, lane, (value << field_shift) | low);
+                }
+            }
+            let flags = fields.equal(word, fields.pattern(value, field_shift));
+            for lane in 0..layout.per_group() {
+                let equal = layout.get(word, lane) >> field_shift == value;
+                let flag = 1u64 << (lane * bits + bits - 1);
+                prop_assert_eq!(flags & flag != 0, equal, "lane {}", lane);
+            }
+            prop_assert_eq!(flags & !fields.flags(), 0);
+        }
+
         #[test]
         fn locate_is_exact_on_random_indices(bits in 1u32..=64, index in 0usize..MAX_SLOTS) {
             let layout = SlotLayout::new(bits);

@@ -79,7 +79,7 @@
 use crate::counter::StripedCounter;
 use crate::filter::Error;
 use crate::hash::{low_mask, remix, Fingerprint};
-use crate::storage::{SlotArray, SlotLayout};
+use crate::storage::{LaneFields, SlotArray, SlotLayout};
 use crate::sync::Ordering;
 
 /// Entries per bucket (the 4-way buckets of paper 001 §2.1).
@@ -200,19 +200,15 @@ pub(crate) struct BucketWords {
     first: u32,
 }
 
-/// Word constants that compare a fingerprint with every entry of a group at once (broadword
-/// or SWAR: "SIMD within a register"). A *lane* is one entry's bits in a group; a lane's top
-/// bit is its *flag*.
+/// Word constants that compare a fingerprint with every entry of a group at once
+/// ([`LaneFields`] over the fingerprint field). A *lane* is one entry's bits in a group; a
+/// lane's top bit is its *flag*.
 #[derive(Debug, Clone, Copy)]
 struct Lanes {
     /// Entry width `f + 2`.
     bits: u32,
-    /// `1` in the lowest bit of every lane.
-    ones: u64,
-    /// The fingerprint field of every lane (the state bits and the unused top bits clear).
-    fingerprints: u64,
-    /// The fingerprint field of every lane without its top bit.
-    low: u64,
+    /// The fingerprint field of every lane, above the state bits.
+    fields: LaneFields,
     /// The flag of every lane.
     flags: u64,
     /// `ceil(2^20 / bits)`, for [`Lanes::lane_of`].
@@ -222,14 +218,11 @@ struct Lanes {
 impl Lanes {
     fn new(layout: &SlotLayout) -> Self {
         let bits = layout.bits();
-        let field = low_mask(bits) & !low_mask(STATE_BITS);
-        let flag = 1u64 << (bits - 1);
+        let fields = LaneFields::new(layout, STATE_BITS);
         Lanes {
             bits,
-            ones: layout.lanes(1),
-            fingerprints: layout.lanes(field),
-            low: layout.lanes(field & !flag),
-            flags: layout.lanes(flag),
+            fields,
+            flags: fields.flags(),
             reciprocal: (1u32 << 20).div_ceil(bits),
         }
     }
@@ -237,20 +230,14 @@ impl Lanes {
     /// `fingerprint` (non-zero, `f` bits) in the fingerprint field of every lane.
     #[inline]
     fn pattern(&self, fingerprint: u64) -> u64 {
-        // No carry between lanes: `fingerprint << 2` fits one lane.
-        (fingerprint << STATE_BITS).wrapping_mul(self.ones)
+        self.fields.pattern(fingerprint, STATE_BITS)
     }
 
-    /// The flags of the lanes of `word` whose fingerprint field equals `pattern`'s, exactly:
-    /// `x` is zero in the field of an equal lane; adding `low` to the field's lower bits carries
-    /// into the flag bit exactly when one of them is set, and the carry never leaves the lane
-    /// (each addend is at most `low`), so `t`'s flag is clear only in lanes where all of `x`'s
-    /// field is zero. Empty entries never match (fingerprints are never 0).
+    /// The flags of the lanes of `word` whose fingerprint equals `pattern`'s
+    /// ([`LaneFields::equal`]). Empty entries never match (fingerprints are never 0).
     #[inline]
     fn matches(&self, word: u64, pattern: u64) -> u64 {
-        let x = (word ^ pattern) & self.fingerprints;
-        let t = ((x & self.low) + self.low) | x;
-        !t & self.flags
+        self.fields.equal(word, pattern)
     }
 
     /// The flags of `count` lanes from lane `first` on (`first + count <= per_group`).

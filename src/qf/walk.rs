@@ -7,11 +7,16 @@
 //! cursor bounded to one atomically loaded group: a walk that would leave the group returns
 //! `None` and the caller takes the locked path). Writes go through a
 //! [`Rewriter`], so shifting is also written once.
+//!
+//! The walks step a group at a time where they can: the search back to the cluster start and
+//! over whole runs tests one status bit in every lane with one mask, and a lookup compares its
+//! remainder with every lane of a run at once ([`run_holds`], with the broadword comparison of
+//! [`LaneFields`] that the cuckoo table also uses).
 
 use crate::hash::low_mask;
-use crate::storage::{Commit, Cursor, GroupSource, Rewriter};
+use crate::storage::{Commit, Cursor, GroupSource, LaneFields, Rewriter};
 
-use super::slot::{Slot, OCCUPIED, READ_LOCK};
+use super::slot::{Slot, OCCUPIED, READ_LOCK, STATUS_BITS};
 
 /// The slot under a cursor, read as the table at rest would hold it.
 #[inline]
@@ -27,34 +32,55 @@ fn unlocked_word(word: u64, lane_lsb: u64) -> u64 {
     word ^ (locks | (locks << 1))
 }
 
-/// Moves a cursor on a filled slot left to the start of its cluster.
-///
-/// Returns the number of occupied canonical slots strictly left of the starting slot and at or
-/// right of the cluster start: the number of runs that precede the starting slot's own run in
-/// the cluster. `None` if the cursor cannot move (bounded cursor, or a corrupt table).
+/// What [`back_to_cluster_start`] counted on its way from a slot `x` to the start `c` of its
+/// cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct ClusterCounts {
+    /// Occupied canonical slots in `c..x`: the runs of the cluster that belong to quotients
+    /// before `x`.
+    pub(crate) runs_before: usize,
+    /// Run starts (filled slots whose continuation bit is clear) in `c..=x`: runs of the
+    /// cluster that start at or before `x`.
+    pub(crate) run_starts: usize,
+}
+
+/// Moves a cursor on a filled slot left to the start of its cluster, counting occupied bits and
+/// run starts on the way ([`ClusterCounts`]). `None` if the cursor cannot move (bounded cursor,
+/// or a corrupt table).
 ///
 /// Works a group at a time: the cluster start is the highest lane at or below the current one
-/// whose shifted bit is clear, and the occupied bits in between are one popcount.
-#[inline]
-pub(crate) fn back_to_cluster_start<S: GroupSource>(cursor: &mut Cursor<'_, S>) -> Option<usize> {
+/// whose shifted bit is clear, and the bits in between are one popcount each.
+#[inline(always)]
+pub(crate) fn back_to_cluster_start<S: GroupSource>(
+    cursor: &mut Cursor<'_, S>,
+) -> Option<ClusterCounts> {
     let lsb = cursor.lane_lsb();
     let shifted_lanes = lsb << 2;
-    // Occupied bits are counted in lanes below `count_below`; the start is searched at or below
-    // the current lane, i.e. below `search_below`.
+    // Occupied bits are counted in lanes below `count_below`; the start is searched, and run
+    // starts are counted, at or below the current lane, i.e. below `search_below`.
     let mut count_below = cursor.shift();
     let mut search_below = cursor.shift() + cursor.slot_bits();
-    let mut runs_before = 0;
+    let mut counts = ClusterCounts {
+        runs_before: 0,
+        run_starts: 0,
+    };
     loop {
         let word = unlocked_word(cursor.word(), lsb);
+        // Every lane in the walk is filled, so a clear continuation bit marks a run start.
+        let run_starts = !(word >> 1) & lsb;
         let unshifted = !word & shifted_lanes & low_mask(search_below);
         if unshifted != 0 {
             let start_bit = 63 - unshifted.leading_zeros();
-            let between = low_mask(count_below) & !low_mask(start_bit - 2);
-            runs_before += (word & lsb & between).count_ones() as usize;
+            let from_start = !low_mask(start_bit - 2);
+            let occupied = word & lsb & low_mask(count_below) & from_start;
+            let starts = run_starts & low_mask(search_below) & from_start;
+            counts.runs_before += occupied.count_ones() as usize;
+            counts.run_starts += starts.count_ones() as usize;
             cursor.jump_to_bit(start_bit);
-            return Some(runs_before);
+            return Some(counts);
         }
-        runs_before += (word & lsb & low_mask(count_below)).count_ones() as usize;
+        counts.runs_before += (word & lsb & low_mask(count_below)).count_ones() as usize;
+        counts.run_starts += (run_starts & low_mask(search_below)).count_ones() as usize;
         if !cursor.enter_previous_group() {
             return None;
         }
@@ -63,9 +89,10 @@ pub(crate) fn back_to_cluster_start<S: GroupSource>(cursor: &mut Cursor<'_, S>) 
     }
 }
 
-/// Moves a cursor on a run start over `runs` whole runs, onto the slot after the last of them:
-/// the `runs`-th slot to the right whose continuation bit is clear.
-#[inline]
+/// Moves a cursor over `runs` run boundaries to the right: onto the `runs`-th slot after it
+/// whose continuation bit is clear (a run start, or the empty slot that ends the cluster). On
+/// a run start, that is the slot after the `runs` whole runs that follow it.
+#[inline(always)]
 pub(crate) fn skip_runs<S: GroupSource>(cursor: &mut Cursor<'_, S>, runs: usize) -> Option<()> {
     if runs == 0 {
         return Some(());
@@ -96,11 +123,33 @@ pub(crate) fn skip_runs<S: GroupSource>(cursor: &mut Cursor<'_, S>, runs: usize)
 /// Moves a cursor on the filled canonical slot `quot` to where the run of `quot` starts, or
 /// would start if `quot` has no run yet (the slot after the runs of the canonical slots before
 /// it in the cluster). Returns the index of the cluster start it passed.
-#[inline]
+///
+/// The runs of a cluster lie in the order of their quotients and none starts before its
+/// canonical slot, so the run of `quot` is the cluster's `runs_before + 1`-th, and the
+/// `run_starts` runs that start in `cluster_start..=quot` come before it: the walk goes on from
+/// `quot`, not from the cluster start, and reads no group twice.
+///
+/// Not inlined: inlined, it made `SequentialQf::insert_hash` too large to take the insert
+/// planner inline, and inserts slowed by 5-9% (scratch probe and `figures --only fig2`).
+#[inline(never)]
 pub(crate) fn seek_run<S: GroupSource>(cursor: &mut Cursor<'_, S>) -> Option<usize> {
-    let runs_before = back_to_cluster_start(cursor)?;
+    seek_run_inlined(cursor)
+}
+
+/// [`seek_run`], always inlined: for the lookup, where the call and the spilled cursor cost
+/// more than the walk.
+#[inline(always)]
+fn seek_run_inlined<S: GroupSource>(cursor: &mut Cursor<'_, S>) -> Option<usize> {
+    let canonical = cursor.clone();
+    let counts = back_to_cluster_start(cursor)?;
     let cluster_start = cursor.index();
-    skip_runs(cursor, runs_before)?;
+    *cursor = canonical;
+    // At most `runs_before + 1` runs start in `cluster_start..=quot`: those of the quotients
+    // before `quot`, and the run of `quot` only if it starts at `quot`, the cluster start. So
+    // this does not underflow on a consistent table; a torn read of a table that other threads
+    // change gets `None`, as does any walk that cannot finish.
+    let runs_after = (counts.runs_before + 1).checked_sub(counts.run_starts)?;
+    skip_runs(cursor, runs_after)?;
     Some(cluster_start)
 }
 
@@ -168,7 +217,7 @@ pub(crate) fn search_run_by<S: GroupSource>(
 
 /// Whether `(quot, remainder)` is stored, reading from a cursor on slot `quot`; with it, the
 /// start of the cluster the walk went through (`None` if `quot` has no run).
-#[inline]
+#[inline(always)]
 pub(crate) fn lookup<S: GroupSource>(
     cursor: &mut Cursor<'_, S>,
     remainder: u64,
@@ -181,10 +230,52 @@ pub(crate) fn lookup<S: GroupSource>(
     let cluster_start = if canonical.is_cluster_start() {
         cursor.index()
     } else {
-        seek_run(cursor)?
+        seek_run_inlined(cursor)?
     };
-    let found = matches!(search_run(cursor, remainder)?, RunSearch::Found(_));
+    let found = run_holds(cursor, remainder)?;
     Some((found, Some(cluster_start)))
+}
+
+/// Whether the run that starts under the cursor holds `remainder`; the cursor ends in the
+/// group where the run ends. `None` where [`search_run`] gives `None`: the run reaches the end
+/// of a bounded cursor's group or of the table.
+///
+/// A lookup needs only the answer, not the place, so all lanes of the run in a group are
+/// compared with the remainder at once ([`LaneFields::equal`]). A run then costs a few mask
+/// operations per group, not a step per slot.
+#[inline(always)]
+pub(crate) fn run_holds<S: GroupSource>(
+    cursor: &mut Cursor<'_, S>,
+    remainder: u64,
+) -> Option<bool> {
+    let lsb = cursor.lane_lsb();
+    let bits = cursor.slot_bits();
+    let remainders = LaneFields::new(cursor.layout(), STATUS_BITS);
+    let wanted = remainders.pattern(remainder, STATUS_BITS);
+    let continuation_lanes = lsb << 1;
+    // Lanes of the run start at `from`; its end is searched from the next lane on (a run's
+    // first slot has its continuation bit clear).
+    let mut from = cursor.shift();
+    let mut after = from + bits;
+    loop {
+        let word = unlocked_word(cursor.word(), lsb);
+        let matches = remainders.equal(word, wanted) & !low_mask(from);
+        let ends = !word & continuation_lanes & !low_mask(after);
+        if ends != 0 {
+            // The run's last lane is the one below the lane of the first clear continuation
+            // bit, which starts one bit below that bit.
+            let end_lane_start = ends.trailing_zeros() - 1;
+            return Some(matches & low_mask(end_lane_start) != 0);
+        }
+        if matches != 0 {
+            return Some(true);
+        }
+        if !cursor.enter_next_group() {
+            return None;
+        }
+        from = 0;
+        after = 0;
+    }
 }
 
 /// Moves the cursor to the first empty slot at or after it and returns its index.
