@@ -535,7 +535,7 @@ impl<'a> Locked<'a> {
         let layout = self.filter.table.slots.layout();
         let (own_group, own_offset) = layout.locate(self.own);
         if own_group == group {
-            locks &= !(layout.slot_mask() << (own_offset * layout.bits()));
+            locks &= !layout.place(own_offset, layout.slot_mask());
         }
         locks
     }
