@@ -236,9 +236,10 @@ pub(crate) fn lookup<S: GroupSource>(
     Some((found, Some(cluster_start)))
 }
 
-/// Whether the run that starts under the cursor holds `remainder`; the cursor ends in the
-/// group where the run ends. `None` where [`search_run`] gives `None`: the run reaches the end
-/// of a bounded cursor's group or of the table.
+/// Whether the run that starts under the cursor holds `remainder`. The cursor is left in the
+/// group where the search stopped, on no particular slot (a lookup needs nothing after it).
+/// `None` where [`search_run`] gives `None`: the run reaches the end of a bounded cursor's group
+/// or of the table.
 ///
 /// A lookup needs only the answer, not the place, so all lanes of the run in a group are
 /// compared with the remainder at once ([`LaneFields::equal`]). A run then costs a few mask
