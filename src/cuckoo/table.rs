@@ -209,8 +209,6 @@ struct Lanes {
     bits: u32,
     /// The fingerprint field of every lane, above the state bits.
     fields: LaneFields,
-    /// The flag of every lane.
-    flags: u64,
     /// `ceil(2^20 / bits)`, for [`Lanes::lane_of`].
     reciprocal: u32,
 }
@@ -218,11 +216,9 @@ struct Lanes {
 impl Lanes {
     fn new(layout: &SlotLayout) -> Self {
         let bits = layout.bits();
-        let fields = LaneFields::new(layout, STATE_BITS);
         Lanes {
             bits,
-            fields,
-            flags: fields.flags(),
+            fields: LaneFields::new(layout, STATE_BITS),
             reciprocal: (1u32 << 20).div_ceil(bits),
         }
     }
@@ -243,7 +239,7 @@ impl Lanes {
     /// The flags of `count` lanes from lane `first` on (`first + count <= per_group`).
     #[inline]
     fn span(&self, first: u32, count: u32) -> u64 {
-        (self.flags & low_mask(count * self.bits)) << (first * self.bits)
+        (self.fields.flags() & low_mask(count * self.bits)) << (first * self.bits)
     }
 
     /// The lane whose flag is bit `bit`: `bit / bits`, as a multiplication by the rounded-up
@@ -624,7 +620,7 @@ mod tests {
                 prop_assert_eq!(flags & flag != 0, equal, "lane {}", lane);
                 prop_assert_eq!(lanes.lane_of((lane + 1) * layout.bits() - 1), lane);
             }
-            prop_assert_eq!(flags & !lanes.flags, 0);
+            prop_assert_eq!(flags & !lanes.fields.flags(), 0);
         }
 
         /// `find_in_bucket` agrees with reading the bucket entry by entry.
