@@ -295,8 +295,10 @@ impl LocallyLockedQf {
                     cursor.reload();
                 }
                 LockView::Filled => {
-                    // The last slot is never filled, so a filled slot always has a successor.
-                    let moved = cursor.advance();
+                    // The last slot is never filled, so a filled slot always has a successor;
+                    // then on to the next slot that may be empty or locked, a group at a time.
+                    let moved = cursor.advance()
+                        && walk::seek_lane(&mut cursor, LockView::candidates).is_some();
                     debug_assert!(moved, "the last slot is always empty or write-locked");
                 }
             }
@@ -324,10 +326,9 @@ impl LocallyLockedQf {
                     cursor.reload();
                 }
                 0 | WRITE_LOCK => return None,
+                // Shifted: on to the nearest unshifted slot to the left, a group at a time.
                 _ => {
-                    if !cursor.retreat() {
-                        return None;
-                    }
+                    walk::back_to_cluster_start(&mut cursor)?;
                 }
             }
         }

@@ -71,6 +71,15 @@ impl LockView {
             LockView::Filled
         }
     }
+
+    /// Bit 0 of every lane of `word` whose status is empty (`000`) or a write lock (`110`):
+    /// shifted clear and occupied equal to continuation. Every lane [`of`](Self::of) does not
+    /// call [`Filled`](Self::Filled) is among them, so a scan can skip the other lanes a group
+    /// at a time. `lane_lsb` is bit 0 of every lane.
+    #[inline]
+    pub(crate) fn candidates(word: u64, lane_lsb: u64) -> u64 {
+        !(word >> 2) & !(word ^ (word >> 1)) & lane_lsb
+    }
 }
 
 /// One decoded slot: status bits and remainder.
@@ -213,6 +222,31 @@ mod tests {
             for status in [0b000, 0b001, 0b100, 0b101, 0b110, 0b111] {
                 let raw = (remainder << STATUS_BITS) | status;
                 prop_assert_eq!(Slot::unlocked(raw), Slot::from_raw(raw));
+            }
+        }
+
+        /// `candidates` flags exactly the lanes with status `000` or `110`, which include every
+        /// lane `LockView::of` does not call `Filled`, in every lane of a packed word.
+        #[test]
+        fn lock_view_candidates_are_the_empty_and_write_locked_lanes(
+            bits in 4u32..=16,
+            lanes in proptest::collection::vec((0u64..8, 0u64..4), 1..=16),
+        ) {
+            let layout = crate::storage::SlotLayout::new(bits);
+            let mut word = 0;
+            for (lane, &(status, remainder)) in lanes.iter().enumerate().take(layout.per_group() as usize) {
+                let raw = ((remainder << STATUS_BITS) | status) & layout.slot_mask();
+                word = layout.set(word, lane as u32, raw);
+            }
+            let flagged = LockView::candidates(word, layout.lanes(1));
+            for lane in 0..layout.per_group() {
+                let raw = layout.get(word, lane);
+                let status = raw & STATUS_MASK;
+                let is_candidate = flagged & layout.place(lane, 1) != 0;
+                prop_assert_eq!(is_candidate, status == 0 || status == WRITE_LOCK, "lane {}", lane);
+                if LockView::of(raw) != LockView::Filled {
+                    prop_assert!(is_candidate);
+                }
             }
         }
     }
