@@ -45,6 +45,19 @@ impl fmt::Display for Error {
 
 impl std::error::Error for Error {}
 
+/// The one way an insert into a table can fail, as a zero-sized type: the insert paths return
+/// `Result<bool, Full>`, which fits in a register, and the public methods turn it into
+/// [`Error::Full`]. A `Result<bool, Error>` is 32 bytes and goes through memory; returned from
+/// `LocallyLockedQf`'s non-inlined insert paths, its read-back stalled on store forwarding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Full;
+
+impl From<Full> for Error {
+    fn from(Full: Full) -> Self {
+        Error::Full
+    }
+}
+
 /// An approximate membership query filter that many threads may use at once.
 ///
 /// `contains` never returns a false negative: once `insert(k)` has returned `Ok`, every

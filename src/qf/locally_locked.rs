@@ -54,7 +54,7 @@
 use std::hash::Hash;
 
 use crate::counter::StripedCounter;
-use crate::filter::{Error, Filter, Remove};
+use crate::filter::{Error, Filter, Full, Remove};
 use crate::hash::hash_key;
 use crate::storage::{Commit, Preview, Rewriter, SlotArray};
 use crate::sync::{Ordering, Waiter};
@@ -221,7 +221,7 @@ impl LocallyLockedQf {
 
     /// Inserts without locks if the insert happens inside the group of the canonical slot and
     /// that group holds no lock. `None`: take the locked path.
-    fn insert_in_group(&self, quotient: usize, remainder: u64) -> Option<Result<bool, Error>> {
+    fn insert_in_group(&self, quotient: usize, remainder: u64) -> Option<Result<bool, Full>> {
         let (group, _) = self.table.slots.layout().locate(quotient);
         // Acquire: the group's content is what we build on; pairs with the Release of the
         // writer that published it.
@@ -381,7 +381,7 @@ impl LocallyLockedQf {
         quotient: usize,
         remainder: u64,
         end: usize,
-    ) -> Option<Result<bool, Error>> {
+    ) -> Option<Result<bool, Full>> {
         if end == quotient {
             // The canonical slot was empty: it becomes a one-element cluster.
             let element = Slot::element(remainder, false, false).raw() | OCCUPIED;
@@ -415,7 +415,7 @@ impl LocallyLockedQf {
             // The run would reach the last slot, which stays empty.
             self.unlock_read(start);
             self.unlock_write(end);
-            return Some(Err(Error::Full));
+            return Some(Err(Full));
         }
         // Block E.
         let mut read = self.table.slots.cursor(plan.position, Ordering::Acquire);
@@ -459,16 +459,11 @@ impl LocallyLockedQf {
 
     /// The locked removal, holding the write lock on `end`, the first empty slot at or after
     /// `quotient`. `None`: the locks no longer cover the cluster; restart.
-    fn remove_locked(
-        &self,
-        quotient: usize,
-        remainder: u64,
-        end: usize,
-    ) -> Option<Result<bool, Error>> {
+    fn remove_locked(&self, quotient: usize, remainder: u64, end: usize) -> Option<bool> {
         if end == quotient {
             // The canonical slot is empty: nothing to remove.
             self.unlock_write(end);
-            return Some(Ok(false));
+            return Some(false);
         }
         let Some(start) = self.lock_cluster_start(quotient) else {
             self.unlock_write(end);
@@ -486,7 +481,7 @@ impl LocallyLockedQf {
             _ => {
                 self.unlock_read(start);
                 self.unlock_write(end);
-                return Some(Ok(false));
+                return Some(false);
             }
         };
         let mut read = self
@@ -508,7 +503,7 @@ impl LocallyLockedQf {
         }
         self.unlock_write(end);
         self.len.decrement();
-        Some(Ok(true))
+        Some(true)
     }
 }
 
@@ -574,6 +569,7 @@ impl Filter for LocallyLockedQf {
     fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
         self.insert_or_migrating(hash)
             .unwrap_or_else(|Migrating| unreachable!("only a growing filter migrates"))
+            .map_err(Error::from)
     }
 
     fn contains_hash(&self, hash: u64) -> bool {
@@ -601,8 +597,9 @@ impl Filter for LocallyLockedQf {
 
 impl Remove for LocallyLockedQf {
     fn remove_hash(&self, hash: u64) -> Result<bool, Error> {
-        self.remove_or_migrating(hash)
-            .unwrap_or_else(|Migrating| unreachable!("only a growing filter migrates"))
+        Ok(self
+            .remove_or_migrating(hash)
+            .unwrap_or_else(|Migrating| unreachable!("only a growing filter migrates")))
     }
 }
 
@@ -631,7 +628,7 @@ impl LocallyLockedQf {
     /// [`Filter::insert_hash`], or [`Migrating`] if the insert met a migration lock before it
     /// changed anything.
     #[inline]
-    pub(crate) fn insert_or_migrating(&self, hash: u64) -> Result<Result<bool, Error>, Migrating> {
+    pub(crate) fn insert_or_migrating(&self, hash: u64) -> Result<Result<bool, Full>, Migrating> {
         let (quotient, remainder) = self.fingerprint(hash);
         self.table.slots.prefetch_neighbour_lines(quotient);
         loop {
@@ -647,12 +644,12 @@ impl LocallyLockedQf {
 
     /// [`Remove::remove_hash`], or [`Migrating`] as for
     /// [`insert_or_migrating`](Self::insert_or_migrating).
-    pub(crate) fn remove_or_migrating(&self, hash: u64) -> Result<Result<bool, Error>, Migrating> {
+    pub(crate) fn remove_or_migrating(&self, hash: u64) -> Result<bool, Migrating> {
         let (quotient, remainder) = self.fingerprint(hash);
         self.table.slots.prefetch_neighbour_lines(quotient);
         loop {
             if self.contains_in_group(quotient, remainder) == Some(false) {
-                return Ok(Ok(false));
+                return Ok(false);
             }
             let end = self.lock_supercluster_end(quotient)?;
             if let Some(result) = self.remove_locked(quotient, remainder, end) {

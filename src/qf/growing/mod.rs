@@ -28,7 +28,7 @@ mod reclaim;
 
 use std::fmt;
 
-use crate::filter::{Error, Filter, Remove};
+use crate::filter::{Error, Filter, Full, Remove};
 use crate::qf::locally_locked::{LocallyLockedQf, Migrating};
 use crate::qf::sequential::SequentialQf;
 use crate::qf::slot::{Slot, OCCUPIED, WRITE_LOCK};
@@ -599,12 +599,12 @@ impl GrowableQf {
                     }
                     return Ok(true);
                 }
-                Ok(Err(Error::Full)) => {
+                Ok(Err(Full)) => {
                     if !self.grow(generation, guard, &waiter) {
                         return Err(Error::Full);
                     }
                 }
-                Ok(result) => return result,
+                Ok(Ok(false)) => return Ok(false),
             }
         }
     }
@@ -632,8 +632,8 @@ impl GrowableQf {
                 self.help(generation, migration, guard);
                 continue;
             }
-            if let Ok(result) = generation.filter.remove_or_migrating(hash) {
-                return result;
+            if let Ok(removed) = generation.filter.remove_or_migrating(hash) {
+                return Ok(removed);
             }
         }
     }

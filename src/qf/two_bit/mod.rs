@@ -75,7 +75,7 @@ pub(crate) mod table;
 pub(crate) mod walk;
 
 use crate::counter::StripedCounter;
-use crate::filter::{Error, Filter, Remove};
+use crate::filter::{Error, Filter, Full, Remove};
 use crate::hash::{low_mask, Fingerprint};
 use crate::storage::{Guarded, Preview, Rewriter};
 use crate::sync::{Ordering, Waiter};
@@ -265,7 +265,7 @@ impl TwoBitQf {
     /// slots included, lies in that group and neither boundary is locked. If the CAS fails only
     /// because other lanes of the group changed (the insert's own stretch reads the same), it
     /// plans once more on the new word. `None`: take the locked path.
-    fn insert_in_group(&self, quotient: usize, remainder: u64) -> Option<Result<bool, Error>> {
+    fn insert_in_group(&self, quotient: usize, remainder: u64) -> Option<Result<bool, Full>> {
         let slots = &self.table.slots;
         let (group, _) = slots.layout().locate(quotient);
         // Acquire: the group's content is what we build on; pairs with the Release of the
@@ -298,7 +298,7 @@ impl TwoBitQf {
         remainder: u64,
         group: usize,
         word: u64,
-    ) -> Option<Result<Result<bool, Error>, Lost>> {
+    ) -> Option<Result<Result<bool, Full>, Lost>> {
         let slots = &self.table.slots;
         let mut cursor = slots.cursor_in_group(quotient, word);
         let canonical = cursor.slot();
@@ -413,7 +413,7 @@ impl TwoBitQf {
 
     /// The insert under the left and right locks. `None`: the supercluster changed before the
     /// left lock was taken; restart.
-    fn insert_locked(&self, quotient: usize, remainder: u64) -> Option<Result<bool, Error>> {
+    fn insert_locked(&self, quotient: usize, remainder: u64) -> Option<Result<bool, Full>> {
         let left = self.lock_left(quotient);
         if left == quotient {
             // The canonical slot is empty and ours: the element goes there, which unlocks it.
@@ -457,7 +457,7 @@ impl TwoBitQf {
             // The run would reach the last slot, which stays empty.
             self.unlock(right);
             self.unlock(left);
-            return Some(Err(Error::Full));
+            return Some(Err(Full));
         }
         self.shift_in_locked(&plan);
         // The shift filled the right lock's slot, which released it.
@@ -508,11 +508,11 @@ impl TwoBitQf {
     }
 
     /// The removal under the left lock. `None`: the supercluster changed; restart.
-    fn remove_locked(&self, quotient: usize, remainder: u64) -> Option<Result<bool, Error>> {
+    fn remove_locked(&self, quotient: usize, remainder: u64) -> Option<bool> {
         let left = self.lock_left(quotient);
         if left == quotient {
             self.unlock(left);
-            return Some(Ok(false));
+            return Some(false);
         }
         let slots = &self.table.slots;
         // Acquire: as in `plan_locked`.
@@ -521,7 +521,7 @@ impl TwoBitQf {
             Some(Some(plan)) => plan,
             Some(None) => {
                 self.unlock(left);
-                return Some(Ok(false));
+                return Some(false);
             }
             None => {
                 self.unlock(left);
@@ -536,7 +536,7 @@ impl TwoBitQf {
         rewriter.finish();
         self.unlock(left);
         self.len.decrement();
-        Some(Ok(true))
+        Some(true)
     }
 }
 
@@ -546,10 +546,10 @@ impl Filter for TwoBitQf {
         self.table.slots.prefetch_neighbour_lines(quotient);
         loop {
             if let Some(result) = self.insert_in_group(quotient, remainder) {
-                return result;
+                return result.map_err(Error::from);
             }
             if let Some(result) = self.insert_locked(quotient, remainder) {
-                return result;
+                return result.map_err(Error::from);
             }
         }
     }
@@ -592,8 +592,8 @@ impl Remove for TwoBitQf {
             if self.contains_in_group(quotient, remainder) == Some(false) {
                 return Ok(false);
             }
-            if let Some(result) = self.remove_locked(quotient, remainder) {
-                return result;
+            if let Some(removed) = self.remove_locked(quotient, remainder) {
+                return Ok(removed);
             }
         }
     }
