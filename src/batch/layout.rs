@@ -167,12 +167,13 @@ fn segmented_layouts(w: &mut [i64], bounds: &[usize]) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    /// The serial definition: `pos[i] = max(pos[i - 1] + 1, quotient[i])`.
-    fn serial_positions(quotients: &[usize]) -> Vec<usize> {
+    /// The serial definition: `pos[i] = max(pos[i - 1] + 1, quotient[i])`, the reference the
+    /// layout methods and the builds are checked against.
+    pub(crate) fn serial_positions(quotients: &[usize]) -> Vec<usize> {
         let mut positions: Vec<usize> = Vec::with_capacity(quotients.len());
         for &q in quotients {
             positions.push(positions.last().map_or(q, |&p| q.max(p + 1)));

@@ -3,6 +3,9 @@
 
 use proptest::prelude::*;
 
+use rand::rngs::StdRng;
+use rand::seq::SliceRandom;
+use rand::SeedableRng;
 use std::collections::BTreeSet;
 
 use crate::filter::Error;
@@ -10,6 +13,7 @@ use crate::hash::Fingerprint;
 use crate::qf::sequential::SequentialQf;
 use crate::sync::Ordering;
 
+use super::layout::tests::serial_positions;
 use super::{BatchInsert, BatchLookup, BuildMethod, Dedupe};
 
 /// The raw groups of a filter's table.
@@ -163,7 +167,7 @@ proptest! {
 
 /// The raw slots of the table a build without dedupe must give for `hashes`, computed apart
 /// from the build: the sorted fingerprints (copies included) placed by the serial definition
-/// `pos[i] = max(pos[i - 1] + 1, quotient[i])`; `None` if the last one lands on the last slot.
+/// ([`serial_positions`]); `None` if the last one lands on the last slot.
 fn multiset_slots(q: u32, r: u32, hashes: &[u64]) -> Option<Vec<u64>> {
     use crate::qf::slot::{Slot, OCCUPIED};
     let mut fingerprints: Vec<Fingerprint> = hashes
@@ -171,24 +175,27 @@ fn multiset_slots(q: u32, r: u32, hashes: &[u64]) -> Option<Vec<u64>> {
         .map(|&h| Fingerprint::split(h, q, r))
         .collect();
     fingerprints.sort_unstable();
+    let quotients: Vec<usize> = fingerprints.iter().map(|f| f.quotient as usize).collect();
+    let positions = serial_positions(&quotients);
     let table_slots = SequentialQf::with_bits(q, r).unwrap().table.slots.len();
-    // Room for a cluster running past the table's end.
-    let mut slots = vec![0u64; table_slots + hashes.len()];
-    let mut previous: Option<(usize, u64)> = None;
-    for Fingerprint {
-        quotient,
-        remainder,
-    } in fingerprints
+    if positions
+        .last()
+        .is_some_and(|&last| last + 1 >= table_slots)
     {
-        let quotient = quotient as usize;
-        let position = previous.map_or(quotient, |(p, _)| quotient.max(p + 1));
-        let continuation = previous.is_some_and(|(_, q)| q == quotient as u64);
-        slots[quotient] |= OCCUPIED;
-        slots[position] |= Slot::element(remainder, continuation, position != quotient).raw();
-        previous = Some((position, quotient as u64));
+        return None;
     }
-    let used = previous.map_or(0, |(p, _)| p + 1);
-    (used < table_slots).then(|| slots[..table_slots].to_vec())
+    let mut slots = vec![0u64; table_slots];
+    for (i, (&quotient, &position)) in quotients.iter().zip(&positions).enumerate() {
+        let continuation = i > 0 && quotients[i - 1] == quotient;
+        slots[quotient] |= OCCUPIED;
+        let element = Slot::element(
+            fingerprints[i].remainder,
+            continuation,
+            position != quotient,
+        );
+        slots[position] |= element.raw();
+    }
+    Some(slots)
 }
 
 proptest! {
@@ -222,11 +229,7 @@ proptest! {
             // Remove every hash once, in an order drawn from `seed`: each removal succeeds, and
             // a fingerprint stays visible while a copy of it is left.
             let mut order = hashes.clone();
-            let mut state = seed;
-            for i in (1..order.len()).rev() {
-                state = crate::hash::remix(state);
-                order.swap(i, (state % (i as u64 + 1)) as usize);
-            }
+            order.shuffle(&mut StdRng::seed_from_u64(seed));
             let (gone, kept) = order.split_at(order.len() / 2);
             for &hash in gone {
                 prop_assert!(filter.remove_hash(hash).unwrap());
