@@ -38,6 +38,12 @@ pub(crate) trait BlockSource {
     /// Spill word `index`.
     fn load_spill_word(&self, index: usize) -> u64;
 
+    /// The stored (possibly saturated) spill of block `block`: byte `block % 8` of its word.
+    #[inline(always)]
+    fn stored_spill(&self, block: usize) -> u64 {
+        (self.load_spill_word(block / 8) >> (8 * (block % 8))) & 0xFF
+    }
+
     /// Number of slots (`64` per block).
     #[inline]
     fn slots(&self) -> usize {
@@ -301,20 +307,77 @@ impl<'a, S: BlockSource> View<'a, S> {
     /// The remainder in slot `slot`.
     #[inline]
     pub(crate) fn remainder(&self, slot: usize) -> u64 {
+        let block = slot / BLOCK_SLOTS;
         let r = self.table.remainder_bits();
-        let (block, index, offset) = self.remainder_place(slot);
-        let mut value = self.load(block, index) >> offset;
-        if offset + r > 64 {
-            value |= self.load(block, index + 1) << (64 - offset);
-        }
-        value & low_mask(r)
+        packed_remainder(slot % BLOCK_SLOTS, r, |index| self.load(block, index))
     }
 
     /// The stored (possibly saturated) spill of a block.
     #[inline]
     pub(crate) fn stored_spill(&self, block: usize) -> u64 {
         self.touch(block);
-        (self.table.load_spill_word(block / 8) >> (8 * (block % 8))) & 0xFF
+        self.table.stored_spill(block)
+    }
+}
+
+/// Remainder `i` (`< 64`) of a block of `r`-bit remainders, reading the block's words with
+/// `load` (word `2 + k` holds remainder bits `64 k..64 k + 64`).
+///
+/// Branch-free: it always reads the word after the first too (the same word again for the
+/// block's last one, where no remainder straddles), since a lookup cannot predict which
+/// remainders straddle two words.
+#[inline(always)]
+fn packed_remainder(i: usize, r: u32, load: impl Fn(usize) -> u64) -> u64 {
+    let bit = i * r as usize;
+    let (index, offset) = (2 + bit / 64, bit % 64);
+    let last = block_words(r) - 1;
+    let pair = u128::from(load((index + 1).min(last))) << 64 | u128::from(load(index));
+    (pair >> offset) as u64 & low_mask(r)
+}
+
+/// One block's words, read without recording a reach: for the lookup's fast path
+/// (`runs::count_in_block`), which reads nothing outside the block, so its reach is known.
+pub(crate) struct BlockReader<'a, S: BlockSource> {
+    table: &'a S,
+    block: usize,
+    first_word: usize,
+}
+
+impl<'a, S: BlockSource> BlockReader<'a, S> {
+    /// A reader of block `block` (`< table.blocks()`).
+    #[inline(always)]
+    pub(crate) fn new(table: &'a S, block: usize) -> Self {
+        let first_word = block * block_words(table.remainder_bits());
+        BlockReader {
+            table,
+            block,
+            first_word,
+        }
+    }
+
+    /// The block's `occupieds` word.
+    #[inline(always)]
+    pub(crate) fn occupieds(&self) -> u64 {
+        self.table.load_word(self.first_word)
+    }
+
+    /// The block's `runends` word.
+    #[inline(always)]
+    pub(crate) fn runends(&self) -> u64 {
+        self.table.load_word(self.first_word + 1)
+    }
+
+    /// The block's stored (possibly saturated) spill.
+    #[inline(always)]
+    pub(crate) fn stored_spill(&self) -> u64 {
+        self.table.stored_spill(self.block)
+    }
+
+    /// The remainder of the block's slot `i` (`< 64`).
+    #[inline(always)]
+    pub(crate) fn remainder(&self, i: usize) -> u64 {
+        let r = self.table.remainder_bits();
+        packed_remainder(i, r, |index| self.table.load_word(self.first_word + index))
     }
 }
 
@@ -467,4 +530,37 @@ fn bit_range(lo: usize, hi: usize) -> u64 {
 fn word_mask(start: usize, end: usize, w: usize) -> u64 {
     let base = 64 * w;
     bit_range(start.max(base) - base, end.min(base + 64) - base)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every slot of a 3-block table gets a distinct-looking value; both readers return it, for
+    /// every width (remainders that straddle two words, and blocks whose last remainder ends
+    /// exactly at the end of its last word).
+    #[test]
+    fn remainders_read_back_as_written_by_both_readers() {
+        for r in 2..=62 {
+            let table = Blocks::new(3, r).expect("a 3-block table");
+            let view = View::new(&table);
+            let value = |slot: usize| crate::hash::remix(slot as u64 ^ u64::from(r)) & low_mask(r);
+            for slot in 0..table.slots() {
+                view.set_remainder(slot, value(slot));
+            }
+            for slot in 0..table.slots() {
+                assert_eq!(
+                    view.remainder(slot),
+                    value(slot),
+                    "View, r = {r}, slot {slot}"
+                );
+                let block = BlockReader::new(&table, slot / BLOCK_SLOTS);
+                assert_eq!(
+                    block.remainder(slot % BLOCK_SLOTS),
+                    value(slot),
+                    "BlockReader, r = {r}, slot {slot}"
+                );
+            }
+        }
+    }
 }

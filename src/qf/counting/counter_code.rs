@@ -119,7 +119,10 @@ pub(crate) fn entry_len(x: u64, count: u64, remainder_bits: u32) -> usize {
 /// The entry starting at slot `start` of a run ending at slot `run_end` (inclusive), reading
 /// slots with `slot`: `(remainder, count, slots it takes)`. `None` if the slots are not a valid
 /// entry (only possible for a table read while another thread changes it).
-#[inline]
+///
+/// Counts 1 and 2, nearly every entry, are told from the first two or three slots here, inlined
+/// into the walk; a counter is read by [`decode_counter`], out of line.
+#[inline(always)]
 pub(crate) fn decode(
     start: usize,
     run_end: usize,
@@ -131,7 +134,6 @@ pub(crate) fn decode(
         return Some((x, 1, 1));
     }
     let next = slot(start + 1);
-    let base = (1u64 << remainder_bits) - 1;
     if x != 0 {
         if next > x {
             return Some((x, 1, 1));
@@ -139,21 +141,7 @@ pub(crate) fn decode(
         if next == x {
             return Some((x, 2, 2));
         }
-        let mut value = 0u64;
-        let mut at = start + 1;
-        loop {
-            if at > run_end {
-                return None;
-            }
-            let digit = slot(at);
-            if digit == x {
-                break;
-            }
-            let digit = if digit < x { digit } else { digit - 1 };
-            value = value.checked_mul(base)?.checked_add(digit)?;
-            at += 1;
-        }
-        Some((x, value.checked_add(3)?, at - start + 1))
+        decode_counter(x, start, start + 1, run_end, remainder_bits, slot)
     } else {
         if next != 0 {
             return Some((0, 1, 1));
@@ -161,21 +149,39 @@ pub(crate) fn decode(
         if start + 2 > run_end || slot(start + 2) != 0 {
             return Some((0, 2, 2));
         }
-        let mut value = 0u64;
-        let mut at = start + 3;
-        loop {
-            if at > run_end {
-                return None;
-            }
-            let digit = slot(at);
-            if digit == 0 {
-                break;
-            }
-            value = value.checked_mul(base)?.checked_add(digit - 1)?;
-            at += 1;
-        }
-        Some((0, value.checked_add(3)?, at - start + 1))
+        decode_counter(0, start, start + 3, run_end, remainder_bits, slot)
     }
+}
+
+/// The count of the entry of remainder `x` that starts at slot `start` and whose counter's
+/// digits start at slot `digits` and end before the next slot holding `x` (see the module doc):
+/// `(x, count, slots it takes)`, or `None` if the slots are not a valid entry.
+#[inline(never)]
+fn decode_counter(
+    x: u64,
+    start: usize,
+    digits: usize,
+    run_end: usize,
+    remainder_bits: u32,
+    mut slot: impl FnMut(usize) -> u64,
+) -> Option<(u64, u64, usize)> {
+    let base = (1u64 << remainder_bits) - 1;
+    let mut value = 0u64;
+    let mut at = digits;
+    loop {
+        if at > run_end {
+            return None;
+        }
+        let digit = slot(at);
+        if digit == x {
+            break;
+        }
+        // Digits skip the value `x` (for `x = 0` they run `1..M`, so every one is above it).
+        let digit = if digit < x { digit } else { digit - 1 };
+        value = value.checked_mul(base)?.checked_add(digit)?;
+        at += 1;
+    }
+    Some((x, value.checked_add(3)?, at - start + 1))
 }
 
 #[cfg(test)]

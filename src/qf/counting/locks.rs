@@ -198,6 +198,29 @@ impl RegionLocks {
         block >> self.shift
     }
 
+    /// Runs the read-only `op`, which reads nothing outside block `block`, once optimistically
+    /// (see the module doc): its answer if it gave one and no writer held or changed the
+    /// block's region meanwhile, else `None` (then [`read`](Self::read) answers). Inlined, so
+    /// the lookup's common case is one function without a closure call or a reach to record.
+    #[inline(always)]
+    pub(crate) fn read_in_block<T>(
+        &self,
+        block: usize,
+        op: impl FnOnce() -> Option<T>,
+    ) -> Option<T> {
+        let version = &self.regions[self.region_of(block)].version;
+        // Acquire: as in `read`.
+        let before = version.load(Ordering::Acquire);
+        if before & 1 == 1 {
+            return None;
+        }
+        let answer = op();
+        // Acquire fence: as in `read`.
+        fence(Ordering::Acquire);
+        // Relaxed: ordered by the fence above.
+        (version.load(Ordering::Relaxed) == before).then_some(answer)?
+    }
+
     /// Runs the read-only `op` on `block`'s region: optimistically (see the module doc), or
     /// under locks. `None` only if `op` fails with every region held (a corrupt table).
     #[inline]

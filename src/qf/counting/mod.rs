@@ -290,6 +290,17 @@ impl CountingQf {
         Ok(())
     }
 
+    /// [`count_hash`](Count::count_hash) when its block alone cannot answer (the run leaves the
+    /// block, or a writer got in the way): the general walk, optimistic or under locks.
+    #[inline(never)]
+    fn count_slow(&self, quotient: usize, remainder: u64) -> u64 {
+        self.locks
+            .read(&self.table, quotient / BLOCK_SLOTS, |view| {
+                runs::count(view, quotient, remainder)
+            })
+            .unwrap_or(0)
+    }
+
     #[inline]
     fn fingerprint(&self, hash: u64) -> (usize, u64) {
         let f = Fingerprint::split(hash, self.quotient_bits, self.remainder_bits);
@@ -364,11 +375,13 @@ impl Count for CountingQf {
         // (a block of r = 11 spans 104 bytes): start both misses now, so the walk does not wait
         // for the second after the first.
         self.table.prefetch(quotient);
-        self.locks
-            .read(&self.table, quotient / BLOCK_SLOTS, |view| {
-                runs::count(view, quotient, remainder)
-            })
-            .unwrap_or(0)
+        let block = quotient / BLOCK_SLOTS;
+        if let Some(count) = self.locks.read_in_block(block, || {
+            runs::count_in_block(&self.table, quotient, remainder)
+        }) {
+            return count;
+        }
+        self.count_slow(quotient, remainder)
     }
 
     /// Adds `n` copies (the count saturates at `u64::MAX`).
