@@ -345,8 +345,7 @@ pub(crate) fn count_in_block<S: BlockSource>(
     )
 }
 
-/// The count of `remainder` in the run in slots `start..=end`, whose remainders `slot` reads
-/// (entries in increasing order, so the scan stops at the first one not below `remainder`).
+/// The count of `remainder` in the run in slots `start..=end`, whose remainders `slot` reads.
 #[inline(always)]
 fn count_in_run(
     start: usize,
@@ -355,15 +354,35 @@ fn count_in_run(
     remainder: u64,
     slot: impl Fn(usize) -> u64,
 ) -> Option<u64> {
+    let (_, count, _) = find_entry(start, end, remainder_bits, remainder, slot)?;
+    Some(count)
+}
+
+/// The entry of `remainder` in the run in slots `start..=end`, whose remainders `slot` reads:
+/// `(its first slot, its count, its slots)`, or where it would go if absent, with count and slots
+/// 0 (slot `end + 1` if every entry is below it). Entries are in increasing order, so the scan
+/// stops at the first one not below `remainder`. `None` if the slots are not a valid run.
+#[inline(always)]
+fn find_entry(
+    start: usize,
+    end: usize,
+    remainder_bits: u32,
+    remainder: u64,
+    slot: impl Fn(usize) -> u64,
+) -> Option<(usize, u64, usize)> {
     let mut at = start;
     while at <= end {
-        let (x, c, len) = counter_code::decode(at, end, remainder_bits, &slot)?;
+        let (x, count, len) = counter_code::decode(at, end, remainder_bits, &slot)?;
         if x >= remainder {
-            return Some(if x == remainder { c } else { 0 });
+            return Some(if x == remainder {
+                (at, count, len)
+            } else {
+                (at, 0, 0)
+            });
         }
         at += len;
     }
-    Some(0)
+    Some((end + 1, 0, 0))
 }
 
 /// A planned change of one fingerprint's count.
@@ -416,24 +435,8 @@ pub(crate) fn plan(
             at_is_empty = after <= quotient;
             (after.max(quotient), 0, 0)
         }
-        Some((start, end)) => {
-            let mut at = start;
-            let mut found = (end + 1, 0, 0);
-            while at <= end {
-                let (x, c, len) = counter_code::decode(at, end, r, |i| view.remainder(i))
-                    .ok_or(Fault::Inconsistent)?;
-                if x >= remainder {
-                    found = if x == remainder {
-                        (at, c, len)
-                    } else {
-                        (at, 0, 0)
-                    };
-                    break;
-                }
-                at += len;
-            }
-            found
-        }
+        Some((start, end)) => find_entry(start, end, r, remainder, |i| view.remainder(i))
+            .ok_or(Fault::Inconsistent)?,
     };
     let new_count = new_count(old_count);
     let new_len = counter_code::entry_len(remainder, new_count, r);
