@@ -16,7 +16,8 @@
 //!
 //! A view reads any [`BlockSource`]: the live atomic [`Blocks`], or the little-endian words of a
 //! serialised table ([`LeBlocks`], the zero-copy `CountingQfRef`), so the one lookup code serves
-//! both; writes exist only on views of [`Blocks`].
+//! both; writes exist only on views of [`Blocks`]. A [`BlockReader`] reads one block of any
+//! source without recording a reach, for the lookup's fast path, whose reach is that block.
 
 use std::cell::Cell;
 

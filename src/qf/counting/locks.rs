@@ -33,7 +33,9 @@
 //! and accepts the answer only if the walk stayed inside that region and the version is still
 //! the same afterwards (a seqlock). Otherwise it tries again, and after a few failed tries, or
 //! when the walk leaves the region, it locks like a writer. Queries therefore write no shared
-//! memory, and a query never waits for a writer of another region.
+//! memory, and a query never waits for a writer of another region. A lookup that can answer from
+//! its quotient's block alone makes its first try through [`RegionLocks::read_in_block`], the
+//! same check inlined into the caller, and only falls back to [`RegionLocks::read`].
 //!
 //! # Memory orderings
 //!

@@ -5,7 +5,9 @@
 //! runs of quotients below `64 b` use the first `spill(b)` slots from `64 b` on, and the runs of
 //! the occupied quotients `64 b ..= Q` end at the next runend bits in order. So with
 //! `d = rank(occupieds[b], Q % 64)`, `Q`'s run ends at the `d`-th runend at or after
-//! `64 b + spill(b)`, and starts after the one before (or at `Q`, whichever is later).
+//! `64 b + spill(b)`, and starts after the one before (or at `Q`, whichever is later). When the
+//! spill is exact and that runend lies in the block, the block's words alone tell
+//! ([`run_in_block`]), and a lookup reads nothing else ([`count_in_block`]).
 //!
 //! Inserting, incrementing, decrementing and removing a fingerprint all re-encode its entry
 //! (`counter_code`) and then make room (shift the rest of the cluster right, one slot per
