@@ -30,7 +30,8 @@ pub(crate) struct SlotLayout {
     per_group: u32,
     /// `ceil(2^64 / per_group)`: `i / per_group == (i * magic) >> 64` for `i < 2^58`.
     magic: u64,
-    /// Bit 0 of every lane, `lanes(1)`: precomputed, since every walk starts from it.
+    /// Bit 0 of every lane: precomputed, since every walk starts from it and [`lanes`](Self::lanes)
+    /// multiplies by it.
     lane_lsb: u64,
     /// `ceil(2^16 / bits)`: the lane holding bit `b < 64` of a word is `(b * lane_magic) >> 16`
     /// (exact: the rounding error, `b * (bits - 1) / 2^16 / bits`, stays below the `1 / bits`
@@ -53,15 +54,19 @@ impl SlotLayout {
         } else {
             u64::MAX / per_group as u64 + 1
         };
-        let mut layout = SlotLayout {
+        let mut lane_lsb = 0;
+        let mut lane = 0;
+        while lane < per_group {
+            lane_lsb |= 1 << (lane * bits);
+            lane += 1;
+        }
+        SlotLayout {
             bits,
             per_group,
             magic,
-            lane_lsb: 0,
+            lane_lsb,
             lane_magic: (1u32 << 16).div_ceil(bits),
-        };
-        layout.lane_lsb = layout.lanes(1);
-        layout
+        }
     }
 
     /// Width of one slot in bits.
@@ -147,18 +152,17 @@ impl SlotLayout {
         value << (offset * self.bits)
     }
 
-    /// `pattern` (one slot's worth of bits) copied into every slot lane of a word.
+    /// `pattern` (one slot's worth of bits) copied into every slot lane of a word: a
+    /// multiplication by `lane_lsb`, without carries between lanes since the pattern fits one.
     ///
     /// With the lane mask of a status bit, a word operation touches that bit in all slots at once.
     #[inline]
     pub(crate) const fn lanes(&self, pattern: u64) -> u64 {
-        let mut word = 0;
-        let mut lane = 0;
-        while lane < self.per_group {
-            word |= pattern << (lane * self.bits);
-            lane += 1;
-        }
-        word
+        debug_assert!(
+            pattern & !self.slot_mask() == 0,
+            "the pattern must fit one slot"
+        );
+        pattern.wrapping_mul(self.lane_lsb)
     }
 
     /// The mask of the slots at offsets `from..to` inside a group (`to <= per_group`).
@@ -202,14 +206,11 @@ impl LaneFields {
         debug_assert!(field_shift < layout.bits);
         let field = layout.slot_mask() & !low_mask(field_shift);
         let flag = 1u64 << (layout.bits - 1);
-        // A multiplication by `lane_lsb` copies a value that fits one lane into every lane
-        // without carries, as `lanes` does with a loop.
-        let ones = layout.lane_lsb;
         LaneFields {
-            ones,
-            fields: field * ones,
-            rests: (field & !flag) * ones,
-            flags: flag * ones,
+            ones: layout.lane_lsb,
+            fields: layout.lanes(field),
+            rests: layout.lanes(field & !flag),
+            flags: layout.lanes(flag),
         }
     }
 
@@ -217,7 +218,7 @@ impl LaneFields {
     #[inline]
     pub(crate) fn pattern(&self, value: u64, field_shift: u32) -> u64 {
         debug_assert!((value << field_shift) >> field_shift == value);
-        // No carry between lanes: the shifted value fits one lane.
+        // `SlotLayout::lanes`, with the layout's `lane_lsb` kept here.
         (value << field_shift).wrapping_mul(self.ones)
     }
 
@@ -1100,10 +1101,21 @@ mod tests {
             let flags = fields.equal(word, fields.pattern(value, field_shift));
             for lane in 0..layout.per_group() {
                 let equal = layout.get(word, lane) >> field_shift == value;
-                let flag = 1u64 << (lane * bits + bits - 1);
+                let flag = layout.place(lane, 1 << (bits - 1));
                 prop_assert_eq!(flags & flag != 0, equal, "lane {}", lane);
             }
             prop_assert_eq!(flags & !fields.flags(), 0);
+        }
+
+        /// `lanes` (a multiplication) is the pattern placed in every lane one by one, and
+        /// `lane_lsb` is `lanes(1)`, for every width.
+        #[test]
+        fn lanes_copies_the_pattern_into_every_lane(bits in 1u32..=64, seed in any::<u64>()) {
+            let layout = SlotLayout::new(bits);
+            let pattern = seed & layout.slot_mask();
+            let one_by_one = (0..layout.per_group()).fold(0, |word, lane| word | layout.place(lane, pattern));
+            prop_assert_eq!(layout.lanes(pattern), one_by_one);
+            prop_assert_eq!(layout.lane_lsb, (0..layout.per_group()).fold(0, |word, lane| word | layout.place(lane, 1)));
         }
 
         #[test]
