@@ -317,9 +317,9 @@ pub(crate) fn count<S: BlockSource>(
     let Some((start, end)) = run_of(view, quotient)? else {
         return Some(0);
     };
-    count_in_run(start, end, view.table().remainder_bits(), remainder, |i| {
-        view.remainder(i)
-    })
+    let r = view.table().remainder_bits();
+    let (_, count, _) = find_entry(start, end, r, remainder, |i| view.remainder(i))?;
+    Some(count)
 }
 
 /// [`count`] when the quotient's run lies in its block with an exact spill (nearly every
@@ -338,25 +338,10 @@ pub(crate) fn count_in_block<S: BlockSource>(
         return Some(0);
     }
     let (start, end) = run_in_block(occupieds, block.runends(), block.stored_spill(), q)?;
-    count_in_run(
-        start as usize,
-        end as usize,
-        table.remainder_bits(),
-        remainder,
-        |i| block.remainder(i),
-    )
-}
-
-/// The count of `remainder` in the run in slots `start..=end`, whose remainders `slot` reads.
-#[inline(always)]
-fn count_in_run(
-    start: usize,
-    end: usize,
-    remainder_bits: u32,
-    remainder: u64,
-    slot: impl Fn(usize) -> u64,
-) -> Option<u64> {
-    let (_, count, _) = find_entry(start, end, remainder_bits, remainder, slot)?;
+    let r = table.remainder_bits();
+    let (_, count, _) = find_entry(start as usize, end as usize, r, remainder, |i| {
+        block.remainder(i)
+    })?;
     Some(count)
 }
 
