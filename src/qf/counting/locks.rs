@@ -200,27 +200,35 @@ impl RegionLocks {
         block >> self.shift
     }
 
-    /// Runs the read-only `op`, which reads nothing outside block `block`, once optimistically
-    /// (see the module doc): its answer if it gave one and no writer held or changed the
-    /// block's region meanwhile, else `None` (then [`read`](Self::read) answers). Inlined, so
-    /// the lookup's common case is one function without a closure call or a reach to record.
+    /// One optimistic (seqlock) run of the read-only `op` on region `region` (see the module
+    /// doc): its result if no writer held or changed the region meanwhile, else `None`.
+    #[inline(always)]
+    fn optimistic<T>(&self, region: usize, op: impl FnOnce() -> T) -> Option<T> {
+        let version = &self.regions[region].version;
+        // Acquire: everything the last writer wrote before unlocking is visible.
+        let before = version.load(Ordering::Acquire);
+        if before & 1 == 1 {
+            return None;
+        }
+        let answer = op();
+        // Acquire fence: pairs with the Release fence of any writer whose table write `op`
+        // read, making its lock visible to the load below.
+        fence(Ordering::Acquire);
+        // Relaxed: ordered by the fence above.
+        (version.load(Ordering::Relaxed) == before).then_some(answer)
+    }
+
+    /// Runs the read-only `op`, which reads nothing outside block `block`, once optimistically:
+    /// its answer if it gave one and no writer held or changed the block's region meanwhile,
+    /// else `None` (then [`read`](Self::read) answers). Inlined, so the lookup's common case is
+    /// one function without a closure call or a reach to record.
     #[inline(always)]
     pub(crate) fn read_in_block<T>(
         &self,
         block: usize,
         op: impl FnOnce() -> Option<T>,
     ) -> Option<T> {
-        let version = &self.regions[self.region_of(block)].version;
-        // Acquire: as in `read`.
-        let before = version.load(Ordering::Acquire);
-        if before & 1 == 1 {
-            return None;
-        }
-        let answer = op();
-        // Acquire fence: as in `read`.
-        fence(Ordering::Acquire);
-        // Relaxed: ordered by the fence above.
-        (version.load(Ordering::Relaxed) == before).then_some(answer)?
+        self.optimistic(self.region_of(block), op)?
     }
 
     /// Runs the read-only `op` on `block`'s region: optimistically (see the module doc), or
@@ -233,31 +241,21 @@ impl RegionLocks {
         op: impl Fn(&View<'_>) -> Option<T>,
     ) -> Option<T> {
         let region = self.region_of(block);
-        let version = &self.regions[region].version;
         let waiter = Waiter::new();
         for _ in 0..OPTIMISTIC_TRIES {
-            // Acquire: everything the last writer wrote before unlocking is visible.
-            let before = version.load(Ordering::Acquire);
-            if before & 1 == 1 {
-                waiter.wait();
-                continue;
-            }
             let view = View::new(table);
-            let answer = op(&view);
+            let Some(answer) = self.optimistic(region, || op(&view)) else {
+                waiter.wait(); // a writer held or changed the region
+                continue;
+            };
             let inside = view.reach().is_some_and(|(low, high)| {
                 self.region_of(low) == region && self.region_of(high) == region
             });
-            // Acquire fence: pairs with the Release fence of any writer whose table write the
-            // walk read, making its lock visible to the load below.
-            fence(Ordering::Acquire);
-            // Relaxed: ordered by the fence above.
-            if version.load(Ordering::Relaxed) == before {
-                if !inside {
-                    break;
-                }
-                if answer.is_some() {
-                    return answer;
-                }
+            if !inside {
+                break;
+            }
+            if answer.is_some() {
+                return answer;
             }
         }
         self.run(table, block, |view, held| {
