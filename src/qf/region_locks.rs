@@ -135,6 +135,12 @@ impl<'a, L: RegionLock> Held<'a, L> {
         true
     }
 
+    /// The held regions, `(first, last)`.
+    #[inline]
+    pub(crate) fn range(&self) -> (usize, usize) {
+        (self.first, self.last)
+    }
+
     /// Whether every region is held.
     #[inline]
     pub(crate) fn holds_all(&self) -> bool {

@@ -9,9 +9,11 @@
 //! saturates at [`SPILL_SATURATED`]; the exact value is then recomputed from the block before
 //! (see `runs::spill`).
 //!
-//! [`View`] is how every algorithm reads and writes the table: it records the lowest and highest
-//! block it touched (the *reach*), so the concurrent filter can check that an operation stayed in
-//! the regions it has locked. All accesses are `Relaxed` atomics; what orders them is the region
+//! [`View`] is how every algorithm reads and writes the table. A view made for a window of
+//! blocks (the regions an operation holds, or the one it reads optimistically) records the
+//! lowest and highest block it touched outside that window (the *reach*), so the concurrent
+//! filter can check that an operation stayed in the regions it has locked; touching a block
+//! inside the window costs one comparison and records nothing. All accesses are `Relaxed` atomics; what orders them is the region
 //! lock (see `concurrent`), or exclusive access (`&mut self`).
 //!
 //! A view reads any [`BlockSource`]: the live atomic [`Blocks`], or the little-endian words of a
@@ -233,20 +235,36 @@ fn zeroed_words(count: usize) -> Result<Box<[AtomicU64]>, Error> {
     crate::storage::try_boxed(count, || AtomicU64::new(0))
 }
 
-/// Reads and writes of a table that record the range of blocks touched; reads from any
-/// [`BlockSource`], writes only to a live [`Blocks`].
+/// Reads and writes of a table that record the range of blocks touched outside a window; reads
+/// from any [`BlockSource`], writes only to a live [`Blocks`].
 pub(crate) struct View<'a, S: BlockSource = Blocks> {
     table: &'a S,
+    /// The first block of the window.
+    window_first: usize,
+    /// How many blocks after `window_first` the window holds (it ends at `window_first +
+    /// window_span`).
+    window_span: usize,
+    /// The lowest and highest block touched outside the window (`usize::MAX` and 0 while none).
     lowest: Cell<usize>,
     highest: Cell<usize>,
 }
 
 impl<'a, S: BlockSource> View<'a, S> {
-    /// A view that has touched nothing yet.
+    /// A view of the whole table, which records no reach: for code that has the table to
+    /// itself or reads a snapshot.
     #[inline]
     pub(crate) fn new(table: &'a S) -> Self {
+        Self::window(table, 0, usize::MAX)
+    }
+
+    /// A view that records the blocks it touches outside `first..=last`.
+    #[inline]
+    pub(crate) fn window(table: &'a S, first: usize, last: usize) -> Self {
+        debug_assert!(first <= last);
         View {
             table,
+            window_first: first,
+            window_span: last - first,
             lowest: Cell::new(usize::MAX),
             highest: Cell::new(0),
         }
@@ -258,15 +276,23 @@ impl<'a, S: BlockSource> View<'a, S> {
         self.table
     }
 
-    /// The lowest and highest block touched so far (`None` if none).
+    /// The lowest and highest block touched outside the window so far (`None` if none).
     #[inline]
     pub(crate) fn reach(&self) -> Option<(usize, usize)> {
         let lowest = self.lowest.get();
         (lowest != usize::MAX).then(|| (lowest, self.highest.get()))
     }
 
-    #[inline]
+    #[inline(always)]
     fn touch(&self, block: usize) {
+        // One comparison: a block below the window wraps around to a large difference.
+        if block.wrapping_sub(self.window_first) > self.window_span {
+            self.record_outside(block);
+        }
+    }
+
+    #[cold]
+    fn record_outside(&self, block: usize) {
         self.lowest.set(self.lowest.get().min(block));
         self.highest.set(self.highest.get().max(block));
     }

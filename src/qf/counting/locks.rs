@@ -10,9 +10,9 @@
 //! # Writers
 //!
 //! An operation on quotient `Q` locks the region of `Q`'s block and runs its walk (`runs`)
-//! through a [`View`] that records the lowest and highest block it touched. If those all lie in
-//! held regions, everything it read is stable and it may write (a write touches only blocks its
-//! plan touched). Otherwise it discards what it read and locks more:
+//! through a [`View`] that records the lowest and highest block it touched outside the held
+//! regions. If it touched none, everything it read is stable and it may write (a write touches
+//! only blocks its plan touched). Otherwise it discards what it read and locks more:
 //!
 //! * regions after the held ones: locked in ascending order while holding the ones it has;
 //! * regions before them (an offset of 255 or more sends the lookup one block back): it releases
@@ -200,6 +200,12 @@ impl RegionLocks {
         block >> self.shift
     }
 
+    /// A view of `table` whose window is the blocks of regions `first..=last`.
+    #[inline]
+    fn view<'t>(&self, table: &'t Blocks, first: usize, last: usize) -> View<'t> {
+        View::window(table, first << self.shift, ((last + 1) << self.shift) - 1)
+    }
+
     /// One optimistic (seqlock) run of the read-only `op` on region `region` (see the module
     /// doc): its result if no writer held or changed the region meanwhile, else `None`.
     #[inline(always)]
@@ -243,15 +249,13 @@ impl RegionLocks {
         let region = self.region_of(block);
         let waiter = Waiter::new();
         for _ in 0..OPTIMISTIC_TRIES {
-            let view = View::new(table);
+            let view = self.view(table, region, region);
             let Some(answer) = self.optimistic(region, || op(&view)) else {
                 waiter.wait(); // a writer held or changed the region
                 continue;
             };
-            let inside = view.reach().is_some_and(|(low, high)| {
-                self.region_of(low) == region && self.region_of(high) == region
-            });
-            if !inside {
+            if view.reach().is_some() {
+                // The walk left the region.
                 break;
             }
             if answer.is_some() {
@@ -280,7 +284,8 @@ impl RegionLocks {
             regions: region_locks::Held::lock(&self.regions, region, region),
         };
         loop {
-            let view = View::new(table);
+            let (first, last) = held.regions.range();
+            let view = self.view(table, first, last);
             if let Some(answer) = op(&view, &held) {
                 return Some(answer);
             }
