@@ -515,6 +515,7 @@ pub(crate) fn apply(view: &View<'_>, plan: &Plan) {
         // after the first shift), so the plan carries only the first, the common case.
         if plan.grow == 1 {
             shift_right(view, plan.at, plan.first_empty);
+            add_to_spills(view, plan.quotient, plan.first_empty);
         } else {
             let mut empties = [plan.first_empty; MAX_ENTRY_SLOTS];
             for i in 1..plan.grow {
@@ -522,6 +523,7 @@ pub(crate) fn apply(view: &View<'_>, plan: &Plan) {
             }
             for &empty in &empties[..plan.grow] {
                 shift_right(view, plan.at, empty);
+                add_to_spills(view, plan.quotient, empty);
             }
         }
         write_entry(view, plan.at, plan.remainder, plan.new_count, r);
@@ -549,19 +551,35 @@ pub(crate) fn apply(view: &View<'_>, plan: &Plan) {
             remove_slot(view, plan.quotient, start, end, plan.at + plan.new_len);
             end = end.saturating_sub(1); // unused after the run empties
         }
-    }
-    // The blocks after the quotient's, up to the last slot the write reached, get their spills
-    // again, each from the one before: the quotient's own block keeps its spill (its runs start
-    // where they did), so one lookup starts the chain instead of one per block, which would
-    // walk back through every saturated block each time.
-    let quotient_block = plan.quotient / BLOCK_SLOTS;
-    if plan.last / BLOCK_SLOTS > quotient_block {
-        let consistent = "blocks under exclusive access are consistent";
-        let mut previous = spill(view, quotient_block).expect(consistent);
-        for block in quotient_block + 1..=plan.last / BLOCK_SLOTS {
-            previous = next_spill(view, block, previous).expect(consistent);
-            view.set_spill(block, previous);
+        // The blocks after the quotient's, up to the last slot the removal moved, get their
+        // spills again, each from the one before (a saturated spill does not say what one less
+        // is): the quotient's own block keeps its spill (its runs start where they did), so
+        // one lookup starts the chain instead of one per block, which would walk back through
+        // every saturated block each time.
+        let quotient_block = plan.quotient / BLOCK_SLOTS;
+        if plan.last / BLOCK_SLOTS > quotient_block {
+            let consistent = "blocks under exclusive access are consistent";
+            let mut previous = spill(view, quotient_block).expect(consistent);
+            for block in quotient_block + 1..=plan.last / BLOCK_SLOTS {
+                previous = next_spill(view, block, previous).expect(consistent);
+                view.set_spill(block, previous);
+            }
         }
+    }
+}
+
+/// Updates the spills after one slot of `quotient`'s run was inserted and the slots from there
+/// up to the empty slot `filled` moved one slot right: every block after the quotient's whose
+/// first slot is at most `filled` spills one slot more.
+///
+/// Such a block's first slot held, or now holds, a slot moved from below it (every slot from
+/// the insert to `filled` was used), so its spill, the used slots from its start that belong to
+/// quotients below it, is followed by one more of them, moved up or the new one. The
+/// quotient's own block and the blocks after `filled` keep theirs.
+fn add_to_spills(view: &View<'_>, quotient: usize, filled: usize) {
+    for block in quotient / BLOCK_SLOTS + 1..=filled / BLOCK_SLOTS {
+        // A saturated spill stays saturated: it only says "255 or more".
+        view.set_spill(block, view.stored_spill(block) as usize + 1);
     }
 }
 
