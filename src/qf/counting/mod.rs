@@ -317,7 +317,8 @@ impl CountingQf {
         // later loads cannot pass.
         self.table.prefetch(quotient);
         let result = self.locks.run(&self.table, block, |view, held| {
-            let plan = match runs::plan(view, quotient, remainder, &new_count) {
+            let planned = runs::plan(view, quotient, remainder, &new_count);
+            let plan = match &planned {
                 Ok(plan) => plan,
                 Err(Fault::Full) if held.covers(view) => return Some(Err(Error::Full)),
                 Err(_) => return None,
@@ -325,7 +326,7 @@ impl CountingQf {
             if !held.covers(view) {
                 return None;
             }
-            runs::apply(view, &plan);
+            runs::apply(view, plan);
             held.account(block, plan.old_count, plan.new_count);
             Some(Ok((plan.old_count, plan.new_count)))
         });
