@@ -405,6 +405,7 @@ impl Plan {
 
 /// Reads everything needed to change the count of `(quotient, remainder)` from `c` to
 /// `new_count(c)`, and touches every block [`apply`] will touch.
+#[inline(always)]
 pub(crate) fn plan(
     view: &View<'_>,
     quotient: usize,
@@ -503,6 +504,7 @@ pub(crate) fn next_occupied_from<S: BlockSource>(view: &View<'_, S>, from: usize
 
 /// Writes a plan made by [`plan`] on the same, unchanged table. Touches only blocks the plan
 /// touched.
+#[inline(always)]
 pub(crate) fn apply(view: &View<'_>, plan: &Plan) {
     if plan.is_noop() {
         return;
