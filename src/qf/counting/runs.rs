@@ -460,7 +460,8 @@ pub(crate) fn plan(
     } else if new_len < old_len {
         plan.last = shifted_left_until(view, plan.run.map_or(at, |(_, end)| end), quotient)?;
     }
-    // Touch the spill of every block whose spill `apply` recomputes.
+    // Touch the spill of every block whose spill `apply` changes (adds to or recomputes), so
+    // the lock protocol sees every block `apply` writes.
     for block in quotient / BLOCK_SLOTS + 1..=plan.last / BLOCK_SLOTS {
         view.stored_spill(block);
     }
