@@ -13,8 +13,9 @@
 //! blocks (the regions an operation holds, or the one it reads optimistically) records the
 //! lowest and highest block it touched outside that window (the *reach*), so the concurrent
 //! filter can check that an operation stayed in the regions it has locked; touching a block
-//! inside the window costs one comparison and records nothing. All accesses are `Relaxed` atomics; what orders them is the region
-//! lock (see `concurrent`), or exclusive access (`&mut self`).
+//! inside the window costs one comparison and records nothing. All accesses are `Relaxed`
+//! atomics; what orders them is the region lock (see `locks`), or exclusive access
+//! (`&mut self`).
 //!
 //! A view reads any [`BlockSource`]: the live atomic [`Blocks`], or the little-endian words of a
 //! serialised table ([`LeBlocks`], the zero-copy `CountingQfRef`), so the one lookup code serves
@@ -562,6 +563,32 @@ fn word_mask(start: usize, end: usize, w: usize) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A view records exactly the blocks it touches outside its window, on both sides and at
+    /// both of the window's edges.
+    #[test]
+    fn a_view_records_only_blocks_outside_its_window() {
+        let table = Blocks::new(8, 4).expect("an 8-block table");
+        let touched = |first: usize, last: usize, blocks: &[usize]| {
+            let view = View::window(&table, first, last);
+            for &block in blocks {
+                view.occupieds(block);
+            }
+            view.reach()
+        };
+        assert_eq!(touched(2, 4, &[2, 3, 4]), None);
+        assert_eq!(touched(2, 4, &[3, 1]), Some((1, 1)));
+        assert_eq!(touched(2, 4, &[5, 3]), Some((5, 5)));
+        assert_eq!(touched(2, 4, &[6, 0, 4]), Some((0, 6)));
+        assert_eq!(touched(0, 0, &[0, 1]), Some((1, 1)));
+        assert_eq!(touched(7, 7, &[7, 6]), Some((6, 6)));
+        // The whole-table view records nothing.
+        let view = View::new(&table);
+        for block in 0..8 {
+            view.occupieds(block);
+        }
+        assert_eq!(view.reach(), None);
+    }
 
     /// Every slot of a 3-block table gets a distinct-looking value; both readers return it, for
     /// every width (remainders that straddle two words, and blocks whose last remainder ends
