@@ -571,14 +571,18 @@ pub(crate) fn apply(view: &View<'_>, plan: &Plan) {
     }
 }
 
-/// Updates the spills after one slot of `quotient`'s run was inserted and the slots from there
-/// up to the empty slot `filled` moved one slot right: every block after the quotient's whose
-/// first slot is at most `filled` spills one slot more.
+/// Updates the spills after one slot of `quotient`'s run was inserted at slot `at` and the
+/// slots `at..filled`, all used, moved one slot right into the empty slot `filled`: every block
+/// after the quotient's whose first slot is at most `filled` spills exactly one slot more.
 ///
-/// Such a block's first slot held, or now holds, a slot moved from below it (every slot from
-/// the insert to `filled` was used), so its spill, the used slots from its start that belong to
-/// quotients below it, is followed by one more of them, moved up or the new one. The
-/// quotient's own block and the blocks after `filled` keep theirs.
+/// Take such a block, first slot `f > quotient`, old spill `s`: slots `f..f + s` belong to
+/// quotients below `f`, and slot `f + s` does not. The new slot belongs to `quotient < f` and
+/// lies at or before `f + s` (the runs from `quotient` up to it are unbroken). Every slot from
+/// `at` up to `filled` moves up by one, so after the insert the slots `f..=f + s` belong to
+/// quotients below `f` (moved up, or the new one). Slot `f + s + 1` then holds what slot
+/// `f + s` held, a slot of a quotient `>= f`; or, when `f + s` is `filled` itself, keeps its own
+/// content, which cannot continue a run from below the empty slot. The quotient's own block and
+/// the blocks after `filled` keep their spills.
 fn add_to_spills(view: &View<'_>, quotient: usize, filled: usize) {
     for block in quotient / BLOCK_SLOTS + 1..=filled / BLOCK_SLOTS {
         // A saturated spill stays saturated: it only says "255 or more".
@@ -719,9 +723,9 @@ mod tests {
     }
 
     /// The in-block lookup agrees with the general walk wherever it answers, and answers for
-    /// most quotients, on filters filled to 50-95% (or full) with a quarter of the keys repeated
-    /// up to 13 times (counters)
-    /// and remainders down to 2 bits (long runs, spills of 64 and more).
+    /// more than a quarter of the queries, on filters filled to 50-95% (or full) with a quarter
+    /// of the keys repeated up to 13 times (counters) and remainders down to 2 bits (long runs,
+    /// spills of 64 and more).
     #[test]
     fn count_in_block_agrees_with_the_general_walk() {
         use crate::{Count, CountingQf};
