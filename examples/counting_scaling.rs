@@ -17,8 +17,10 @@
 //! works on half the table at a time): compare thread counts within one `KEYS` setting.
 //! Example: `KEYS=stripes:8 T=1,2 cargo run --release --example counting_scaling`.
 
+#[path = "../benches/common/mod.rs"]
+mod common;
+use common::{insert_all, items_at, key_hashes, parallel, per_second, piece};
 use conqf::{CountingQf, Filter};
-use std::time::Instant;
 
 fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name).map_or(default, |v| {
@@ -43,8 +45,8 @@ fn main() {
         .collect();
     let order = std::env::var("KEYS").unwrap_or_else(|_| "random".into());
 
-    let n = ((1u64 << q) as f64 * fill) as usize;
-    let mut keys: Vec<u64> = (0..n as u64).map(|i| conqf::hash_key(&i)).collect();
+    let n = items_at(q, fill);
+    let mut keys = key_hashes(0, n);
     match order.split_once(':') {
         None if order == "random" => {}
         None if order == "halves" => keys.sort_by_key(|k| k >> 63),
@@ -65,21 +67,10 @@ fn main() {
     for rep in 0..reps {
         for &t in &threads {
             let filter = CountingQf::with_bits_and_region(q, r, region).unwrap();
-            let start = Instant::now();
-            std::thread::scope(|s| {
-                for i in 0..t {
-                    let part = &keys[n * i / t..n * (i + 1) / t];
-                    let filter = &filter;
-                    s.spawn(move || {
-                        for &k in part {
-                            filter.insert_hash(k).unwrap();
-                        }
-                    });
-                }
-            });
-            let rate = n as f64 / start.elapsed().as_secs_f64() / 1e6;
+            let (time, failed) = parallel(t, |i| insert_all(&filter, piece(&keys, i, t)));
+            assert!(failed.iter().all(|&f| f == 0), "an insert failed");
             assert_eq!(filter.len(), n);
-            println!("rep {rep} threads {t}: {rate:.1}");
+            println!("rep {rep} threads {t}: {:.1}", per_second(n, time) / 1e6);
         }
     }
 }
