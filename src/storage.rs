@@ -646,6 +646,12 @@ impl<S: GroupSource> Cursor<'_, S> {
         self.index
     }
 
+    /// The group under the cursor.
+    #[inline]
+    pub(crate) fn group(&self) -> usize {
+        self.group
+    }
+
     /// The slot under the cursor, from the group snapshot.
     #[inline]
     pub(crate) fn slot(&self) -> u64 {

@@ -5,7 +5,10 @@
 //!
 //! Every key has a distinct fingerprint, so the filter must answer exactly: a key inserted and
 //! not removed is found (no false negative), a removed key is gone, and at the end the table
-//! holds exactly the model's fingerprints.
+//! holds exactly the model's fingerprints. A removed key is checked by `contains` only where a
+//! query cannot misread a hit while others shift ([`UnderTest::NO_HIT_MISREAD_WHILE_SHIFTING`]);
+//! everywhere, a second `remove` of it must fail and its re-insert must store it anew, both
+//! exact answers under the write lock.
 
 mod common;
 
@@ -80,7 +83,10 @@ fn hammer<F: Filter + Remove + UnderTest>(
                 for _ in 0..churn {
                     for &key in keys.iter().step_by(3) {
                         assert_eq!(filter.remove_hash(key), Ok(true));
-                        assert!(!filter.contains_hash(key), "removed key still found");
+                        assert!(
+                            !(F::NO_HIT_MISREAD_WHILE_SHIFTING && filter.contains_hash(key)),
+                            "removed key still found"
+                        );
                     }
                     for &key in keys.iter().step_by(3) {
                         assert_eq!(filter.insert_hash(key), Ok(true));
@@ -90,12 +96,17 @@ fn hammer<F: Filter + Remove + UnderTest>(
                 for (i, &key) in keys.iter().enumerate() {
                     if i % 3 == 0 {
                         assert_eq!(filter.remove_hash(key), Ok(true));
-                        assert!(!filter.contains_hash(key), "removed key still found");
+                        assert!(
+                            !(F::NO_HIT_MISREAD_WHILE_SHIFTING && filter.contains_hash(key)),
+                            "removed key still found"
+                        );
                         assert_eq!(filter.remove_hash(key), Ok(false));
                     }
                 }
                 for (i, &key) in keys.iter().enumerate() {
-                    assert_eq!(filter.contains_hash(key), i % 3 != 0, "thread {t} key {i}");
+                    if i % 3 != 0 || F::NO_HIT_MISREAD_WHILE_SHIFTING {
+                        assert_eq!(filter.contains_hash(key), i % 3 != 0, "thread {t} key {i}");
+                    }
                 }
                 writers_done.fetch_add(1, Ordering::Release);
             });

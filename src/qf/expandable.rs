@@ -354,8 +354,31 @@ impl ExpandableQf {
 
     /// Whether level `i` holds the fingerprint of `hash`: without locks if `i` is a lower level
     /// that [`LevelReads`] lets be read so, else with the level's own (locally locked) query.
+    /// That query may answer `true` from a walk without locks that misread a run during a
+    /// shift (a rare false positive), which only a query may risk: inserts and removes act on
+    /// the answer, so they ask [`level_holds`](Self::level_holds).
     #[inline]
     fn level_contains(&self, i: usize, active: usize, hash: u64, guard: &Guard) -> bool {
+        self.level_query(i, active, hash, guard, GrowableQf::contains_pinned)
+    }
+
+    /// [`level_contains`](Self::level_contains) whose `true` never comes from a misread run:
+    /// an insert-if-absent that believed a misread would drop its key, and a removal would
+    /// mark a level it does not change as removed from.
+    fn level_holds(&self, i: usize, active: usize, hash: u64, guard: &Guard) -> bool {
+        self.level_query(i, active, hash, guard, GrowableQf::contains_locked_pinned)
+    }
+
+    /// A level query: lock-free where [`LevelReads`] allows it, else `locked`.
+    #[inline(always)]
+    fn level_query(
+        &self,
+        i: usize,
+        active: usize,
+        hash: u64,
+        guard: &Guard,
+        locked: impl Fn(&GrowableQf, u64, &Guard) -> bool,
+    ) -> bool {
         let level = self.level(i);
         if i < active {
             if let Some(found) = self
@@ -365,7 +388,7 @@ impl ExpandableQf {
                 return found;
             }
         }
-        level.contains_pinned(hash, guard)
+        locked(level, hash, guard)
     }
 
     /// Whether level `level` is sealed for lock-free reads (`--cfg loom` only, for the models
@@ -451,8 +474,7 @@ impl Filter for ExpandableQf {
                     // changed the table (module doc).
                     let absent_above = || {
                         !self.removed[i].load(Ordering::Acquire)
-                            || !(i + 1..=active)
-                                .any(|j| self.level_contains(j, active, hash, &guard))
+                            || !(i + 1..=active).any(|j| self.level_holds(j, active, hash, &guard))
                     };
                     if let Some(stored) =
                         level.insert_into_empty_canonical(hash, &guard, absent_above)
@@ -460,7 +482,7 @@ impl Filter for ExpandableQf {
                         return Ok(stored);
                     }
                 }
-                if self.level_contains(i, active, hash, &guard) {
+                if self.level_holds(i, active, hash, &guard) {
                     return Ok(false);
                 }
             }
@@ -541,7 +563,7 @@ impl Remove for ExpandableQf {
         let active = self.active.load(Ordering::Acquire);
         for i in (0..=active).rev() {
             let level = self.level(i);
-            if self.level_contains(i, active, hash, &guard) {
+            if self.level_holds(i, active, hash, &guard) {
                 // Even on the newest level: it may become a lower one before the removal
                 // changes it. Release: ordered before the removal's table changes, which a
                 // query may read (module doc); the query reads the flag after the slot, which

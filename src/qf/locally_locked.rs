@@ -24,9 +24,17 @@
 //!   have split them; if not, unlock and restart), then shift right group by group, left to
 //!   right, waiting for read locks met on the way (Block E). The last element moves into the
 //!   write-locked slot, which releases that lock; then the read lock is released.
-//! * **contains**: lock-free if the answer can be read from the one group of the canonical slot
-//!   (Block F); otherwise read-lock the cluster start, re-walk under the lock (restart if the
-//!   cluster changed), answer, unlock (Blocks G-I).
+//! * **contains**: first the whole lookup walked without locks. Its answer stands if the walk
+//!   read only the group of the canonical slot (Block F), or if it found the remainder: a query
+//!   that succeeds writes nothing, where the paper's takes a read lock (its queries then scale
+//!   worse than its inserts). Otherwise, i.e. a miss over several groups, read-lock the cluster
+//!   start (the one the walk saw, if it still is one), re-walk under the lock (restart if the
+//!   cluster changed), answer, unlock (Blocks G-I). A hit of a walk over several groups can be
+//!   a misread: a walk that overlaps a shift may take a stale copy for the next run's element,
+//!   so the hit is a false positive, about as likely as a fingerprint collision in that run and
+//!   only while a writer shifts that cluster. Callers that act on a hit (`ExpandableQf`'s
+//!   insert-if-absent) ask [`contains_hash_locked`](LocallyLockedQf::contains_hash_locked),
+//!   which trusts only one-group answers and the locked walk.
 //! * **remove** (paper 000 §3.2 "Deletions"): write-lock the supercluster end, read-lock the
 //!   cluster start, check both under the locks, shift left. An element that lands in its
 //!   canonical slot starts a new cluster, which is written read-locked and unlocked at the end.
@@ -48,8 +56,8 @@
 //! waits for nothing.
 //!
 //! **No false negatives**: a key whose insert has returned is in the table until it is removed;
-//! a query either answers from one consistent group or walks a cluster it has read-locked, which
-//! nobody changes meanwhile.
+//! a query answers `false` only from one consistent group or from a walk of a cluster it has
+//! read-locked, which nobody changes meanwhile.
 
 use std::hash::Hash;
 
@@ -334,6 +342,13 @@ impl LocallyLockedQf {
         }
     }
 
+    /// Read-locks slot `index` if it holds an unlocked cluster start, without waiting.
+    fn try_read_lock(&self, index: usize) -> bool {
+        self.update_slot(index, |now| {
+            (now & STATUS_MASK == OCCUPIED).then_some((now & !STATUS_MASK) | READ_LOCK)
+        })
+    }
+
     /// Releases the read lock on `index`.
     fn unlock_read(&self, index: usize) {
         let released = self.update_slot(index, |now| {
@@ -441,9 +456,50 @@ impl LocallyLockedQf {
         walk::lookup(&mut cursor, remainder).map(|(found, _)| found)
     }
 
-    /// Blocks G-I: the locked query. `None`: the cluster changed; restart.
-    fn contains_locked(&self, quotient: usize, remainder: u64) -> Option<bool> {
-        let start = self.lock_cluster_start(quotient)?;
+    /// Blocks F and, beyond the paper, a write-free try for the rest: the whole lookup walked
+    /// without locks. If the walk read only the canonical slot's group, its answer is exact
+    /// (Block F: one load of a group is a consistent piece of the table). A walk over several
+    /// groups that overlaps a shift may misread which run a slot belongs to: its `true` is then
+    /// at worst a false positive (about as likely as a fingerprint collision in that run), and
+    /// its `false` proves nothing, since the shift may have carried the element past the walk.
+    #[inline]
+    fn walk_without_locks(&self, quotient: usize, remainder: u64) -> UnlockedWalk {
+        // Acquire: pairs with the Release of the writers that published the groups.
+        let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
+        let canonical_group = cursor.group();
+        let Some((found, cluster_start)) = walk::lookup(&mut cursor, remainder) else {
+            return UnlockedWalk {
+                found: false,
+                one_group: false,
+                cluster_start: None,
+            };
+        };
+        // The walk went back no further than the cluster start and forward no further than
+        // where it stopped, and loads a group only on entering it.
+        let one_group = cluster_start.is_none_or(|start| {
+            self.table.slots.layout().locate(start).0 == canonical_group
+                && cursor.group() == canonical_group
+        });
+        UnlockedWalk {
+            found,
+            one_group,
+            cluster_start,
+        }
+    }
+
+    /// Blocks G-I: the locked query. `None`: the cluster changed; restart. `hint`: where a walk
+    /// without locks just saw the cluster start; it is locked if it still looks like one, which
+    /// saves the walk back to it, and checked like any other lock by the walk under it.
+    fn contains_locked(
+        &self,
+        quotient: usize,
+        remainder: u64,
+        hint: Option<usize>,
+    ) -> Option<bool> {
+        let start = match hint.filter(|&start| self.try_read_lock(start)) {
+            Some(start) => start,
+            None => self.lock_cluster_start(quotient)?,
+        };
         // Acquire: reads of the locked cluster; the lock's Acquire already ordered them.
         let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
         let answer = walk::lookup(&mut cursor, remainder);
@@ -603,6 +659,16 @@ impl Remove for LocallyLockedQf {
     }
 }
 
+/// What a query's walk without locks saw ([`LocallyLockedQf::walk_without_locks`]).
+struct UnlockedWalk {
+    /// Whether the walk found the remainder in what it read as the run of the quotient.
+    found: bool,
+    /// Whether the walk read only the canonical slot's group, so `found` is exact.
+    one_group: bool,
+    /// Where the walk saw the cluster start, if it got that far.
+    cluster_start: Option<usize>,
+}
+
 /// An operation met a migration lock: the table is being copied into a larger one (paper 000
 /// §3.2, "Growing concurrently"), so the operation holds no lock, changed nothing, and must be
 /// retried on the new table. Only a growing filter ever sees this.
@@ -613,13 +679,33 @@ impl LocallyLockedQf {
     /// Whether `(quotient, remainder)` is stored: [`contains_hash`](Filter::contains_hash)
     /// after the split and without asking for the neighbouring cache lines, for a batch lookup
     /// whose window already prefetched the canonical slot's line.
+    ///
+    /// A query the canonical group cannot answer first walks without locks, and takes the read
+    /// lock only if that walk misses: a successful query writes nothing.
     #[inline]
     pub(crate) fn contains_fingerprint(&self, quotient: usize, remainder: u64) -> bool {
+        self.contains_trusting(quotient, remainder, true)
+    }
+
+    /// [`contains_hash`](Filter::contains_hash) without trusting a hit of a walk without
+    /// locks: `true` only if the fingerprint was stored at some moment of the call, never from
+    /// a misread run. For callers that act on a `true`, such as `ExpandableQf`'s
+    /// insert-if-absent, which would otherwise drop a key on a misread.
+    pub(crate) fn contains_hash_locked(&self, hash: u64) -> bool {
+        let (quotient, remainder) = self.fingerprint(hash);
+        self.contains_trusting(quotient, remainder, false)
+    }
+
+    /// The query: the walk without locks answers if it read one group, or if it found the
+    /// remainder and `unlocked_hits` trusts that; otherwise the locked query does (Blocks G-I).
+    #[inline(always)]
+    fn contains_trusting(&self, quotient: usize, remainder: u64, unlocked_hits: bool) -> bool {
         loop {
-            if let Some(found) = self.contains_in_group(quotient, remainder) {
-                return found;
+            let walk = self.walk_without_locks(quotient, remainder);
+            if walk.one_group || (walk.found && unlocked_hits) {
+                return walk.found;
             }
-            if let Some(found) = self.contains_locked(quotient, remainder) {
+            if let Some(found) = self.contains_locked(quotient, remainder, walk.cluster_start) {
                 return found;
             }
         }
@@ -692,6 +778,38 @@ mod tests {
             sequential.insert_hash(k).unwrap();
         }
         LocallyLockedQf::from_sequential(sequential)
+    }
+
+    /// A query's walk without locks over a half-committed shift: level 0 of the loom model
+    /// `insert_if_absent_ignores_a_hit_misread_during_a_lower_level_removal`, with the removal
+    /// of `(2,2)` committed in group 0 (slots 0-3) but not yet in group 1. The walk for `(4,7)`
+    /// misreads the stale `(3,7)` in slot 4 as quotient 4's run, and must say it read more than
+    /// one group; a walk inside one group is exact.
+    #[test]
+    fn a_walk_over_a_half_committed_shift_may_misread_and_is_not_called_exact() {
+        let table = |keys: &[u64]| {
+            let mut sequential = SequentialQf::with_bits(3, 13).unwrap();
+            for &k in keys {
+                sequential.insert_hash(k).unwrap();
+            }
+            LocallyLockedQf::from_sequential(sequential)
+        };
+        let before = table(&[key(2, 1), key(2, 2), key(3, 7), key(4, 9)]);
+        let after = table(&[key(2, 1), key(3, 7), key(4, 9)]);
+        let group_0 = after.table.slots.load_group(0, Ordering::Relaxed);
+        before
+            .table
+            .slots
+            .store_group(0, group_0, Ordering::Relaxed);
+
+        let misread = before.walk_without_locks(4, 7);
+        assert!(misread.found, "the stale copy reads as quotient 4's run");
+        assert!(!misread.one_group);
+        assert_eq!(misread.cluster_start, Some(3));
+        let inside = before.walk_without_locks(2, 1);
+        assert!(inside.found && inside.one_group);
+        let unoccupied = before.walk_without_locks(1, 7);
+        assert!(!unoccupied.found && unoccupied.one_group);
     }
 
     #[test]

@@ -101,6 +101,10 @@ pub(crate) trait UnderTest: Sized {
     fn fingerprint(hash: u64, q: u32, r: u32) -> Fingerprint {
         Model::fingerprint(hash, q, r)
     }
+    /// Whether `contains` of a fingerprint that is not stored answers `false` even while other
+    /// threads shift its cluster. `LocallyLockedQf` keeps a hit of a walk without locks, which
+    /// a shift can make a misread (crate docs, "Consistency"), so it does not.
+    const NO_HIT_MISREAD_WHILE_SHIFTING: bool = true;
 }
 
 impl UnderTest for conqf::SequentialQf {
@@ -128,6 +132,7 @@ impl UnderTest for conqf::SequentialQf {
 }
 
 impl UnderTest for conqf::LocallyLockedQf {
+    const NO_HIT_MISREAD_WHILE_SHIFTING: bool = false;
     fn with_bits(q: u32, r: u32) -> Self {
         conqf::LocallyLockedQf::with_bits(q, r).unwrap()
     }

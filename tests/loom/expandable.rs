@@ -159,6 +159,36 @@ fn reinsert_racing_a_removal_emptying_the_slot_stores_no_second_copy() {
     });
 }
 
+/// An insert-if-absent must not believe a misread lower level. Level 0 holds `(2,1)` and
+/// `(2,2)` as one run from slot 2, then `(3,7)` shifted to slot 4 (group 1) and `(4,9)` to slot
+/// 5. Removing `(2,2)` shifts both home, committing group 0 (slot 3 now `(3,7)`) before group
+/// 1 (slot 4 still `(3,7)`). A walk for `(4,7)` that loads group 1 before that commit and group
+/// 0 after it counts one run start too many and reads the stale copy at slot 4 as the run of
+/// quotient 4: a hit. A query may return that (a false positive); the insert of `(4,7)` must
+/// not, or it would store nothing and the key would be lost.
+#[test]
+fn insert_if_absent_ignores_a_hit_misread_during_a_lower_level_removal() {
+    model(|| {
+        let filter = ExpandableQf::builder(3, 0.0015)
+            .delta_grow(0.5)
+            .cascading(false)
+            .build()
+            .unwrap();
+        for k in [key10(2, 1), key10(2, 2), key10(3, 7), key10(4, 9)] {
+            assert!(filter.insert_hash(k).unwrap());
+        }
+        assert_eq!(filter.levels(), 2);
+        let filter = Arc::new(filter);
+        let (a, b) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || a.remove_hash(key10(2, 2)).unwrap());
+        let u = thread::spawn(move || b.insert_hash(key10(4, 7)).unwrap());
+        assert!(t.join().unwrap());
+        assert!(u.join().unwrap(), "the insert took a misread for the key");
+        assert!(filter.contains_hash(key10(4, 7)));
+        filter.check_invariants().unwrap();
+    });
+}
+
 /// A cascading insert fills the empty slot right after a lower level's cluster (turning the
 /// supercluster's end into a one-element cluster) while a lock-free query walks that cluster
 /// across a group boundary: the query must still find its keys, and the new key is stored once.

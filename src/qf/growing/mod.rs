@@ -614,6 +614,12 @@ impl GrowableQf {
         self.generation(guard).filter.contains_hash(hash)
     }
 
+    /// [`contains_pinned`](Self::contains_pinned) whose `true` never comes from a misread run
+    /// ([`LocallyLockedQf::contains_hash_locked`]).
+    pub(crate) fn contains_locked_pinned(&self, hash: u64, guard: &Guard) -> bool {
+        self.generation(guard).filter.contains_hash_locked(hash)
+    }
+
     /// Whether the fingerprint of `hash` is stored, read without locks or checks
     /// ([`LocallyLockedQf::contains_hash_unsynchronized`]): exact only while no thread shifts
     /// elements in the table, which the caller ensures ([`level_reads`](crate::qf::level_reads)).
