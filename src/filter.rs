@@ -62,7 +62,9 @@ impl From<Full> for Error {
 ///
 /// `contains` never returns a false negative: once `insert(k)` has returned `Ok`, every
 /// `contains(k)` that starts later returns `true` until `k` is removed. It may return a false
-/// positive for a key never inserted, with probability about [`false_positive_rate`].
+/// positive for a key that is not stored, with probability about [`false_positive_rate`] (and,
+/// for some filters, a little more while other threads shift that key's cluster: crate docs,
+/// "Consistency").
 ///
 /// The methods on `u64` hashes are the object-safe core; the generic methods hash the key with
 /// [`hash_key`] and call them.

@@ -50,17 +50,21 @@
 //!   after it (after in the sense of Rust's memory model: the inserting thread's return happens
 //!   before the query's start, e.g. through a join, a channel, a mutex or any Release/Acquire
 //!   pair) returns `true`, until `k` is removed. Concurrent inserts, removes of other keys, and
-//!   the shifting of runs they cause never hide `k`: a query answers `false` only from one
-//!   atomically loaded 64-bit group, which is always a consistent piece of the table, or from a
-//!   cluster it read-locked (or, in [`CountingQf`], read under a version check).
-//! * **False positives while a cluster shifts.** A [`LocallyLockedQf`] query (and so a
-//!   [`GrowableQf`] or [`ExpandableQf`] one) first walks without locks and keeps a hit at once,
-//!   so a successful query writes nothing. A walk that overlaps a shift of its cluster may take
-//!   a stale copy of a neighbouring run's element for its own and answer `true` for a key that
-//!   was never there: a false positive, about as likely as a fingerprint collision in that run,
-//!   and only while a writer shifts that very cluster. `false` is never a misread.
+//!   the shifting of runs they cause never hide `k`: a query answers `false` only from what it
+//!   read consistently: one atomically loaded 64-bit group, a cluster it read-locked, or a
+//!   read that a version check confirmed ([`CountingQf`]'s blocks, [`ExpandableQf`]'s sealed
+//!   lower levels).
+//! * **Misread hits while runs shift.** A [`LocallyLockedQf`] query (and so a [`GrowableQf`] or
+//!   [`ExpandableQf`] one) first walks without locks and keeps a hit at once, so a successful
+//!   query writes nothing. A walk that overlaps a shift through its cluster (by a writer of
+//!   that cluster or of one further left in the same supercluster) may take a stale copy of a
+//!   neighbouring run's element for its own and answer `true` for a key that is not stored:
+//!   never inserted, or already removed. Such a `true` is a false positive, about as likely as
+//!   a fingerprint collision in that run, and possible only while such a shift is in progress.
+//!   `false` is never a misread.
 //! * **Racing with the insert or remove of `k` itself**, `contains(k)` may return either answer:
-//!   the operations are linearizable per key, so the answer is the one before or the one after.
+//!   the operations are linearizable per key, so the answer is the one before or the one after
+//!   (apart from the misread hits above, which can also answer `true` after a remove).
 //! * **Set semantics.** Of several threads inserting the same fingerprint at once, exactly one
 //!   gets `Ok(true)`; the others get `Ok(false)`. A `remove` deletes one stored copy; removing a
 //!   key that was never inserted but shares a fingerprint with one that was removes that one.

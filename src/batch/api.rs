@@ -299,7 +299,8 @@ impl LocallyLockedQf {
 
     /// Answers [`contains_hash`](crate::Filter::contains_hash) for every hash into `out`, prefetching
     /// a window ahead. Takes `&self` and is safe while other threads insert and remove: every
-    /// query is the locking [`contains_hash`](crate::Filter::contains_hash), with its guarantees.
+    /// query is [`contains_hash`](crate::Filter::contains_hash), with its guarantees (crate
+    /// docs, "Consistency").
     ///
     /// ```
     /// use conqf::{Filter, LocallyLockedQf};

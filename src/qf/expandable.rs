@@ -53,8 +53,10 @@
 //! more), and every removal counts itself in flight on its level, so a lock-free walk of a
 //! sealed level keeps its answer only if no removal ran meanwhile (a sequence lock written only
 //! by removals). Otherwise, and on the newest level, the query is the locally locked filter's
-//! own: one atomically loaded 64-bit group where that answers, else a read lock on the
-//! cluster. Removals use the ordinary locked removal, on the level that holds the fingerprint
+//! own: a walk without locks whose answer stands if it read one 64-bit group or found the
+//! key, else a read lock on the cluster. A hit of that walk can be a misread during a shift (a
+//! false positive), so inserts and removals, which act on a hit, ask the level with
+//! `contains_hash_locked`, which trusts only one-group answers and locked walks. Removals use the ordinary locked removal, on the level that holds the fingerprint
 //! (the newest first). Cascading inserts change lower levels only by CASes into empty slots,
 //! which move nothing.
 //!

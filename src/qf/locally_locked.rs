@@ -680,8 +680,8 @@ impl LocallyLockedQf {
     /// after the split and without asking for the neighbouring cache lines, for a batch lookup
     /// whose window already prefetched the canonical slot's line.
     ///
-    /// A query the canonical group cannot answer first walks without locks, and takes the read
-    /// lock only if that walk misses: a successful query writes nothing.
+    /// Every query first walks without locks; it takes the read lock only if that walk missed
+    /// over several groups, so a successful query writes nothing.
     #[inline]
     pub(crate) fn contains_fingerprint(&self, quotient: usize, remainder: u64) -> bool {
         self.contains_trusting(quotient, remainder, true)
