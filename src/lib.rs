@@ -61,7 +61,8 @@
 //!   neighbouring run's element for its own and answer `true` for a key that is not stored:
 //!   never inserted, or already removed. Such a `true` is a false positive, about as likely as
 //!   a fingerprint collision in that run, and possible only while such a shift is in progress.
-//!   `false` is never a misread.
+//!   `false` is never a misread. [`LocallyLockedQf::contains_locked`] never misreads a hit: it
+//!   trusts only one-group answers and walks under the read lock.
 //! * **Racing with the insert or remove of `k` itself**, `contains(k)` may return either answer:
 //!   the operations are linearizable per key, so the answer is the one before or the one after
 //!   (apart from the misread hits above, which can also answer `true` after a remove).

@@ -30,11 +30,12 @@
 //!   worse than its inserts). Otherwise, i.e. a miss over several groups, read-lock the cluster
 //!   start (the one the walk saw, if it still is one), re-walk under the lock (restart if the
 //!   cluster changed), answer, unlock (Blocks G-I). A hit of a walk over several groups can be
-//!   a misread: a walk that overlaps a shift may take a stale copy for the next run's element,
-//!   so the hit is a false positive, about as likely as a fingerprint collision in that run and
-//!   only while a writer shifts that cluster. Callers that act on a hit (`ExpandableQf`'s
-//!   insert-if-absent) ask [`contains_hash_locked`](LocallyLockedQf::contains_hash_locked),
-//!   which trusts only one-group answers and the locked walk.
+//!   a misread: a walk that overlaps a shift through its cluster may take a stale copy for the
+//!   next run's element, so the hit is a false positive (also for a key just removed), about
+//!   as likely as a fingerprint collision in that run and only while such a shift is in
+//!   progress. Callers that act on a hit (`ExpandableQf`'s insert-if-absent) ask
+//!   [`contains_hash_locked`](LocallyLockedQf::contains_hash_locked), which trusts only
+//!   one-group answers and the locked walk.
 //! * **remove** (paper 000 §3.2 "Deletions"): write-lock the supercluster end, read-lock the
 //!   cluster start, check both under the locks, shift left. An element that lands in its
 //!   canonical slot starts a new cluster, which is written read-locked and unlocked at the end.
@@ -209,6 +210,33 @@ impl LocallyLockedQf {
     /// [`contains_hash_unsynchronized`](Self::contains_hash_unsynchronized) for a key.
     pub fn contains_unsynchronized<K: Hash + ?Sized>(&self, key: &K) -> bool {
         self.contains_hash_unsynchronized(hash_key(key))
+    }
+
+    /// [`contains_hash`](Filter::contains_hash) without trusting a hit of a walk without
+    /// locks: `true` only if the fingerprint was stored at some moment of the call, never from
+    /// a run misread during a concurrent shift (crate docs, "Consistency"). For callers that
+    /// act on a `true`, such as an insert-if-absent across several filters (`ExpandableQf`'s),
+    /// which would otherwise drop a key on a misread. It costs a read lock whenever the answer
+    /// is not in the canonical slot's group, hit or miss.
+    ///
+    /// ```
+    /// use conqf::{Filter, LocallyLockedQf, Remove};
+    ///
+    /// let filter = LocallyLockedQf::new(1_000, 0.01)?;
+    /// filter.insert(&42u64)?;
+    /// assert!(filter.contains_hash_locked(conqf::hash_key(&42u64)));
+    /// filter.remove(&42u64)?;
+    /// assert!(!filter.contains_locked(&42u64));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn contains_hash_locked(&self, hash: u64) -> bool {
+        let (quotient, remainder) = self.fingerprint(hash);
+        self.contains_trusting(quotient, remainder, false)
+    }
+
+    /// [`contains_hash_locked`](Self::contains_hash_locked) for a key.
+    pub fn contains_locked<K: Hash + ?Sized>(&self, key: &K) -> bool {
+        self.contains_hash_locked(hash_key(key))
     }
 
     #[inline]
@@ -490,12 +518,7 @@ impl LocallyLockedQf {
     /// Blocks G-I: the locked query. `None`: the cluster changed; restart. `hint`: where a walk
     /// without locks just saw the cluster start; it is locked if it still looks like one, which
     /// saves the walk back to it, and checked like any other lock by the walk under it.
-    fn contains_locked(
-        &self,
-        quotient: usize,
-        remainder: u64,
-        hint: Option<usize>,
-    ) -> Option<bool> {
+    fn locked_query(&self, quotient: usize, remainder: u64, hint: Option<usize>) -> Option<bool> {
         let start = match hint.filter(|&start| self.try_read_lock(start)) {
             Some(start) => start,
             None => self.lock_cluster_start(quotient)?,
@@ -687,15 +710,6 @@ impl LocallyLockedQf {
         self.contains_trusting(quotient, remainder, true)
     }
 
-    /// [`contains_hash`](Filter::contains_hash) without trusting a hit of a walk without
-    /// locks: `true` only if the fingerprint was stored at some moment of the call, never from
-    /// a misread run. For callers that act on a `true`, such as `ExpandableQf`'s
-    /// insert-if-absent, which would otherwise drop a key on a misread.
-    pub(crate) fn contains_hash_locked(&self, hash: u64) -> bool {
-        let (quotient, remainder) = self.fingerprint(hash);
-        self.contains_trusting(quotient, remainder, false)
-    }
-
     /// The query: the walk without locks answers if it read one group, or if it found the
     /// remainder and `unlocked_hits` trusts that; otherwise the locked query does (Blocks G-I).
     #[inline(always)]
@@ -705,7 +719,7 @@ impl LocallyLockedQf {
             if walk.one_group || (walk.found && unlocked_hits) {
                 return walk.found;
             }
-            if let Some(found) = self.contains_locked(quotient, remainder, walk.cluster_start) {
+            if let Some(found) = self.locked_query(quotient, remainder, walk.cluster_start) {
                 return found;
             }
         }

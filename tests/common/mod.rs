@@ -101,10 +101,16 @@ pub(crate) trait UnderTest: Sized {
     fn fingerprint(hash: u64, q: u32, r: u32) -> Fingerprint {
         Model::fingerprint(hash, q, r)
     }
-    /// Whether `contains` of a fingerprint that is not stored answers `false` even while other
-    /// threads shift its cluster. `LocallyLockedQf` keeps a hit of a walk without locks, which
-    /// a shift can make a misread (crate docs, "Consistency"), so it does not.
-    const NO_HIT_MISREAD_WHILE_SHIFTING: bool = true;
+    /// A query that answers `false` for a fingerprint that is not stored even while other
+    /// threads shift its cluster: `contains_hash`, except for `LocallyLockedQf`, whose
+    /// `contains_hash` keeps a hit of a walk without locks, which a shift can make a misread
+    /// (crate docs, "Consistency").
+    fn contains_without_misread(&self, hash: u64) -> bool
+    where
+        Self: conqf::Filter,
+    {
+        conqf::Filter::contains_hash(self, hash)
+    }
 }
 
 impl UnderTest for conqf::SequentialQf {
@@ -132,7 +138,9 @@ impl UnderTest for conqf::SequentialQf {
 }
 
 impl UnderTest for conqf::LocallyLockedQf {
-    const NO_HIT_MISREAD_WHILE_SHIFTING: bool = false;
+    fn contains_without_misread(&self, hash: u64) -> bool {
+        self.contains_hash_locked(hash)
+    }
     fn with_bits(q: u32, r: u32) -> Self {
         conqf::LocallyLockedQf::with_bits(q, r).unwrap()
     }
