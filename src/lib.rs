@@ -51,18 +51,21 @@
 //!   before the query's start, e.g. through a join, a channel, a mutex or any Release/Acquire
 //!   pair) returns `true`, until `k` is removed. Concurrent inserts, removes of other keys, and
 //!   the shifting of runs they cause never hide `k`: a query answers `false` only from what it
-//!   read consistently: one atomically loaded 64-bit group, a cluster it read-locked, or a
+//!   read consistently: one atomically loaded 64-bit group, a cluster it locked, or a
 //!   read that a version check confirmed ([`CountingQf`]'s blocks, [`ExpandableQf`]'s sealed
 //!   lower levels).
-//! * **Misread hits while runs shift.** A [`LocallyLockedQf`] query (and so a [`GrowableQf`] or
-//!   [`ExpandableQf`] one) first walks without locks and keeps a hit at once, so a successful
-//!   query writes nothing. A walk that overlaps a shift through its cluster (by a writer of
-//!   that cluster or of one further left in the same supercluster) may take a stale copy of a
-//!   neighbouring run's element for its own and answer `true` for a key that is not stored:
-//!   never inserted, or already removed. Such a `true` is a false positive, about as likely as
-//!   a fingerprint collision in that run, and possible only while such a shift is in progress.
-//!   `false` is never a misread. [`LocallyLockedQf::contains_locked`] never misreads a hit: it
-//!   trusts only one-group answers and walks under the read lock.
+//! * **Misread hits while runs shift.** A [`LocallyLockedQf`] or [`TwoBitQf`] query (and so a
+//!   [`GrowableQf`] or [`ExpandableQf`] one) first walks without locks and keeps a hit at once,
+//!   so a successful query writes nothing. A walk that overlaps a shift through its cluster (by
+//!   a writer of that cluster or of one further left in the same supercluster; for `TwoBitQf`,
+//!   which walks from the supercluster's start, by any writer of the supercluster) may take a
+//!   stale copy of a neighbouring run's element for its own and answer `true` for a key that is
+//!   not stored: never inserted, or already removed. Such a `true` is a false positive, about
+//!   as likely as a fingerprint collision in that run, and possible only while such a shift is
+//!   in progress.
+//!   `false` is never a misread. [`LocallyLockedQf::contains_locked`] and
+//!   [`TwoBitQf::contains_locked`] never misread a hit: they trust only one-group answers and
+//!   walks under a lock.
 //! * **Racing with the insert or remove of `k` itself**, `contains(k)` may return either answer:
 //!   the operations are linearizable per key, so the answer is the one before or the one after
 //!   (apart from the misread hits above, which can also answer `true` after a remove).

@@ -102,9 +102,9 @@ pub(crate) trait UnderTest: Sized {
         Model::fingerprint(hash, q, r)
     }
     /// A query that answers `false` for a fingerprint that is not stored even while other
-    /// threads shift its cluster: `contains_hash`, except for `LocallyLockedQf`, whose
-    /// `contains_hash` keeps a hit of a walk without locks, which a shift can make a misread
-    /// (crate docs, "Consistency").
+    /// threads shift its cluster: `contains_hash`, except for `LocallyLockedQf` and `TwoBitQf`,
+    /// whose `contains_hash` keeps a hit of a walk without locks, which a shift can make a
+    /// misread (crate docs, "Consistency").
     fn contains_without_misread(&self, hash: u64) -> bool
     where
         Self: conqf::Filter,
@@ -191,6 +191,9 @@ impl UnderTest for conqf::ExternallyLockedQf {
 }
 
 impl UnderTest for conqf::TwoBitQf {
+    fn contains_without_misread(&self, hash: u64) -> bool {
+        self.contains_hash_locked(hash)
+    }
     fn with_bits(q: u32, r: u32) -> Self {
         conqf::TwoBitQf::with_bits(q, r).unwrap()
     }

@@ -32,9 +32,17 @@
 //!   is locked), then shift right group by group, left to right; the last write fills `R`, which
 //!   releases it; then unlock `L`. If `c` itself is the slot locked as `L`, it is empty and the
 //!   insert writes its element there, which releases the lock.
-//! * **contains**: lock-free if the walk from the supercluster start through the run fits in the
-//!   one group of the canonical slot (reading locks as empty), or if the canonical slot has no
-//!   run. Otherwise lock `L`, walk, unlock.
+//! * **contains**: first the whole lookup walked without locks (reading locks as empty). Its
+//!   answer stands if the walk read only the group of the canonical slot (or the canonical slot
+//!   has no run), or if it found the remainder: a successful query writes nothing. Otherwise,
+//!   i.e. a miss over several groups, lock `L` (the boundary the walk saw, if it is still an
+//!   unlocked empty slot), walk, unlock; restart if the walk finds the supercluster changed. A
+//!   hit of a walk over several groups can be a misread: a walk that overlaps a shift may read
+//!   a group before and the next one after a commit and count a slot into the wrong run, so
+//!   the hit is a false positive (also for a key just removed), about as likely as a
+//!   fingerprint collision in that run and only while a writer shifts that supercluster.
+//!   [`contains_hash_locked`](TwoBitQf::contains_hash_locked) trusts only one-group answers
+//!   and the locked walk.
 //! * **remove**: lock `L`, walk, shift the following elements left up to the next empty slot or
 //!   the next run in its own canonical slot, unlock `L`. The slot it empties is written in its
 //!   last group write, and the removal writes nothing after it.
@@ -59,8 +67,10 @@
 //! before an operation to its state after it, and an occupied bit changes in the same write as
 //! the run it describes or in an earlier group. So every group, loaded once, is the restriction of
 //! a consistent table, which is what the lock-free paths read; the locked paths read a stretch
-//! nobody changes. A key whose insert returned is in both the state before and after every later
-//! operation except its own removal. Set semantics hold because an insert decides "already there"
+//! nobody changes. A query's walk without locks over several groups is trusted only when it
+//! finds the remainder, so its `false` always comes from one group or the locked walk. A key
+//! whose insert returned is in both the state before and after every later operation except its
+//! own removal. Set semantics hold because an insert decides "already there"
 //! either from one consistent group or under `L`, which serialises inserts into a supercluster.
 //!
 //! # Bounded growing
@@ -74,9 +84,11 @@
 pub(crate) mod table;
 pub(crate) mod walk;
 
+use std::hash::Hash;
+
 use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter, Full, Remove};
-use crate::hash::{low_mask, Fingerprint};
+use crate::hash::{hash_key, low_mask, Fingerprint};
 use crate::storage::{Guarded, Preview, Rewriter};
 use crate::sync::{Ordering, Waiter};
 
@@ -87,8 +99,9 @@ use walk::{InsertPlan, InsertStep, RunSearch};
 /// through its empty slots.
 ///
 /// One status bit fewer than [`LocallyLockedQf`](crate::LocallyLockedQf) per slot; in exchange,
-/// operations walk from the start of a supercluster rather than a cluster, and operations whose
-/// walk leaves one 64-bit group lock the supercluster (queries too). All methods take `&self`;
+/// operations walk from the start of a supercluster rather than a cluster, and writes whose walk
+/// leaves one 64-bit group lock the supercluster, as do queries that miss over several groups
+/// (a hit needs no lock; see the module docs). All methods take `&self`;
 /// share it with an [`Arc`](std::sync::Arc). [`grow`](TwoBitQf::grow) doubles the table.
 ///
 /// ```
@@ -352,7 +365,80 @@ impl TwoBitQf {
         // Acquire: pairs with the Release of the writer that published the group.
         let word = slots.load_group(group, Ordering::Acquire);
         let mut cursor = slots.cursor_in_group(quotient, word);
-        walk::lookup(&mut cursor, quotient, remainder)
+        walk::lookup(&mut cursor, quotient, remainder).map(|(found, _)| found)
+    }
+
+    /// The whole lookup walked without locks (locks read as empty). Its answer is exact if the
+    /// walk read only the canonical slot's group, which it loaded once: a consistent piece of
+    /// the table. A walk over several groups that overlaps a shift may count a stale or doubled
+    /// slot into the wrong run: its `true` is then at worst a false positive (about as likely
+    /// as a fingerprint collision in that run), and its `false` proves nothing, since the shift
+    /// may have carried the element past the walk.
+    #[inline]
+    fn walk_without_locks(&self, quotient: usize, remainder: u64) -> UnlockedWalk {
+        let slots = &self.table.slots;
+        // Acquire: pairs with the Release of the writers that published the groups.
+        let mut cursor = slots.cursor(quotient, Ordering::Acquire);
+        let canonical_group = cursor.group();
+        let Some((found, boundary)) = walk::lookup(&mut cursor, quotient, remainder) else {
+            return UnlockedWalk {
+                found: false,
+                one_group: false,
+                boundary: None,
+            };
+        };
+        // The walk went back no further than the boundary and forward no further than where it
+        // stopped, and the cursor loads a group only on entering it.
+        let one_group = boundary.is_none_or(|boundary| {
+            slots.layout().locate(boundary).0 == canonical_group
+                && cursor.group() == canonical_group
+        });
+        UnlockedWalk {
+            found,
+            one_group,
+            boundary,
+        }
+    }
+
+    /// The query: the walk without locks answers if it read one group, or if it found the
+    /// remainder and `unlocked_hits` trusts that; otherwise the locked query does.
+    #[inline(always)]
+    fn contains_trusting(&self, quotient: usize, remainder: u64, unlocked_hits: bool) -> bool {
+        loop {
+            let walk = self.walk_without_locks(quotient, remainder);
+            if walk.one_group || (walk.found && unlocked_hits) {
+                return walk.found;
+            }
+            if let Some(found) = self.locked_query(quotient, remainder, walk.boundary) {
+                return found;
+            }
+        }
+    }
+
+    /// [`contains_hash`](Filter::contains_hash) without trusting a hit of a walk without
+    /// locks: `true` only if the fingerprint was stored at some moment of the call, never from
+    /// a run misread during a concurrent shift (crate docs, "Consistency"). For callers that
+    /// act on a `true`. It costs a lock whenever the answer is not in the canonical slot's
+    /// group, hit or miss.
+    ///
+    /// ```
+    /// use conqf::{Filter, Remove, TwoBitQf};
+    ///
+    /// let filter = TwoBitQf::new(1_000, 0.01)?;
+    /// filter.insert(&42u64)?;
+    /// assert!(filter.contains_hash_locked(conqf::hash_key(&42u64)));
+    /// filter.remove(&42u64)?;
+    /// assert!(!filter.contains_locked(&42u64));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn contains_hash_locked(&self, hash: u64) -> bool {
+        let (quotient, remainder) = self.table.fingerprint(hash);
+        self.contains_trusting(quotient, remainder, false)
+    }
+
+    /// [`contains_hash_locked`](Self::contains_hash_locked) for a key.
+    pub fn contains_locked<K: Hash + ?Sized>(&self, key: &K) -> bool {
+        self.contains_hash_locked(hash_key(key))
     }
 
     // ----- Locks ------------------------------------------------------------------------------
@@ -486,9 +572,15 @@ impl TwoBitQf {
         rewriter.finish();
     }
 
-    /// The query under the left lock. `None`: the supercluster changed; restart.
-    fn contains_locked(&self, quotient: usize, remainder: u64) -> Option<bool> {
-        let left = self.lock_left(quotient);
+    /// The query under the left lock. `None`: the supercluster changed; restart. `hint`: where a
+    /// walk without locks just saw the boundary; it is locked if it is still empty and
+    /// unlocked, which saves the walk back to it. The walk under the lock then checks that
+    /// every slot from it to `quotient` is filled, so it is the boundary (else: restart).
+    fn locked_query(&self, quotient: usize, remainder: u64, hint: Option<usize>) -> Option<bool> {
+        let left = match hint.filter(|&left| self.try_lock(left)) {
+            Some(left) => left,
+            None => self.lock_left(quotient),
+        };
         if left == quotient {
             self.unlock(left);
             return Some(false);
@@ -557,14 +649,7 @@ impl Filter for TwoBitQf {
     fn contains_hash(&self, hash: u64) -> bool {
         let (quotient, remainder) = self.table.fingerprint(hash);
         self.table.slots.prefetch_neighbour_lines(quotient);
-        loop {
-            if let Some(found) = self.contains_in_group(quotient, remainder) {
-                return found;
-            }
-            if let Some(found) = self.contains_locked(quotient, remainder) {
-                return found;
-            }
-        }
+        self.contains_trusting(quotient, remainder, true)
     }
 
     fn len(&self) -> usize {
@@ -609,6 +694,16 @@ impl std::fmt::Debug for TwoBitQf {
     }
 }
 
+/// What a query's walk without locks saw ([`TwoBitQf::walk_without_locks`]).
+struct UnlockedWalk {
+    /// Whether the walk found the remainder in what it read as the run of the quotient.
+    found: bool,
+    /// Whether the walk read only the canonical slot's group, so `found` is exact.
+    one_group: bool,
+    /// Where the walk saw the boundary left of the supercluster, if it got that far.
+    boundary: Option<usize>,
+}
+
 /// A fast-path insert whose CAS lost: the group as it is now, and the slots the insert read.
 #[derive(Debug, PartialEq, Eq)]
 struct Lost {
@@ -634,6 +729,49 @@ mod tests {
         }
         filter.check_invariants().unwrap();
         filter
+    }
+
+    /// A query's walk without locks over a half-committed removal: the removal of `(1,2)` from
+    /// the supercluster in slots 2-5 committed in group 0 (slots 0-3) but not yet in group 1.
+    /// The walk for `(3,7)` (canonical slot 4) counts the moved `(2,7)` in slot 3 as a run that
+    /// is passed, then takes its stale copy in slot 4 for quotient 3's run: a misread hit, which
+    /// must not be called exact. Walks inside one group are.
+    #[test]
+    fn a_walk_over_a_half_committed_shift_may_misread_and_is_not_called_exact() {
+        let before = filter(&[key(1, 1), key(1, 2), key(2, 7), key(3, 9)]);
+        let after = filter(&[key(1, 1), key(2, 7), key(3, 9)]);
+        let group_0 = after.table.slots.load_group(0, Ordering::Relaxed);
+        before
+            .table
+            .slots
+            .store_group(0, group_0, Ordering::Relaxed);
+
+        let misread = before.walk_without_locks(4, 7);
+        assert!(misread.found, "the stale copy reads as quotient 3's run");
+        assert!(!misread.one_group);
+        assert_eq!(misread.boundary, Some(1));
+        let inside = before.walk_without_locks(2, 1);
+        assert!(inside.found && inside.one_group);
+        let unoccupied = before.walk_without_locks(6, 7);
+        assert!(!unoccupied.found && unoccupied.one_group);
+    }
+
+    /// A half-committed removal can also show more run starts than occupied slots before the
+    /// canonical slot, which no consistent table has: the removal of `(1,2)` moved `(2,5)` into
+    /// slot 3 in group 0, and group 1 still holds its old copy in slot 4. The walk for
+    /// `(4,6)` must give up (not panic on the count, not be called exact).
+    #[test]
+    fn a_walk_counting_more_runs_than_occupied_slots_gives_up() {
+        let before = filter(&[key(1, 1), key(1, 2), key(2, 5), key(4, 6)]);
+        let after = filter(&[key(1, 1), key(2, 5), key(4, 6)]);
+        let group_0 = after.table.slots.load_group(0, Ordering::Relaxed);
+        before
+            .table
+            .slots
+            .store_group(0, group_0, Ordering::Relaxed);
+
+        let walk = before.walk_without_locks(5, 6);
+        assert!(!walk.found && !walk.one_group);
     }
 
     #[test]

@@ -5,10 +5,13 @@
 //! The 3-bit walk in [`super::super::walk`] finds cluster starts with the `shifted` bit, which
 //! this table does not have, so the 2-bit walk is its own module over the same [`Cursor`] and
 //! [`Rewriter`]; the word-at-a-time slot search ([`seek_lane`]) and the run search
-//! ([`search_run_by`]) are shared, with this table's own slot decoders. As there, every function reads through a cursor, so the same code serves the
-//! locked paths (an unbounded cursor over a stretch the caller has locked) and the lock-elided
-//! fast paths (a cursor bounded to one atomically loaded group: a walk that would leave the group
-//! returns `None`). A locked empty slot reads as empty everywhere here.
+//! ([`search_run_by`]) are shared, with this table's own slot decoders. As there, every function
+//! reads through a cursor, so the same code serves the locked paths (an unbounded cursor over a
+//! stretch the caller has locked), the lock-elided fast paths (a cursor bounded to one
+//! atomically loaded group: a walk that would leave the group returns `None`), and a query's walk
+//! without locks over several groups, which may read a half-shifted table: the walks then must
+//! neither panic nor run off the table, and give up (`None`) on counts no consistent table has.
+//! A locked empty slot reads as empty everywhere here.
 
 use crate::storage::{Commit, Cursor, Rewriter};
 
@@ -70,8 +73,12 @@ pub(crate) fn seek_run(cursor: &mut Cursor<'_>, quotient: usize) -> Option<RunSt
     }
     let canonical = cursor.slot();
     let exists = is_occupied(canonical);
-    // Runs that start left of `quotient` belong to canonical slots left of it.
-    let mut runs_to_pass = (occupied_before + 1).checked_sub(runs_before)?;
+    // Runs that start left of `quotient` belong to canonical slots left of it, so in a
+    // consistent table at least one run is left to pass; a walk without locks over a
+    // half-shifted table may count otherwise, and gives up.
+    let mut runs_to_pass = (occupied_before + 1)
+        .checked_sub(runs_before)
+        .filter(|&runs| runs > 0)?;
     loop {
         let raw = cursor.slot();
         if !is_filled(raw) {
@@ -98,18 +105,21 @@ pub(crate) fn search_run(cursor: &mut Cursor<'_>, remainder: u64) -> Option<RunS
 }
 
 /// Whether `(quotient, remainder)` is stored, reading from a cursor on the canonical slot
-/// `quotient`. `None` if the cursor cannot move.
+/// `quotient`, and the boundary the walk went back to (`None` if the canonical slot has no run,
+/// which answers at once). `None` if the cursor cannot move.
 #[inline]
-pub(crate) fn lookup(cursor: &mut Cursor<'_>, quotient: usize, remainder: u64) -> Option<bool> {
+pub(crate) fn lookup(
+    cursor: &mut Cursor<'_>,
+    quotient: usize,
+    remainder: u64,
+) -> Option<(bool, Option<usize>)> {
     if !is_occupied(cursor.slot()) {
-        return Some(false);
+        return Some((false, None));
     }
-    back_to_boundary(cursor)?;
+    let boundary = back_to_boundary(cursor)?;
     seek_run(cursor, quotient)?;
-    Some(matches!(
-        search_run(cursor, remainder)?,
-        RunSearch::Found(_)
-    ))
+    let found = matches!(search_run(cursor, remainder)?, RunSearch::Found(_));
+    Some((found, Some(boundary)))
 }
 
 /// Moves the cursor to the first slot at or after it that is not filled (empty or locked) and
