@@ -678,23 +678,6 @@ impl<S: GroupSource> Cursor<'_, S> {
         true
     }
 
-    /// Moves one slot left. Returns `false` (and stays) at slot 0.
-    #[inline]
-    pub(crate) fn retreat(&mut self) -> bool {
-        if self.shift > 0 {
-            self.shift -= self.bits;
-        } else {
-            if self.group == 0 || self.bounded {
-                return false;
-            }
-            self.group -= 1;
-            self.shift = self.last_shift;
-            self.word = self.array.load_group(self.group, self.order);
-        }
-        self.index -= 1;
-        true
-    }
-
     /// Reloads the current group (after the caller changed it or waited for another thread).
     #[inline]
     pub(crate) fn reload(&mut self) {
@@ -1174,10 +1157,14 @@ mod tests {
             assert_eq!((cursor.index(), cursor.slot()), (i, i as u64 * 3));
             assert_eq!(cursor.advance(), i < 49);
         }
-        for i in (0..50).rev() {
-            assert_eq!((cursor.index(), cursor.slot()), (i, i as u64 * 3));
-            assert_eq!(cursor.retreat(), i > 0);
+        // Back a group at a time, onto the last slot of the group before.
+        let per_group = array.layout().per_group() as usize;
+        let mut last = 49;
+        while cursor.enter_previous_group() {
+            last = last / per_group * per_group - 1;
+            assert_eq!((cursor.index(), cursor.slot()), (last, last as u64 * 3));
         }
+        assert_eq!((cursor.group(), last), (0, per_group - 1));
     }
 
     proptest! {
@@ -1223,9 +1210,8 @@ mod tests {
         assert!(cursor.advance() && cursor.advance());
         assert_eq!(cursor.slot(), 4);
         assert!(!cursor.advance());
-        assert!(cursor.retreat() && cursor.retreat() && cursor.retreat());
-        assert!(!cursor.retreat());
-        assert_eq!((cursor.index(), cursor.slot()), (4, 1));
+        assert!(!cursor.enter_previous_group() && !cursor.enter_next_group());
+        assert_eq!((cursor.index(), cursor.slot()), (7, 4));
     }
 
     #[test]

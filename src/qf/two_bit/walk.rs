@@ -13,6 +13,7 @@
 //! neither panic nor run off the table, and give up (`None`) on counts no consistent table has.
 //! A locked empty slot reads as empty everywhere here.
 
+use crate::hash::low_mask;
 use crate::storage::{Commit, Cursor, Rewriter};
 
 pub(crate) use super::super::walk::RunSearch;
@@ -23,16 +24,25 @@ use super::table::{
 };
 
 /// Moves a cursor on a filled slot left to the nearest slot that is not filled (empty or
-/// locked): the slot just left of the supercluster. Returns its index; `None` if the cursor
-/// cannot move (a bounded cursor at its group's edge).
+/// locked): the slot just left of the supercluster, found a word at a time. Returns its index;
+/// `None` if the cursor cannot move (a bounded cursor at its group's edge).
 #[inline]
 pub(crate) fn back_to_boundary(cursor: &mut Cursor<'_>) -> Option<usize> {
-    while is_filled(cursor.slot()) {
-        if !cursor.retreat() {
+    let lsb = cursor.lane_lsb();
+    let bits = cursor.slot_bits();
+    // The lanes at or below the cursor's.
+    let mut below = cursor.shift() + bits;
+    loop {
+        let unfilled = !filled_lanes(cursor.word(), lsb, bits) & lsb & low_mask(below);
+        if unfilled != 0 {
+            cursor.jump_to_bit(63 - unfilled.leading_zeros());
+            return Some(cursor.index());
+        }
+        if !cursor.enter_previous_group() {
             return None;
         }
+        below = 64;
     }
-    Some(cursor.index())
 }
 
 /// Where the run of a canonical slot starts, found by [`seek_run`].
@@ -52,24 +62,50 @@ pub(crate) struct RunStart {
 /// occupied slots in `boundary + 1 .. quotient`: runs appear in the order of their canonical
 /// slots. `None` if a slot up to `quotient` is not filled (the caller's picture of the
 /// supercluster is stale) or if the cursor cannot move.
+///
+/// Both stretches are read a word at a time: the counts are popcounts of the occupied and
+/// new-run bits of the filled lanes, and the run start is the `k + 1 - s`-th new-run lane from
+/// `quotient` on (`s` runs start before it), unless an unfilled lane ends the supercluster
+/// first.
 #[inline]
 pub(crate) fn seek_run(cursor: &mut Cursor<'_>, quotient: usize) -> Option<RunStart> {
     debug_assert!(cursor.index() < quotient);
+    let lsb = cursor.lane_lsb();
+    let bits = cursor.slot_bits();
+    let (quotient_group, quotient_offset) = cursor.layout().locate(quotient);
+    let quotient_bit = quotient_offset * bits;
     let mut occupied_before = 0usize;
     let mut runs_before = 0usize;
+    // The lanes after the boundary, up to and including `quotient`, must all be filled.
+    let mut from = cursor.shift() + bits;
     loop {
-        if !cursor.advance() {
+        let word = cursor.word();
+        let at_quotient = cursor.group() == quotient_group;
+        let up_to = if at_quotient {
+            low_mask(quotient_bit + bits)
+        } else {
+            u64::MAX
+        };
+        let lanes = lsb & !low_mask(from) & up_to;
+        if lanes & !filled_lanes(word, lsb, bits) != 0 {
             return None;
         }
-        let raw = cursor.slot();
-        if !is_filled(raw) {
-            return None;
-        }
-        if cursor.index() == quotient {
+        let before = if at_quotient {
+            lanes & low_mask(quotient_bit)
+        } else {
+            lanes
+        };
+        // Bit 0 of a lane is its occupied bit, bit 1 its new-run bit; every lane here is filled.
+        occupied_before += (word & before).count_ones() as usize;
+        runs_before += ((word >> 1) & before).count_ones() as usize;
+        if at_quotient {
+            cursor.jump_to_bit(quotient_bit);
             break;
         }
-        occupied_before += is_occupied(raw) as usize;
-        runs_before += starts_run(raw) as usize;
+        if !cursor.enter_next_group() {
+            return None;
+        }
+        from = 0;
     }
     let canonical = cursor.slot();
     let exists = is_occupied(canonical);
@@ -79,21 +115,36 @@ pub(crate) fn seek_run(cursor: &mut Cursor<'_>, quotient: usize) -> Option<RunSt
     let mut runs_to_pass = (occupied_before + 1)
         .checked_sub(runs_before)
         .filter(|&runs| runs > 0)?;
+    let mut from = cursor.shift();
     loop {
-        let raw = cursor.slot();
-        if !is_filled(raw) {
+        let word = cursor.word();
+        let window = lsb & !low_mask(from);
+        let unfilled = window & !filled_lanes(word, lsb, bits);
+        // The filled lanes of the window before the supercluster ends.
+        let filled = if unfilled == 0 {
+            window
+        } else {
+            window & low_mask(unfilled.trailing_zeros())
+        };
+        let mut starts = (word >> 1) & filled;
+        let found = starts.count_ones() as usize;
+        if found >= runs_to_pass {
+            for _ in 1..runs_to_pass {
+                starts &= starts - 1;
+            }
+            cursor.jump_to_bit(starts.trailing_zeros());
+            return Some(RunStart { canonical, exists });
+        }
+        if unfilled != 0 {
             // The supercluster ends: a new run goes here; an existing one cannot be missing.
+            cursor.jump_to_bit(unfilled.trailing_zeros());
             return (!exists).then_some(RunStart { canonical, exists });
         }
-        if starts_run(raw) {
-            runs_to_pass -= 1;
-            if runs_to_pass == 0 {
-                return Some(RunStart { canonical, exists });
-            }
-        }
-        if !cursor.advance() {
+        runs_to_pass -= found;
+        if !cursor.enter_next_group() {
             return None;
         }
+        from = 0;
     }
 }
 
