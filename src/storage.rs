@@ -503,6 +503,69 @@ impl GroupSource for SlotArray {
     }
 }
 
+/// A [`GroupSource`] over a live [`SlotArray`] that remembers the word it last loaded of each
+/// group, so a walk without locks can later be confirmed: if, under a lock, every group the walk
+/// read still holds the word it read last, a walk under the lock would read the same words and
+/// reach the same answer. It remembers [`Recorder::GROUPS`] consecutive groups; a walk over more
+/// cannot be confirmed this way.
+pub(crate) struct Recorder<'a> {
+    array: &'a SlotArray,
+    /// The last word loaded of group `g`, at `g % GROUPS`.
+    words: [std::cell::Cell<u64>; Recorder::GROUPS],
+    lowest: std::cell::Cell<usize>,
+    highest: std::cell::Cell<usize>,
+}
+
+impl<'a> Recorder<'a> {
+    /// How many consecutive groups a recorder remembers.
+    pub(crate) const GROUPS: usize = 8;
+
+    /// A recorder over `array` that has loaded nothing yet.
+    #[inline]
+    pub(crate) fn new(array: &'a SlotArray) -> Self {
+        Recorder {
+            array,
+            words: Default::default(),
+            lowest: std::cell::Cell::new(usize::MAX),
+            highest: std::cell::Cell::new(0),
+        }
+    }
+
+    /// Whether every group loaded so far reads now (with `order`) as it was last loaded, apart
+    /// from the bits `ignore` of group `ignore_group` (a lock the caller took since). `false` if
+    /// the loads spanned more than [`GROUPS`](Self::GROUPS) groups.
+    pub(crate) fn unchanged(&self, ignore_group: usize, ignore: u64, order: Ordering) -> bool {
+        let (lowest, highest) = (self.lowest.get(), self.highest.get());
+        if lowest > highest || highest - lowest >= Self::GROUPS {
+            return false;
+        }
+        (lowest..=highest).all(|group| {
+            let mask = if group == ignore_group { !ignore } else { !0 };
+            let now = self.array.load_group(group, order);
+            (now ^ self.words[group % Self::GROUPS].get()) & mask == 0
+        })
+    }
+}
+
+impl GroupSource for Recorder<'_> {
+    #[inline]
+    fn layout(&self) -> &SlotLayout {
+        &self.array.layout
+    }
+    #[inline]
+    fn slot_count(&self) -> usize {
+        self.array.slots
+    }
+    #[inline]
+    fn load_group(&self, group: usize, order: Ordering) -> u64 {
+        let word = self.array.load_group(group, order);
+        self.words[group % Self::GROUPS].set(word);
+        self.lowest.set(self.lowest.get().min(group));
+        self.highest.set(self.highest.get().max(group));
+        word
+    }
+}
+
 /// Groups stored as little-endian 64-bit words in borrowed bytes (a serialised table, e.g.
 /// memory-mapped): read in place, on any alignment and any host byte order.
 #[derive(Clone, Copy)]

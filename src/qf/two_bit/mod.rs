@@ -89,7 +89,7 @@ use std::hash::Hash;
 use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter, Full, Remove};
 use crate::hash::{hash_key, low_mask, Fingerprint};
-use crate::storage::{Guarded, Preview, Rewriter};
+use crate::storage::{Cursor, Guarded, Preview, Recorder, Rewriter};
 use crate::sync::{Ordering, Waiter};
 
 use table::{element, is_filled, TwoBitTable, LOCK, OCCUPIED};
@@ -374,11 +374,19 @@ impl TwoBitQf {
     /// slot into the wrong run: its `true` is then at worst a false positive (about as likely
     /// as a fingerprint collision in that run), and its `false` proves nothing, since the shift
     /// may have carried the element past the walk.
+    ///
+    /// `recorder` keeps the words the walk read, for [`locked_query`](Self::locked_query) to
+    /// confirm a miss without walking again.
     #[inline]
-    fn walk_without_locks(&self, quotient: usize, remainder: u64) -> UnlockedWalk {
+    fn walk_without_locks(
+        &self,
+        recorder: &Recorder<'_>,
+        quotient: usize,
+        remainder: u64,
+    ) -> UnlockedWalk {
         let slots = &self.table.slots;
         // Acquire: pairs with the Release of the writers that published the groups.
-        let mut cursor = slots.cursor(quotient, Ordering::Acquire);
+        let mut cursor = Cursor::over(recorder, quotient, Ordering::Acquire);
         let canonical_group = cursor.group();
         let Some((found, boundary)) = walk::lookup(&mut cursor, quotient, remainder) else {
             return UnlockedWalk {
@@ -405,11 +413,15 @@ impl TwoBitQf {
     #[inline(always)]
     fn contains_trusting(&self, quotient: usize, remainder: u64, unlocked_hits: bool) -> bool {
         loop {
-            let walk = self.walk_without_locks(quotient, remainder);
+            let recorder = Recorder::new(&self.table.slots);
+            let walk = self.walk_without_locks(&recorder, quotient, remainder);
             if walk.one_group || (walk.found && unlocked_hits) {
                 return walk.found;
             }
-            if let Some(found) = self.locked_query(quotient, remainder, walk.boundary) {
+            let seen = walk
+                .boundary
+                .map(|boundary| (boundary, &recorder, walk.found));
+            if let Some(found) = self.locked_query(quotient, remainder, seen) {
                 return found;
             }
         }
@@ -572,13 +584,34 @@ impl TwoBitQf {
         rewriter.finish();
     }
 
-    /// The query under the left lock. `None`: the supercluster changed; restart. `hint`: where a
-    /// walk without locks just saw the boundary; it is locked if it is still empty and
-    /// unlocked, which saves the walk back to it. The walk under the lock then checks that
-    /// every slot from it to `quotient` is filled, so it is the boundary (else: restart).
-    fn locked_query(&self, quotient: usize, remainder: u64, hint: Option<usize>) -> Option<bool> {
-        let left = match hint.filter(|&left| self.try_lock(left)) {
-            Some(left) => left,
+    /// The query under the left lock. `None`: the supercluster changed; restart.
+    ///
+    /// `seen`: what a walk without locks just saw: the boundary, the words it read and its
+    /// answer. The boundary is locked if it is still empty and unlocked, which saves the walk
+    /// back to it. If then every group that walk read still holds the word it read (apart from
+    /// the new lock), a walk under the lock would read those words and give the same answer,
+    /// so that answer is returned without walking again. Otherwise the walk under the lock
+    /// checks that every slot from the lock to `quotient` is filled, so the lock is the
+    /// boundary (else: restart).
+    fn locked_query(
+        &self,
+        quotient: usize,
+        remainder: u64,
+        seen: Option<(usize, &Recorder<'_>, bool)>,
+    ) -> Option<bool> {
+        let hinted = seen.filter(|&(left, _, _)| self.try_lock(left));
+        if let Some((left, recorder, found)) = hinted {
+            let layout = self.table.slots.layout();
+            let (group, offset) = layout.locate(left);
+            let lock_bits = layout.slot_mask() << (offset * layout.bits());
+            // Acquire: as for the walk under the lock this replaces.
+            if recorder.unchanged(group, lock_bits, Ordering::Acquire) {
+                self.unlock(left);
+                return Some(found);
+            }
+        }
+        let left = match hinted {
+            Some((left, _, _)) => left,
             None => self.lock_left(quotient),
         };
         if left == quotient {
@@ -746,13 +779,13 @@ mod tests {
             .slots
             .store_group(0, group_0, Ordering::Relaxed);
 
-        let misread = before.walk_without_locks(4, 7);
+        let misread = before.walk_without_locks(&Recorder::new(&before.table.slots), 4, 7);
         assert!(misread.found, "the stale copy reads as quotient 3's run");
         assert!(!misread.one_group);
         assert_eq!(misread.boundary, Some(1));
-        let inside = before.walk_without_locks(2, 1);
+        let inside = before.walk_without_locks(&Recorder::new(&before.table.slots), 2, 1);
         assert!(inside.found && inside.one_group);
-        let unoccupied = before.walk_without_locks(6, 7);
+        let unoccupied = before.walk_without_locks(&Recorder::new(&before.table.slots), 6, 7);
         assert!(!unoccupied.found && unoccupied.one_group);
     }
 
@@ -770,7 +803,7 @@ mod tests {
             .slots
             .store_group(0, group_0, Ordering::Relaxed);
 
-        let walk = before.walk_without_locks(5, 6);
+        let walk = before.walk_without_locks(&Recorder::new(&before.table.slots), 5, 6);
         assert!(!walk.found && !walk.one_group);
     }
 

@@ -14,7 +14,7 @@
 //! A locked empty slot reads as empty everywhere here.
 
 use crate::hash::low_mask;
-use crate::storage::{Commit, Cursor, Rewriter};
+use crate::storage::{Commit, Cursor, GroupSource, Rewriter};
 
 pub(crate) use super::super::walk::RunSearch;
 use super::super::walk::{search_run_by, seek_lane};
@@ -27,7 +27,7 @@ use super::table::{
 /// locked): the slot just left of the supercluster, found a word at a time. Returns its index;
 /// `None` if the cursor cannot move (a bounded cursor at its group's edge).
 #[inline]
-pub(crate) fn back_to_boundary(cursor: &mut Cursor<'_>) -> Option<usize> {
+pub(crate) fn back_to_boundary<S: GroupSource>(cursor: &mut Cursor<'_, S>) -> Option<usize> {
     let lsb = cursor.lane_lsb();
     let bits = cursor.slot_bits();
     // The lanes at or below the cursor's.
@@ -68,7 +68,10 @@ pub(crate) struct RunStart {
 /// `quotient` on (`s` runs start before it), unless an unfilled lane ends the supercluster
 /// first.
 #[inline]
-pub(crate) fn seek_run(cursor: &mut Cursor<'_>, quotient: usize) -> Option<RunStart> {
+pub(crate) fn seek_run<S: GroupSource>(
+    cursor: &mut Cursor<'_, S>,
+    quotient: usize,
+) -> Option<RunStart> {
     debug_assert!(cursor.index() < quotient);
     let lsb = cursor.lane_lsb();
     let bits = cursor.slot_bits();
@@ -151,7 +154,10 @@ pub(crate) fn seek_run(cursor: &mut Cursor<'_>, quotient: usize) -> Option<RunSt
 /// Searches the sorted run that starts under the cursor for `remainder` ([`search_run_by`] with
 /// this table's decoders); the cursor ends on the slot the answer names.
 #[inline]
-pub(crate) fn search_run(cursor: &mut Cursor<'_>, remainder: u64) -> Option<RunSearch> {
+pub(crate) fn search_run<S: GroupSource>(
+    cursor: &mut Cursor<'_, S>,
+    remainder: u64,
+) -> Option<RunSearch> {
     search_run_by(cursor, remainder, remainder_of, continues_run)
 }
 
@@ -159,8 +165,8 @@ pub(crate) fn search_run(cursor: &mut Cursor<'_>, remainder: u64) -> Option<RunS
 /// `quotient`, and the boundary the walk went back to (`None` if the canonical slot has no run,
 /// which answers at once). `None` if the cursor cannot move.
 #[inline]
-pub(crate) fn lookup(
-    cursor: &mut Cursor<'_>,
+pub(crate) fn lookup<S: GroupSource>(
+    cursor: &mut Cursor<'_, S>,
     quotient: usize,
     remainder: u64,
 ) -> Option<(bool, Option<usize>)> {
@@ -168,8 +174,10 @@ pub(crate) fn lookup(
         return Some((false, None));
     }
     let boundary = back_to_boundary(cursor)?;
-    seek_run(cursor, quotient)?;
-    let found = matches!(search_run(cursor, remainder)?, RunSearch::Found(_));
+    // The occupied bit as the walk from the boundary read it, as a walk under a lock would;
+    // only a half-shifted read can make it differ from the one read above.
+    let found = seek_run(cursor, quotient)?.exists
+        && matches!(search_run(cursor, remainder)?, RunSearch::Found(_));
     Some((found, Some(boundary)))
 }
 
