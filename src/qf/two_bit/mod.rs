@@ -771,22 +771,31 @@ mod tests {
     /// must not be called exact. Walks inside one group are.
     #[test]
     fn a_walk_over_a_half_committed_shift_may_misread_and_is_not_called_exact() {
-        let before = filter(&[key(1, 1), key(1, 2), key(2, 7), key(3, 9)]);
-        let after = filter(&[key(1, 1), key(2, 7), key(3, 9)]);
-        let group_0 = after.table.slots.load_group(0, Ordering::Relaxed);
-        before
-            .table
-            .slots
-            .store_group(0, group_0, Ordering::Relaxed);
-
-        let misread = before.walk_without_locks(&Recorder::new(&before.table.slots), 4, 7);
+        let torn = half_committed(
+            &[key(1, 1), key(1, 2), key(2, 7), key(3, 9)],
+            &[key(1, 1), key(2, 7), key(3, 9)],
+        );
+        let misread = walk_without_locks(&torn, 4, 7);
         assert!(misread.found, "the stale copy reads as quotient 3's run");
         assert!(!misread.one_group);
         assert_eq!(misread.boundary, Some(1));
-        let inside = before.walk_without_locks(&Recorder::new(&before.table.slots), 2, 1);
+        let inside = walk_without_locks(&torn, 2, 1);
         assert!(inside.found && inside.one_group);
-        let unoccupied = before.walk_without_locks(&Recorder::new(&before.table.slots), 6, 7);
+        let unoccupied = walk_without_locks(&torn, 6, 7);
         assert!(!unoccupied.found && unoccupied.one_group);
+    }
+
+    /// The table holding `before`, with group 0 (slots 0-3) replaced by that of the table
+    /// holding `after`: a shift committed in group 0 but not yet in group 1.
+    fn half_committed(before: &[u64], after: &[u64]) -> TwoBitQf {
+        let (torn, after) = (filter(before), filter(after));
+        let group_0 = after.table.slots.load_group(0, Ordering::Relaxed);
+        torn.table.slots.store_group(0, group_0, Ordering::Relaxed);
+        torn
+    }
+
+    fn walk_without_locks(filter: &TwoBitQf, quotient: usize, remainder: u64) -> UnlockedWalk {
+        filter.walk_without_locks(&Recorder::new(&filter.table.slots), quotient, remainder)
     }
 
     /// A half-committed removal can also show more run starts than occupied slots before the
@@ -795,15 +804,11 @@ mod tests {
     /// `(4,6)` must give up (not panic on the count, not be called exact).
     #[test]
     fn a_walk_counting_more_runs_than_occupied_slots_gives_up() {
-        let before = filter(&[key(1, 1), key(1, 2), key(2, 5), key(4, 6)]);
-        let after = filter(&[key(1, 1), key(2, 5), key(4, 6)]);
-        let group_0 = after.table.slots.load_group(0, Ordering::Relaxed);
-        before
-            .table
-            .slots
-            .store_group(0, group_0, Ordering::Relaxed);
-
-        let walk = before.walk_without_locks(&Recorder::new(&before.table.slots), 5, 6);
+        let torn = half_committed(
+            &[key(1, 1), key(1, 2), key(2, 5), key(4, 6)],
+            &[key(1, 1), key(2, 5), key(4, 6)],
+        );
+        let walk = walk_without_locks(&torn, 5, 6);
         assert!(!walk.found && !walk.one_group);
     }
 
