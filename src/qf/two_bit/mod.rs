@@ -36,13 +36,15 @@
 //!   answer stands if the walk read only the group of the canonical slot (or the canonical slot
 //!   has no run), or if it found the remainder: a successful query writes nothing. Otherwise,
 //!   i.e. a miss over several groups, lock `L` (the boundary the walk saw, if it is still an
-//!   unlocked empty slot), walk, unlock; restart if the walk finds the supercluster changed. A
+//!   unlocked empty slot). If every group the walk read still holds the word it read, a walk
+//!   under the lock would read the same and miss too, so the miss stands; otherwise walk under
+//!   the lock (restart if the walk finds the supercluster changed). Then unlock. A
 //!   hit of a walk over several groups can be a misread: a walk that overlaps a shift may read
 //!   a group before and the next one after a commit and count a slot into the wrong run, so
 //!   the hit is a false positive (also for a key just removed), about as likely as a
 //!   fingerprint collision in that run and only while a writer shifts that supercluster.
 //!   [`contains_hash_locked`](TwoBitQf::contains_hash_locked) trusts only one-group answers
-//!   and the locked walk.
+//!   and answers confirmed under the lock.
 //! * **remove**: lock `L`, walk, shift the following elements left up to the next empty slot or
 //!   the next run in its own canonical slot, unlock `L`. The slot it empties is written in its
 //!   last group write, and the removal writes nothing after it.
@@ -68,7 +70,8 @@
 //! the run it describes or in an earlier group. So every group, loaded once, is the restriction of
 //! a consistent table, which is what the lock-free paths read; the locked paths read a stretch
 //! nobody changes. A query's walk without locks over several groups is trusted only when it
-//! finds the remainder, so its `false` always comes from one group or the locked walk. A key
+//! finds the remainder, so its `false` always comes from one group or from what it read under
+//! the lock (a walk, or the words it confirmed there). A key
 //! whose insert returned is in both the state before and after every later operation except its
 //! own removal. Set semantics hold because an insert decides "already there"
 //! either from one consistent group or under `L`, which serialises inserts into a supercluster.
