@@ -66,15 +66,15 @@
 //! chain of waits runs strictly to the right and ends at an operation that waits for nothing.
 //!
 //! **No false negatives, no lost inserts.** A group is always written with one CAS from its state
-//! before an operation to its state after it, and an occupied bit changes in the same write as
-//! the run it describes or in an earlier group. So every group, loaded once, is the restriction of
-//! a consistent table, which is what the lock-free paths read; the locked paths read a stretch
-//! nobody changes. A query's walk without locks over several groups is trusted only when it
-//! finds the remainder, so its `false` always comes from one group or from what it read under
-//! the lock (a walk, or the words it confirmed there). A key
-//! whose insert returned is in both the state before and after every later operation except its
-//! own removal. Set semantics hold because an insert decides "already there"
-//! either from one consistent group or under `L`, which serialises inserts into a supercluster.
+//! before an operation to its state after it, and an occupied bit changes in the same write as the
+//! run it describes or in an earlier group. So every group, loaded once, is the restriction of a
+//! consistent table, which is what the lock-free paths read; the locked paths read a stretch nobody
+//! changes. A query's walk without locks over several groups is trusted only when it finds the
+//! remainder, so its `false` always comes from one group or from what it read under the lock (a
+//! walk, or the words it confirmed there). A key whose insert returned is in both the state before
+//! and after every later operation except its own removal. Set semantics hold because an insert
+//! decides "already there" either from one consistent group or under `L`, which serialises inserts
+//! into a supercluster.
 //!
 //! # Bounded growing
 //!
