@@ -50,15 +50,15 @@
 //! without any synchronisation could miss an element that moves past it. Lower levels are
 //! still read without locks ([`level_reads`](crate::qf::level_reads)): a level is sealed one
 //! epoch grace period after the next level opened (no ordinary insert can be shifting it any
-//! more), and every removal counts itself in flight on its level, so a lock-free walk of a
-//! sealed level keeps its answer only if no removal ran meanwhile (a sequence lock written only
-//! by removals). Otherwise, and on the newest level, the query is the locally locked filter's
-//! own: a walk without locks whose answer stands if it read one 64-bit group or found the
-//! key, else a read lock on the cluster. A hit of that walk can be a misread during a shift (a
-//! false positive), so inserts and removals, which act on a hit, ask the level with
-//! `contains_hash_locked`, which trusts only one-group answers and locked walks. Removals use
-//! the ordinary locked removal, on the level that holds the fingerprint (the newest first). Cascading inserts change lower levels only by CASes into empty slots,
-//! which move nothing.
+//! more), and every removal counts itself in flight on its level, so a lock-free walk of a sealed
+//! level keeps its answer only if no removal ran meanwhile (a sequence lock written only by
+//! removals). Otherwise, and on the newest level, the query is the locally locked filter's own: a
+//! walk without locks whose answer stands if it read one 64-bit group or found the key, else a read
+//! lock on the cluster. A hit of that walk can be a misread during a shift (a false positive), so
+//! inserts and removals, which act on a hit, ask the level with `contains_hash_locked`, which
+//! trusts only one-group answers and locked walks. Removals use the ordinary locked removal, on the
+//! level that holds the fingerprint (the newest first). Cascading inserts change lower levels only
+//! by CASes into empty slots, which move nothing.
 //!
 //! A removal can also empty a canonical slot, which would make the cascading early stop wrong
 //! (a key stored higher up because that slot was taken). So a level that has seen a removal

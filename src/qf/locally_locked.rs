@@ -787,8 +787,13 @@ mod tests {
     /// Slots of 16 bits, 4 per group; quotient 2's run fills slots 2-4 and quotient 5 starts a
     /// cluster at slot 5, so slot 6 ends the supercluster.
     fn filter() -> LocallyLockedQf {
+        filter_with(&[key(2, 1), key(2, 2), key(2, 3), key(5, 1)])
+    }
+
+    /// A table of 8 slots of 16 bits (4 per group) holding `keys`.
+    fn filter_with(keys: &[u64]) -> LocallyLockedQf {
         let mut sequential = SequentialQf::with_bits(3, 13).unwrap();
-        for k in [key(2, 1), key(2, 2), key(2, 3), key(5, 1)] {
+        for &k in keys {
             sequential.insert_hash(k).unwrap();
         }
         LocallyLockedQf::from_sequential(sequential)
@@ -801,15 +806,8 @@ mod tests {
     /// one group; a walk inside one group is exact.
     #[test]
     fn a_walk_over_a_half_committed_shift_may_misread_and_is_not_called_exact() {
-        let table = |keys: &[u64]| {
-            let mut sequential = SequentialQf::with_bits(3, 13).unwrap();
-            for &k in keys {
-                sequential.insert_hash(k).unwrap();
-            }
-            LocallyLockedQf::from_sequential(sequential)
-        };
-        let before = table(&[key(2, 1), key(2, 2), key(3, 7), key(4, 9)]);
-        let after = table(&[key(2, 1), key(3, 7), key(4, 9)]);
+        let before = filter_with(&[key(2, 1), key(2, 2), key(3, 7), key(4, 9)]);
+        let after = filter_with(&[key(2, 1), key(3, 7), key(4, 9)]);
         let group_0 = after.table.slots.load_group(0, Ordering::Relaxed);
         before
             .table
