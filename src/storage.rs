@@ -506,8 +506,12 @@ impl GroupSource for SlotArray {
 /// A [`GroupSource`] over a live [`SlotArray`] that remembers the word it last loaded of each
 /// group, so a walk without locks can later be confirmed: if, under a lock, every group the walk
 /// read still holds the word it read last, a walk under the lock would read the same words and
-/// reach the same answer. It remembers [`Recorder::GROUPS`] consecutive groups; a walk over more
-/// cannot be confirmed this way.
+/// reach the same answer. That holds for a walk whose answer depends only on its last load of
+/// each group, such as a walk back to a boundary and then forward from it, where the walk under
+/// the lock starts at the locked boundary. A walk whose answer also depends on an earlier load
+/// of a group it reloads (e.g. one that walks back from the quotient under the lock too) would
+/// need each reload compared with the earlier one. It remembers [`Recorder::GROUPS`]
+/// consecutive groups; a walk over more cannot be confirmed this way.
 pub(crate) struct Recorder<'a> {
     array: &'a SlotArray,
     /// The last word loaded of group `g`, at `g % GROUPS`.
@@ -1340,5 +1344,43 @@ mod tests {
             SlotArray::new(8, MAX_SLOTS + 1),
             Err(Error::InvalidParameters(_))
         ));
+    }
+
+    /// A 13-bit array of `groups` groups, every group holding its own index.
+    fn recorded_array(groups: usize) -> SlotArray {
+        let array = SlotArray::new(13, groups * 4).unwrap();
+        for group in 0..groups {
+            array.store_group(group, group as u64, Ordering::Relaxed);
+        }
+        array
+    }
+
+    #[test]
+    fn a_recorder_confirms_unchanged_groups_apart_from_the_ignored_bits() {
+        let array = recorded_array(4);
+        let recorder = Recorder::new(&array);
+        let mut cursor = Cursor::over(&recorder, 5, Ordering::Relaxed);
+        assert!(cursor.enter_next_group());
+        assert!(recorder.unchanged(0, 0, Ordering::Relaxed));
+        // A change outside the recorded groups does not matter; inside, only in ignored bits.
+        array.store_group(3, 99, Ordering::Relaxed);
+        assert!(recorder.unchanged(0, 0, Ordering::Relaxed));
+        array.store_group(2, 2 | 0b100, Ordering::Relaxed);
+        assert!(!recorder.unchanged(1, 0b100, Ordering::Relaxed));
+        assert!(recorder.unchanged(2, 0b100, Ordering::Relaxed));
+    }
+
+    #[test]
+    fn a_recorder_refuses_a_walk_over_more_groups_than_it_remembers() {
+        let groups = Recorder::GROUPS + 1;
+        let array = recorded_array(groups);
+        let recorder = Recorder::new(&array);
+        let mut cursor = Cursor::over(&recorder, 0, Ordering::Relaxed);
+        for _ in 1..Recorder::GROUPS {
+            assert!(cursor.enter_next_group());
+        }
+        assert!(recorder.unchanged(usize::MAX, 0, Ordering::Relaxed));
+        assert!(cursor.enter_next_group());
+        assert!(!recorder.unchanged(usize::MAX, 0, Ordering::Relaxed));
     }
 }
