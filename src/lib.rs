@@ -63,9 +63,10 @@
 //!   not stored: never inserted, or already removed. Such a `true` is a false positive, about
 //!   as likely as a fingerprint collision in that run, and possible only while such a shift is
 //!   in progress.
-//!   `false` is never a misread. [`LocallyLockedQf::contains_locked`] and
-//!   [`TwoBitQf::contains_locked`] never misread a hit: they trust only one-group answers and
-//!   walks under a lock.
+//!   `false` is never a misread. [`LocallyLockedQf::contains_locked`],
+//!   [`TwoBitQf::contains_locked`], [`GrowableQf::contains_locked`] and
+//!   [`ExpandableQf::contains_locked`] never misread a hit: they trust only one-group answers,
+//!   walks under a lock and lock-free reads of sealed levels.
 //! * **Racing with the insert or remove of `k` itself**, `contains(k)` may return either answer:
 //!   the operations are linearizable per key, so the answer is the one before or the one after
 //!   (apart from the misread hits above, which can also answer `true` after a remove).

@@ -323,6 +323,7 @@ fn lock_free_lower_level_queries_survive_removals() {
                         std::thread::yield_now();
                     }
                     assert_eq!(filter.remove_hash(k), Ok(true));
+                    assert!(!filter.contains_hash_locked(k), "removed key still found");
                 }
             });
             let checker = s.spawn(move || {
@@ -348,6 +349,11 @@ fn lock_free_lower_level_queries_survive_removals() {
         assert_eq!(filter.len(), keys.len() / 2);
         for (i, &k) in keys.iter().enumerate() {
             assert_eq!(filter.contains_hash(k), i % 2 == 1, "key {i}");
+            assert_eq!(
+                filter.contains_hash_locked(k),
+                i % 2 == 1,
+                "key {i}, locked"
+            );
         }
         filter.check_invariants().unwrap();
     }

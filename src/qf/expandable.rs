@@ -401,6 +401,68 @@ impl ExpandableQf {
         self.reads.is_sealed(level)
     }
 
+    /// [`contains_hash`](Filter::contains_hash) without trusting a hit of a walk without
+    /// locks: `true` only if the fingerprint was stored at some moment of the call, never from
+    /// a run misread during a concurrent shift (crate docs, "Consistency"). Levels read without
+    /// locks (sealed, with no removal meanwhile) answer as for `contains_hash`; the others as
+    /// [`LocallyLockedQf::contains_hash_locked`](crate::LocallyLockedQf::contains_hash_locked).
+    /// This is the query the filter's own inserts and removals ask. For callers that act on a
+    /// `true`.
+    ///
+    /// ```
+    /// use conqf::{ExpandableQf, Filter, Remove};
+    ///
+    /// let filter = ExpandableQf::new(100, 0.01)?;
+    /// filter.insert(&42u64)?;
+    /// assert!(filter.contains_hash_locked(conqf::hash_key(&42u64)));
+    /// filter.remove(&42u64)?;
+    /// assert!(!filter.contains_locked(&42u64));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn contains_hash_locked(&self, hash: u64) -> bool {
+        self.query(hash, Self::level_holds)
+    }
+
+    /// [`contains_hash_locked`](Self::contains_hash_locked) for a key.
+    pub fn contains_locked<K: std::hash::Hash + ?Sized>(&self, key: &K) -> bool {
+        self.contains_hash_locked(crate::hash::hash_key(key))
+    }
+
+    /// A query over all levels, each asked with `level_query` (`level_contains` or
+    /// `level_holds`).
+    #[inline(always)]
+    fn query(
+        &self,
+        hash: u64,
+        level_query: impl Fn(&Self, usize, usize, u64, &Guard) -> bool,
+    ) -> bool {
+        let guard = growing::pin();
+        // Acquire: as in `levels`.
+        let active = self.active.load(Ordering::Acquire);
+        for i in 0..=active {
+            self.level(i).prefetch(hash, &guard);
+        }
+        // Oldest first (module doc, "Query order"): the small lower levels are walked while the
+        // larger levels' prefetched groups arrive, and with cascading inserts an empty canonical
+        // slot on a lower level ends the query before the larger levels are walked.
+        for i in 0..=active {
+            let level = self.level(i);
+            // Acquire on the flag: pairs with the removal's Release store, made before its first
+            // change to the table (module doc).
+            if self.cascading
+                && i < active
+                && level.canonical_is_empty(hash, &guard)
+                && !self.removed[i].load(Ordering::Acquire)
+            {
+                return false;
+            }
+            if level_query(self, i, active, hash, &guard) {
+                return true;
+            }
+        }
+        false
+    }
+
     /// Checks every level's invariants. Only meaningful while no thread writes.
     pub fn check_invariants(&self) -> Result<(), String> {
         (0..self.levels()).try_for_each(|i| {
@@ -507,31 +569,7 @@ impl Filter for ExpandableQf {
     }
 
     fn contains_hash(&self, hash: u64) -> bool {
-        let guard = growing::pin();
-        // Acquire: as in `levels`.
-        let active = self.active.load(Ordering::Acquire);
-        for i in 0..=active {
-            self.level(i).prefetch(hash, &guard);
-        }
-        // Oldest first (module doc, "Query order"): the small lower levels are walked while the
-        // larger levels' prefetched groups arrive, and with cascading inserts an empty canonical
-        // slot on a lower level ends the query before the larger levels are walked.
-        for i in 0..=active {
-            let level = self.level(i);
-            // Acquire on the flag: pairs with the removal's Release store, made before its first
-            // change to the table (module doc).
-            if self.cascading
-                && i < active
-                && level.canonical_is_empty(hash, &guard)
-                && !self.removed[i].load(Ordering::Acquire)
-            {
-                return false;
-            }
-            if self.level_contains(i, active, hash, &guard) {
-                return true;
-            }
-        }
-        false
+        self.query(hash, Self::level_contains)
     }
 
     fn len(&self) -> usize {

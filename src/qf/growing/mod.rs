@@ -348,6 +348,31 @@ impl GrowableQf {
         self.delta_grow
     }
 
+    /// [`contains_hash`](Filter::contains_hash) without trusting a hit of a walk without
+    /// locks: `true` only if the fingerprint was stored at some moment of the call, never from
+    /// a run misread during a concurrent shift (crate docs, "Consistency"); as
+    /// [`LocallyLockedQf::contains_hash_locked`] on the current table. For callers that act on
+    /// a `true`.
+    ///
+    /// ```
+    /// use conqf::{Filter, LocallyLockedQf, Remove};
+    ///
+    /// let filter = LocallyLockedQf::growable(100, 0.01).build()?;
+    /// filter.insert(&42u64)?;
+    /// assert!(filter.contains_hash_locked(conqf::hash_key(&42u64)));
+    /// filter.remove(&42u64)?;
+    /// assert!(!filter.contains_locked(&42u64));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn contains_hash_locked(&self, hash: u64) -> bool {
+        self.contains_locked_pinned(hash, &reclaim::pin())
+    }
+
+    /// [`contains_hash_locked`](Self::contains_hash_locked) for a key.
+    pub fn contains_locked<K: std::hash::Hash + ?Sized>(&self, key: &K) -> bool {
+        self.contains_hash_locked(crate::hash::hash_key(key))
+    }
+
     /// A filter in the growth state a persisted one had: `filter` is its current table, after
     /// `doublings_done` doublings with `doublings_left` to go.
     pub(crate) fn from_parts(
