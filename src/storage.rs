@@ -794,6 +794,17 @@ impl<S: GroupSource> Cursor<'_, S> {
         self.shift = shift;
     }
 
+    /// Moves to the lane of the `n`-th lowest set bit of `bits` (`n` counts from 1), a mask of
+    /// the current group with at least `n` bits set.
+    #[inline]
+    pub(crate) fn jump_to_nth_bit(&mut self, mut bits: u64, n: u32) {
+        debug_assert!(n >= 1 && bits.count_ones() >= n);
+        for _ in 1..n {
+            bits &= bits - 1;
+        }
+        self.jump_to_bit(bits.trailing_zeros());
+    }
+
     /// Moves to the last slot of the previous group. Returns `false` (and stays) in group 0 or
     /// for a bounded cursor.
     #[inline]
@@ -1344,6 +1355,18 @@ mod tests {
             SlotArray::new(8, MAX_SLOTS + 1),
             Err(Error::InvalidParameters(_))
         ));
+    }
+
+    #[test]
+    fn a_cursor_jumps_to_the_lane_of_the_nth_set_bit() {
+        let array = SlotArray::new(13, 8).unwrap();
+        let mut cursor = Cursor::over(&array, 5, Ordering::Relaxed);
+        // Bits in lanes 0, 1 and 3 of group 1 (slots 4-7), one at a lane's top bit.
+        let bits = 1 | 1 << 25 | 1 << 39;
+        for (n, slot) in [(1, 4), (2, 5), (3, 7)] {
+            cursor.jump_to_nth_bit(bits, n);
+            assert_eq!(cursor.index(), slot, "bit {n}");
+        }
     }
 
     /// A 13-bit array of `groups` groups, every group holding its own index.

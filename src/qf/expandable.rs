@@ -78,8 +78,10 @@
 //! and a 50/50 mix slower, with or without cascading inserts.
 
 use std::fmt;
+use std::hash::Hash;
 
 use crate::filter::{Error, Filter, Remove};
+use crate::hash::hash_key;
 use crate::qf::growing::{self, GrowableBuilder, GrowableQf, Guard};
 use crate::qf::level_reads::LevelReads;
 use crate::sizing;
@@ -424,8 +426,8 @@ impl ExpandableQf {
     }
 
     /// [`contains_hash_locked`](Self::contains_hash_locked) for a key.
-    pub fn contains_locked<K: std::hash::Hash + ?Sized>(&self, key: &K) -> bool {
-        self.contains_hash_locked(crate::hash::hash_key(key))
+    pub fn contains_locked<K: Hash + ?Sized>(&self, key: &K) -> bool {
+        self.contains_hash_locked(hash_key(key))
     }
 
     /// A query over all levels, each asked with `level_query` (`level_contains` or

@@ -103,13 +103,10 @@ pub(crate) fn skip_runs<S: GroupSource>(cursor: &mut Cursor<'_, S>, runs: usize)
     let mut after = cursor.shift() + cursor.slot_bits();
     loop {
         let word = unlocked_word(cursor.word(), lsb);
-        let mut boundaries = !word & continuation_lanes & !low_mask(after);
+        let boundaries = !word & continuation_lanes & !low_mask(after);
         let found = boundaries.count_ones();
         if found >= remaining {
-            for _ in 1..remaining {
-                boundaries &= boundaries - 1;
-            }
-            cursor.jump_to_bit(boundaries.trailing_zeros());
+            cursor.jump_to_nth_bit(boundaries, remaining);
             return Some(());
         }
         remaining -= found;

@@ -27,8 +27,10 @@ mod migration;
 mod reclaim;
 
 use std::fmt;
+use std::hash::Hash;
 
 use crate::filter::{Error, Filter, Full, Remove};
+use crate::hash::hash_key;
 use crate::qf::locally_locked::{LocallyLockedQf, Migrating};
 use crate::qf::sequential::SequentialQf;
 use crate::qf::slot::{Slot, OCCUPIED, WRITE_LOCK};
@@ -369,8 +371,8 @@ impl GrowableQf {
     }
 
     /// [`contains_hash_locked`](Self::contains_hash_locked) for a key.
-    pub fn contains_locked<K: std::hash::Hash + ?Sized>(&self, key: &K) -> bool {
-        self.contains_hash_locked(crate::hash::hash_key(key))
+    pub fn contains_locked<K: Hash + ?Sized>(&self, key: &K) -> bool {
+        self.contains_hash_locked(hash_key(key))
     }
 
     /// A filter in the growth state a persisted one had: `filter` is its current table, after

@@ -129,13 +129,11 @@ pub(crate) fn seek_run<S: GroupSource>(
         } else {
             window & low_mask(unfilled.trailing_zeros())
         };
-        let mut starts = (word >> 1) & filled;
+        let starts = (word >> 1) & filled;
         let found = starts.count_ones() as usize;
         if found >= runs_to_pass {
-            for _ in 1..runs_to_pass {
-                starts &= starts - 1;
-            }
-            cursor.jump_to_bit(starts.trailing_zeros());
+            // At most `found <= 64` here, so the count fits.
+            cursor.jump_to_nth_bit(starts, runs_to_pass as u32);
             return Some(RunStart { canonical, exists });
         }
         if unfilled != 0 {
