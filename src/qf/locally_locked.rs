@@ -75,7 +75,7 @@ use super::slot::{
     WRITE_LOCK,
 };
 use super::table::QfTable;
-use super::walk::{self, InsertStep, KEEP_OCCUPIED};
+use super::walk::{self, InsertStep, UnlockedWalk, KEEP_OCCUPIED};
 
 /// A concurrent quotient filter locked through its own status bits (paper 000 §3.2).
 ///
@@ -495,24 +495,8 @@ impl LocallyLockedQf {
         // Acquire: pairs with the Release of the writers that published the groups.
         let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
         let canonical_group = cursor.group();
-        let Some((found, cluster_start)) = walk::lookup(&mut cursor, remainder) else {
-            return UnlockedWalk {
-                found: false,
-                one_group: false,
-                cluster_start: None,
-            };
-        };
-        // The walk went back no further than the cluster start and forward no further than
-        // where it stopped, and loads a group only on entering it.
-        let one_group = cluster_start.is_none_or(|start| {
-            self.table.slots.layout().locate(start).0 == canonical_group
-                && cursor.group() == canonical_group
-        });
-        UnlockedWalk {
-            found,
-            one_group,
-            cluster_start,
-        }
+        let lookup = walk::lookup(&mut cursor, remainder);
+        UnlockedWalk::new(lookup, canonical_group, &cursor)
     }
 
     /// Blocks G-I: the locked query. `None`: the cluster changed; restart. `hint`: where a walk
@@ -682,16 +666,6 @@ impl Remove for LocallyLockedQf {
     }
 }
 
-/// What a query's walk without locks saw ([`LocallyLockedQf::walk_without_locks`]).
-struct UnlockedWalk {
-    /// Whether the walk found the remainder in what it read as the run of the quotient.
-    found: bool,
-    /// Whether the walk read only the canonical slot's group, so `found` is exact.
-    one_group: bool,
-    /// Where the walk saw the cluster start, if it got that far.
-    cluster_start: Option<usize>,
-}
-
 /// An operation met a migration lock: the table is being copied into a larger one (paper 000
 /// §3.2, "Growing concurrently"), so the operation holds no lock, changed nothing, and must be
 /// retried on the new table. Only a growing filter ever sees this.
@@ -719,7 +693,7 @@ impl LocallyLockedQf {
             if walk.one_group || (walk.found && unlocked_hits) {
                 return walk.found;
             }
-            if let Some(found) = self.locked_query(quotient, remainder, walk.cluster_start) {
+            if let Some(found) = self.locked_query(quotient, remainder, walk.start) {
                 return found;
             }
         }
@@ -817,7 +791,7 @@ mod tests {
         let misread = before.walk_without_locks(4, 7);
         assert!(misread.found, "the stale copy reads as quotient 4's run");
         assert!(!misread.one_group);
-        assert_eq!(misread.cluster_start, Some(3));
+        assert_eq!(misread.start, Some(3));
         let inside = before.walk_without_locks(2, 1);
         assert!(inside.found && inside.one_group);
         let unoccupied = before.walk_without_locks(1, 7);

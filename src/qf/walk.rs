@@ -7,6 +7,8 @@
 //! cursor bounded to one atomically loaded group: a walk that would leave the group returns
 //! `None` and the caller takes the locked path). Writes go through a
 //! [`Rewriter`], so shifting is also written once.
+//! [`UnlockedWalk`] is what a concurrent query may conclude from such a walk without locks, for
+//! both concurrent filters whose queries walk first (this table's and the 2-bit one's).
 //!
 //! The walks step a group at a time where they can: the search back to the cluster start and
 //! over whole runs tests one status bit in every lane with one mask, and a lookup compares its
@@ -231,6 +233,49 @@ pub(crate) fn lookup<S: GroupSource>(
     };
     let found = run_holds(cursor, remainder)?;
     Some((found, Some(cluster_start)))
+}
+
+/// What a query's walk without locks saw, for the concurrent filters whose queries walk first
+/// and lock only if they must (`LocallyLockedQf`, which walks back to a cluster start, and
+/// `TwoBitQf`, which walks back to the empty slot left of a supercluster).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct UnlockedWalk {
+    /// Whether the walk found the remainder in what it read as the run of the quotient.
+    pub(crate) found: bool,
+    /// Whether the walk read only the canonical slot's group, loaded once, so `found` is exact.
+    pub(crate) one_group: bool,
+    /// Where the walk went back to (cluster start or boundary), if it got that far.
+    pub(crate) start: Option<usize>,
+}
+
+impl UnlockedWalk {
+    /// The walk whose lookup gave `lookup` (the answer and where it went back to, `None` if it
+    /// could not finish), from a cursor that started in `canonical_group` and ended at `cursor`.
+    /// The walk went back no further than its start and forward no further than where it
+    /// stopped, and a cursor loads a group only on entering it: so it read one group if both
+    /// lie in the canonical one (or it never left the canonical slot).
+    #[inline(always)]
+    pub(crate) fn new<S: GroupSource>(
+        lookup: Option<(bool, Option<usize>)>,
+        canonical_group: usize,
+        cursor: &Cursor<'_, S>,
+    ) -> Self {
+        let Some((found, start)) = lookup else {
+            return UnlockedWalk {
+                found: false,
+                one_group: false,
+                start: None,
+            };
+        };
+        let one_group = start.is_none_or(|start| {
+            cursor.layout().locate(start).0 == canonical_group && cursor.group() == canonical_group
+        });
+        UnlockedWalk {
+            found,
+            one_group,
+            start,
+        }
+    }
 }
 
 /// Whether the run that starts under the cursor holds `remainder`. The cursor is left in the

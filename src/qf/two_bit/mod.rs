@@ -95,6 +95,7 @@ use crate::hash::{hash_key, low_mask, Fingerprint};
 use crate::storage::{Cursor, Guarded, Preview, Recorder, Rewriter};
 use crate::sync::{Ordering, Waiter};
 
+use crate::qf::walk::UnlockedWalk;
 use table::{element, is_filled, TwoBitTable, LOCK, OCCUPIED};
 use walk::{InsertPlan, InsertStep, RunSearch};
 
@@ -387,28 +388,11 @@ impl TwoBitQf {
         quotient: usize,
         remainder: u64,
     ) -> UnlockedWalk {
-        let slots = &self.table.slots;
         // Acquire: pairs with the Release of the writers that published the groups.
         let mut cursor = Cursor::over(recorder, quotient, Ordering::Acquire);
         let canonical_group = cursor.group();
-        let Some((found, boundary)) = walk::lookup(&mut cursor, quotient, remainder) else {
-            return UnlockedWalk {
-                found: false,
-                one_group: false,
-                boundary: None,
-            };
-        };
-        // The walk went back no further than the boundary and forward no further than where it
-        // stopped, and the cursor loads a group only on entering it.
-        let one_group = boundary.is_none_or(|boundary| {
-            slots.layout().locate(boundary).0 == canonical_group
-                && cursor.group() == canonical_group
-        });
-        UnlockedWalk {
-            found,
-            one_group,
-            boundary,
-        }
+        let lookup = walk::lookup(&mut cursor, quotient, remainder);
+        UnlockedWalk::new(lookup, canonical_group, &cursor)
     }
 
     /// The query: the walk without locks answers if it read one group, or if it found the
@@ -421,9 +405,7 @@ impl TwoBitQf {
             if walk.one_group || (walk.found && unlocked_hits) {
                 return walk.found;
             }
-            let seen = walk
-                .boundary
-                .map(|boundary| (boundary, &recorder, walk.found));
+            let seen = walk.start.map(|boundary| (boundary, &recorder, walk.found));
             if let Some(found) = self.locked_query(quotient, remainder, seen) {
                 return found;
             }
@@ -730,16 +712,6 @@ impl std::fmt::Debug for TwoBitQf {
     }
 }
 
-/// What a query's walk without locks saw ([`TwoBitQf::walk_without_locks`]).
-struct UnlockedWalk {
-    /// Whether the walk found the remainder in what it read as the run of the quotient.
-    found: bool,
-    /// Whether the walk read only the canonical slot's group, so `found` is exact.
-    one_group: bool,
-    /// Where the walk saw the boundary left of the supercluster, if it got that far.
-    boundary: Option<usize>,
-}
-
 /// A fast-path insert whose CAS lost: the group as it is now, and the slots the insert read.
 #[derive(Debug, PartialEq, Eq)]
 struct Lost {
@@ -781,7 +753,7 @@ mod tests {
         let misread = walk_without_locks(&torn, 4, 7);
         assert!(misread.found, "the stale copy reads as quotient 3's run");
         assert!(!misread.one_group);
-        assert_eq!(misread.boundary, Some(1));
+        assert_eq!(misread.start, Some(1));
         let inside = walk_without_locks(&torn, 2, 1);
         assert!(inside.found && inside.one_group);
         let unoccupied = walk_without_locks(&torn, 6, 7);
