@@ -435,8 +435,8 @@ impl SlotArray {
     /// slot `index`'s group (a hint, as [`prefetch`](Self::prefetch)). A quotient-filter walk
     /// from a canonical slot goes left to its cluster start and right through the runs, so at
     /// high fill it often leaves the canonical line; loading the neighbours alongside the
-    /// canonical line overlaps those misses instead of chaining them (measured in the README's
-    /// performance section, "after prefetching the neighbouring cache lines").
+    /// canonical line overlaps those misses instead of chaining them (measured in
+    /// `docs/performance-history.md`, "after prefetching the neighbouring cache lines").
     #[inline]
     pub(crate) fn prefetch_neighbour_lines(&self, index: usize) {
         const GROUPS_PER_LINE: usize = 64 / std::mem::size_of::<AtomicU64>();
