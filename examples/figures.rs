@@ -10,7 +10,9 @@
 //!   (r = 10 + 3 bits, load cap raised to 72%),
 //!   `AtomicBloomFilter` and `fastbloom`'s atomic Bloom filter (both with the r = 10 table's
 //!   memory and 4 hash functions), `CountingQf` (with `qfilter`'s r + 1 bits). The concurrent part is generic over `conqf::Filter`, so each
-//!   concurrent filter joins with one line in [`fig2`].
+//!   concurrent filter joins with one line in [`fig2`]. The lines are measured in rounds (every
+//!   line once per round, medians over the rounds), so the ratios between lines of one run are
+//!   not skewed by a slow spell of the machine.
 //! * `fig3`: paper 000 Figure 3, single-threaded throughput against fill degree (every 10% up to
 //!   90%; `LinearProbingQf` up to its 70% cap) for `SequentialQf`, `qfilter`, `LocallyLockedQf`,
 //!   `ExternallyLockedQf`, `TwoBitQf`, `LinearProbingQf`, `AtomicBloomFilter` and `CountingQf`
@@ -334,17 +336,34 @@ struct Report {
 /// The phases of Figure 2, in table order.
 const FIG2_PHASES: [&str; 3] = ["insert", "lookup_negative", "lookup_positive"];
 
+/// One line of Figure 2: a filter at one thread count, measured once per round.
+struct Fig2Line<'a> {
+    filter: &'static str,
+    threads: usize,
+    /// Builds an empty filter and runs the three phases on it once; `Err` if it cannot be built.
+    measure: Box<dyn Fn() -> Result<Fig2Run, Error> + 'a>,
+    runs: Vec<Fig2Run>,
+    /// Set when the filter could not be built: the line is left out.
+    skipped: bool,
+}
+
 /// Shared state of the Figure 2 experiment.
+///
+/// The lines are measured in rounds: each round runs every line once, in table order, and each
+/// row holds the median of its line's rounds. A slow spell of a shared machine then touches every
+/// line alike instead of the few measured during it, so the ratios between lines of one run
+/// (the speedups, and the issue targets in the README) compare like with like.
 struct Fig2<'a> {
     options: &'a Options,
-    positives: Vec<u64>,
-    negatives: Vec<u64>,
+    positives: &'a [u64],
+    negatives: &'a [u64],
+    lines: Vec<Fig2Line<'a>>,
     /// `SequentialQf` on one thread, operations per second per phase: the speedup baseline.
     baseline: [f64; 3],
     report: &'a mut Report,
 }
 
-impl Fig2<'_> {
+impl<'a> Fig2<'a> {
     /// Records the median of `runs` as three rows.
     fn record(&mut self, filter: &str, threads: usize, runs: &[Fig2Run]) -> [f64; 3] {
         let times = [
@@ -397,42 +416,70 @@ impl Fig2<'_> {
         ops
     }
 
-    /// A single-threaded table on one thread, called directly.
-    fn sequential<T: SeqTable>(&mut self, name: &str, make: impl Fn() -> T) {
-        progress(format_args!(
-            "fig2: {name}, 1 thread, {}",
-            plural(self.options.repetitions, "repetition")
-        ));
-        let runs: Vec<Fig2Run> = (0..self.options.repetitions)
-            .map(|_| fig2_sequential(&mut make(), &self.positives, &self.negatives))
-            .collect();
-        self.record(name, 1, &runs);
+    /// Adds a single-threaded table on one thread, called directly.
+    fn sequential<T: SeqTable>(&mut self, filter: &'static str, make: impl Fn() -> T + 'a) {
+        let (positives, negatives) = (self.positives, self.negatives);
+        self.lines.push(Fig2Line {
+            filter,
+            threads: 1,
+            measure: Box::new(move || Ok(fig2_sequential(&mut make(), positives, negatives))),
+            runs: Vec::new(),
+            skipped: false,
+        });
     }
 
-    /// A concurrent filter at every thread count; `make` builds an empty one.
-    fn concurrent<F: Filter>(&mut self, name: &str, make: impl Fn() -> Result<F, Error>) {
-        for &threads in &self.options.threads.clone() {
-            progress(format_args!(
-                "fig2: {name}, {}, {}",
-                plural(threads, "thread"),
-                plural(self.options.repetitions, "repetition")
-            ));
-            let mut runs = Vec::new();
-            for _ in 0..self.options.repetitions {
-                match make() {
-                    Ok(filter) => runs.push(fig2_concurrent(
-                        &filter,
-                        &self.positives,
-                        &self.negatives,
-                        threads,
-                    )),
+    /// Adds a concurrent filter at every thread count; `make` builds an empty one.
+    fn concurrent<F: Filter>(
+        &mut self,
+        filter: &'static str,
+        make: impl Fn() -> Result<F, Error> + 'a,
+    ) {
+        let (positives, negatives) = (self.positives, self.negatives);
+        let make = std::rc::Rc::new(make);
+        for &threads in &self.options.threads {
+            let make = std::rc::Rc::clone(&make);
+            self.lines.push(Fig2Line {
+                filter,
+                threads,
+                measure: Box::new(move || {
+                    make().map(|built| fig2_concurrent(&built, positives, negatives, threads))
+                }),
+                runs: Vec::new(),
+                skipped: false,
+            });
+        }
+    }
+
+    /// Measures every line once per round, then records each line's median as three rows; the
+    /// first line is the speedup baseline.
+    fn measure(&mut self) {
+        let rounds = self.options.repetitions;
+        for round in 1..=rounds {
+            for line in self.lines.iter_mut().filter(|line| !line.skipped) {
+                progress(format_args!(
+                    "fig2: round {round} of {rounds}: {}, {}",
+                    line.filter,
+                    plural(line.threads, "thread")
+                ));
+                match (line.measure)() {
+                    Ok(run) => line.runs.push(run),
                     Err(error) => {
-                        eprintln!("fig2: {name} could not be built: {error}; skipped");
-                        return;
+                        eprintln!("fig2: {} could not be built: {error}; skipped", line.filter);
+                        line.skipped = true;
                     }
                 }
             }
-            self.record(name, threads, &runs);
+        }
+        let lines = std::mem::take(&mut self.lines);
+        for (i, line) in lines.iter().filter(|line| !line.skipped).enumerate() {
+            let ops = self.record(line.filter, line.threads, &line.runs);
+            if i == 0 {
+                self.baseline = ops;
+                let first = self.report.rows.len() - ops.len();
+                for row in &mut self.report.rows[first..] {
+                    row.speedup = Some(1.0);
+                }
+            }
         }
     }
 }
@@ -444,52 +491,52 @@ fn fig2(options: &Options, report: &mut Report) -> PlotFn {
     let r = REMAINDER_BITS;
     let items = items_at(q, FIG2_FILL);
     progress(format_args!("fig2: hashing 2 x {items} keys"));
+    let positives = key_hashes(common::POSITIVE_KEYS, items);
+    let negatives = key_hashes(common::NEGATIVE_KEYS, items);
+    // The Bloom filters get the memory of the r = 10 quotient filter and 4 hash functions
+    // (paper 000 §5).
+    let bytes = SequentialQf::with_bits(q, r)
+        .expect("valid parameters")
+        .memory_bytes();
     let mut fig = Fig2 {
         options,
-        positives: key_hashes(common::POSITIVE_KEYS, items),
-        negatives: key_hashes(common::NEGATIVE_KEYS, items),
+        positives: &positives,
+        negatives: &negatives,
+        lines: Vec::new(),
         baseline: [0.0; 3],
         report,
     };
     let first_row = fig.report.rows.len();
 
     // The baseline first: every speedup is over it.
-    fig.sequential("SequentialQf", || {
+    fig.sequential("SequentialQf", move || {
         SequentialQf::with_bits(q, r).expect("valid parameters")
     });
-    let baseline_rows = &fig.report.rows[first_row..];
-    fig.baseline = [0, 1, 2].map(|i| baseline_rows[i].ops_per_sec);
-    for row in &mut fig.report.rows[first_row..] {
-        row.speedup = Some(1.0);
-    }
-    fig.sequential("qfilter", || qfilter_like(q, r));
-
-    // The Bloom filters get the memory of the r = 10 quotient filter and 4 hash functions
-    // (paper 000 §5).
-    let bytes = SequentialQf::with_bits(q, r)
-        .expect("valid parameters")
-        .memory_bytes();
+    fig.sequential("qfilter", move || qfilter_like(q, r));
 
     // The concurrent filters: one line each.
-    fig.concurrent("SequentialQf+Mutex", || {
+    fig.concurrent("SequentialQf+Mutex", move || {
         SequentialQf::with_bits(q, r).map(Locked::new)
     });
-    fig.concurrent("qfilter+Mutex", || Ok(Locked::new(qfilter_like(q, r))));
-    fig.concurrent("LocallyLockedQf", || LocallyLockedQf::with_bits(q, r));
-    fig.concurrent("ExternallyLockedQf", || ExternallyLockedQf::with_bits(q, r));
-    fig.concurrent("TwoBitQf", || TwoBitQf::with_bits(q, r));
-    fig.concurrent("LinearProbingQf", || {
+    fig.concurrent("qfilter+Mutex", move || Ok(Locked::new(qfilter_like(q, r))));
+    fig.concurrent("LocallyLockedQf", move || LocallyLockedQf::with_bits(q, r));
+    fig.concurrent("ExternallyLockedQf", move || {
+        ExternallyLockedQf::with_bits(q, r)
+    });
+    fig.concurrent("TwoBitQf", move || TwoBitQf::with_bits(q, r));
+    fig.concurrent("LinearProbingQf", move || {
         LinearProbingQf::builder()
             .max_load(FIG2_FILL)
             .build_with_bits(q, r + 3)
     });
-    fig.concurrent("AtomicBloomFilter", || {
+    fig.concurrent("AtomicBloomFilter", move || {
         AtomicBloomFilter::with_memory(bytes, 4)
     });
-    fig.concurrent("fastbloom", || Ok(FastBloom::with_memory(bytes, 4)));
+    fig.concurrent("fastbloom", move || Ok(FastBloom::with_memory(bytes, 4)));
     // With the qfilter peer's parameters (2^q slots of r + 1 bits, the same false-positive
     // rate), so the two rank-and-select filters compare like for like.
-    fig.concurrent("CountingQf", || CountingQf::with_bits(q, r + 1));
+    fig.concurrent("CountingQf", move || CountingQf::with_bits(q, r + 1));
+    fig.measure();
 
     fig.report.rows.extend(limits(
         "fig2",
