@@ -439,10 +439,26 @@ impl SlotArray {
     /// `docs/performance-history.md`, "after prefetching the neighbouring cache lines").
     #[inline]
     pub(crate) fn prefetch_neighbour_lines(&self, index: usize) {
-        const GROUPS_PER_LINE: usize = 64 / std::mem::size_of::<AtomicU64>();
         let (group, _) = self.layout.locate(index.min(self.slots - 1));
+        self.prefetch_lines_around(group);
+    }
+
+    /// [`prefetch_neighbour_lines`](Self::prefetch_neighbour_lines) of a located group.
+    #[inline]
+    fn prefetch_lines_around(&self, group: usize) {
+        const GROUPS_PER_LINE: usize = 64 / std::mem::size_of::<AtomicU64>();
         prefetch_word(&self.groups[group.saturating_sub(GROUPS_PER_LINE)]);
         prefetch_word(&self.groups[(group + GROUPS_PER_LINE).min(self.groups.len() - 1)]);
+    }
+
+    /// [`cursor`](Self::cursor) after [`prefetch_neighbour_lines`](Self::prefetch_neighbour_lines),
+    /// locating the slot once for both: how a walk from a canonical slot starts.
+    #[inline]
+    pub(crate) fn cursor_prefetching(&self, index: usize, order: Ordering) -> Cursor<'_> {
+        let located = self.layout.locate(index);
+        self.prefetch_lines_around(located.0);
+        let word = self.load_group(located.0, order);
+        Cursor::located(self, index, located, word, order, false)
     }
 
     /// Reads slot `index` with the given ordering.

@@ -119,8 +119,12 @@ impl SequentialQf {
     /// Whether the fingerprint of `hash` is stored.
     pub fn contains_hash(&self, hash: u64) -> bool {
         let (quotient, remainder) = self.table.fingerprint(hash);
-        self.table.slots.prefetch_neighbour_lines(quotient);
-        self.contains_fingerprint(quotient, remainder)
+        // Relaxed: reads of a table no other thread writes (`&mut self` for every write).
+        let mut cursor = self
+            .table
+            .slots
+            .cursor_prefetching(quotient, Ordering::Relaxed);
+        walk::lookup(&mut cursor, remainder).is_some_and(|(found, _)| found)
     }
 
     /// Whether `(quotient, remainder)` is stored: [`contains_hash`](Self::contains_hash) after
@@ -143,9 +147,11 @@ impl SequentialQf {
             remainder,
         } = self.fingerprint(hash);
         let quotient = quotient as usize;
-        self.table.slots.prefetch_neighbour_lines(quotient);
         // Relaxed: `&mut self`, so no other thread touches the table.
-        let mut cursor = self.table.slots.cursor(quotient, Ordering::Relaxed);
+        let mut cursor = self
+            .table
+            .slots
+            .cursor_prefetching(quotient, Ordering::Relaxed);
         let Some(Some(plan)) = walk::plan_remove(&mut cursor, quotient, remainder) else {
             return Ok(false);
         };
@@ -184,9 +190,11 @@ impl SequentialQf {
 
     pub(crate) fn insert_fingerprint(&mut self, fingerprint: Fingerprint) -> Result<bool, Error> {
         let quotient = fingerprint.quotient as usize;
-        self.table.slots.prefetch_neighbour_lines(quotient);
         // Relaxed: `&mut self`, so no other thread touches the table.
-        let mut cursor = self.table.slots.cursor(quotient, Ordering::Relaxed);
+        let mut cursor = self
+            .table
+            .slots
+            .cursor_prefetching(quotient, Ordering::Relaxed);
         let plan = match walk::plan_insert(&mut cursor, quotient, fingerprint.remainder) {
             Some(InsertStep::Duplicate { .. }) => return Ok(false),
             Some(InsertStep::Place(plan)) if plan.end + 1 < self.table.slots.len() => plan,
