@@ -65,7 +65,7 @@ use std::hash::Hash;
 use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter, Full, Remove};
 use crate::hash::hash_key;
-use crate::storage::{Commit, Preview, Rewriter, SlotArray};
+use crate::storage::{Commit, Cursor, Preview, Rewriter, SlotArray};
 use crate::sync::{Ordering, Waiter};
 
 use super::scan::Fingerprints;
@@ -231,7 +231,8 @@ impl LocallyLockedQf {
     /// ```
     pub fn contains_hash_locked(&self, hash: u64) -> bool {
         let (quotient, remainder) = self.fingerprint(hash);
-        self.contains_trusting(quotient, remainder, false)
+        let walk = self.walk_without_locks(quotient, remainder);
+        self.contains_trusting(quotient, remainder, false, walk)
     }
 
     /// [`contains_hash_locked`](Self::contains_hash_locked) for a key.
@@ -493,7 +494,16 @@ impl LocallyLockedQf {
     #[inline]
     fn walk_without_locks(&self, quotient: usize, remainder: u64) -> UnlockedWalk {
         // Acquire: pairs with the Release of the writers that published the groups.
-        let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
+        Self::walk_from(
+            self.table.slots.cursor(quotient, Ordering::Acquire),
+            remainder,
+        )
+    }
+
+    /// [`walk_without_locks`](Self::walk_without_locks) from a cursor on the canonical slot
+    /// that loaded its group with `Acquire`.
+    #[inline(always)]
+    fn walk_from(mut cursor: Cursor<'_>, remainder: u64) -> UnlockedWalk {
         let canonical_group = cursor.group();
         let lookup = walk::lookup(&mut cursor, remainder);
         UnlockedWalk::new(lookup, canonical_group, &cursor)
@@ -637,8 +647,17 @@ impl Filter for LocallyLockedQf {
 
     fn contains_hash(&self, hash: u64) -> bool {
         let (quotient, remainder) = self.fingerprint(hash);
-        self.table.slots.prefetch_neighbour_lines(quotient);
-        self.contains_fingerprint(quotient, remainder)
+        // Acquire: pairs with the Release of the writers that published the groups.
+        let cursor = self
+            .table
+            .slots
+            .cursor_prefetching(quotient, Ordering::Acquire);
+        self.contains_trusting(
+            quotient,
+            remainder,
+            true,
+            Self::walk_from(cursor, remainder),
+        )
     }
 
     fn len(&self) -> usize {
@@ -681,21 +700,30 @@ impl LocallyLockedQf {
     /// over several groups, so a successful query writes nothing.
     #[inline]
     pub(crate) fn contains_fingerprint(&self, quotient: usize, remainder: u64) -> bool {
-        self.contains_trusting(quotient, remainder, true)
+        let walk = self.walk_without_locks(quotient, remainder);
+        self.contains_trusting(quotient, remainder, true, walk)
     }
 
-    /// The query: the walk without locks answers if it read one group, or if it found the
-    /// remainder and `unlocked_hits` trusts that; otherwise the locked query does (Blocks G-I).
+    /// The query, given its first walk without locks: a walk answers if it read one group, or
+    /// if it found the remainder and `unlocked_hits` trusts that; otherwise the locked query
+    /// does (Blocks G-I), and if the cluster changed under it, a new walk and so on.
     #[inline(always)]
-    fn contains_trusting(&self, quotient: usize, remainder: u64, unlocked_hits: bool) -> bool {
+    fn contains_trusting(
+        &self,
+        quotient: usize,
+        remainder: u64,
+        unlocked_hits: bool,
+        first_walk: UnlockedWalk,
+    ) -> bool {
+        let mut walk = first_walk;
         loop {
-            let walk = self.walk_without_locks(quotient, remainder);
             if walk.one_group || (walk.found && unlocked_hits) {
                 return walk.found;
             }
             if let Some(found) = self.locked_query(quotient, remainder, walk.start) {
                 return found;
             }
+            walk = self.walk_without_locks(quotient, remainder);
         }
     }
 
