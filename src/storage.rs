@@ -1129,6 +1129,29 @@ mod tests {
     }
 
     #[test]
+    fn a_prefetching_cursor_reads_what_a_plain_cursor_reads() {
+        for (bits, slots) in [(13, 1), (13, 4), (13, 33), (13, 200), (64, 9), (3, 1000)] {
+            let mut array = SlotArray::new(bits, slots).unwrap();
+            let mask = low_mask(bits);
+            for index in 0..slots {
+                array.set_exclusive(
+                    index,
+                    (index as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) & mask,
+                );
+            }
+            for index in 0..slots {
+                let plain = array.cursor(index, Ordering::Relaxed);
+                let prefetching = array.cursor_prefetching(index, Ordering::Relaxed);
+                assert_eq!(
+                    (prefetching.index(), prefetching.group(), prefetching.slot()),
+                    (plain.index(), plain.group(), plain.slot()),
+                    "bits {bits}, slot {index} of {slots}"
+                );
+            }
+        }
+    }
+
+    #[test]
     fn the_lane_of_a_bit_matches_division_for_every_width() {
         for bits in 1..=64 {
             let layout = SlotLayout::new(bits);
