@@ -2076,6 +2076,8 @@ mod tests {
             plots.display()
         ));
         opts.quotient_bits = 10;
+        // Two rounds, so Figure 2 takes medians over rounds of every line.
+        opts.repetitions = 2;
         let rows = run(&opts).expect("the run succeeds");
         let text = std::fs::read_to_string(&path).expect("the CSV file exists");
         let svgs = ["fig2.svg", "fig3.svg", "fig4.svg", "cuckoo.svg"].map(|name| {
@@ -2178,6 +2180,21 @@ mod tests {
                     phase == "lookup_negative",
                     "{filter} {phase}"
                 );
+            }
+        }
+        // Figure 2's rounds: the baseline's speedup over itself is exactly 1, and every other
+        // filter row is a finite speedup over it (the baseline is recorded before them).
+        for row in rows
+            .iter()
+            .filter(|row| row.figure == "fig2" && row.filter != "limit")
+        {
+            let speedup = row
+                .speedup
+                .unwrap_or_else(|| panic!("{} {}", row.filter, row.phase));
+            if row.filter == "SequentialQf" {
+                assert_eq!(speedup, 1.0);
+            } else {
+                assert!(speedup > 0.0 && speedup.is_finite(), "{}", row.filter);
             }
         }
         // The cuckoo baselines' speedups over themselves are exactly 1, at every thread count.
@@ -2292,6 +2309,8 @@ mod tests {
             plots.display()
         ));
         opts.quotient_bits = 10;
+        // Two rounds, so Figure 2 takes medians over rounds of every line.
+        opts.repetitions = 2;
         let rows = run(&opts).expect("the run succeeds");
         let text = std::fs::read_to_string(&path).expect("the CSV file exists");
         let svg = std::fs::read_to_string(plots.join("bulk.svg")).expect("the plot exists");
