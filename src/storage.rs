@@ -28,8 +28,13 @@ pub(crate) struct SlotLayout {
     bits: u32,
     /// Slots per 64-bit group: `floor(64 / bits)`.
     per_group: u32,
-    /// `ceil(2^64 / per_group)`: `i / per_group == (i * magic) >> 64` for `i < 2^58`.
+    /// `ceil(2^64 / per_group)`: `i / per_group == (i * magic) >> 64` for `i < 2^58`. 0 when
+    /// `per_group` is a power of two, which [`locate`](Self::locate) divides by a shift.
     magic: u64,
+    /// `log2(per_group)` when `per_group` is a power of two (1, 2, 4, 8, 16, 32 or 64 slots: every
+    /// width from 13 to 16 bits, the 3-status-bit filter's with 10 to 13 remainder bits), else
+    /// unused.
+    group_shift: u32,
     /// Bit 0 of every lane: precomputed, since every walk starts from it and [`lanes`](Self::lanes)
     /// multiplies by it.
     lane_lsb: u64,
@@ -47,9 +52,9 @@ impl SlotLayout {
     pub(crate) const fn new(bits: u32) -> Self {
         assert!(bits >= 1 && bits <= 64, "slot width out of range");
         let per_group = 64 / bits;
-        // ceil(2^64 / d) for d >= 2 is floor((2^64 - 1) / d) + 1. For d == 1 the reciprocal
-        // would be 2^64; `locate` special-cases it instead.
-        let magic = if per_group == 1 {
+        // ceil(2^64 / d) for d >= 2 is floor((2^64 - 1) / d) + 1. Powers of two (d == 1 among
+        // them, whose reciprocal would be 2^64) are divided by a shift instead.
+        let magic = if per_group.is_power_of_two() {
             0
         } else {
             u64::MAX / per_group as u64 + 1
@@ -64,6 +69,7 @@ impl SlotLayout {
             bits,
             per_group,
             magic,
+            group_shift: per_group.trailing_zeros(),
             lane_lsb,
             lane_magic: (1u32 << 16).div_ceil(bits),
         }
@@ -97,8 +103,11 @@ impl SlotLayout {
     #[inline]
     pub(crate) fn locate(&self, index: usize) -> (usize, u32) {
         debug_assert!(index < MAX_SLOTS);
-        if self.per_group == 1 {
-            return (index, 0);
+        if self.magic == 0 {
+            // A power of two: one shift and one mask, shorter than the multiply on the path from
+            // the hash to the first load of every operation.
+            let offset = index as u32 & (self.per_group - 1);
+            return (index >> self.group_shift, offset);
         }
         let group = ((index as u128 * self.magic as u128) >> 64) as usize;
         let offset = (index - group * self.per_group as usize) as u32;

@@ -8,6 +8,7 @@ pub(crate) mod growing;
 pub(crate) mod level_reads;
 pub(crate) mod linear_probing;
 pub(crate) mod locally_locked;
+pub(crate) mod rank_select;
 pub(crate) mod region_locks;
 pub(crate) mod scan;
 pub(crate) mod sequential;

@@ -16,6 +16,7 @@
 //! [`LaneFields`] that the cuckoo table also uses).
 
 use crate::hash::low_mask;
+use crate::qf::rank_select::popcount;
 use crate::storage::{Commit, Cursor, GroupSource, LaneFields, Rewriter};
 
 use super::slot::{Slot, OCCUPIED, READ_LOCK, STATUS_BITS};
@@ -76,13 +77,13 @@ pub(crate) fn back_to_cluster_start<S: GroupSource>(
             let from_start = !low_mask(start_bit - 2);
             let occupied = word & lsb & low_mask(count_below) & from_start;
             let starts = run_starts & low_mask(search_below) & from_start;
-            counts.runs_before += occupied.count_ones() as usize;
-            counts.run_starts += starts.count_ones() as usize;
+            counts.runs_before += popcount(occupied) as usize;
+            counts.run_starts += popcount(starts) as usize;
             cursor.jump_to_bit(start_bit);
             return Some(counts);
         }
-        counts.runs_before += (word & lsb & low_mask(count_below)).count_ones() as usize;
-        counts.run_starts += (run_starts & low_mask(search_below)).count_ones() as usize;
+        counts.runs_before += popcount(word & lsb & low_mask(count_below)) as usize;
+        counts.run_starts += popcount(run_starts & low_mask(search_below)) as usize;
         if !cursor.enter_previous_group() {
             return None;
         }
@@ -106,7 +107,7 @@ pub(crate) fn skip_runs<S: GroupSource>(cursor: &mut Cursor<'_, S>, runs: usize)
     loop {
         let word = unlocked_word(cursor.word(), lsb);
         let boundaries = !word & continuation_lanes & !low_mask(after);
-        let found = boundaries.count_ones();
+        let found = popcount(boundaries);
         if found >= remaining {
             cursor.jump_to_nth_bit(boundaries, remaining);
             return Some(());

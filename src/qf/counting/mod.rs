@@ -2,7 +2,6 @@
 //! (paper 004 §III-B; paper 000 §2.2, "(Counting) Quotient Filter Using Rank-and-Select"), made
 //! concurrent with region locks as in Pandey et al.'s multi-threaded CQF.
 //!
-//! * [`rank_select`]: `rank` and `select` on one word (BMI2 `pdep` when present).
 //! * [`blocks`]: blocks of 64 slots (`occupieds`, `runends`, 64 packed remainders) and their
 //!   8-bit offsets; the [`View`] that records which blocks an operation touched.
 //! * [`counter_code`]: how a remainder and its count are stored in consecutive slots.
@@ -15,7 +14,6 @@ pub(crate) mod blocks;
 mod check;
 pub(crate) mod counter_code;
 pub(crate) mod locks;
-mod rank_select;
 pub(crate) mod runs;
 
 use std::hash::Hash;

@@ -21,8 +21,8 @@
 
 use super::blocks::{BlockReader, BlockSource, View, BLOCK_SLOTS, SPILL_SATURATED};
 use super::counter_code::{self, MAX_ENTRY_SLOTS};
-use super::rank_select::{popcount, rank, select};
 use crate::hash::low_mask;
+use crate::qf::rank_select::{popcount, rank, select};
 
 /// The table read as inconsistent (a concurrent writer), or full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,6 +14,7 @@
 //! A locked empty slot reads as empty everywhere here.
 
 use crate::hash::low_mask;
+use crate::qf::rank_select::popcount;
 use crate::storage::{Commit, Cursor, GroupSource, Rewriter};
 
 pub(crate) use super::super::walk::RunSearch;
@@ -99,8 +100,8 @@ pub(crate) fn seek_run<S: GroupSource>(
             lanes
         };
         // Bit 0 of a lane is its occupied bit, bit 1 its new-run bit; every lane here is filled.
-        occupied_before += (word & before).count_ones() as usize;
-        runs_before += ((word >> 1) & before).count_ones() as usize;
+        occupied_before += popcount(word & before) as usize;
+        runs_before += popcount((word >> 1) & before) as usize;
         if at_quotient {
             cursor.jump_to_bit(quotient_bit);
             break;
@@ -130,7 +131,7 @@ pub(crate) fn seek_run<S: GroupSource>(
             window & low_mask(unfilled.trailing_zeros())
         };
         let starts = (word >> 1) & filled;
-        let found = starts.count_ones() as usize;
+        let found = popcount(starts) as usize;
         if found >= runs_to_pass {
             // At most `found <= 64` here, so the count fits.
             cursor.jump_to_nth_bit(starts, runs_to_pass as u32);

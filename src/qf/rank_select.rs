@@ -1,6 +1,8 @@
-//! Rank and select on one 64-bit word: the bit tricks behind the rank-and-select quotient
-//! filter's run lookup (paper 004 §III-B; paper 000 §2.2, "(Counting) Quotient Filter Using
-//! Rank-and-Select").
+//! Population count, rank and select on one 64-bit word: the bit tricks behind the
+//! rank-and-select quotient filter's run lookup (paper 004 §III-B; paper 000 §2.2, "(Counting)
+//! Quotient Filter Using Rank-and-Select"). The 3-status-bit and 2-bit walks (`walk`,
+//! `two_bit::walk`) count status bits a group at a time with the same [`popcount`]: compiled for
+//! the baseline x86-64 CPU, `u64::count_ones` is a dozen-instruction bit-twiddling sequence.
 //!
 //! `rank` is a masked population count and `select` a BMI2 `pdep` followed by `tzcnt`, when the
 //! CPU has `popcnt` and BMI2; otherwise a portable bit count and a broadword byte search. The CPU
