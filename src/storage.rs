@@ -464,10 +464,22 @@ impl SlotArray {
     /// locating the slot once for both: how a walk from a canonical slot starts.
     #[inline]
     pub(crate) fn cursor_prefetching(&self, index: usize, order: Ordering) -> Cursor<'_> {
+        self.cursor_prefetching_over(self, index, order)
+    }
+
+    /// [`cursor_prefetching`](Self::cursor_prefetching) of a cursor that loads through `source`,
+    /// a view of this array.
+    #[inline(always)]
+    fn cursor_prefetching_over<'s, S: GroupSource>(
+        &self,
+        source: &'s S,
+        index: usize,
+        order: Ordering,
+    ) -> Cursor<'s, S> {
         let located = self.layout.locate(index);
         self.prefetch_lines_around(located.0);
         let word = self.load_group(located.0, order);
-        Cursor::located(self, index, located, word, order, false)
+        Cursor::located(source, index, located, word, order, false)
     }
 
     /// Reads slot `index` with the given ordering.
@@ -505,6 +517,10 @@ impl SlotArray {
 /// Where a [`Cursor`] loads groups from: the live atomic [`SlotArray`], or words borrowed from
 /// serialised bytes ([`LeWords`]), so the one walk serves both.
 pub(crate) trait GroupSource {
+    /// Whether the groups may hold the lock statuses that the concurrent quotient filters store
+    /// in slots (paper 000 §3.2). The walks read locks through, a few operations per group
+    /// loaded; sources that cannot hold locks ([`AtRest`]) say `false`, and the walks skip that.
+    const MAY_HOLD_LOCKS: bool = true;
     /// The slot layout.
     fn layout(&self) -> &SlotLayout;
     /// Number of slots.
@@ -525,6 +541,44 @@ impl GroupSource for SlotArray {
     #[inline]
     fn load_group(&self, group: usize, order: Ordering) -> u64 {
         SlotArray::load_group(self, group, order)
+    }
+}
+
+/// A [`SlotArray`] that holds no lock statuses: the table of a filter whose writers take
+/// `&mut self` or lock outside the table (`SequentialQf`, `ExternallyLockedQf`), so that walks
+/// over it skip reading locks through (see [`GroupSource::MAY_HOLD_LOCKS`]). Only the locking
+/// filters ever store a lock, and only in their own tables.
+#[derive(Clone, Copy)]
+pub(crate) struct AtRest<'a>(pub(crate) &'a SlotArray);
+
+impl<'a> AtRest<'a> {
+    /// [`SlotArray::cursor`], over this source.
+    #[inline]
+    pub(crate) fn cursor(&self, index: usize, order: Ordering) -> Cursor<'_, Self> {
+        Cursor::over(self, index, order)
+    }
+
+    /// [`SlotArray::cursor_prefetching`], over this source.
+    #[inline]
+    pub(crate) fn cursor_prefetching(&self, index: usize, order: Ordering) -> Cursor<'_, Self> {
+        self.0.cursor_prefetching_over(self, index, order)
+    }
+}
+
+impl GroupSource for AtRest<'_> {
+    const MAY_HOLD_LOCKS: bool = false;
+
+    #[inline]
+    fn layout(&self) -> &SlotLayout {
+        &self.0.layout
+    }
+    #[inline]
+    fn slot_count(&self) -> usize {
+        self.0.slots
+    }
+    #[inline]
+    fn load_group(&self, group: usize, order: Ordering) -> u64 {
+        self.0.load_group(group, order)
     }
 }
 

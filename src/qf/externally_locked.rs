@@ -67,13 +67,12 @@
 
 use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter, Remove};
-use crate::storage::{try_boxed, Commit, Rewriter, SlotArray};
+use crate::storage::{try_boxed, AtRest, Commit, Rewriter, SlotArray};
 use crate::sync::{AtomicBool, Ordering};
 
 use super::region_locks;
 use super::scan::Fingerprints;
 use super::sequential::SequentialQf;
-use super::slot::Slot;
 use super::table::QfTable;
 use super::walk::{self, InsertStep, KEEP_OCCUPIED};
 
@@ -259,6 +258,12 @@ impl ExternallyLockedQf {
         self.table.check(self.len.sum())
     }
 
+    /// The table's slots, which hold no locks: the locks are beside the table.
+    #[inline]
+    fn slots(&self) -> AtRest<'_> {
+        AtRest(&self.table.slots)
+    }
+
     #[inline]
     fn fingerprint(&self, hash: u64) -> (usize, u64) {
         self.table.fingerprint(hash)
@@ -365,7 +370,8 @@ impl Filter for ExternallyLockedQf {
         self.locked(quotient, |held| {
             // Relaxed: the plan is used only if every group it read is in a held region, whose
             // lock's Acquire ordered the last writer's stores before these loads.
-            let mut cursor = self.table.slots.cursor(quotient, Ordering::Relaxed);
+            let slots = self.slots();
+            let mut cursor = slots.cursor(quotient, Ordering::Relaxed);
             let plan = match walk::plan_insert(&mut cursor, quotient, remainder) {
                 Some(InsertStep::Duplicate { cluster_start }) => {
                     let to = cursor.index().max(quotient);
@@ -385,7 +391,7 @@ impl Filter for ExternallyLockedQf {
                 return Walked::Done(Err(Error::Full));
             }
             // Relaxed: reads of held regions, as above.
-            let mut read = self.table.slots.cursor(plan.position, Ordering::Relaxed);
+            let mut read = slots.cursor(plan.position, Ordering::Relaxed);
             let mut rewriter = Rewriter::new(&self.table.slots, UnderLock, KEEP_OCCUPIED);
             walk::shift_in(&mut read, &mut rewriter, &plan, None);
             rewriter.finish();
@@ -400,7 +406,8 @@ impl Filter for ExternallyLockedQf {
         self.table.slots.prefetch_neighbour_lines(quotient);
         self.locked(quotient, |held| {
             // Relaxed: as in `insert_hash`.
-            let mut cursor = self.table.slots.cursor(quotient, Ordering::Relaxed);
+            let slots = self.slots();
+            let mut cursor = slots.cursor(quotient, Ordering::Relaxed);
             match walk::lookup(&mut cursor, remainder) {
                 Some((found, start)) => {
                     let to = cursor.index().max(quotient);
@@ -435,7 +442,8 @@ impl Remove for ExternallyLockedQf {
         self.table.slots.prefetch_neighbour_lines(quotient);
         self.locked(quotient, |held| {
             // Relaxed: as in `insert_hash`.
-            let mut cursor = self.table.slots.cursor(quotient, Ordering::Relaxed);
+            let slots = self.slots();
+            let mut cursor = slots.cursor(quotient, Ordering::Relaxed);
             let plan = match walk::plan_remove(&mut cursor, quotient, remainder) {
                 Some(Some(plan)) => plan,
                 Some(None) => {
@@ -444,8 +452,8 @@ impl Remove for ExternallyLockedQf {
                     // regions both walks read the same slots, so they stop at the same start).
                     let to = cursor.index().max(quotient);
                     // Relaxed: as above.
-                    let mut back = self.table.slots.cursor(quotient, Ordering::Relaxed);
-                    if Slot::unlocked(back.slot()).is_occupied() {
+                    let mut back = slots.cursor(quotient, Ordering::Relaxed);
+                    if walk::slot_at(&back).is_occupied() {
                         walk::back_to_cluster_start(&mut back);
                     }
                     return held.answer(back.index(), to, Ok(false));
@@ -463,11 +471,8 @@ impl Remove for ExternallyLockedQf {
                 return Walked::Read { from, to };
             }
             // Relaxed: reads of held regions, as above.
-            let mut read = self
-                .table
-                .slots
-                .cursor(plan.position + 1, Ordering::Relaxed);
-            let mut occupied = self.table.slots.cursor(quotient, Ordering::Relaxed);
+            let mut read = slots.cursor(plan.position + 1, Ordering::Relaxed);
+            let mut occupied = slots.cursor(quotient, Ordering::Relaxed);
             let mut rewriter = Rewriter::new(&self.table.slots, UnderLock, KEEP_OCCUPIED);
             walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, false);
             rewriter.finish();

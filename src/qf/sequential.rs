@@ -8,7 +8,7 @@ use crate::batch::{self, BuildMethod};
 use crate::filter::{Error, Merge};
 use crate::hash::{hash_key, Fingerprint};
 use crate::sizing;
-use crate::storage::{Exclusive, Rewriter};
+use crate::storage::{AtRest, Exclusive, Rewriter};
 use crate::sync::Ordering;
 
 use super::scan::Fingerprints;
@@ -99,6 +99,12 @@ impl SequentialQf {
         self.table.false_positive_rate(self.len)
     }
 
+    /// The table's slots, which hold no locks: only `&mut self` writes them.
+    #[inline]
+    fn slots(&self) -> AtRest<'_> {
+        AtRest(&self.table.slots)
+    }
+
     fn fingerprint(&self, hash: u64) -> Fingerprint {
         let (quotient, remainder) = self.table.fingerprint(hash);
         Fingerprint {
@@ -120,10 +126,8 @@ impl SequentialQf {
     pub fn contains_hash(&self, hash: u64) -> bool {
         let (quotient, remainder) = self.table.fingerprint(hash);
         // Relaxed: reads of a table no other thread writes (`&mut self` for every write).
-        let mut cursor = self
-            .table
-            .slots
-            .cursor_prefetching(quotient, Ordering::Relaxed);
+        let slots = self.slots();
+        let mut cursor = slots.cursor_prefetching(quotient, Ordering::Relaxed);
         walk::lookup(&mut cursor, remainder).is_some_and(|(found, _)| found)
     }
 
@@ -133,7 +137,8 @@ impl SequentialQf {
     #[inline]
     pub(crate) fn contains_fingerprint(&self, quotient: usize, remainder: u64) -> bool {
         // Relaxed: reads of a table no other thread writes (`&mut self` for every write).
-        let mut cursor = self.table.slots.cursor(quotient, Ordering::Relaxed);
+        let slots = self.slots();
+        let mut cursor = slots.cursor(quotient, Ordering::Relaxed);
         walk::lookup(&mut cursor, remainder).is_some_and(|(found, _)| found)
     }
 
@@ -148,18 +153,13 @@ impl SequentialQf {
         } = self.fingerprint(hash);
         let quotient = quotient as usize;
         // Relaxed: `&mut self`, so no other thread touches the table.
-        let mut cursor = self
-            .table
-            .slots
-            .cursor_prefetching(quotient, Ordering::Relaxed);
+        let slots = self.slots();
+        let mut cursor = slots.cursor_prefetching(quotient, Ordering::Relaxed);
         let Some(Some(plan)) = walk::plan_remove(&mut cursor, quotient, remainder) else {
             return Ok(false);
         };
-        let mut read = self
-            .table
-            .slots
-            .cursor(plan.position + 1, Ordering::Relaxed);
-        let mut occupied = self.table.slots.cursor(quotient, Ordering::Relaxed);
+        let mut read = slots.cursor(plan.position + 1, Ordering::Relaxed);
+        let mut occupied = slots.cursor(quotient, Ordering::Relaxed);
         let mut rewriter = Rewriter::new(&self.table.slots, Exclusive, KEEP_OCCUPIED);
         walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, false);
         rewriter.finish();
@@ -191,17 +191,15 @@ impl SequentialQf {
     pub(crate) fn insert_fingerprint(&mut self, fingerprint: Fingerprint) -> Result<bool, Error> {
         let quotient = fingerprint.quotient as usize;
         // Relaxed: `&mut self`, so no other thread touches the table.
-        let mut cursor = self
-            .table
-            .slots
-            .cursor_prefetching(quotient, Ordering::Relaxed);
+        let slots = self.slots();
+        let mut cursor = slots.cursor_prefetching(quotient, Ordering::Relaxed);
         let plan = match walk::plan_insert(&mut cursor, quotient, fingerprint.remainder) {
             Some(InsertStep::Duplicate { .. }) => return Ok(false),
             Some(InsertStep::Place(plan)) if plan.end + 1 < self.table.slots.len() => plan,
             // The run would reach the last slot, which stays empty.
             _ => return Err(Error::Full),
         };
-        let mut read = self.table.slots.cursor(plan.position, Ordering::Relaxed);
+        let mut read = slots.cursor(plan.position, Ordering::Relaxed);
         let mut rewriter = Rewriter::new(&self.table.slots, Exclusive, KEEP_OCCUPIED);
         walk::shift_in(&mut read, &mut rewriter, &plan, None);
         rewriter.finish();
@@ -306,5 +304,56 @@ impl std::fmt::Debug for SequentialQf {
             .field("remainder_bits", &self.table.remainder_bits)
             .field("len", &self.len)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::hash::remix;
+
+    /// A table at rest reads the same to a walk that skips reading locks through ([`AtRest`]) as
+    /// to one that reads them through: every lookup, insert plan and removal plan agrees over the
+    /// two sources, for every quotient, on tables of several slot widths filled to long clusters.
+    #[test]
+    fn walks_over_a_table_at_rest_agree_with_walks_that_read_locks_through() {
+        for (quotient_bits, remainder_bits, fill) in [(6, 5, 0.9), (8, 10, 0.72), (7, 13, 0.95)] {
+            let mut filter = SequentialQf::with_bits(quotient_bits, remainder_bits).unwrap();
+            let slots = 1usize << quotient_bits;
+            let mut hash = 0x9E37_79B9_7F4A_7C15u64;
+            while (filter.len() as f64) < fill * slots as f64 {
+                hash = remix(hash);
+                filter.insert_hash(hash).unwrap();
+            }
+            let stored: Vec<u64> = filter.fingerprints().map(|f| f.remainder).collect();
+            let remainders: Vec<u64> = stored
+                .iter()
+                .copied()
+                .chain((0..32).map(|i| remix(i) >> (64 - remainder_bits)))
+                .collect();
+            let array = &filter.table.slots;
+            let at_rest = filter.slots();
+            let mut found = 0;
+            for quotient in 0..slots {
+                for &remainder in &remainders {
+                    // Relaxed: one thread.
+                    let plain = || array.cursor(quotient, Ordering::Relaxed);
+                    let skipping = || at_rest.cursor(quotient, Ordering::Relaxed);
+                    let lookup = walk::lookup(&mut plain(), remainder);
+                    assert_eq!(lookup, walk::lookup(&mut skipping(), remainder));
+                    found += usize::from(lookup.is_some_and(|(hit, _)| hit));
+                    assert_eq!(
+                        walk::plan_insert(&mut plain(), quotient, remainder),
+                        walk::plan_insert(&mut skipping(), quotient, remainder),
+                    );
+                    assert_eq!(
+                        walk::plan_remove(&mut plain(), quotient, remainder),
+                        walk::plan_remove(&mut skipping(), quotient, remainder),
+                    );
+                }
+            }
+            // Each stored fingerprint is found at least under its own quotient.
+            assert!(found >= stored.len());
+        }
     }
 }

@@ -1,7 +1,8 @@
 //! The run and cluster logic of the 3-status-bit quotient filter, written once (paper 000 §2.1;
 //! the walk-throughs of paper 003, "Lookup" and "Insertion", and paper 002).
 //!
-//! Everything here reads slots through a [`Cursor`] and decodes them with [`Slot::unlocked`], so
+//! Everything here reads slots through a [`Cursor`] and decodes them with [`Slot::unlocked`]
+//! (unless the cursor's source says it holds no locks, `GroupSource::MAY_HOLD_LOCKS`), so
 //! the same code serves the sequential filter (which never holds locks), the locked paths of the
 //! concurrent filter (which read through its own locks), and the lock-elision fast paths (a
 //! cursor bounded to one atomically loaded group: a walk that would leave the group returns
@@ -24,13 +25,28 @@ use super::slot::{Slot, OCCUPIED, READ_LOCK, STATUS_BITS};
 /// The slot under a cursor, read as the table at rest would hold it.
 #[inline]
 pub(crate) fn slot_at<S: GroupSource>(cursor: &Cursor<'_, S>) -> Slot {
-    Slot::unlocked(cursor.slot())
+    decode::<S>(cursor.slot())
 }
 
-/// A whole group with its locks read through, as [`Slot::unlocked`] does for one slot: in every
-/// lane whose continuation bit is set without the shifted bit, the two low bits flip.
+/// A raw slot of `S` read as the table at rest would hold it: [`Slot::unlocked`], or the slot
+/// as it is if `S` cannot hold locks.
 #[inline]
-fn unlocked_word(word: u64, lane_lsb: u64) -> u64 {
+fn decode<S: GroupSource>(raw: u64) -> Slot {
+    if S::MAY_HOLD_LOCKS {
+        Slot::unlocked(raw)
+    } else {
+        Slot::from_raw(raw)
+    }
+}
+
+/// A whole group of `S` with its locks read through, as [`Slot::unlocked`] does for one slot:
+/// in every lane whose continuation bit is set without the shifted bit, the two low bits flip.
+/// The word itself if `S` cannot hold locks.
+#[inline]
+fn unlocked_word<S: GroupSource>(word: u64, lane_lsb: u64) -> u64 {
+    if !S::MAY_HOLD_LOCKS {
+        return word;
+    }
     let locks = (word >> 1) & !(word >> 2) & lane_lsb;
     word ^ (locks | (locks << 1))
 }
@@ -68,7 +84,7 @@ pub(crate) fn back_to_cluster_start<S: GroupSource>(
         run_starts: 0,
     };
     loop {
-        let word = unlocked_word(cursor.word(), lsb);
+        let word = unlocked_word::<S>(cursor.word(), lsb);
         // Every lane in the walk is filled, so a clear continuation bit marks a run start.
         let run_starts = !(word >> 1) & lsb;
         let unshifted = !word & shifted_lanes & low_mask(search_below);
@@ -105,7 +121,7 @@ pub(crate) fn skip_runs<S: GroupSource>(cursor: &mut Cursor<'_, S>, runs: usize)
     let mut remaining = runs as u32;
     let mut after = cursor.shift() + cursor.slot_bits();
     loop {
-        let word = unlocked_word(cursor.word(), lsb);
+        let word = unlocked_word::<S>(cursor.word(), lsb);
         let boundaries = !word & continuation_lanes & !low_mask(after);
         let found = popcount(boundaries);
         if found >= remaining {
@@ -178,8 +194,8 @@ pub(crate) fn search_run<S: GroupSource>(
     search_run_by(
         cursor,
         remainder,
-        |raw| Slot::unlocked(raw).remainder(),
-        |raw| Slot::unlocked(raw).is_continuation(),
+        |raw| decode::<S>(raw).remainder(),
+        |raw| decode::<S>(raw).is_continuation(),
     )
 }
 
@@ -302,7 +318,7 @@ pub(crate) fn run_holds<S: GroupSource>(
     let mut from = cursor.shift();
     let mut after = from + bits;
     loop {
-        let word = unlocked_word(cursor.word(), lsb);
+        let word = unlocked_word::<S>(cursor.word(), lsb);
         let matches = remainders.equal(word, wanted) & !low_mask(from);
         let ends = !word & continuation_lanes & !low_mask(after);
         if ends != 0 {
@@ -324,9 +340,9 @@ pub(crate) fn run_holds<S: GroupSource>(
 
 /// Moves the cursor to the first empty slot at or after it and returns its index.
 #[inline]
-pub(crate) fn seek_empty(cursor: &mut Cursor<'_>) -> Option<usize> {
+pub(crate) fn seek_empty<S: GroupSource>(cursor: &mut Cursor<'_, S>) -> Option<usize> {
     seek_lane(cursor, |word, lsb| {
-        let word = unlocked_word(word, lsb);
+        let word = unlocked_word::<S>(word, lsb);
         !(word | (word >> 1) | (word >> 2)) & lsb
     })
 }
@@ -336,8 +352,8 @@ pub(crate) fn seek_empty(cursor: &mut Cursor<'_>) -> Option<usize> {
 /// `word` to stop at (other bits clear); each table decodes its own status bits there, so the
 /// scan is written once for both slot formats. `None` if a bounded cursor would leave its group.
 #[inline]
-pub(crate) fn seek_lane(
-    cursor: &mut Cursor<'_>,
+pub(crate) fn seek_lane<S: GroupSource>(
+    cursor: &mut Cursor<'_, S>,
     wanted: impl Fn(u64, u64) -> u64,
 ) -> Option<usize> {
     let lsb = cursor.lane_lsb();
@@ -393,8 +409,8 @@ pub(crate) enum InsertStep {
 /// The plan's `end` is the first empty slot at or after the insert position; the caller checks
 /// it against the table's limit. `None` if the cursor could not move.
 #[inline]
-pub(crate) fn plan_insert(
-    cursor: &mut Cursor<'_>,
+pub(crate) fn plan_insert<S: GroupSource>(
+    cursor: &mut Cursor<'_, S>,
     quotient: usize,
     remainder: u64,
 ) -> Option<InsertStep> {
@@ -442,8 +458,8 @@ pub(crate) fn plan_insert(
 /// the insert position, the new element (then a cluster start) is written read-locked, since
 /// the concurrent filter holds the read lock on that cluster start.
 #[inline]
-pub(crate) fn shift_in<C: Commit>(
-    read: &mut Cursor<'_>,
+pub(crate) fn shift_in<S: GroupSource, C: Commit>(
+    read: &mut Cursor<'_, S>,
     rewriter: &mut Rewriter<'_, C>,
     plan: &InsertPlan,
     locked_start: Option<usize>,
@@ -498,8 +514,8 @@ pub(crate) struct RemovePlan {
 ///
 /// `Some(None)` if it is not stored; `None` if the cursor could not move.
 #[inline]
-pub(crate) fn plan_remove(
-    cursor: &mut Cursor<'_>,
+pub(crate) fn plan_remove<S: GroupSource>(
+    cursor: &mut Cursor<'_, S>,
     quotient: usize,
     remainder: u64,
 ) -> Option<Option<RemovePlan>> {
@@ -535,9 +551,9 @@ pub(crate) fn plan_remove(
 /// `read` is a cursor on `position + 1`, `occupied` one on `quotient`; returns the index of the
 /// slot that became empty.
 #[inline]
-pub(crate) fn shift_out<C: Commit>(
-    read: &mut Cursor<'_>,
-    occupied: &mut Cursor<'_>,
+pub(crate) fn shift_out<S: GroupSource, C: Commit>(
+    read: &mut Cursor<'_, S>,
+    occupied: &mut Cursor<'_, S>,
     rewriter: &mut Rewriter<'_, C>,
     plan: &RemovePlan,
     lock_new_cluster_start: bool,
