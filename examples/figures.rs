@@ -377,15 +377,20 @@ impl<'a> Fig2<'a> {
             self.positives.len(),
         ];
         let last = runs.last().copied().unwrap_or_default();
-        // Keys whose insert failed may be missing; more misses than failures are lost keys.
-        if last.false_negatives > last.failed_inserts {
-            self.report.false_negatives.push(format!(
-                "fig2 {filter} with {}: {} of {} inserted keys not found, only {} inserts failed",
-                plural(threads, "thread"),
-                last.false_negatives,
-                self.positives.len(),
-                last.failed_inserts
-            ));
+        // Keys whose insert failed may be missing; more misses than failures are lost keys. Every
+        // round built its own filter, so each is checked, not only the last.
+        for (round, run) in runs.iter().enumerate() {
+            if run.false_negatives > run.failed_inserts {
+                self.report.false_negatives.push(format!(
+                    "fig2 {filter} with {}, round {}: {} of {} inserted keys not found, only {} \
+                     inserts failed",
+                    plural(threads, "thread"),
+                    round + 1,
+                    run.false_negatives,
+                    self.positives.len(),
+                    run.failed_inserts
+                ));
+            }
         }
         if last.failed_inserts > 0 {
             eprintln!(
@@ -609,14 +614,18 @@ fn cuckoo(options: &Options, report: &mut Report) -> PlotFn {
         let mut throughput = Vec::new();
         for (name, runs) in MIX_FILTERS.into_iter().zip(&runs) {
             let last = runs.last().copied().unwrap_or_default();
-            if last.false_negatives > last.failed_inserts {
-                report.false_negatives.push(format!(
-                    "cuckoo {name} with {}: {} finds or removes of stored keys failed, only {} \
-                     inserts failed",
-                    plural(threads, "thread"),
-                    last.false_negatives,
-                    last.failed_inserts
-                ));
+            // Every repetition built its own filter, so each is checked, not only the last.
+            for (repetition, run) in runs.iter().enumerate() {
+                if run.false_negatives > run.failed_inserts {
+                    report.false_negatives.push(format!(
+                        "cuckoo {name} with {}, repetition {}: {} finds or removes of stored \
+                         keys failed, only {} inserts failed",
+                        plural(threads, "thread"),
+                        repetition + 1,
+                        run.false_negatives,
+                        run.failed_inserts
+                    ));
+                }
             }
             if last.failed_inserts > 0 {
                 eprintln!(

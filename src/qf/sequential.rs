@@ -8,7 +8,7 @@ use crate::batch::{self, BuildMethod};
 use crate::filter::{Error, Merge};
 use crate::hash::{hash_key, Fingerprint};
 use crate::sizing;
-use crate::storage::{AtRest, Exclusive, Rewriter};
+use crate::storage::{AtRest, Cursor, Exclusive, Rewriter};
 use crate::sync::Ordering;
 
 use super::scan::Fingerprints;
@@ -127,8 +127,10 @@ impl SequentialQf {
         let (quotient, remainder) = self.table.fingerprint(hash);
         // Relaxed: reads of a table no other thread writes (`&mut self` for every write).
         let slots = self.slots();
-        let mut cursor = slots.cursor_prefetching(quotient, Ordering::Relaxed);
-        walk::lookup(&mut cursor, remainder).is_some_and(|(found, _)| found)
+        Self::found(
+            slots.cursor_prefetching(quotient, Ordering::Relaxed),
+            remainder,
+        )
     }
 
     /// Whether `(quotient, remainder)` is stored: [`contains_hash`](Self::contains_hash) after
@@ -138,7 +140,12 @@ impl SequentialQf {
     pub(crate) fn contains_fingerprint(&self, quotient: usize, remainder: u64) -> bool {
         // Relaxed: reads of a table no other thread writes (`&mut self` for every write).
         let slots = self.slots();
-        let mut cursor = slots.cursor(quotient, Ordering::Relaxed);
+        Self::found(slots.cursor(quotient, Ordering::Relaxed), remainder)
+    }
+
+    /// Whether `remainder` is in the run of the canonical slot under `cursor`.
+    #[inline(always)]
+    fn found(mut cursor: Cursor<'_, AtRest<'_>>, remainder: u64) -> bool {
         walk::lookup(&mut cursor, remainder).is_some_and(|(found, _)| found)
     }
 
