@@ -67,7 +67,7 @@
 
 use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter, Remove};
-use crate::storage::{try_boxed, AtRest, Commit, Rewriter, SlotArray};
+use crate::storage::{try_boxed, with_fixed_width, AtRest, Commit, Cursor, Rewriter, SlotArray};
 use crate::sync::{AtomicBool, Ordering};
 
 use super::region_locks;
@@ -407,10 +407,13 @@ impl Filter for ExternallyLockedQf {
         self.locked(quotient, |held| {
             // Relaxed: as in `insert_hash`.
             let slots = self.slots();
-            let mut cursor = slots.cursor(quotient, Ordering::Relaxed);
-            match walk::lookup(&mut cursor, remainder) {
-                Some((found, start)) => {
-                    let to = cursor.index().max(quotient);
+            let lookup = with_fixed_width!(slots => {
+                let mut cursor = Cursor::over(&slots, quotient, Ordering::Relaxed);
+                walk::lookup(&mut cursor, remainder).map(|(found, start)| (found, start, cursor.index()))
+            });
+            match lookup {
+                Some((found, start, stopped)) => {
+                    let to = stopped.max(quotient);
                     held.answer(start.unwrap_or(quotient), to, found)
                 }
                 None => held.failed(false),

@@ -65,7 +65,7 @@ use std::hash::Hash;
 use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter, Full, Remove};
 use crate::hash::hash_key;
-use crate::storage::{Commit, Cursor, Preview, Rewriter, SlotArray};
+use crate::storage::{with_fixed_width, Commit, Cursor, GroupSource, Preview, Rewriter, SlotArray};
 use crate::sync::{Ordering, Waiter};
 
 use super::scan::Fingerprints;
@@ -257,16 +257,22 @@ impl LocallyLockedQf {
     // ----- Block A: insert inside one group -------------------------------------------------
 
     /// Inserts without locks if the insert happens inside the group of the canonical slot and
-    /// that group holds no lock. `None`: take the locked path.
-    fn insert_in_group(&self, quotient: usize, remainder: u64) -> Option<Result<bool, Full>> {
-        let (group, _) = self.table.slots.layout().locate(quotient);
+    /// that group holds no lock. `None`: take the locked path. `slots` is the table, seen
+    /// through a [`GroupSource`] of fixed width where there is one ([`with_fixed_width!`]).
+    fn insert_in_group<S: GroupSource>(
+        &self,
+        slots: S,
+        quotient: usize,
+        remainder: u64,
+    ) -> Option<Result<bool, Full>> {
+        let (group, _) = slots.layout().locate(quotient);
         // Acquire: the group's content is what we build on; pairs with the Release of the
         // writer that published it.
-        let word = self.table.slots.load_group(group, Ordering::Acquire);
+        let word = slots.load_group(group, Ordering::Acquire);
         if self.has_lock(word) {
             return None;
         }
-        let mut cursor = self.table.slots.cursor_in_group(quotient, word);
+        let mut cursor = Cursor::in_group(&slots, quotient, word);
         let plan = match walk::plan_insert(&mut cursor, quotient, remainder)? {
             InsertStep::Duplicate { .. } => return Some(Ok(false)),
             InsertStep::Place(plan) => plan,
@@ -274,7 +280,7 @@ impl LocallyLockedQf {
         if plan.end + 1 >= self.table.slots.len() {
             return None;
         }
-        let mut read = self.table.slots.cursor_in_group(plan.position, word);
+        let mut read = Cursor::in_group(&slots, plan.position, word);
         let preview = Preview::new(group, word);
         let mut rewriter = Rewriter::new(&self.table.slots, &preview, KEEP_OCCUPIED);
         walk::shift_in(&mut read, &mut rewriter, &plan, None);
@@ -503,7 +509,7 @@ impl LocallyLockedQf {
     /// [`walk_without_locks`](Self::walk_without_locks) from a cursor on the canonical slot
     /// that loaded its group with `Acquire`.
     #[inline(always)]
-    fn walk_from(mut cursor: Cursor<'_>, remainder: u64) -> UnlockedWalk {
+    fn walk_from<S: GroupSource>(mut cursor: Cursor<'_, S>, remainder: u64) -> UnlockedWalk {
         let canonical_group = cursor.group();
         let lookup = walk::lookup(&mut cursor, remainder);
         UnlockedWalk::new(lookup, canonical_group, &cursor)
@@ -517,9 +523,12 @@ impl LocallyLockedQf {
             Some(start) => start,
             None => self.lock_cluster_start(quotient)?,
         };
+        let slots = &self.table.slots;
         // Acquire: reads of the locked cluster; the lock's Acquire already ordered them.
-        let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
-        let answer = walk::lookup(&mut cursor, remainder);
+        let answer = with_fixed_width!(slots => walk::lookup(
+            &mut Cursor::over(&slots, quotient, Ordering::Acquire),
+            remainder
+        ));
         self.unlock_read(start);
         match answer? {
             (found, Some(seen)) if seen == start => Some(found),
@@ -647,17 +656,13 @@ impl Filter for LocallyLockedQf {
 
     fn contains_hash(&self, hash: u64) -> bool {
         let (quotient, remainder) = self.fingerprint(hash);
+        let slots = &self.table.slots;
         // Acquire: pairs with the Release of the writers that published the groups.
-        let cursor = self
-            .table
-            .slots
-            .cursor_prefetching(quotient, Ordering::Acquire);
-        self.contains_trusting(
-            quotient,
-            remainder,
-            true,
-            Self::walk_from(cursor, remainder),
-        )
+        let walk = with_fixed_width!(slots => Self::walk_from(
+            Cursor::over_prefetching(&slots, quotient, Ordering::Acquire),
+            remainder
+        ));
+        self.contains_trusting(quotient, remainder, true, walk)
     }
 
     fn len(&self) -> usize {
@@ -734,7 +739,10 @@ impl LocallyLockedQf {
         let (quotient, remainder) = self.fingerprint(hash);
         self.table.slots.prefetch_neighbour_lines(quotient);
         loop {
-            if let Some(result) = self.insert_in_group(quotient, remainder) {
+            let slots = &self.table.slots;
+            let in_group =
+                with_fixed_width!(slots => self.insert_in_group(slots, quotient, remainder));
+            if let Some(result) = in_group {
                 return Ok(result);
             }
             let end = self.lock_supercluster_end(quotient)?;
@@ -831,10 +839,13 @@ mod tests {
         let filter = filter();
         // As if a locked insert into quotient 2 held the supercluster's end.
         assert!(filter.update_slot(6, |now| (now == 0).then_some(WRITE_LOCK)));
-        assert_eq!(filter.insert_in_group(5, 9), None);
+        assert_eq!(filter.insert_in_group(&filter.table.slots, 5, 9), None);
         assert_eq!(filter.table.slots.get(6, Ordering::Relaxed), WRITE_LOCK);
         filter.unlock_write(6);
-        assert_eq!(filter.insert_in_group(5, 9), Some(Ok(true)));
+        assert_eq!(
+            filter.insert_in_group(&filter.table.slots, 5, 9),
+            Some(Ok(true))
+        );
         filter.check_invariants().unwrap();
     }
 
@@ -842,7 +853,7 @@ mod tests {
     fn fast_path_insert_refuses_a_group_holding_a_read_lock() {
         let filter = filter();
         assert_eq!(filter.lock_cluster_start(5), Some(5));
-        assert_eq!(filter.insert_in_group(5, 9), None);
+        assert_eq!(filter.insert_in_group(&filter.table.slots, 5, 9), None);
         // Queries still answer from the group, reading through the lock.
         assert_eq!(filter.contains_in_group(5, 1), Some(true));
         filter.unlock_read(5);

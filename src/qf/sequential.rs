@@ -8,7 +8,9 @@ use crate::batch::{self, BuildMethod};
 use crate::filter::{Error, Merge};
 use crate::hash::{hash_key, Fingerprint};
 use crate::sizing;
-use crate::storage::{AtRest, Cursor, Exclusive, Rewriter};
+use crate::storage::{
+    with_fixed_width, AtRest, Cursor, Exclusive, GroupSource, Rewriter, SlotArray,
+};
 use crate::sync::Ordering;
 
 use super::scan::Fingerprints;
@@ -127,10 +129,10 @@ impl SequentialQf {
         let (quotient, remainder) = self.table.fingerprint(hash);
         // Relaxed: reads of a table no other thread writes (`&mut self` for every write).
         let slots = self.slots();
-        Self::found(
-            slots.cursor_prefetching(quotient, Ordering::Relaxed),
+        with_fixed_width!(slots => Self::found(
+            Cursor::over_prefetching(&slots, quotient, Ordering::Relaxed),
             remainder,
-        )
+        ))
     }
 
     /// Whether `(quotient, remainder)` is stored: [`contains_hash`](Self::contains_hash) after
@@ -145,7 +147,7 @@ impl SequentialQf {
 
     /// Whether `remainder` is in the run of the canonical slot under `cursor`.
     #[inline(always)]
-    fn found(mut cursor: Cursor<'_, AtRest<'_>>, remainder: u64) -> bool {
+    fn found<S: GroupSource>(mut cursor: Cursor<'_, S>, remainder: u64) -> bool {
         walk::lookup(&mut cursor, remainder).is_some_and(|(found, _)| found)
     }
 
@@ -199,18 +201,36 @@ impl SequentialQf {
         let quotient = fingerprint.quotient as usize;
         // Relaxed: `&mut self`, so no other thread touches the table.
         let slots = self.slots();
-        let mut cursor = slots.cursor_prefetching(quotient, Ordering::Relaxed);
-        let plan = match walk::plan_insert(&mut cursor, quotient, fingerprint.remainder) {
+        let inserted = with_fixed_width!(slots => Self::insert_into(
+            slots,
+            &self.table.slots,
+            quotient,
+            fingerprint.remainder
+        ))?;
+        self.len += usize::from(inserted);
+        Ok(inserted)
+    }
+
+    /// [`insert_fingerprint`](Self::insert_fingerprint) reading through `slots`, a view of
+    /// `table`, without counting the insert.
+    #[inline(always)]
+    fn insert_into<S: GroupSource>(
+        slots: S,
+        table: &SlotArray,
+        quotient: usize,
+        remainder: u64,
+    ) -> Result<bool, Error> {
+        let mut cursor = Cursor::over_prefetching(&slots, quotient, Ordering::Relaxed);
+        let plan = match walk::plan_insert(&mut cursor, quotient, remainder) {
             Some(InsertStep::Duplicate { .. }) => return Ok(false),
-            Some(InsertStep::Place(plan)) if plan.end + 1 < self.table.slots.len() => plan,
+            Some(InsertStep::Place(plan)) if plan.end + 1 < slots.slot_count() => plan,
             // The run would reach the last slot, which stays empty.
             _ => return Err(Error::Full),
         };
-        let mut read = slots.cursor(plan.position, Ordering::Relaxed);
-        let mut rewriter = Rewriter::new(&self.table.slots, Exclusive, KEEP_OCCUPIED);
+        let mut read = Cursor::over(&slots, plan.position, Ordering::Relaxed);
+        let mut rewriter = Rewriter::new(table, Exclusive, KEEP_OCCUPIED);
         walk::shift_in(&mut read, &mut rewriter, &plan, None);
         rewriter.finish();
-        self.len += 1;
         Ok(true)
     }
 
@@ -320,11 +340,19 @@ mod tests {
     use crate::hash::remix;
 
     /// A table at rest reads the same to a walk that skips reading locks through ([`AtRest`]) as
-    /// to one that reads them through: every lookup, insert plan and removal plan agrees over the
-    /// two sources, for every quotient, on tables of several slot widths filled to long clusters.
+    /// to one that reads them through, and to one compiled for its slot width
+    /// ([`with_fixed_width!`]): every lookup, insert plan and removal plan agrees over the
+    /// sources, for every quotient, on tables of several slot widths (inside and outside the
+    /// fixed ones) filled to long clusters.
     #[test]
     fn walks_over_a_table_at_rest_agree_with_walks_that_read_locks_through() {
-        for (quotient_bits, remainder_bits, fill) in [(6, 5, 0.9), (8, 10, 0.72), (7, 13, 0.95)] {
+        for (quotient_bits, remainder_bits, fill) in [
+            (6, 5, 0.9),
+            (8, 10, 0.72),
+            (7, 13, 0.95),
+            (7, 7, 0.9),
+            (6, 14, 0.9),
+        ] {
             let mut filter = SequentialQf::with_bits(quotient_bits, remainder_bits).unwrap();
             let slots = 1usize << quotient_bits;
             let mut hash = 0x9E37_79B9_7F4A_7C15u64;
@@ -356,6 +384,23 @@ mod tests {
                     assert_eq!(
                         walk::plan_remove(&mut plain(), quotient, remainder),
                         walk::plan_remove(&mut skipping(), quotient, remainder),
+                    );
+                    let source = at_rest;
+                    let fixed = with_fixed_width!(source => {
+                        let fixed = || Cursor::over(&source, quotient, Ordering::Relaxed);
+                        (
+                            walk::lookup(&mut fixed(), remainder),
+                            walk::plan_insert(&mut fixed(), quotient, remainder),
+                            walk::plan_remove(&mut fixed(), quotient, remainder),
+                        )
+                    });
+                    assert_eq!(
+                        fixed,
+                        (
+                            lookup,
+                            walk::plan_insert(&mut plain(), quotient, remainder),
+                            walk::plan_remove(&mut plain(), quotient, remainder),
+                        )
                     );
                 }
             }
