@@ -563,12 +563,6 @@ impl<'a> AtRest<'a> {
     pub(crate) fn cursor(&self, index: usize, order: Ordering) -> Cursor<'_, Self> {
         Cursor::over(self, index, order)
     }
-
-    /// [`SlotArray::cursor_prefetching`], over this source.
-    #[inline]
-    pub(crate) fn cursor_prefetching(&self, index: usize, order: Ordering) -> Cursor<'_, Self> {
-        Cursor::over_prefetching(self, index, order)
-    }
 }
 
 impl GroupSource for AtRest<'_> {
@@ -595,10 +589,8 @@ impl GroupSource for AtRest<'_> {
 /// The source `S` seen as one whose slots are exactly `BITS` bits wide, known when the walk is
 /// compiled: its [`layout`](GroupSource::layout) is a constant, so a walk through it computes
 /// no lane mask, slot mask or group index from fields loaded at run time (the shifts and masks
-/// fold into the instructions). [`with_fixed_width!`] picks it for the common widths. At
-/// r = 10, in a table that fits the L1 cache, it took `SequentialQf` from 109-117 to 130 M
-/// absent lookups/s and `LocallyLockedQf` from 38 to 52-54 (`docs/performance-history.md`,
-/// "Walks compiled per slot width").
+/// fold into the instructions). [`with_fixed_width!`] picks it for the common widths; what
+/// that gained is measured in `docs/performance-history.md`, "Walks compiled per slot width".
 #[derive(Clone, Copy)]
 pub(crate) struct FixedWidth<S, const BITS: u32>(pub(crate) S);
 
@@ -630,48 +622,22 @@ impl<S: GroupSource, const BITS: u32> GroupSource for FixedWidth<S, BITS> {
 
 /// Evaluates `$body` with `$source` (a [`GroupSource`] variable) rebound to a
 /// [`FixedWidth`] view of itself when its slot width is one of the widths walks are compiled
-/// for (10 to 17 bits: the 3-status-bit filter with 7 to 14 remainder bits, false-positive
-/// rates from about 1% to 1e-4), and as it is otherwise. `$body` is compiled once per width, so
-/// keep it to the call of one walk.
+/// for (10 to 17 bits: the 3-status-bit filters with 7 to 14 remainder bits, false-positive
+/// rates of about 2^-7 to 2^-14 at full load), and as it is otherwise. `$body` is compiled once
+/// per width, so keep it to the call of one walk.
 macro_rules! with_fixed_width {
-    ($source:ident => $body:expr) => {{
-        use $crate::storage::FixedWidth;
+    ($source:ident => $body:expr) => {
+        $crate::storage::with_fixed_width!(@widths [10 11 12 13 14 15 16 17] $source => $body)
+    };
+    (@widths [$($bits:literal)*] $source:ident => $body:expr) => {
         match $crate::storage::GroupSource::layout(&$source).bits() {
-            10 => {
-                let $source = FixedWidth::<_, 10>($source);
+            $($bits => {
+                let $source = $crate::storage::FixedWidth::<_, $bits>($source);
                 $body
-            }
-            11 => {
-                let $source = FixedWidth::<_, 11>($source);
-                $body
-            }
-            12 => {
-                let $source = FixedWidth::<_, 12>($source);
-                $body
-            }
-            13 => {
-                let $source = FixedWidth::<_, 13>($source);
-                $body
-            }
-            14 => {
-                let $source = FixedWidth::<_, 14>($source);
-                $body
-            }
-            15 => {
-                let $source = FixedWidth::<_, 15>($source);
-                $body
-            }
-            16 => {
-                let $source = FixedWidth::<_, 16>($source);
-                $body
-            }
-            17 => {
-                let $source = FixedWidth::<_, 17>($source);
-                $body
-            }
+            })*
             _ => $body,
         }
-    }};
+    };
 }
 pub(crate) use with_fixed_width;
 

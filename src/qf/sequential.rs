@@ -163,7 +163,7 @@ impl SequentialQf {
         let quotient = quotient as usize;
         // Relaxed: `&mut self`, so no other thread touches the table.
         let slots = self.slots();
-        let mut cursor = slots.cursor_prefetching(quotient, Ordering::Relaxed);
+        let mut cursor = Cursor::over_prefetching(&slots, quotient, Ordering::Relaxed);
         let Some(Some(plan)) = walk::plan_remove(&mut cursor, quotient, remainder) else {
             return Ok(false);
         };
