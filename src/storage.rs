@@ -623,7 +623,8 @@ impl<S: GroupSource, const BITS: u32> GroupSource for FixedWidth<S, BITS> {
 /// Evaluates `$body` with `$source` (a [`GroupSource`] variable) rebound to a
 /// [`FixedWidth`] view of itself when its slot width is one of the widths walks are compiled
 /// for (10 to 17 bits: the 3-status-bit filters with 7 to 14 remainder bits, false-positive
-/// rates of about 2^-7 to 2^-14 at full load), and as it is otherwise. `$body` is compiled once
+/// rates of about 2^-7 to 2^-14 at full load, and `LinearProbingQf` with the same slots), and
+/// as it is otherwise. `$body` is compiled once
 /// per width, so keep it to the call of one walk.
 macro_rules! with_fixed_width {
     ($source:ident => $body:expr) => {
@@ -1084,6 +1085,9 @@ impl Commit for &Preview {
 /// the element stored there. [`put_whole`](Rewriter::put_whole) sets every bit.
 pub(crate) struct Rewriter<'a, C: Commit> {
     array: &'a SlotArray,
+    /// The array's layout, possibly a constant one ([`FixedWidth`]), so that locating the
+    /// written slots folds into the instructions.
+    layout: &'a SlotLayout,
     commit: C,
     keep: u64,
     group: usize,
@@ -1100,8 +1104,22 @@ impl<'a, C: Commit> Rewriter<'a, C> {
     /// A rewriter over `array` whose [`put`](Rewriter::put) keeps the bits of `keep_pattern`.
     #[inline]
     pub(crate) fn new(array: &'a SlotArray, commit: C, keep_pattern: u64) -> Self {
+        Self::laid_out(array, &array.layout, commit, keep_pattern)
+    }
+
+    /// [`new`](Self::new), locating slots with `layout`, which must be the array's: taken
+    /// from a [`GroupSource`] view of the array, such as a [`FixedWidth`] one.
+    #[inline]
+    pub(crate) fn laid_out(
+        array: &'a SlotArray,
+        layout: &'a SlotLayout,
+        commit: C,
+        keep_pattern: u64,
+    ) -> Self {
+        debug_assert_eq!(*layout, array.layout, "a layout that is not the array's");
         Rewriter {
             array,
+            layout,
             commit,
             keep: keep_pattern,
             group: 0,
@@ -1126,7 +1144,7 @@ impl<'a, C: Commit> Rewriter<'a, C> {
 
     #[inline]
     fn write(&mut self, index: usize, value: u64, keep: u64) {
-        let layout = self.array.layout;
+        let layout = self.layout;
         let (group, offset) = layout.locate(index);
         if !self.active || group != self.group {
             debug_assert!(

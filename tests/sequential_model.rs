@@ -36,6 +36,19 @@ proptest! {
     }
 
     #[test]
+    fn widths_walked_by_compiled_walks_match_the_model(sequence in ops(5, 10, 12, 8, 200)) {
+        // 13-bit slots (4 per group), one of the widths `with_fixed_width!` compiles the
+        // lookups, inserts and removals for; 12 quotients of 32 make clusters span groups.
+        run_model(5, 10, &sequence)?;
+    }
+
+    #[test]
+    fn odd_lane_counts_match_the_model(sequence in ops(5, 8, 12, 8, 200)) {
+        // 11-bit slots: 5 per group, 9 unused bits on top, also compiled per width.
+        run_model(5, 8, &sequence)?;
+    }
+
+    #[test]
     fn grow_keeps_the_fingerprint_set(sequence in ops(4, 6, 16, 64, 120)) {
         let (mut filter, model) = run_model(4, 6, &sequence)?;
         filter.grow().unwrap();

@@ -142,7 +142,10 @@ impl SequentialQf {
     pub(crate) fn contains_fingerprint(&self, quotient: usize, remainder: u64) -> bool {
         // Relaxed: reads of a table no other thread writes (`&mut self` for every write).
         let slots = self.slots();
-        Self::found(slots.cursor(quotient, Ordering::Relaxed), remainder)
+        with_fixed_width!(slots => Self::found(
+            Cursor::over(&slots, quotient, Ordering::Relaxed),
+            remainder
+        ))
     }
 
     /// Whether `remainder` is in the run of the canonical slot under `cursor`.
@@ -160,20 +163,37 @@ impl SequentialQf {
             quotient,
             remainder,
         } = self.fingerprint(hash);
-        let quotient = quotient as usize;
-        // Relaxed: `&mut self`, so no other thread touches the table.
         let slots = self.slots();
+        let removed = with_fixed_width!(slots => Self::remove_from(
+            slots,
+            &self.table.slots,
+            quotient as usize,
+            remainder
+        ));
+        self.len -= usize::from(removed);
+        Ok(removed)
+    }
+
+    /// [`remove_hash`](Self::remove_hash) reading through `slots`, a view of `table`, without
+    /// counting the removal: whether the fingerprint was stored.
+    #[inline(always)]
+    fn remove_from<S: GroupSource>(
+        slots: S,
+        table: &SlotArray,
+        quotient: usize,
+        remainder: u64,
+    ) -> bool {
+        // Relaxed: `&mut self`, so no other thread touches the table.
         let mut cursor = Cursor::over_prefetching(&slots, quotient, Ordering::Relaxed);
         let Some(Some(plan)) = walk::plan_remove(&mut cursor, quotient, remainder) else {
-            return Ok(false);
+            return false;
         };
-        let mut read = slots.cursor(plan.position + 1, Ordering::Relaxed);
-        let mut occupied = slots.cursor(quotient, Ordering::Relaxed);
-        let mut rewriter = Rewriter::new(&self.table.slots, Exclusive, KEEP_OCCUPIED);
+        let mut read = Cursor::over(&slots, plan.position + 1, Ordering::Relaxed);
+        let mut occupied = Cursor::over(&slots, quotient, Ordering::Relaxed);
+        let mut rewriter = Rewriter::laid_out(table, slots.layout(), Exclusive, KEEP_OCCUPIED);
         walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, false);
         rewriter.finish();
-        self.len -= 1;
-        Ok(true)
+        true
     }
 
     /// Inserts a key; see [`insert_hash`](Self::insert_hash).
@@ -228,7 +248,7 @@ impl SequentialQf {
             _ => return Err(Error::Full),
         };
         let mut read = Cursor::over(&slots, plan.position, Ordering::Relaxed);
-        let mut rewriter = Rewriter::new(table, Exclusive, KEEP_OCCUPIED);
+        let mut rewriter = Rewriter::laid_out(table, slots.layout(), Exclusive, KEEP_OCCUPIED);
         walk::shift_in(&mut read, &mut rewriter, &plan, None);
         rewriter.finish();
         Ok(true)
