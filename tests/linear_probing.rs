@@ -139,6 +139,19 @@ proptest! {
     }
 
     #[test]
+    fn widths_scanned_by_compiled_walks_match_the_model(sequence in ops(5, 13, 12, 6, 150)) {
+        // 13-bit slots, 4 per group, one of the widths `with_fixed_width!` compiles: stretches
+        // span groups, and 6 remainders put equal ones in neighbouring stretches.
+        run_model(&with_bits(5, 13), &sequence)?;
+    }
+
+    #[test]
+    fn odd_lane_counts_match_the_model(sequence in ops(5, 11, 12, 6, 150)) {
+        // 11-bit slots, 5 per group with 9 unused bits on top, also compiled per width.
+        run_model(&with_bits(5, 11), &sequence)?;
+    }
+
+    #[test]
     fn one_slot_per_group(sequence in ops(3, 40, 8, 4, 100)) {
         run_model(&with_bits(3, 40), &sequence)?;
     }

@@ -12,7 +12,8 @@
 //! A key with fingerprint `(quotient, remainder)` is stored in the first empty slot at or after
 //! slot `quotient`, like a key in a linear probing hash table. Stored remainders are never moved,
 //! so the table cannot tell which canonical slot an element came from; a query therefore compares
-//! its remainder with *every* slot from its canonical slot up to the first empty slot. That costs
+//! its remainder with *every* slot from its canonical slot up to the first empty slot (all slots
+//! of a group at once, beyond the canonical slot). That costs
 //! more comparisons than a status-bit filter, which the three extra remainder bits pay for: by
 //! Corollary 1 the false-positive rate is `½ (1 + 1/(1-δ)²) / (2^r - 1)` at fill `δ`
 //! ([`linear_probing_fpr`](crate::linear_probing_fpr)). It grows quickly past about 70% fill,
@@ -66,10 +67,10 @@ use crate::budget::CapBudget;
 use crate::filter::{Error, Filter};
 use crate::hash::Fingerprint;
 use crate::sizing;
-use crate::storage::SlotArray;
+use crate::storage::{with_fixed_width, Cursor, GroupSource, LaneFields, SlotArray};
 use crate::sync::Ordering;
 
-use super::overflow_slots;
+use super::{overflow_slots, walk};
 
 /// A lock-free quotient filter with linear probing and no status bits (paper 000 §2.2, §3.1).
 ///
@@ -357,17 +358,49 @@ impl LinearProbingQf {
     }
 }
 
-impl Filter for LinearProbingQf {
-    fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
-        let (quotient, remainder) = self.fingerprint(hash);
+/// Moves `cursor` to the first slot at or after it that is empty or holds `remainder` (never
+/// 0), comparing every slot of a group at once ([`LaneFields::equal`]), and returns what that
+/// slot holds: 0 or `remainder`. `None` if the scan would leave the table, which the always
+/// empty last slot prevents.
+#[inline(always)]
+fn seek_remainder_or_empty<S: GroupSource>(
+    cursor: &mut Cursor<'_, S>,
+    remainder: u64,
+) -> Option<u64> {
+    // The canonical slot alone decides most lookups of stored keys and most inserts into a
+    // table that is not crowded: look at it before setting up the comparison of whole groups.
+    let first = cursor.slot();
+    if first == 0 || first == remainder {
+        return Some(first);
+    }
+    let lanes = LaneFields::new(cursor.layout(), 0);
+    let wanted = lanes.pattern(remainder, 0);
+    let flag_to_lsb = cursor.slot_bits() - 1;
+    walk::seek_lane(cursor, |word, _| {
+        (lanes.equal(word, wanted) | lanes.equal(word, 0)) >> flag_to_lsb
+    })?;
+    Some(cursor.slot())
+}
+
+impl LinearProbingQf {
+    /// [`insert_hash`](Filter::insert_hash) after the split, scanning through `slots`, a view
+    /// of the table ([`with_fixed_width!`]).
+    #[inline(always)]
+    fn insert_through<S: GroupSource>(
+        &self,
+        slots: S,
+        quotient: usize,
+        remainder: u64,
+    ) -> Result<bool, Error> {
         let last = self.slots.len() - 1;
         // Acquire: a remainder seen in the scan decides `Ok(false)` (module doc).
-        let mut cursor = self.slots.cursor(quotient, Ordering::Acquire);
+        let mut cursor = Cursor::over(&slots, quotient, Ordering::Acquire);
         let mut reserved = false;
         let outcome = loop {
-            match cursor.slot() {
-                stored if stored == remainder => break Ok(false),
-                0 => {
+            match seek_remainder_or_empty(&mut cursor, remainder) {
+                // Unreachable while the last slot stays empty; kept so no scan runs off the end.
+                None => break Err(Error::Full),
+                Some(0) => {
                     let index = cursor.index();
                     if index == last {
                         // The stretch reached the last slot, which stays empty.
@@ -392,15 +425,11 @@ impl Filter for LinearProbingQf {
                         Place::Stored => return Ok(true),
                         Place::Duplicate => break Ok(false),
                         // The slot holds another remainder now: read it again with its group,
-                        // which `place` saw change, and go on past it.
+                        // which `place` saw change, and scan on from it.
                         Place::Taken => cursor.reload(),
                     }
                 }
-                _ => {}
-            }
-            if !cursor.advance() {
-                // Unreachable while the last slot stays empty; kept so no scan runs off the end.
-                break Err(Error::Full);
+                Some(_) => break Ok(false),
             }
         };
         if reserved {
@@ -408,22 +437,25 @@ impl Filter for LinearProbingQf {
         }
         outcome
     }
+}
+
+impl Filter for LinearProbingQf {
+    fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
+        let (quotient, remainder) = self.fingerprint(hash);
+        let slots = &self.slots;
+        with_fixed_width!(slots => self.insert_through(slots, quotient, remainder))
+    }
 
     fn contains_hash(&self, hash: u64) -> bool {
         let (quotient, remainder) = self.fingerprint(hash);
+        let slots = &self.slots;
         // Acquire: a positive answer is ordered after the insert that stored the remainder
         // (module doc, "Memory orderings"). Coherence alone already rules out false negatives.
-        let mut cursor = self.slots.cursor(quotient, Ordering::Acquire);
-        loop {
-            match cursor.slot() {
-                0 => return false,
-                stored if stored == remainder => return true,
-                _ => {}
-            }
-            if !cursor.advance() {
-                return false;
-            }
-        }
+        with_fixed_width!(slots => seek_remainder_or_empty(
+            &mut Cursor::over(&slots, quotient, Ordering::Acquire),
+            remainder
+        ))
+        .is_some_and(|stored| stored != 0)
     }
 
     /// The number of stored keys. While inserts run it may also count inserts that have

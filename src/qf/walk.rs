@@ -351,7 +351,7 @@ pub(crate) fn seek_empty<S: GroupSource>(cursor: &mut Cursor<'_, S>) -> Option<u
 /// time, and returns its index. `wanted(word, lane_lsb)` returns the lowest bit of every lane of
 /// `word` to stop at (other bits clear); each table decodes its own status bits there, so the
 /// scan is written once for both slot formats. `None` if a bounded cursor would leave its group.
-#[inline]
+#[inline(always)]
 pub(crate) fn seek_lane<S: GroupSource>(
     cursor: &mut Cursor<'_, S>,
     wanted: impl Fn(u64, u64) -> u64,
