@@ -624,8 +624,7 @@ impl<S: GroupSource, const BITS: u32> GroupSource for FixedWidth<S, BITS> {
 /// [`FixedWidth`] view of itself when its slot width is one of the widths walks are compiled
 /// for (10 to 17 bits: the 3-status-bit filters with 7 to 14 remainder bits, false-positive
 /// rates of about 2^-7 to 2^-14 at full load, and `LinearProbingQf` with the same slots), and
-/// as it is otherwise. `$body` is compiled once
-/// per width, so keep it to the call of one walk.
+/// as it is otherwise. `$body` is compiled once per width, so keep it to the call of one walk.
 macro_rules! with_fixed_width {
     ($source:ident => $body:expr) => {
         $crate::storage::with_fixed_width!(@widths [10 11 12 13 14 15 16 17] $source => $body)

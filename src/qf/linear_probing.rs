@@ -13,9 +13,9 @@
 //! slot `quotient`, like a key in a linear probing hash table. Stored remainders are never moved,
 //! so the table cannot tell which canonical slot an element came from; a query therefore compares
 //! its remainder with *every* slot from its canonical slot up to the first empty slot (all slots
-//! of a group at once, beyond the canonical slot). That costs
-//! more comparisons than a status-bit filter, which the three extra remainder bits pay for: by
-//! Corollary 1 the false-positive rate is `½ (1 + 1/(1-δ)²) / (2^r - 1)` at fill `δ`
+//! of a group at once, beyond the canonical slot). That costs more comparisons than a status-bit
+//! filter, which the three extra remainder bits pay for: by Corollary 1 the false-positive rate
+//! is `½ (1 + 1/(1-δ)²) / (2^r - 1)` at fill `δ`
 //! ([`linear_probing_fpr`](crate::linear_probing_fpr)). It grows quickly past about 70% fill,
 //! where the default load cap stops inserts (see [`LinearProbingBuilder::max_load`]).
 //!
