@@ -31,6 +31,13 @@ proptest! {
     }
 
     #[test]
+    fn widths_walked_by_compiled_walks_match_the_model(sequence in ops(5, 10, 12, 8, 200)) {
+        // 13-bit slots (4 per group), a width `with_fixed_width!` compiles the walks, the lookups
+        // and the one-group inserts for; 12 quotients of 32 make clusters span groups.
+        run_model::<LocallyLockedQf>(5, 10, &sequence)?;
+    }
+
+    #[test]
     fn converts_to_and_from_sequential(sequence in ops(5, 6, 20, 64, 100)) {
         let (filter, model) = run_model::<LocallyLockedQf>(5, 6, &sequence)?;
         let sequential = filter.into_sequential();

@@ -282,7 +282,8 @@ impl LocallyLockedQf {
         }
         let mut read = Cursor::in_group(&slots, plan.position, word);
         let preview = Preview::new(group, word);
-        let mut rewriter = Rewriter::new(&self.table.slots, &preview, KEEP_OCCUPIED);
+        let mut rewriter =
+            Rewriter::laid_out(&self.table.slots, slots.layout(), &preview, KEEP_OCCUPIED);
         walk::shift_in(&mut read, &mut rewriter, &plan, None);
         rewriter.finish();
         let new = preview.result();
