@@ -7,10 +7,10 @@
 //! locks region 0 and then extends to region 1 in ascending order; its shift moves slots and
 //! runend bits across the boundary and rewrites block 1's offset, while the other thread works
 //! at 64 or 65 holding region 1 only. Queries of 64 and 65 stay inside region 1, so they read
-//! optimistically (the seqlock check) while the writer shifts their runs. After every
-//! interleaving: no
-//! lost insert or increment, no false negative, exact counts, the table's invariants, no region
-//! left locked and (loom checks it) no deadlock.
+//! optimistically (the seqlock check) while the writer shifts their runs, across the boundary
+//! or (the one-block write path) inside block 1. After every interleaving: no lost insert
+//! or increment, no false negative, exact counts, the table's invariants, no region left
+//! locked and (loom checks it) no deadlock.
 
 use conqf::{Count, CountingQf, Filter, Remove};
 use loom::sync::Arc;
@@ -114,6 +114,23 @@ fn query_racing_a_shift_across_the_boundary_has_no_false_negative() {
         let u = thread::spawn(move || (y.count_hash(key(64, 7)), y.count_hash(key(65, 0))));
         assert!(t.join().unwrap());
         assert_eq!(u.join().unwrap(), (2, 1));
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// The same race inside one block: an insert at 64 (before the entry of (64, 7)) takes the
+/// one-block write path, shifting the runs of 64 and 65 a slot up within block 1, while queries
+/// of both read that block optimistically. Neither misses.
+#[test]
+fn query_racing_a_shift_inside_the_block_has_no_false_negative() {
+    model(|| {
+        let filter = filter_with(&boundary_runs());
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(64, 3)).unwrap());
+        let u = thread::spawn(move || (y.count_hash(key(64, 7)), y.count_hash(key(65, 0))));
+        assert!(t.join().unwrap());
+        assert_eq!(u.join().unwrap(), (2, 1));
+        assert_eq!(filter.count_hash(key(64, 3)), 1);
         filter.check_invariants().unwrap();
     });
 }

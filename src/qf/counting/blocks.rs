@@ -20,7 +20,9 @@
 //! A view reads any [`BlockSource`]: the live atomic [`Blocks`], or the little-endian words of a
 //! serialised table ([`LeBlocks`], the zero-copy `CountingQfRef`), so the one lookup code serves
 //! both; writes exist only on views of [`Blocks`]. A [`BlockReader`] reads one block of any
-//! source without recording a reach, for the lookup's fast path, whose reach is that block.
+//! source without recording a reach, for the lookup's fast path, whose reach is that block; a
+//! [`BlockWriter`] reads and writes one block of [`Blocks`] the same way, for the writes' fast
+//! path and as the step every write of a view is made of.
 
 use std::cell::Cell;
 
@@ -324,14 +326,6 @@ impl<'a, S: BlockSource> View<'a, S> {
         self.runends(slot / BLOCK_SLOTS) >> (slot % BLOCK_SLOTS) & 1 == 1
     }
 
-    /// Where slot `slot`'s remainder lives: (block, word index in the block, bit offset).
-    #[inline]
-    fn remainder_place(&self, slot: usize) -> (usize, usize, u32) {
-        let block = slot / BLOCK_SLOTS;
-        let bit = (slot % BLOCK_SLOTS) * self.table.remainder_bits() as usize;
-        (block, 2 + bit / 64, (bit % 64) as u32)
-    }
-
     /// The remainder in slot `slot`.
     #[inline]
     pub(crate) fn remainder(&self, slot: usize) -> u64 {
@@ -410,25 +404,23 @@ impl<'a, S: BlockSource> BlockReader<'a, S> {
 }
 
 impl<'a> View<'a, Blocks> {
-    /// Word `index` of block `block`, to write.
+    /// Block `block`, to write.
     #[inline]
-    fn word(&self, block: usize, index: usize) -> &'a AtomicU64 {
+    fn block(&self, block: usize) -> BlockWriter<'a> {
         self.touch(block);
-        &self.table.words[block * self.table.block_words + index]
+        BlockWriter::new(self.table, block)
     }
 
     /// Replaces the `occupieds` word of a block.
     #[inline]
     pub(crate) fn set_occupieds(&self, block: usize, word: u64) {
-        // Relaxed: only the holder of the block's region writes it (module doc).
-        self.word(block, 0).store(word, Ordering::Relaxed);
+        self.block(block).set_occupieds(word);
     }
 
     /// Replaces the `runends` word of a block.
     #[inline]
     pub(crate) fn set_runends(&self, block: usize, word: u64) {
-        // Relaxed: as in `set_occupieds`.
-        self.word(block, 1).store(word, Ordering::Relaxed);
+        self.block(block).set_runends(word);
     }
 
     /// Sets or clears the occupied bit of `quotient`.
@@ -452,83 +444,20 @@ impl<'a> View<'a, Blocks> {
     /// Stores `value` (`< 2^r`) as the remainder of slot `slot`.
     #[inline]
     pub(crate) fn set_remainder(&self, slot: usize, value: u64) {
-        let r = self.table.remainder_bits;
-        let (block, index, offset) = self.remainder_place(slot);
-        let mask = low_mask(r);
-        let word = self.word(block, index);
-        // Relaxed (load and store): only the holder of the block's region writes it.
-        let old = word.load(Ordering::Relaxed);
-        word.store(
-            (old & !(mask << offset)) | (value << offset),
-            Ordering::Relaxed,
-        );
-        if offset + r > 64 {
-            let spilled = 64 - offset;
-            let next = self.word(block, index + 1);
-            // Relaxed: as above.
-            let old = next.load(Ordering::Relaxed);
-            next.store(
-                (old & !(mask >> spilled)) | (value >> spilled),
-                Ordering::Relaxed,
-            );
-        }
+        self.block(slot / BLOCK_SLOTS)
+            .set_remainder(slot % BLOCK_SLOTS, value);
     }
 
-    /// Moves the remainders and runend bits of the block's slots `lo..hi` one slot up, to
-    /// `lo + 1..=hi` (`lo < hi < 64`): slot `hi`'s old content is overwritten, slot `lo` keeps
-    /// its own. Works a word at a time (a shift by `r` bits across the packed remainders),
-    /// highest word first so every word is read before it is overwritten.
+    /// [`BlockWriter::shift_up`] in block `block`.
     #[inline]
     pub(crate) fn shift_up_in_block(&self, block: usize, lo: usize, hi: usize) {
-        debug_assert!(lo < hi && hi < BLOCK_SLOTS);
-        let runends = self.runends(block);
-        let moved = (runends & bit_range(lo, hi)) << 1;
-        self.set_runends(block, (runends & !bit_range(lo + 1, hi + 1)) | moved);
-        let r = self.table.remainder_bits as usize;
-        let (start, end) = ((lo + 1) * r, (hi + 1) * r);
-        let (first, last) = (start / 64, (end - 1) / 64);
-        // Relaxed (loads and stores): only the holder of the block's region writes it.
-        let mut current = self.word(block, 2 + last).load(Ordering::Relaxed);
-        for w in (first..=last).rev() {
-            let below = if w > 0 {
-                self.word(block, 2 + w - 1).load(Ordering::Relaxed)
-            } else {
-                0
-            };
-            let shifted = (current << r) | (below >> (64 - r));
-            let mask = word_mask(start, end, w);
-            self.word(block, 2 + w)
-                .store((current & !mask) | (shifted & mask), Ordering::Relaxed);
-            current = below;
-        }
+        self.block(block).shift_up(lo, hi);
     }
 
-    /// Moves the remainders and runend bits of the block's slots `lo + 1..=hi` one slot down,
-    /// to `lo..hi` (`lo < hi < 64`): slot `lo`'s old content is overwritten, slot `hi` keeps
-    /// its own. Word at a time, lowest word first.
+    /// [`BlockWriter::shift_down`] in block `block`.
     #[inline]
     pub(crate) fn shift_down_in_block(&self, block: usize, lo: usize, hi: usize) {
-        debug_assert!(lo < hi && hi < BLOCK_SLOTS);
-        let runends = self.runends(block);
-        let moved = (runends >> 1) & bit_range(lo, hi);
-        self.set_runends(block, (runends & !bit_range(lo, hi)) | moved);
-        let r = self.table.remainder_bits as usize;
-        let (start, end) = (lo * r, hi * r);
-        let (first, last) = (start / 64, (end - 1) / 64);
-        // Relaxed (loads and stores): only the holder of the block's region writes it.
-        let mut current = self.word(block, 2 + first).load(Ordering::Relaxed);
-        for w in first..=last {
-            let above = if w + 1 < r {
-                self.word(block, 2 + w + 1).load(Ordering::Relaxed)
-            } else {
-                0
-            };
-            let shifted = (current >> r) | (above << (64 - r));
-            let mask = word_mask(start, end, w);
-            self.word(block, 2 + w)
-                .store((current & !mask) | (shifted & mask), Ordering::Relaxed);
-            current = above;
-        }
+        self.block(block).shift_down(lo, hi);
     }
 
     /// Stores the spill of a block, saturated at [`SPILL_SATURATED`].
@@ -546,9 +475,136 @@ impl<'a> View<'a, Blocks> {
     }
 }
 
+/// One block of a live table, read and written in place without recording a reach: the
+/// word-level steps every write of a [`View`] is made of, and the whole of a change that stays
+/// inside one block (`runs::update_in_block`), whose reach is that block.
+///
+/// All accesses are `Relaxed`: only the holder of the block's region writes it (see `locks`),
+/// or the owner of `&mut` to the filter.
+pub(crate) struct BlockWriter<'a> {
+    /// The block's `2 + r` words.
+    words: &'a [AtomicU64],
+    remainder_bits: u32,
+}
+
+impl<'a> BlockWriter<'a> {
+    /// A writer of block `block` (`< table.blocks()`).
+    #[inline(always)]
+    pub(crate) fn new(table: &'a Blocks, block: usize) -> Self {
+        let first = block * table.block_words;
+        BlockWriter {
+            words: &table.words[first..first + table.block_words],
+            remainder_bits: table.remainder_bits,
+        }
+    }
+
+    #[inline(always)]
+    fn load(&self, index: usize) -> u64 {
+        // Relaxed: see the type's doc.
+        self.words[index].load(Ordering::Relaxed)
+    }
+
+    #[inline(always)]
+    fn store(&self, index: usize, word: u64) {
+        // Relaxed: see the type's doc.
+        self.words[index].store(word, Ordering::Relaxed);
+    }
+
+    /// The block's `occupieds` word.
+    #[inline(always)]
+    pub(crate) fn occupieds(&self) -> u64 {
+        self.load(0)
+    }
+
+    /// The block's `runends` word.
+    #[inline(always)]
+    pub(crate) fn runends(&self) -> u64 {
+        self.load(1)
+    }
+
+    /// Replaces the block's `occupieds` word.
+    #[inline(always)]
+    pub(crate) fn set_occupieds(&self, word: u64) {
+        self.store(0, word);
+    }
+
+    /// Replaces the block's `runends` word.
+    #[inline(always)]
+    pub(crate) fn set_runends(&self, word: u64) {
+        self.store(1, word);
+    }
+
+    /// The remainder of the block's slot `i` (`< 64`).
+    #[inline(always)]
+    pub(crate) fn remainder(&self, i: usize) -> u64 {
+        packed_remainder(i, self.remainder_bits, |index| self.load(index))
+    }
+
+    /// Stores `value` (`< 2^r`) as the remainder of the block's slot `i` (`< 64`).
+    #[inline]
+    pub(crate) fn set_remainder(&self, i: usize, value: u64) {
+        let r = self.remainder_bits;
+        let bit = i * r as usize;
+        let (index, offset) = (2 + bit / 64, (bit % 64) as u32);
+        let mask = low_mask(r);
+        let old = self.load(index);
+        self.store(index, (old & !(mask << offset)) | (value << offset));
+        if offset + r > 64 {
+            let spilled = 64 - offset;
+            let old = self.load(index + 1);
+            self.store(index + 1, (old & !(mask >> spilled)) | (value >> spilled));
+        }
+    }
+
+    /// Moves the remainders and runend bits of the block's slots `lo..hi` one slot up, to
+    /// `lo + 1..=hi` (`lo < hi < 64`): slot `hi`'s old content is overwritten, slot `lo` keeps
+    /// its own. Works a word at a time (a shift by `r` bits across the packed remainders),
+    /// highest word first so every word is read before it is overwritten.
+    #[inline]
+    pub(crate) fn shift_up(&self, lo: usize, hi: usize) {
+        debug_assert!(lo < hi && hi < BLOCK_SLOTS);
+        let runends = self.runends();
+        let moved = (runends & bit_range(lo, hi)) << 1;
+        self.set_runends((runends & !bit_range(lo + 1, hi + 1)) | moved);
+        let r = self.remainder_bits as usize;
+        let (start, end) = ((lo + 1) * r, (hi + 1) * r);
+        let (first, last) = (start / 64, (end - 1) / 64);
+        let mut current = self.load(2 + last);
+        for w in (first..=last).rev() {
+            let below = if w > 0 { self.load(2 + w - 1) } else { 0 };
+            let shifted = (current << r) | (below >> (64 - r));
+            let mask = word_mask(start, end, w);
+            self.store(2 + w, (current & !mask) | (shifted & mask));
+            current = below;
+        }
+    }
+
+    /// Moves the remainders and runend bits of the block's slots `lo + 1..=hi` one slot down,
+    /// to `lo..hi` (`lo < hi < 64`): slot `lo`'s old content is overwritten, slot `hi` keeps
+    /// its own. Word at a time, lowest word first.
+    #[inline]
+    pub(crate) fn shift_down(&self, lo: usize, hi: usize) {
+        debug_assert!(lo < hi && hi < BLOCK_SLOTS);
+        let runends = self.runends();
+        let moved = (runends >> 1) & bit_range(lo, hi);
+        self.set_runends((runends & !bit_range(lo, hi)) | moved);
+        let r = self.remainder_bits as usize;
+        let (start, end) = (lo * r, hi * r);
+        let (first, last) = (start / 64, (end - 1) / 64);
+        let mut current = self.load(2 + first);
+        for w in first..=last {
+            let above = if w + 1 < r { self.load(2 + w + 1) } else { 0 };
+            let shifted = (current >> r) | (above << (64 - r));
+            let mask = word_mask(start, end, w);
+            self.store(2 + w, (current & !mask) | (shifted & mask));
+            current = above;
+        }
+    }
+}
+
 /// The bits `lo..hi` of a word (`lo <= hi <= 64`).
 #[inline]
-fn bit_range(lo: usize, hi: usize) -> u64 {
+pub(crate) fn bit_range(lo: usize, hi: usize) -> u64 {
     low_mask(hi as u32) & !low_mask(lo as u32)
 }
 

@@ -9,10 +9,12 @@
 //!
 //! # Writers
 //!
-//! An operation on quotient `Q` locks the region of `Q`'s block and runs its walk (`runs`)
-//! through a [`View`] that records the lowest and highest block it touched outside the held
-//! regions. If it touched none, everything it read is stable and it may write (a write touches
-//! only blocks its plan touched). Otherwise it discards what it read and locks more:
+//! An operation on quotient `Q` locks the region of `Q`'s block. A change that stays inside
+//! that block (the common insert into a table that is not crowded) it makes at once, reading
+//! and writing that block alone (`runs::update_in_block`). Any other change runs its walk
+//! (`runs`) through a [`View`] that records the lowest and highest block it touched outside the
+//! held regions. If it touched none, everything it read is stable and it may write (a write
+//! touches only blocks its plan touched). Otherwise it discards what it read and locks more:
 //!
 //! * regions after the held ones: locked in ascending order while holding the ones it has;
 //! * regions before them (an offset of 255 or more sends the lookup one block back): it releases

@@ -315,6 +315,13 @@ impl CountingQf {
         // later loads cannot pass.
         self.table.prefetch(quotient);
         let result = self.locks.run(&self.table, block, |view, held| {
+            // Every try holds the quotient's block (its region is the first one taken).
+            if let Some((old, new)) =
+                runs::update_in_block(view.table(), quotient, remainder, &new_count)
+            {
+                held.account(block, old, new);
+                return Some(Ok((old, new)));
+            }
             let planned = runs::plan(view, quotient, remainder, &new_count);
             let plan = match &planned {
                 Ok(plan) => plan,

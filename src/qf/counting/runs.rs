@@ -19,7 +19,9 @@
 //! Functions that read a table another thread may be changing (outside the caller's locks) never
 //! panic and never loop forever: an inconsistent read gives `None` (a [`Fault`]).
 
-use super::blocks::{BlockReader, BlockSource, View, BLOCK_SLOTS, SPILL_SATURATED};
+use super::blocks::{
+    bit_range, BlockReader, BlockSource, BlockWriter, Blocks, View, BLOCK_SLOTS, SPILL_SATURATED,
+};
 use super::counter_code::{self, MAX_ENTRY_SLOTS};
 use crate::hash::low_mask;
 use crate::qf::rank_select::{popcount, rank, select};
@@ -104,15 +106,40 @@ pub(crate) fn end_after<S: BlockSource>(view: &View<'_, S>, slot: usize) -> Opti
     // The common case, as in `run_of`: an exact spill and the run ending in the block.
     let stored = view.stored_spill(block);
     if stored < BLOCK_SLOTS as u64 {
-        if d == 0 {
-            return Some(base + stored as usize);
-        }
-        let end = select(view.runends(block) & !low_mask(stored as u32), d - 1);
-        if end < BLOCK_SLOTS as u32 {
-            return Some(base + end as usize + 1);
+        let after = end_after_in_block(d, view.runends(block), stored as u32);
+        if after <= BLOCK_SLOTS as u32 {
+            return Some(base + after as usize);
         }
     }
     end_after_across_blocks(view, block, d as usize)
+}
+
+/// The common case of [`end_after`], from one block's words: given `d`, how many occupied
+/// quotients of the block are at most the slot, the block's `runends` and its exact spill
+/// (`< 64`), the slot after the run of the `d`-th one (the spill if `d` is 0), as an index in
+/// the block; above 64 if that run ends in a later block.
+#[inline(always)]
+fn end_after_in_block(d: u32, runends: u64, spill: u32) -> u32 {
+    match d {
+        0 => spill,
+        // `select` gives 64 when the block has fewer runend bits.
+        d => select(runends & !low_mask(spill), d - 1) + 1,
+    }
+}
+
+/// [`first_empty`] inside one block, from its words (exact spill `< 64`): the first empty
+/// slot of the block at or after `from` (an index in the block, `from >= spill`), or `None` if
+/// there is none before the block's end (or the words are inconsistent).
+#[inline(always)]
+fn first_empty_in_block(occupieds: u64, runends: u64, spill: u32, mut from: u32) -> Option<u32> {
+    while from < BLOCK_SLOTS as u32 {
+        let after = end_after_in_block(rank(occupieds, from), runends, spill);
+        if after <= from {
+            return Some(from);
+        }
+        from = after;
+    }
+    None
 }
 
 /// [`end_after`] for a slot of `block` with `d` occupied quotients up to it in the block, when
@@ -529,7 +556,9 @@ pub(crate) fn apply(view: &View<'_>, plan: &Plan) {
                 add_to_spills(view, plan.quotient, empty);
             }
         }
-        write_entry(view, plan.at, plan.remainder, plan.new_count, r);
+        write_entry(plan.at, plan.remainder, plan.new_count, r, |slot, value| {
+            view.set_remainder(slot, value)
+        });
         for i in 0..plan.new_len {
             view.set_runend(plan.at + i, false);
         }
@@ -548,7 +577,9 @@ pub(crate) fn apply(view: &View<'_>, plan: &Plan) {
         };
         view.set_runend(new_end, true);
     } else {
-        write_entry(view, plan.at, plan.remainder, plan.new_count, r);
+        write_entry(plan.at, plan.remainder, plan.new_count, r, |slot, value| {
+            view.set_remainder(slot, value)
+        });
         let (start, mut end) = plan.run.expect("only an existing entry shrinks");
         for _ in plan.new_len..plan.old_len {
             remove_slot(view, plan.quotient, start, end, plan.at + plan.new_len);
@@ -571,6 +602,86 @@ pub(crate) fn apply(view: &View<'_>, plan: &Plan) {
     }
 }
 
+/// [`plan`] and [`apply`] at once for the common change that stays inside the quotient's
+/// block: an entry that keeps its length, or grows by one slot into an empty slot of the same
+/// block. Reads and writes that block alone, its words loaded once, so the caller must hold the
+/// block's region (or have the table to itself). Returns the old and the new count, or `None`,
+/// having written nothing, when the block alone cannot make the change: a spill of 64 or more,
+/// a run that leaves the block, no empty slot after the entry in the block, or an entry that
+/// shrinks or grows by more than one slot. Then [`plan`] and [`apply`] make it.
+///
+/// The spills of the blocks after it stay as they are: the shift ends in this block.
+#[inline(always)]
+pub(crate) fn update_in_block(
+    table: &Blocks,
+    quotient: usize,
+    remainder: u64,
+    new_count: impl FnOnce(u64) -> u64,
+) -> Option<(u64, u64)> {
+    let block = quotient / BLOCK_SLOTS;
+    let spill = table.stored_spill(block);
+    if spill >= BLOCK_SLOTS as u64 {
+        return None;
+    }
+    let spill = spill as u32;
+    let q = (quotient % BLOCK_SLOTS) as u32;
+    let words = BlockWriter::new(table, block);
+    let (occupieds, runends) = (words.occupieds(), words.runends());
+    let r = table.remainder_bits();
+    // The last slot of the quotient's run, if it has one, and where the entry starts (or goes).
+    let (run_end, at, old_count, old_len) = if occupieds >> q & 1 == 1 {
+        let (start, end) = run_in_block(occupieds, runends, u64::from(spill), q)?;
+        let (at, count, len) = find_entry(start as usize, end as usize, r, remainder, |i| {
+            words.remainder(i)
+        })?;
+        (Some(end as usize), at, count, len)
+    } else {
+        let after = end_after_in_block(rank(occupieds, q), runends, spill).max(q);
+        (None, after as usize, 0, 0)
+    };
+    let new_count = new_count(old_count);
+    let new_len = counter_code::entry_len(remainder, new_count, r);
+    if new_count == old_count {
+        return Some((old_count, new_count));
+    }
+    if new_len == old_len {
+        // Rewritten in place: the entry lies in the run, inside the block.
+        write_entry(at, remainder, new_count, r, |i, value| {
+            words.set_remainder(i, value)
+        });
+        return Some((old_count, new_count));
+    }
+    if new_len != old_len + 1 {
+        return None;
+    }
+    // The new slot: everything from `at` up to the first empty slot moves one slot up.
+    let empty = first_empty_in_block(occupieds, runends, spill, at as u32)? as usize;
+    if at < empty {
+        words.shift_up(at, empty);
+    }
+    write_entry(at, remainder, new_count, r, |i, value| {
+        words.set_remainder(i, value)
+    });
+    // As in `apply`: no runend inside the entry, the run's end one slot further (or the new
+    // run's end after the entry).
+    let mut runends = words.runends() & !bit_range(at, at + new_len);
+    let new_end = match run_end {
+        Some(end) => {
+            if end < at {
+                // Appended after the old run end: that slot no longer ends the run.
+                runends &= !(1 << end);
+            }
+            end + 1
+        }
+        None => {
+            words.set_occupieds(occupieds | 1 << q);
+            at + new_len - 1
+        }
+    };
+    words.set_runends(runends | 1 << new_end);
+    Some((old_count, new_count))
+}
+
 /// Updates the spills after one slot of `quotient`'s run was inserted at slot `at` and the
 /// slots `at..filled`, all used, moved one slot right into the empty slot `filled`: every block
 /// after the quotient's whose first slot is at most `filled` spills exactly one slot more.
@@ -590,17 +701,24 @@ fn add_to_spills(view: &View<'_>, quotient: usize, filled: usize) {
     }
 }
 
-/// Writes the entry of `remainder` with `count` copies from slot `at` on.
+/// Writes the entry of `remainder` with `count` copies from slot `at` on, with `set(slot,
+/// value)`.
 #[inline]
-fn write_entry(view: &View<'_>, at: usize, remainder: u64, count: u64, remainder_bits: u32) {
+fn write_entry(
+    at: usize,
+    remainder: u64,
+    count: u64,
+    remainder_bits: u32,
+    set: impl Fn(usize, u64),
+) {
     if count <= 2 {
         for i in 0..count as usize {
-            view.set_remainder(at + i, remainder);
+            set(at + i, remainder);
         }
     } else {
         let entry = counter_code::encode(remainder, count, remainder_bits);
         for (i, &value) in entry.slots().iter().enumerate() {
-            view.set_remainder(at + i, value);
+            set(at + i, value);
         }
     }
 }
@@ -757,6 +875,76 @@ mod tests {
             assert!(
                 answered * 4 > asked,
                 "r = {r}: answered only {answered} of {asked}"
+            );
+        }
+    }
+
+    /// The one-block fast path writes exactly what the general plan and apply write, and gives
+    /// the same counts, for inserts, multi-copy inserts and removals of present and new
+    /// fingerprints on filters filled to 50-95% with counters; it makes most of the inserts
+    /// and declines some (runs and shifts leaving their block, entries that shrink).
+    #[test]
+    fn update_in_block_matches_plan_and_apply() {
+        use crate::{Count, CountingQf};
+        let mut seed = 11u64;
+        for (r, fill) in [(2, 0.5), (4, 0.6), (8, 0.5), (11, 0.3), (11, 0.5)] {
+            let build = || CountingQf::with_bits(10, r).expect("a 1024-slot filter");
+            let (fast_filter, general_filter) = (build(), build());
+            let mut hashes = Vec::new();
+            while fast_filter.distinct() < (1024.0 * fill) as usize {
+                seed = crate::hash::remix(seed);
+                let copies = 1 + seed % 40 / 30 * (seed % 13);
+                if fast_filter.insert_count_hash(seed, copies).is_err() {
+                    break;
+                }
+                general_filter
+                    .insert_count_hash(seed, copies)
+                    .expect("the same inserts fit");
+                hashes.push(seed);
+            }
+            let (mut made, mut declined) = (0, 0);
+            // Few enough steps that the fill stays about where it was.
+            for step in 0..400u64 {
+                seed = crate::hash::remix(seed);
+                let present = hashes[(seed >> 8) as usize % hashes.len()];
+                let (hash, added) = match step % 4 {
+                    0 => (seed, 1),
+                    1 => (present, 1),
+                    2 => (if seed % 2 == 0 { seed } else { present }, 1 + seed % 5),
+                    _ => (present, 0),
+                };
+                let change = move |count: u64| match added {
+                    0 => count.saturating_sub(1),
+                    _ => count + added,
+                };
+                let (quotient, remainder) = fast_filter.fingerprint(hash);
+                let fast = update_in_block(&fast_filter.table, quotient, remainder, change);
+                let apply_general = |filter: &CountingQf| {
+                    let view = View::new(&filter.table);
+                    let plan = plan(&view, quotient, remainder, change).ok()?;
+                    apply(&view, &plan);
+                    Some((plan.old_count, plan.new_count))
+                };
+                let general = apply_general(&general_filter);
+                match fast {
+                    Some(answer) => {
+                        made += 1;
+                        assert_eq!(Some(answer), general, "r = {r}, step {step}");
+                    }
+                    None => {
+                        declined += 1;
+                        assert_eq!(apply_general(&fast_filter), general, "r = {r}");
+                    }
+                }
+                assert!(
+                    fast_filter.table.raw() == general_filter.table.raw(),
+                    "r = {r}, step {step}: the tables differ"
+                );
+            }
+            CountingQf::check_table(&fast_filter.table, 10).expect("a valid table");
+            assert!(
+                made >= 30 && declined >= 30,
+                "r = {r}: made {made}, declined {declined}"
             );
         }
     }
