@@ -14,7 +14,9 @@
 //! missing slot) or close the gap (shift each following run left while it is not at its
 //! canonical slot). [`plan`] does every read and computes what will change, touching the whole
 //! stretch the write will touch, before [`apply`] writes: the concurrent filter checks between
-//! the two that it holds every region the plan touched.
+//! the two that it holds every region the plan touched. The common change that stays inside
+//! the quotient's block, [`update_in_block`] makes at once from that block's words, and the
+//! general two steps run only when it declines.
 //!
 //! Functions that read a table another thread may be changing (outside the caller's locks) never
 //! panic and never loop forever: an inconsistent read gives `None` (a [`Fault`]).
