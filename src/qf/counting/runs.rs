@@ -564,19 +564,14 @@ pub(crate) fn apply(view: &View<'_>, plan: &Plan) {
         for i in 0..plan.new_len {
             view.set_runend(plan.at + i, false);
         }
-        let new_end = match plan.run {
-            Some((_, end)) => {
-                if end < plan.at {
-                    // Appended after the old run end: that slot no longer ends the run.
-                    view.set_runend(end, false);
-                }
-                end + plan.grow
-            }
-            None => {
-                view.set_occupied(plan.quotient, true);
-                plan.at + plan.new_len - 1
-            }
-        };
+        let run_end = plan.run.map(|(_, end)| end);
+        let (new_end, stale_end) = grown_run_end(run_end, plan.at, plan.new_len, plan.grow);
+        if let Some(end) = stale_end {
+            view.set_runend(end, false);
+        }
+        if run_end.is_none() {
+            view.set_occupied(plan.quotient, true);
+        }
         view.set_runend(new_end, true);
     } else {
         write_entry(plan.at, plan.remainder, plan.new_count, r, |slot, value| {
@@ -664,24 +659,34 @@ pub(crate) fn update_in_block(
     write_entry(at, remainder, new_count, r, |i, value| {
         words.set_remainder(i, value)
     });
-    // As in `apply`: no runend inside the entry, the run's end one slot further (or the new
-    // run's end after the entry).
+    // As in `apply`: no runend inside the entry, and the run's end moved.
+    let (new_end, stale_end) = grown_run_end(run_end, at, new_len, 1);
     let mut runends = words.runends() & !bit_range(at, at + new_len);
-    let new_end = match run_end {
-        Some(end) => {
-            if end < at {
-                // Appended after the old run end: that slot no longer ends the run.
-                runends &= !(1 << end);
-            }
-            end + 1
-        }
-        None => {
-            words.set_occupieds(occupieds | 1 << q);
-            at + new_len - 1
-        }
-    };
+    if let Some(end) = stale_end {
+        runends &= !(1 << end);
+    }
+    if run_end.is_none() {
+        words.set_occupieds(occupieds | 1 << q);
+    }
     words.set_runends(runends | 1 << new_end);
     Some((old_count, new_count))
+}
+
+/// Where a run ends after the entry at slot `at` grew by `grow` slots to `new_len` slots,
+/// given where it ended before (`None`: the quotient had no run, and the entry is the new run):
+/// `(its new last slot, the old last slot if that no longer ends the run)`. An entry appended
+/// after the old end leaves that slot inside the run.
+#[inline(always)]
+fn grown_run_end(
+    run_end: Option<usize>,
+    at: usize,
+    new_len: usize,
+    grow: usize,
+) -> (usize, Option<usize>) {
+    match run_end {
+        Some(end) => (end + grow, (end < at).then_some(end)),
+        None => (at + new_len - 1, None),
+    }
 }
 
 /// Updates the spills after one slot of `quotient`'s run was inserted at slot `at` and the
