@@ -7,17 +7,38 @@
 //! removing the increment from the 3-bit filters raised their 2-thread inserts in Figure 2 from
 //! 21.3 / 18.2 to 24.5 / 22.4 M/s (`LocallyLockedQf`) and from 19.0 / 18.1 to 23.1 / 23.6
 //! (`ExternallyLockedQf`), in two alternated runs of `figures --only fig2`.
+//!
+//! # Owned stripes
+//!
+//! A thread that counts first claims one of [`OWNED_STRIPES`] process-wide stripe numbers and
+//! keeps it until it exits. While it holds number `k`, it is the only thread that writes stripe
+//! `k` of *any* counter, so it adds with a plain load and store instead of a read-modify-write:
+//! on x86 a `lock xadd` costs about as much as a cache hit and stops later loads from passing
+//! it, which is a large share of a one-group insert (see `docs/performance-history.md`,
+//! "Counting without a read-modify-write"). Threads that find every number taken (more than
+//! [`OWNED_STRIPES`] counting threads alive at once) add to one of [`SHARED_STRIPES`] other
+//! stripes with `fetch_add`, as every thread did before.
+//!
+//! A number passes from an exiting thread to a new one through the claim word: the release is a
+//! `Release` RMW and the claim an `Acquire` one, so the new owner's first load of stripe `k` sees
+//! the old owner's last store. Under loom no thread owns a stripe: every add is a `fetch_add`
+//! on a shared stripe, and no protocol the models check depends on the counter.
 
 use crossbeam_utils::CachePadded;
 
 use crate::sync::{thread_index, AtomicUsize, Ordering};
 
-/// Stripes per counter: a power of two, about the thread counts this crate is measured at.
-/// More threads than stripes share stripes, which stays correct.
-const STRIPES: usize = 16;
+/// Stripe numbers threads can own (bits of the claim word): about the thread counts this crate
+/// is measured at.
+const OWNED_STRIPES: usize = 16;
+
+/// Stripes for threads that own none, added to with `fetch_add`; a thread picks one by its
+/// [`thread_index`].
+const SHARED_STRIPES: usize = 8;
 
 /// A count of stored items, split into one stripe per thread.
 pub(crate) struct StripedCounter {
+    /// [`OWNED_STRIPES`] owned stripes, then [`SHARED_STRIPES`] shared ones.
     stripes: Box<[CachePadded<AtomicUsize>]>,
 }
 
@@ -25,16 +46,10 @@ impl StripedCounter {
     /// A counter at zero.
     pub(crate) fn new() -> Self {
         StripedCounter {
-            stripes: (0..STRIPES)
+            stripes: (0..OWNED_STRIPES + SHARED_STRIPES)
                 .map(|_| CachePadded::new(AtomicUsize::new(0)))
                 .collect(),
         }
-    }
-
-    /// The calling thread's stripe.
-    #[inline]
-    fn own(&self) -> &AtomicUsize {
-        &self.stripes[thread_index() % STRIPES]
     }
 
     /// Adds one.
@@ -43,20 +58,35 @@ impl StripedCounter {
         self.add(1);
     }
 
-    /// Adds `n`.
-    #[inline]
-    pub(crate) fn add(&self, n: usize) {
-        // Relaxed: the count orders nothing; `len` is a statistic that may lag concurrent
-        // operations (documented on `Filter::len`).
-        self.own().fetch_add(n, Ordering::Relaxed);
-    }
-
     /// Subtracts one (a stripe may wrap below zero when another thread's stripe holds the
     /// item; the sum does not).
     #[inline]
     pub(crate) fn decrement(&self) {
-        // Relaxed: as in `add`.
-        self.own().fetch_sub(1, Ordering::Relaxed);
+        self.add(usize::MAX);
+    }
+
+    /// Adds `n`, wrapping (so adding `usize::MAX` subtracts one).
+    #[inline]
+    pub(crate) fn add(&self, n: usize) {
+        match ownership::owned_stripe() {
+            Some(own) => {
+                let stripe = &self.stripes[own];
+                // Relaxed load and store, no read-modify-write: while this thread holds the
+                // stripe's number no other thread writes the stripe, and the claim's Acquire
+                // ordered the previous holder's last store before this load (module doc).
+                // Readers only sum a statistic (`Filter::len` may lag).
+                stripe.store(
+                    stripe.load(Ordering::Relaxed).wrapping_add(n),
+                    Ordering::Relaxed,
+                );
+            }
+            None => {
+                let shared = OWNED_STRIPES + thread_index() % SHARED_STRIPES;
+                // Relaxed: the count orders nothing; `len` is a statistic that may lag
+                // concurrent operations (documented on `Filter::len`).
+                self.stripes[shared].fetch_add(n, Ordering::Relaxed);
+            }
+        }
     }
 
     /// The sum of the stripes.
@@ -79,9 +109,103 @@ impl StripedCounter {
     }
 }
 
+/// The process-wide claims of stripe numbers (module doc, "Owned stripes").
+#[cfg(not(loom))]
+mod ownership {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicU64, Ordering};
+
+    use super::OWNED_STRIPES;
+
+    /// Bit `k` is set while a live thread holds stripe number `k`. A plain `std` atomic, like
+    /// `thread_index`'s dealer: no protocol the model checker should see.
+    static CLAIMED: AtomicU64 = AtomicU64::new(0);
+
+    const _: () = assert!(OWNED_STRIPES <= 64, "one claim bit per stripe number");
+
+    /// [`Claim`] before the thread first asked.
+    const UNASKED: u8 = u8::MAX;
+    /// [`Claim`] of a thread that found every number taken.
+    const NONE: u8 = u8::MAX - 1;
+
+    /// The calling thread's stripe number, [`UNASKED`] or [`NONE`]; given back when the thread
+    /// exits.
+    struct Claim(Cell<u8>);
+
+    impl Claim {
+        #[inline]
+        fn stripe(&self) -> Option<usize> {
+            match self.0.get() {
+                UNASKED => {
+                    let claimed = claim_free();
+                    self.0.set(claimed.map_or(NONE, |k| k as u8));
+                    claimed
+                }
+                NONE => None,
+                own => Some(own as usize),
+            }
+        }
+    }
+
+    impl Drop for Claim {
+        fn drop(&mut self) {
+            let own = self.0.get();
+            if (own as usize) < OWNED_STRIPES {
+                // Release: the next holder of the number, whose claim acquires this, sees every
+                // store this thread made to its stripes.
+                CLAIMED.fetch_and(!(1 << own), Ordering::Release);
+            }
+        }
+    }
+
+    /// Claims the lowest free stripe number, if any.
+    fn claim_free() -> Option<usize> {
+        let all = u64::MAX >> (64 - OWNED_STRIPES);
+        // Relaxed: a first guess; the compare-exchange decides.
+        let mut seen = CLAIMED.load(Ordering::Relaxed);
+        loop {
+            let free = !seen & all;
+            if free == 0 {
+                return None;
+            }
+            let own = free.trailing_zeros();
+            // Acquire on success: pairs with the Release of the number's last holder (see
+            // `Drop`). Relaxed on failure: only the next guess.
+            match CLAIMED.compare_exchange_weak(
+                seen,
+                seen | 1 << own,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Some(own as usize),
+                Err(now) => seen = now,
+            }
+        }
+    }
+
+    /// The stripe number the calling thread holds (claiming one on its first call), or `None`
+    /// if every number was taken then, or the thread is exiting.
+    #[inline]
+    pub(super) fn owned_stripe() -> Option<usize> {
+        std::thread_local! {
+            static CLAIM: Claim = const { Claim(Cell::new(UNASKED)) };
+        }
+        CLAIM.try_with(Claim::stripe).ok().flatten()
+    }
+}
+
+/// Under loom no thread owns a stripe (module doc).
+#[cfg(loom)]
+mod ownership {
+    #[inline]
+    pub(super) fn owned_stripe() -> Option<usize> {
+        None
+    }
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::StripedCounter;
+    use super::{StripedCounter, OWNED_STRIPES};
 
     /// Increments and decrements from several threads, each on its own stripe, and removals of
     /// items another thread counted (so stripes wrap), sum to the exact count.
@@ -107,5 +231,32 @@ mod tests {
         assert_eq!(counter.sum(), 1000 - 600 + 28);
         counter.reset(5);
         assert_eq!(counter.sum(), 5);
+    }
+
+    /// More counting threads alive at once than there are stripe numbers: the late ones add
+    /// with read-modify-writes on the shared stripes, and waves of threads that exit pass their
+    /// numbers on; no add is lost either way.
+    #[test]
+    fn no_add_is_lost_with_more_threads_than_numbers_or_numbers_passed_on() {
+        let counter = StripedCounter::new();
+        let threads = 2 * OWNED_STRIPES + 3;
+        for wave in 0..3 {
+            let started = std::sync::Barrier::new(threads);
+            std::thread::scope(|s| {
+                for _ in 0..threads {
+                    let (counter, started) = (&counter, &started);
+                    s.spawn(move || {
+                        // Every thread of the wave claims (or fails to) before any exits.
+                        counter.increment();
+                        started.wait();
+                        for _ in 0..5_000 {
+                            counter.increment();
+                        }
+                        counter.decrement();
+                    });
+                }
+            });
+            assert_eq!(counter.sum(), (wave + 1) * threads * 5_000);
+        }
     }
 }
