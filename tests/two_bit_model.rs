@@ -29,6 +29,13 @@ proptest! {
     }
 
     #[test]
+    fn widths_walked_by_compiled_walks_match_the_model(sequence in ops(5, 10, 12, 8, 200)) {
+        // 12-bit slots (5 per group), a width `with_fixed_width!` compiles the walk without
+        // locks for; 12 quotients of 32 make superclusters span groups.
+        run_model::<TwoBitQf>(5, 10, &sequence)?;
+    }
+
+    #[test]
     fn one_slot_per_group(sequence in ops(3, 50, 8, 4, 100)) {
         run_model::<TwoBitQf>(3, 50, &sequence)?;
     }

@@ -92,7 +92,7 @@ use std::hash::Hash;
 use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter, Full, Remove};
 use crate::hash::{hash_key, low_mask, Fingerprint};
-use crate::storage::{Cursor, Guarded, Preview, Recorder, Rewriter};
+use crate::storage::{with_fixed_width, Cursor, Guarded, Preview, Recorder, Rewriter};
 use crate::sync::{Ordering, Waiter};
 
 use crate::qf::walk::UnlockedWalk;
@@ -380,7 +380,8 @@ impl TwoBitQf {
     /// may have carried the element past the walk.
     ///
     /// `recorder` keeps the words the walk read, for [`locked_query`](Self::locked_query) to
-    /// confirm a miss without walking again.
+    /// confirm a miss without walking again. The walk is compiled per slot width
+    /// ([`with_fixed_width!`]), so it locates slots with constants.
     #[inline]
     fn walk_without_locks(
         &self,
@@ -388,11 +389,13 @@ impl TwoBitQf {
         quotient: usize,
         remainder: u64,
     ) -> UnlockedWalk {
-        // Acquire: pairs with the Release of the writers that published the groups.
-        let mut cursor = Cursor::over(recorder, quotient, Ordering::Acquire);
-        let canonical_group = cursor.group();
-        let lookup = walk::lookup(&mut cursor, quotient, remainder);
-        UnlockedWalk::new(lookup, canonical_group, &cursor)
+        with_fixed_width!(recorder => {
+            // Acquire: pairs with the Release of the writers that published the groups.
+            let mut cursor = Cursor::over(&recorder, quotient, Ordering::Acquire);
+            let canonical_group = cursor.group();
+            let lookup = walk::lookup(&mut cursor, quotient, remainder);
+            UnlockedWalk::new(lookup, canonical_group, &cursor)
+        })
     }
 
     /// The query: the walk without locks answers if it read one group, or if it found the
