@@ -136,6 +136,41 @@ impl Hasher for StableHasher {
     }
 }
 
+/// [`Fingerprint::split`] for one table's fixed `(q, r)`, with its shift and mask computed once:
+/// two shifts and an `and` per hash, without `split`'s checks for the widths that need special
+/// cases (an empty fingerprint, a 64-bit remainder), which no table has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Splitter {
+    /// `64 - (q + r)`: drops the hash bits below the fingerprint.
+    shift: u32,
+    remainder_bits: u32,
+    remainder_mask: u64,
+}
+
+impl Splitter {
+    /// The split of `quotient_bits >= 1` and `remainder_bits` with `q + r <= 64` (what every
+    /// table's constructor checks).
+    pub(crate) const fn new(quotient_bits: u32, remainder_bits: u32) -> Self {
+        assert!(quotient_bits >= 1 && quotient_bits + remainder_bits <= 64);
+        Splitter {
+            shift: 64 - quotient_bits - remainder_bits,
+            remainder_bits,
+            remainder_mask: low_mask(remainder_bits),
+        }
+    }
+
+    /// `(quotient, remainder)` of `hash`, as [`Fingerprint::split`] gives them.
+    #[inline(always)]
+    pub(crate) fn split(&self, hash: u64) -> (usize, u64) {
+        // Both shifts are below 64: `shift <= 63` as `q >= 1`, and `r <= 63` for the same reason.
+        let fingerprint = hash >> self.shift;
+        (
+            (fingerprint >> self.remainder_bits) as usize,
+            fingerprint & self.remainder_mask,
+        )
+    }
+}
+
 /// A hash split into a quotient (the canonical slot) and a remainder (what the slot stores).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Fingerprint {
@@ -209,9 +244,45 @@ pub(crate) const fn low_mask(bits: u32) -> u64 {
     }
 }
 
+/// [`low_mask`] for `bits < 64`, without the branch (or conditional move) for 64: for hot paths
+/// whose width is below 64 by construction (a remainder, a position in a 64-slot block).
+#[inline(always)]
+pub(crate) const fn low_mask_below_64(bits: u32) -> u64 {
+    debug_assert!(bits < 64);
+    !(u64::MAX << bits)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn low_masks_agree_below_64() {
+        for bits in 0..64 {
+            assert_eq!(low_mask_below_64(bits), low_mask(bits));
+            assert_eq!(low_mask(bits).count_ones(), bits);
+        }
+        assert_eq!(low_mask(64), u64::MAX);
+    }
+
+    #[test]
+    fn the_splitter_splits_as_fingerprint_split_does() {
+        let mut hash = 0x9E37_79B9_7F4A_7C15u64;
+        for q in 1..=64u32 {
+            for r in 0..=64 - q {
+                let splitter = Splitter::new(q, r);
+                for _ in 0..8 {
+                    let f = Fingerprint::split(hash, q, r);
+                    assert_eq!(
+                        splitter.split(hash),
+                        (f.quotient as usize, f.remainder),
+                        "{q} {r}"
+                    );
+                    hash = remix(hash);
+                }
+            }
+        }
+    }
 
     #[test]
     fn hashes_are_pinned_across_releases() {

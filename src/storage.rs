@@ -1253,15 +1253,32 @@ impl<'a> GroupWriter<'a> {
 /// taking a lock, and by walks that load the canonical slot's neighbouring lines.
 #[inline]
 pub(crate) fn prefetch_word(word: &AtomicU64) {
+    prefetch_address(std::ptr::from_ref(word));
+}
+
+/// [`prefetch_word`] of `words[index]`, without a bounds check: an index past the end names
+/// some other address, and a prefetch of any address is harmless (it never faults), so a hot
+/// path whose index is in bounds by construction does not pay for checking it.
+#[inline]
+pub(crate) fn prefetch_index(words: &[AtomicU64], index: usize) {
+    prefetch_address(words.as_ptr().wrapping_add(index));
+}
+
+/// The prefetch instruction itself, for any address.
+#[inline(always)]
+fn prefetch_address(address: *const AtomicU64) {
     #[cfg(all(target_arch = "x86_64", not(loom)))]
     {
-        let pointer = word.as_ptr().cast::<i8>().cast_const();
-        // SAFETY: `_mm_prefetch` never faults and reads nothing architecturally; the pointer is
-        // to a live word anyway. SSE is part of the x86_64 baseline.
-        unsafe { core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(pointer) };
+        // SAFETY: `_mm_prefetch` never faults and reads nothing architecturally, whatever the
+        // address; SSE is part of the x86_64 baseline.
+        unsafe {
+            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                address.cast::<i8>(),
+            )
+        };
     }
     #[cfg(not(all(target_arch = "x86_64", not(loom))))]
-    let _ = word;
+    let _ = address;
 }
 
 #[cfg(test)]

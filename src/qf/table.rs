@@ -3,7 +3,7 @@
 //! synchronise, and convert into each other without copying.
 
 use crate::filter::Error;
-use crate::hash::Fingerprint;
+use crate::hash::Splitter;
 use crate::sizing;
 use crate::storage::SlotArray;
 use crate::sync::Ordering;
@@ -20,6 +20,7 @@ pub(crate) struct QfTable {
     pub(crate) slots: SlotArray,
     pub(crate) quotient_bits: u32,
     pub(crate) remainder_bits: u32,
+    splitter: Splitter,
 }
 
 impl QfTable {
@@ -47,6 +48,7 @@ impl QfTable {
             slots: SlotArray::new(remainder_bits + STATUS_BITS, slot_count)?,
             quotient_bits,
             remainder_bits,
+            splitter: Splitter::new(quotient_bits, remainder_bits),
         })
     }
 
@@ -76,8 +78,7 @@ impl QfTable {
     /// The canonical slot and remainder of a hash.
     #[inline]
     pub(crate) fn fingerprint(&self, hash: u64) -> (usize, u64) {
-        let f = Fingerprint::split(hash, self.quotient_bits, self.remainder_bits);
-        (f.quotient as usize, f.remainder)
+        self.splitter.split(hash)
     }
 
     /// How many fingerprints fit at [`MAX_LOAD`].

@@ -27,7 +27,7 @@
 use std::cell::Cell;
 
 use crate::filter::Error;
-use crate::hash::low_mask;
+use crate::hash::{low_mask, low_mask_below_64};
 use crate::storage::le_word;
 use crate::sync::{AtomicU64, Ordering};
 
@@ -134,11 +134,12 @@ impl Blocks {
     /// where there is no prefetch instruction (and under loom).
     #[inline]
     pub(crate) fn prefetch(&self, slot: usize) {
-        let block = (slot / BLOCK_SLOTS).min(self.blocks - 1);
+        // No clamp or bounds check: a slot past the table prefetches some other address, which
+        // is harmless, and the callers' slots are canonical ones, inside the table.
         let bit = (slot % BLOCK_SLOTS) * self.remainder_bits as usize;
-        let first = block * self.block_words;
-        crate::storage::prefetch_word(&self.words[first]);
-        crate::storage::prefetch_word(&self.words[first + 2 + bit / 64]);
+        let first = slot / BLOCK_SLOTS * self.block_words;
+        crate::storage::prefetch_index(&self.words, first);
+        crate::storage::prefetch_index(&self.words, first + 2 + bit / 64);
     }
 
     /// Every word and spill word, for comparing two tables bit for bit in tests.
@@ -354,7 +355,7 @@ fn packed_remainder(i: usize, r: u32, load: impl Fn(usize) -> u64) -> u64 {
     let (index, offset) = (2 + bit / 64, bit % 64);
     let last = block_words(r) - 1;
     let pair = u128::from(load((index + 1).min(last))) << 64 | u128::from(load(index));
-    (pair >> offset) as u64 & low_mask(r)
+    (pair >> offset) as u64 & low_mask_below_64(r)
 }
 
 /// One block's words, read without recording a reach: for the lookup's fast path

@@ -19,7 +19,7 @@ pub(crate) mod runs;
 use std::hash::Hash;
 
 use crate::filter::{Count, Error, Filter, Remove};
-use crate::hash::{hash_key, low_mask, Fingerprint};
+use crate::hash::{hash_key, low_mask, Fingerprint, Splitter};
 use crate::sizing::{check_bits, qf_fpr, qf_parameters, MAX_QUOTIENT_BITS};
 
 use blocks::{BlockSource, Blocks, View, BLOCK_SLOTS};
@@ -64,6 +64,7 @@ pub struct CountingQf {
     pub(crate) locks: RegionLocks,
     quotient_bits: u32,
     remainder_bits: u32,
+    splitter: Splitter,
 }
 
 impl CountingQf {
@@ -132,6 +133,7 @@ impl CountingQf {
             locks: RegionLocks::new(blocks, region_blocks)?,
             quotient_bits,
             remainder_bits,
+            splitter: Splitter::new(quotient_bits, remainder_bits),
         })
     }
 
@@ -301,8 +303,7 @@ impl CountingQf {
 
     #[inline]
     fn fingerprint(&self, hash: u64) -> (usize, u64) {
-        let f = Fingerprint::split(hash, self.quotient_bits, self.remainder_bits);
-        (f.quotient as usize, f.remainder)
+        self.splitter.split(hash)
     }
 
     /// Sets the count of the hash's fingerprint from `c` to `new_count(c)` under the region

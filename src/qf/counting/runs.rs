@@ -25,7 +25,7 @@ use super::blocks::{
     bit_range, BlockReader, BlockSource, BlockWriter, Blocks, View, BLOCK_SLOTS, SPILL_SATURATED,
 };
 use super::counter_code::{self, MAX_ENTRY_SLOTS};
-use crate::hash::low_mask;
+use crate::hash::{low_mask, low_mask_below_64};
 use crate::qf::rank_select::{popcount, rank, select};
 
 /// The table read as inconsistent (a concurrent writer), or full.
@@ -125,7 +125,7 @@ fn end_after_in_block(d: u32, runends: u64, spill: u32) -> u32 {
     match d {
         0 => spill,
         // `select` gives 64 when the block has fewer runend bits.
-        d => select(runends & !low_mask(spill), d - 1) + 1,
+        d => select(runends & !low_mask_below_64(spill), d - 1) + 1,
     }
 }
 
@@ -259,12 +259,15 @@ pub(crate) fn run_in_block(
     if stored_spill >= BLOCK_SLOTS as u64 {
         return None;
     }
-    let ends = runends & !low_mask(stored_spill as u32);
+    let ends = runends & !low_mask_below_64(stored_spill as u32);
     let d = rank(occupieds, q);
     // `d >= 1`: the caller saw the bit of `q` set in `occupieds`.
     let end = select(ends, d - 1);
     // Only the ends of the run's `d - 1` predecessors lie below `end`; 0 if there are none.
-    let after_previous = BLOCK_SLOTS as u32 - (ends & low_mask(end)).leading_zeros();
+    // (`end` is 64 when the run ends in a later block: the answer is then `None` below, so the
+    // wrapped mask's value does not matter.)
+    let after_previous =
+        BLOCK_SLOTS as u32 - (ends & low_mask_below_64(end % BLOCK_SLOTS as u32)).leading_zeros();
     let start = after_previous.max(stored_spill as u32).max(q);
     (end < BLOCK_SLOTS as u32 && start <= end).then_some((start, end))
 }
