@@ -547,7 +547,7 @@ impl<'a> BlockWriter<'a> {
         let r = self.remainder_bits;
         let bit = i * r as usize;
         let (index, offset) = (2 + bit / 64, (bit % 64) as u32);
-        let mask = low_mask(r);
+        let mask = low_mask_below_64(r);
         let old = self.load(index);
         self.store(index, (old & !(mask << offset)) | (value << offset));
         if offset + r > 64 {

@@ -264,27 +264,38 @@ impl RegionLocks {
                 return answer;
             }
         }
-        self.run(table, block, |view, held| {
-            let answer = op(view)?;
-            held.covers(view).then_some(answer)
-        })
+        self.run(
+            table,
+            block,
+            |_| None,
+            |view, held| {
+                let answer = op(view)?;
+                held.covers(view).then_some(answer)
+            },
+        )
     }
 
     /// Runs `op` under the lock of `block`'s region, and of more regions until `op` answers
     /// `Some` (see the module doc); `None` only if `op` fails with every region held, i.e. the
-    /// table is corrupt.
+    /// table is corrupt. First, holding just that region, it asks `in_block`, which may answer
+    /// from block `block` alone (and must touch no other block): then no view is made and no
+    /// other region considered.
     #[inline]
     pub(crate) fn run<T>(
         &self,
         table: &Blocks,
         block: usize,
+        in_block: impl FnOnce(&Held<'_>) -> Option<T>,
         mut op: impl FnMut(&View<'_>, &Held<'_>) -> Option<T>,
     ) -> Option<T> {
         let region = self.region_of(block);
         let mut held = Held {
             locks: self,
-            regions: region_locks::Held::lock(&self.regions, region, region),
+            regions: region_locks::Held::lock_one(&self.regions, region),
         };
+        if let Some(answer) = in_block(&held) {
+            return Some(answer);
+        }
         loop {
             let (first, last) = held.regions.range();
             let view = self.view(table, first, last);

@@ -315,14 +315,13 @@ impl CountingQf {
         // Start the likely cache misses on the table before the lock's read-modify-write, which
         // later loads cannot pass.
         self.table.prefetch(quotient);
-        let result = self.locks.run(&self.table, block, |view, held| {
-            // Every try holds the quotient's block (its region is the first one taken).
-            if let Some((old, new)) =
-                runs::update_in_block(view.table(), quotient, remainder, &new_count)
-            {
-                held.account(block, old, new);
-                return Some(Ok((old, new)));
-            }
+        let in_block = |held: &locks::Held<'_>| {
+            // The first region taken is the quotient's block's.
+            let (old, new) = runs::update_in_block(&self.table, quotient, remainder, &new_count)?;
+            held.account(block, old, new);
+            Some(Ok((old, new)))
+        };
+        let result = self.locks.run(&self.table, block, in_block, |view, held| {
             let planned = runs::plan(view, quotient, remainder, &new_count);
             let plan = match &planned {
                 Ok(plan) => plan,
