@@ -452,6 +452,15 @@ impl SlotArray {
         self.prefetch_lines_around(group);
     }
 
+    /// Asks the CPU to start loading the cache line after the one of slot `index`'s group (a
+    /// hint): for a walk that only goes right, such as linear probing.
+    #[inline]
+    pub(crate) fn prefetch_next_line(&self, index: usize) {
+        const GROUPS_PER_LINE: usize = 64 / std::mem::size_of::<AtomicU64>();
+        let (group, _) = self.layout.locate(index);
+        prefetch_index(&self.groups, group + GROUPS_PER_LINE);
+    }
+
     /// [`prefetch_neighbour_lines`](Self::prefetch_neighbour_lines) of a located group.
     #[inline]
     fn prefetch_lines_around(&self, group: usize) {

@@ -443,12 +443,14 @@ impl Filter for LinearProbingQf {
     fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
         let (quotient, remainder) = self.fingerprint(hash);
         let slots = &self.slots;
+        slots.prefetch_next_line(quotient);
         with_fixed_width!(slots => self.insert_through(slots, quotient, remainder))
     }
 
     fn contains_hash(&self, hash: u64) -> bool {
         let (quotient, remainder) = self.fingerprint(hash);
         let slots = &self.slots;
+        slots.prefetch_next_line(quotient);
         // Acquire: a positive answer is ordered after the insert that stored the remainder
         // (module doc, "Memory orderings"). Coherence alone already rules out false negatives.
         with_fixed_width!(slots => seek_remainder_or_empty(
