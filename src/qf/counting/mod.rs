@@ -377,9 +377,9 @@ impl Remove for CountingQf {
 impl Count for CountingQf {
     fn count_hash(&self, hash: u64) -> u64 {
         let (quotient, remainder) = self.fingerprint(hash);
-        // The block's metadata and the canonical slot's remainder are often on two cache lines
-        // (a block of r = 11 spans 104 bytes): start both misses now, so the walk does not wait
-        // for the second after the first.
+        // The block's metadata and the run's remainders are often on different cache lines (a
+        // block of r = 11 spans 104 bytes, and the run may start in the next block): start all
+        // those misses now, so the walk does not wait for one after the other.
         self.table.prefetch(quotient);
         let block = quotient / BLOCK_SLOTS;
         if let Some(count) = self.locks.read_in_block(block, || {
