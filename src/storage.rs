@@ -440,12 +440,13 @@ impl SlotArray {
         prefetch_word(&self.groups[group]);
     }
 
-    /// Asks the CPU to start loading the cache lines just before and just after the one of
+    /// Asks the CPU to start loading the two cache lines before and the two after the one of
     /// slot `index`'s group (a hint, as [`prefetch`](Self::prefetch)). A quotient-filter walk
-    /// from a canonical slot goes left to its cluster start and right through the runs, so at
-    /// high fill it often leaves the canonical line; loading the neighbours alongside the
-    /// canonical line overlaps those misses instead of chaining them (measured in
-    /// `docs/performance-history.md`, "after prefetching the neighbouring cache lines").
+    /// from a canonical slot goes left to its cluster start and right through the runs (and an
+    /// insert shifts on to the next empty slot), so at high fill it often leaves the canonical
+    /// line; loading the neighbours alongside the canonical line overlaps those misses instead
+    /// of chaining them (measured in `docs/performance-history.md`, "after prefetching the
+    /// neighbouring cache lines" for one line on each side, "Two lines on each side" for two).
     #[inline]
     pub(crate) fn prefetch_neighbour_lines(&self, index: usize) {
         let (group, _) = self.layout.locate(index.min(self.slots - 1));
@@ -465,8 +466,14 @@ impl SlotArray {
     #[inline]
     fn prefetch_lines_around(&self, group: usize) {
         const GROUPS_PER_LINE: usize = 64 / std::mem::size_of::<AtomicU64>();
-        prefetch_word(&self.groups[group.saturating_sub(GROUPS_PER_LINE)]);
-        prefetch_word(&self.groups[(group + GROUPS_PER_LINE).min(self.groups.len() - 1)]);
+        // No bounds checks: near either end of the array these name other addresses (a group
+        // "before" 0 wraps to a huge index, whose pointer wraps to just before the array),
+        // and a prefetch of any address is harmless.
+        for lines in 1..=2 {
+            let distance = lines * GROUPS_PER_LINE;
+            prefetch_index(&self.groups, group.wrapping_sub(distance));
+            prefetch_index(&self.groups, group + distance);
+        }
     }
 
     /// Reads slot `index` with the given ordering.
@@ -1296,9 +1303,9 @@ mod tests {
     use proptest::prelude::*;
 
     #[test]
-    fn neighbour_line_prefetches_stay_inside_the_array() {
-        // Arrays of one group up to a few lines, at every slot: an index past either end
-        // would panic.
+    fn neighbour_line_prefetches_do_not_panic_near_either_end() {
+        // Arrays of one group up to a few lines, at every slot: the prefetches name addresses
+        // past either end there, which must neither be indexed (a panic) nor overflow.
         for (bits, slots) in [(13, 1), (13, 4), (13, 33), (13, 200), (64, 9), (3, 1000)] {
             let array = SlotArray::new(bits, slots).unwrap();
             for index in 0..slots {
