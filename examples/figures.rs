@@ -881,9 +881,17 @@ const LIMIT_PHASES: [&str; 2] = ["random_read", "pointer_chase"];
 /// table), so its rows stay apart from the mix's limit rows in the CSV file.
 const CUCKOO_LOOKUP_LIMIT_PHASES: [&str; 2] = ["random_read_lookups", "pointer_chase_lookups"];
 
-/// The physical limit at each thread count: `reads` independent random 8-byte reads and
-/// `reads` dependent pointer-chase steps over `bytes` bytes, split over the threads. Returns
-/// the rows, one per thread count and phase, named by `phases` (random reads first).
+/// The fewest reads a limit is measured with. Figure 3 asks for its 100,000 operations per
+/// point, which take a fraction of a millisecond at these rates: there a timer tick or a
+/// scheduling hiccup moved the 1-thread random-read rate between 119.9 and 448.3 million reads
+/// per second in runs minutes apart, while Figure 2's 3 million reads in the same runs gave
+/// 564.7 and 638.2.
+const MIN_LIMIT_READS: usize = 1 << 21;
+
+/// The physical limit at each thread count: `reads` (at least [`MIN_LIMIT_READS`]) independent
+/// random 8-byte reads and as many dependent pointer-chase steps over `bytes` bytes, split over
+/// the threads. Returns the rows, one per thread count and phase, named by `phases` (random
+/// reads first).
 fn limits(
     figure: &'static str,
     fill: Option<f64>,
@@ -896,6 +904,7 @@ fn limits(
     progress(format_args!(
         "{figure}: random-read and pointer-chase limits over {bytes} bytes"
     ));
+    let reads = reads.max(MIN_LIMIT_READS);
     let array = ReadArray::new(bytes);
     let cycle = ReadArray::cycle(bytes);
     let mut rows = Vec::new();
