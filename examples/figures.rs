@@ -883,9 +883,9 @@ const CUCKOO_LOOKUP_LIMIT_PHASES: [&str; 2] = ["random_read_lookups", "pointer_c
 
 /// The fewest reads a limit is measured with. Figure 3 asks for its 100,000 operations per
 /// point, which take a fraction of a millisecond at these rates: there a timer tick or a
-/// scheduling hiccup moved the 1-thread random-read rate between 119.9 and 448.3 million reads
-/// per second in runs minutes apart, while Figure 2's 3 million reads in the same runs gave
-/// 564.7 and 638.2.
+/// scheduling hiccup moved the 1-thread random-read rate to 448.3, 165.4 and 214.5 million
+/// reads per second in three runs minutes apart (`docs/figures/whole_block*.txt`), while
+/// Figure 2's 3 million reads in the same runs gave 638.2, 634.7 and 582.6.
 const MIN_LIMIT_READS: usize = 1 << 21;
 
 /// The physical limit at each thread count: `reads` (at least [`MIN_LIMIT_READS`]) independent
