@@ -15,7 +15,7 @@
 //! `k` of *any* counter, so it adds with a plain load and store instead of a read-modify-write:
 //! on x86 a `lock xadd` costs about as much as a cache hit and stops later loads from passing
 //! it, which is a large share of a one-group insert (see `docs/performance-history.md`,
-//! "Counting without a read-modify-write"). Threads that find every number taken (more than
+//! "`len` without a read-modify-write"). Threads that find every number taken (more than
 //! [`OWNED_STRIPES`] counting threads alive at once) add to one of [`SHARED_STRIPES`] other
 //! stripes with `fetch_add`, as every thread did before.
 //!
