@@ -457,20 +457,18 @@ impl SlotArray {
     /// hint): for a walk that only goes right, such as linear probing.
     #[inline]
     pub(crate) fn prefetch_next_line(&self, index: usize) {
-        const GROUPS_PER_LINE: usize = 64 / std::mem::size_of::<AtomicU64>();
         let (group, _) = self.layout.locate(index);
-        prefetch_index(&self.groups, group + GROUPS_PER_LINE);
+        prefetch_index(&self.groups, group + WORDS_PER_LINE);
     }
 
     /// [`prefetch_neighbour_lines`](Self::prefetch_neighbour_lines) of a located group.
     #[inline]
     fn prefetch_lines_around(&self, group: usize) {
-        const GROUPS_PER_LINE: usize = 64 / std::mem::size_of::<AtomicU64>();
         // No bounds checks: near either end of the array these name other addresses (a group
         // "before" 0 wraps to a huge index, whose pointer wraps to just before the array),
         // and a prefetch of any address is harmless.
         for lines in 1..=2 {
-            let distance = lines * GROUPS_PER_LINE;
+            let distance = lines * WORDS_PER_LINE;
             prefetch_index(&self.groups, group.wrapping_sub(distance));
             prefetch_index(&self.groups, group + distance);
         }
@@ -1262,6 +1260,10 @@ impl<'a> GroupWriter<'a> {
         self.bits = 0;
     }
 }
+
+/// 64-bit words (a group each, in a [`SlotArray`]) per 64-byte cache line: how far apart the
+/// prefetches of neighbouring lines are.
+pub(crate) const WORDS_PER_LINE: usize = 64 / std::mem::size_of::<AtomicU64>();
 
 /// Asks the CPU to start loading the cache line of `word`, so an access issued a little later
 /// finds it there. A hint only: a no-op where there is no prefetch instruction (and under loom).

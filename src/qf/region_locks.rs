@@ -100,20 +100,6 @@ impl<'a, L: RegionLock> Held<'a, L> {
         Held { locks, first, last }
     }
 
-    /// Locks region `region` alone: [`lock`](Self::lock) of one region, without the loop over a
-    /// range, for the common operation that stays in its first region.
-    #[inline]
-    pub(crate) fn lock_one(locks: &'a [L], region: usize) -> Self {
-        #[cfg(all(test, not(loom)))]
-        tests::record_locks(region..=region);
-        locks[region].lock();
-        Held {
-            locks,
-            first: region,
-            last: region,
-        }
-    }
-
     /// Whether the regions `first..=last` are all held.
     #[inline]
     pub(crate) fn holds(&self, first: usize, last: usize) -> bool {

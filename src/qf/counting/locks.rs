@@ -291,7 +291,7 @@ impl RegionLocks {
         let region = self.region_of(block);
         let mut held = Held {
             locks: self,
-            regions: region_locks::Held::lock_one(&self.regions, region),
+            regions: region_locks::Held::lock(&self.regions, region, region),
         };
         if let Some(answer) = in_block(&held) {
             return Some(answer);
