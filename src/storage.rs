@@ -1267,8 +1267,9 @@ pub(crate) const WORDS_PER_LINE: usize = 64 / std::mem::size_of::<AtomicU64>();
 
 /// Asks the CPU to start loading the cache line of `word`, so an access issued a little later
 /// finds it there. A hint only: a no-op where there is no prefetch instruction (and under loom).
-/// The one prefetch of the crate, used by batch lookups, by writers that overlap a miss with
-/// taking a lock, and by walks that load the canonical slot's neighbouring lines.
+/// Every prefetch of the crate goes through this or [`prefetch_index`]: batch lookups, writers
+/// that overlap a miss with taking a lock, and walks that load the canonical slot's
+/// neighbouring lines.
 #[inline]
 pub(crate) fn prefetch_word(word: &AtomicU64) {
     prefetch_address(std::ptr::from_ref(word));
