@@ -26,7 +26,9 @@
 
 use crossbeam_utils::CachePadded;
 
-use crate::sync::{thread_index, AtomicUsize, Ordering};
+#[cfg(not(loom))]
+use crate::sync::thread_index;
+use crate::sync::{AtomicUsize, Ordering};
 
 /// Stripe numbers threads can own (bits of the claim word): about the thread counts this crate
 /// is measured at. None under loom (module doc).
@@ -88,10 +90,9 @@ impl StripedCounter {
                 );
             }
             None => {
-                let shared = OWNED_STRIPES + thread_index() % SHARED_STRIPES;
                 // Relaxed: the count orders nothing; `len` is a statistic that may lag
                 // concurrent operations (documented on `Filter::len`).
-                self.stripes[shared].fetch_add(n, Ordering::Relaxed);
+                self.stripes[shared_stripe()].fetch_add(n, Ordering::Relaxed);
             }
         }
     }
@@ -114,6 +115,20 @@ impl StripedCounter {
         }
         self.add(value);
     }
+}
+
+/// The shared stripe of a thread that owns none, by its [`thread_index`].
+#[cfg(not(loom))]
+#[inline]
+fn shared_stripe() -> usize {
+    OWNED_STRIPES + thread_index() % SHARED_STRIPES
+}
+
+/// Under loom, the one stripe.
+#[cfg(loom)]
+#[inline]
+fn shared_stripe() -> usize {
+    0
 }
 
 /// The process-wide claims of stripe numbers (module doc, "Owned stripes").

@@ -46,23 +46,20 @@ impl Waiter {
 
 /// A number of the calling thread, different for every thread (dealt in turn when a thread
 /// first asks), for spreading per-thread counters over stripes
-/// ([`StripedCounter`](crate::counter::StripedCounter)). Under loom every thread gets 0: the
-/// stripes only keep threads off each other's cache lines, no protocol depends on them.
+/// ([`StripedCounter`](crate::counter::StripedCounter), the cap budget of `LinearProbingQf`).
+/// Not under loom, where those use one stripe or pick stripes by hint: the stripes only keep
+/// threads off each other's cache lines, no protocol depends on them.
+#[cfg(not(loom))]
 #[inline]
 pub(crate) fn thread_index() -> usize {
-    #[cfg(not(loom))]
-    {
-        /// The next index to deal. A plain `std` atomic: it is not part of any protocol the
-        /// model checker should see.
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        std::thread_local! {
-            // Relaxed: only the dealt values' distinctness matters, which the RMW gives.
-            static INDEX: usize = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-        INDEX.with(|index| *index)
+    /// The next index to deal. A plain `std` atomic: it is not part of any protocol the model
+    /// checker should see.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    std::thread_local! {
+        // Relaxed: only the dealt values' distinctness matters, which the RMW gives.
+        static INDEX: usize = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
-    #[cfg(loom)]
-    0
+    INDEX.with(|index| *index)
 }
 
 /// Whether loom models read and write groups with read-modify-write operations only
