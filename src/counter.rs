@@ -21,25 +21,27 @@
 //!
 //! A number passes from an exiting thread to a new one through the claim word: the release is a
 //! `Release` RMW and the claim an `Acquire` one, so the new owner's first load of stripe `k` sees
-//! the old owner's last store. Under loom no thread owns a stripe: every add is a `fetch_add`
-//! on the one shared stripe, and no protocol the models check depends on the counter.
+//! the old owner's last store. Under loom the filters' counters own no stripe: every add is a
+//! `fetch_add` on the one shared stripe, and no protocol the filters' models check depends on the
+//! counter; `tests/loom/counter.rs` checks the hand-over itself, on a claim word of its own.
 
 use crossbeam_utils::CachePadded;
 
 #[cfg(not(loom))]
 use crate::sync::thread_index;
-use crate::sync::{AtomicUsize, Ordering};
+use crate::sync::{AtomicU64, AtomicUsize, Ordering};
 
 /// Stripe numbers threads can own (bits of the claim word): about the thread counts this crate
-/// is measured at. None under loom (module doc).
+/// is measured at. One under loom, for the model of the hand-over (`tests/loom/counter.rs`);
+/// the filters' own counters use no owned stripe there (module doc).
 #[cfg(not(loom))]
 const OWNED_STRIPES: usize = 16;
 #[cfg(loom)]
-const OWNED_STRIPES: usize = 0;
+const OWNED_STRIPES: usize = 1;
 
 /// Stripes for threads that own none, added to with `fetch_add`; a thread picks one by its
-/// [`thread_index`]. One under loom, where every thread is index 0 anyway: each stripe is an
-/// atomic the model checker tracks, and a growing filter sums the stripes after its inserts.
+/// [`thread_index`]. One under loom, where threads have no index: each stripe is an atomic the
+/// model checker tracks, and a growing filter sums the stripes after its inserts.
 #[cfg(not(loom))]
 const SHARED_STRIPES: usize = 8;
 #[cfg(loom)]
@@ -78,23 +80,31 @@ impl StripedCounter {
     #[inline]
     pub(crate) fn add(&self, n: usize) {
         match ownership::owned_stripe() {
-            Some(own) => {
-                let stripe = &self.stripes[own];
-                // Relaxed load and store, no read-modify-write: while this thread holds the
-                // stripe's number no other thread writes the stripe, and the claim's Acquire
-                // ordered the previous holder's last store before this load (module doc).
-                // Readers only sum a statistic (`Filter::len` may lag).
-                stripe.store(
-                    stripe.load(Ordering::Relaxed).wrapping_add(n),
-                    Ordering::Relaxed,
-                );
-            }
-            None => {
-                // Relaxed: the count orders nothing; `len` is a statistic that may lag
-                // concurrent operations (documented on `Filter::len`).
-                self.stripes[shared_stripe()].fetch_add(n, Ordering::Relaxed);
-            }
+            Some(own) => self.add_owned(own, n),
+            None => self.add_shared(n),
         }
+    }
+
+    /// Adds `n` to stripe `own`, whose number the calling thread holds ([`StripeClaims`]).
+    #[inline]
+    fn add_owned(&self, own: usize, n: usize) {
+        let stripe = &self.stripes[own];
+        // Relaxed load and store, no read-modify-write: while this thread holds the stripe's
+        // number no other thread writes the stripe, and the claim's Acquire ordered the
+        // previous holder's last store before this load (module doc). Readers only sum a
+        // statistic (`Filter::len` may lag).
+        stripe.store(
+            stripe.load(Ordering::Relaxed).wrapping_add(n),
+            Ordering::Relaxed,
+        );
+    }
+
+    /// Adds `n` to the calling thread's shared stripe, with a read-modify-write.
+    #[inline]
+    fn add_shared(&self, n: usize) {
+        // Relaxed: the count orders nothing; `len` is a statistic that may lag concurrent
+        // operations (documented on `Filter::len`).
+        self.stripes[shared_stripe()].fetch_add(n, Ordering::Relaxed);
     }
 
     /// The sum of the stripes.
@@ -124,26 +134,83 @@ fn shared_stripe() -> usize {
     OWNED_STRIPES + thread_index() % SHARED_STRIPES
 }
 
-/// Under loom, the one stripe.
+/// Under loom, the one shared stripe.
 #[cfg(loom)]
 #[inline]
 fn shared_stripe() -> usize {
-    0
+    OWNED_STRIPES
 }
 
-/// The process-wide claims of stripe numbers (module doc, "Owned stripes").
+/// Who holds which stripe number: bit `k` of the claim word is set while a thread holds number
+/// `k` (module doc, "Owned stripes"). The process has one, in [`ownership`]; the loom model of
+/// the hand-over makes its own.
+pub(crate) struct StripeClaims {
+    claimed: AtomicU64,
+}
+
+const _: () = assert!(OWNED_STRIPES <= 64, "one claim bit per stripe number");
+
+impl StripeClaims {
+    /// No number held.
+    #[cfg(not(loom))]
+    const fn new() -> Self {
+        StripeClaims {
+            claimed: AtomicU64::new(0),
+        }
+    }
+
+    /// No number held.
+    #[cfg(loom)]
+    fn new() -> Self {
+        StripeClaims {
+            claimed: AtomicU64::new(0),
+        }
+    }
+
+    /// Claims the lowest free stripe number, if any.
+    fn claim(&self) -> Option<usize> {
+        let all = u64::MAX >> (64 - OWNED_STRIPES);
+        // Relaxed: a first guess; the compare-exchange decides.
+        let mut seen = self.claimed.load(Ordering::Relaxed);
+        loop {
+            let free = !seen & all;
+            if free == 0 {
+                return None;
+            }
+            let own = free.trailing_zeros();
+            // Acquire on success: pairs with the Release of the number's last holder (see
+            // `release`), so its stores to the stripes happen before ours. Relaxed on failure:
+            // only the next guess.
+            match self.claimed.compare_exchange_weak(
+                seen,
+                seen | 1 << own,
+                Ordering::Acquire,
+                Ordering::Relaxed,
+            ) {
+                Ok(_) => return Some(own as usize),
+                Err(now) => seen = now,
+            }
+        }
+    }
+
+    /// Gives number `own` back.
+    fn release(&self, own: usize) {
+        // Release: the next holder of the number, whose claim acquires this, sees every store
+        // this thread made to its stripes.
+        self.claimed.fetch_and(!(1 << own), Ordering::Release);
+    }
+}
+
+/// Each thread's claim on the process's stripe numbers, given back when it exits.
 #[cfg(not(loom))]
 mod ownership {
     use std::cell::Cell;
-    use std::sync::atomic::{AtomicU64, Ordering};
 
-    use super::OWNED_STRIPES;
+    use super::{StripeClaims, OWNED_STRIPES};
 
-    /// Bit `k` is set while a live thread holds stripe number `k`. A plain `std` atomic, like
-    /// `thread_index`'s dealer: no protocol the model checker should see.
-    static CLAIMED: AtomicU64 = AtomicU64::new(0);
-
-    const _: () = assert!(OWNED_STRIPES <= 64, "one claim bit per stripe number");
+    /// The process's claims. Its atomic comes from `crate::sync` like every other, but it is
+    /// only ever used outside loom (the filters' counters own no stripe under loom).
+    static CLAIMS: StripeClaims = StripeClaims::new();
 
     /// [`Claim`] before the thread first asked.
     const UNASKED: u8 = u8::MAX;
@@ -159,7 +226,7 @@ mod ownership {
         fn stripe(&self) -> Option<usize> {
             match self.0.get() {
                 UNASKED => {
-                    let claimed = claim_free();
+                    let claimed = CLAIMS.claim();
                     self.0.set(claimed.map_or(NONE, |k| k as u8));
                     claimed
                 }
@@ -171,36 +238,9 @@ mod ownership {
 
     impl Drop for Claim {
         fn drop(&mut self) {
-            let own = self.0.get();
-            if (own as usize) < OWNED_STRIPES {
-                // Release: the next holder of the number, whose claim acquires this, sees every
-                // store this thread made to its stripes.
-                CLAIMED.fetch_and(!(1 << own), Ordering::Release);
-            }
-        }
-    }
-
-    /// Claims the lowest free stripe number, if any.
-    fn claim_free() -> Option<usize> {
-        let all = u64::MAX >> (64 - OWNED_STRIPES);
-        // Relaxed: a first guess; the compare-exchange decides.
-        let mut seen = CLAIMED.load(Ordering::Relaxed);
-        loop {
-            let free = !seen & all;
-            if free == 0 {
-                return None;
-            }
-            let own = free.trailing_zeros();
-            // Acquire on success: pairs with the Release of the number's last holder (see
-            // `Drop`). Relaxed on failure: only the next guess.
-            match CLAIMED.compare_exchange_weak(
-                seen,
-                seen | 1 << own,
-                Ordering::Acquire,
-                Ordering::Relaxed,
-            ) {
-                Ok(_) => return Some(own as usize),
-                Err(now) => seen = now,
+            let own = self.0.get() as usize;
+            if own < OWNED_STRIPES {
+                CLAIMS.release(own);
             }
         }
     }
@@ -216,12 +256,59 @@ mod ownership {
     }
 }
 
-/// Under loom no thread owns a stripe (module doc).
+/// Under loom the filters' counters own no stripe (module doc).
 #[cfg(loom)]
 mod ownership {
     #[inline]
     pub(super) fn owned_stripe() -> Option<usize> {
         None
+    }
+}
+
+/// The entry points of the loom model of the stripe hand-over (`tests/loom/counter.rs`).
+#[cfg(loom)]
+pub mod loom_hooks {
+    use super::{StripeClaims, StripedCounter};
+
+    /// A counter with its own claim word of one stripe number.
+    pub struct OwnedStripes {
+        claims: StripeClaims,
+        counter: StripedCounter,
+    }
+
+    impl OwnedStripes {
+        /// A counter at zero, its number free.
+        #[allow(clippy::new_without_default)]
+        pub fn new() -> Self {
+            OwnedStripes {
+                claims: StripeClaims::new(),
+                counter: StripedCounter::new(),
+            }
+        }
+
+        /// Claims the number, adds `n` to its stripe with a plain load and store, and gives the
+        /// number back, as a counting thread does over its life; `false`, adding nothing, if
+        /// another thread holds the number.
+        pub fn add_while_owning(&self, n: usize) -> bool {
+            match self.claims.claim() {
+                Some(own) => {
+                    self.counter.add_owned(own, n);
+                    self.claims.release(own);
+                    true
+                }
+                None => false,
+            }
+        }
+
+        /// Adds `n` as a thread that owns no stripe does.
+        pub fn add_shared(&self, n: usize) {
+            self.counter.add_shared(n);
+        }
+
+        /// The sum of the stripes.
+        pub fn sum(&self) -> usize {
+            self.counter.sum()
+        }
     }
 }
 

@@ -113,6 +113,10 @@ mod sync;
 pub use batch::loom_hooks as batch_loom;
 pub use batch::{BatchInsert, BatchLookup, BuildMethod, Dedupe};
 pub use bloom::AtomicBloomFilter;
+/// Entry points for the loom model of the `len` counter's stripe hand-over (`--cfg loom` only).
+#[cfg(loom)]
+#[doc(hidden)]
+pub use counter::loom_hooks as counter_loom;
 pub use cuckoo::lock_free::LockFreeCuckooFilter;
 pub use cuckoo::locked::LockedCuckooFilter;
 pub use cuckoo::table::cuckoo_fpr;

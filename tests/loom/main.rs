@@ -3,6 +3,7 @@
 #![cfg(loom)]
 
 mod batch;
+mod counter;
 mod counting;
 mod cuckoo;
 mod cuckoo_persist;
