@@ -1,7 +1,8 @@
 //! `CountingQf` under real threads against exact counts: every thread owns keys it inserts
 //! (some many times), checks right away and removes again, while all threads also increment the
 //! same shared keys. On a small table with one block per region lock, runs and shifts cross
-//! region boundaries all the time. Bounded to a few seconds.
+//! region boundaries all the time; with a few blocks per region, lookups read runs that end in
+//! the next block of their region. Bounded to a few seconds.
 
 mod common;
 
@@ -96,6 +97,23 @@ fn crowded_quotients_long_runs_across_regions() {
         hammer(
             CountingQf::with_bits_and_region(10, 8, 1).unwrap(),
             16,
+            100,
+            4,
+            3,
+        );
+    }
+}
+
+#[test]
+fn runs_ending_in_the_next_block_of_the_same_region() {
+    // 20 quotients 51 slots apart, so many sit late in their block, with runs of about 30
+    // slots: runs end in the next block with the spill below 64, and with four blocks per
+    // region most of those stay in their region, so lookups read both blocks under one version
+    // check while other threads shift them.
+    for _ in 0..10 {
+        hammer(
+            CountingQf::with_bits_and_region(10, 8, 4).unwrap(),
+            20,
             100,
             4,
             3,

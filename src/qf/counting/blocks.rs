@@ -419,6 +419,17 @@ impl<'a, S: BlockSource> BlockReader<'a, S> {
         let r = self.table.remainder_bits();
         packed_remainder(i, r, |index| self.table.load_word(self.first_word + index))
     }
+
+    /// The remainder of slot `i < 128` counted from the block's first: of the block, or for
+    /// `i >= 64` of the next one (whose words follow this block's; it must exist).
+    #[inline(always)]
+    pub(crate) fn remainder_or_next(&self, i: usize) -> u64 {
+        let r = self.table.remainder_bits();
+        let first_word = self.first_word + i / BLOCK_SLOTS * block_words(r);
+        packed_remainder(i % BLOCK_SLOTS, r, |index| {
+            self.table.load_word(first_word + index)
+        })
+    }
 }
 
 impl<'a> View<'a, Blocks> {

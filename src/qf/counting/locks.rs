@@ -36,7 +36,8 @@
 //! the same afterwards (a seqlock). Otherwise it tries again, and after a few failed tries, or
 //! when the walk leaves the region, it locks like a writer. Queries therefore write no shared
 //! memory, and a query never waits for a writer of another region. A lookup that can answer from
-//! its quotient's block alone makes its first try through [`RegionLocks::read_in_block`], the
+//! its quotient's block alone (or with the next block, when that is in the same region) makes
+//! its first try through [`RegionLocks::read_in_block`], the
 //! same check inlined into the caller, and only falls back to [`RegionLocks::read`].
 //!
 //! # Memory orderings
@@ -226,7 +227,14 @@ impl RegionLocks {
         (version.load(Ordering::Relaxed) == before).then_some(answer)
     }
 
-    /// Runs the read-only `op`, which reads nothing outside block `block`, once optimistically:
+    /// Whether blocks `a` and `b` share a region (and so a lock and a version).
+    #[inline]
+    pub(crate) fn same_region(&self, a: usize, b: usize) -> bool {
+        self.region_of(a) == self.region_of(b)
+    }
+
+    /// Runs the read-only `op`, which reads nothing outside block `block`'s region, once
+    /// optimistically:
     /// its answer if it gave one and no writer held or changed the block's region meanwhile,
     /// else `None` (then [`read`](Self::read) answers). Inlined, so the lookup's common case is
     /// one function without a closure call or a reach to record.

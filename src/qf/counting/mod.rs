@@ -382,8 +382,11 @@ impl Count for CountingQf {
         // those misses now, so the walk does not wait for one after the other.
         self.table.prefetch(quotient);
         let block = quotient / BLOCK_SLOTS;
+        // The next block is read only if the same version check covers it.
+        let may_read_next =
+            || block + 1 < self.table.blocks() && self.locks.same_region(block, block + 1);
         if let Some(count) = self.locks.read_in_block(block, || {
-            runs::count_in_block(&self.table, quotient, remainder)
+            runs::count_in_block(&self.table, quotient, remainder, may_read_next)
         }) {
             return count;
         }

@@ -354,14 +354,16 @@ pub(crate) fn count<S: BlockSource>(
     Some(count)
 }
 
-/// [`count`] when the quotient's run lies in its block with an exact spill (nearly every
-/// lookup): reads only that block (and its spill), through a [`BlockReader`] that records no
-/// reach. `None` if the block cannot tell; then [`count`] answers.
+/// [`count`] when the quotient's block has an exact spill and the run ends in that block or,
+/// if `may_read_next()` allows it, in the next one (nearly every lookup): reads only those
+/// blocks (and the first one's spill), through [`BlockReader`]s that record no reach. `None` if
+/// they cannot tell; then [`count`] answers.
 #[inline(always)]
 pub(crate) fn count_in_block<S: BlockSource>(
     table: &S,
     quotient: usize,
     remainder: u64,
+    may_read_next: impl FnOnce() -> bool,
 ) -> Option<u64> {
     let block = BlockReader::new(table, quotient / BLOCK_SLOTS);
     let occupieds = block.occupieds();
@@ -369,10 +371,65 @@ pub(crate) fn count_in_block<S: BlockSource>(
     if occupieds >> q & 1 == 0 {
         return Some(0);
     }
-    let (start, end) = run_in_block(occupieds, block.runends(), block.stored_spill(), q)?;
+    let runends = block.runends();
+    let stored_spill = block.stored_spill();
     let r = table.remainder_bits();
+    let Some((start, end)) = run_in_block(occupieds, runends, stored_spill, q) else {
+        if stored_spill >= BLOCK_SLOTS as u64 || !may_read_next() {
+            return None;
+        }
+        return count_in_two_blocks(table, quotient, remainder, occupieds, runends, stored_spill);
+    };
     let (_, count, _) = find_entry(start as usize, end as usize, r, remainder, |i| {
         block.remainder(i)
+    })?;
+    Some(count)
+}
+
+/// [`count_in_block`] for a run that ends in the block after the quotient's (about one lookup
+/// in fifteen at 90% fill), given the quotient's block's `occupieds`, `runends` and exact spill:
+/// the two blocks' runend bits read as one 128-bit word, found as [`run_in_block`] finds a run
+/// in one. `None` if the run ends later still, or the words are inconsistent. Not inlined, so
+/// the common lookup stays short.
+#[inline(never)]
+fn count_in_two_blocks<S: BlockSource>(
+    table: &S,
+    quotient: usize,
+    remainder: u64,
+    occupieds: u64,
+    runends: u64,
+    spill: u64,
+) -> Option<u64> {
+    let first = quotient / BLOCK_SLOTS;
+    let (block, next) = (
+        BlockReader::new(table, first),
+        BlockReader::new(table, first + 1),
+    );
+    let q = (quotient % BLOCK_SLOTS) as u32;
+    let spill = spill as u32;
+    let low = runends & !low_mask_below_64(spill);
+    let high = next.runends();
+    // The run of the `d`-th occupied quotient of the block ends at the `d`-th runend from the
+    // spill on; those of its block's quotients that end in the next block come before that
+    // block's own runs, so the count goes on from the next block's slot 0.
+    let d = rank(occupieds, q);
+    let in_low = popcount(low);
+    let end = match (d - 1).checked_sub(in_low) {
+        None => select(low, d - 1),
+        Some(k) => BLOCK_SLOTS as u32 + select(high, k),
+    };
+    if end >= 2 * BLOCK_SLOTS as u32 {
+        return None;
+    }
+    let ends = u128::from(high) << BLOCK_SLOTS | u128::from(low);
+    let after_previous = 128 - (ends & ((1u128 << end) - 1)).leading_zeros();
+    let start = after_previous.max(spill).max(q);
+    if start > end {
+        return None;
+    }
+    let r = table.remainder_bits();
+    let (_, count, _) = find_entry(start as usize, end as usize, r, remainder, |i| {
+        block.remainder_or_next(i)
     })?;
     Some(count)
 }
@@ -853,7 +910,8 @@ mod tests {
     /// The in-block lookup agrees with the general walk wherever it answers, and answers for
     /// more than a quarter of the queries, on filters filled to 50-95% (or full) with a quarter
     /// of the keys repeated up to 13 times (counters) and remainders down to 2 bits (long runs,
-    /// spills of 64 and more).
+    /// spills of 64 and more). Allowed to read the next block, it answers strictly more of them
+    /// at every fill of 90% and more (runs that end in the next block), and still agrees.
     #[test]
     fn count_in_block_agrees_with_the_general_walk() {
         use crate::{Count, CountingQf};
@@ -871,14 +929,26 @@ mod tests {
                 }
             }
             let view = View::new(&filter.table);
-            let (mut answered, mut asked) = (0, 0);
+            let blocks = filter.table.blocks();
+            let (mut answered, mut answered_with_next, mut asked) = (0, 0, 0);
             for quotient in 0..slots {
+                let has_next = quotient / BLOCK_SLOTS + 1 < blocks;
                 for remainder in 0..(1u64 << r).min(64) {
                     let general = count(&view, quotient, remainder).expect("a consistent table");
                     asked += 1;
-                    if let Some(fast) = count_in_block(&filter.table, quotient, remainder) {
+                    if let Some(fast) = count_in_block(&filter.table, quotient, remainder, || false)
+                    {
                         answered += 1;
                         assert_eq!(fast, general, "r = {r}, ({quotient}, {remainder})");
+                    }
+                    if let Some(fast) =
+                        count_in_block(&filter.table, quotient, remainder, || has_next)
+                    {
+                        answered_with_next += 1;
+                        assert_eq!(
+                            fast, general,
+                            "r = {r}, ({quotient}, {remainder}), 2 blocks"
+                        );
                     }
                 }
             }
@@ -886,6 +956,13 @@ mod tests {
                 answered * 4 > asked,
                 "r = {r}: answered only {answered} of {asked}"
             );
+            assert!(answered_with_next >= answered);
+            if fill >= 0.9 {
+                assert!(
+                    answered_with_next > answered,
+                    "r = {r}: the next block answered no more ({answered} of {asked})"
+                );
+            }
         }
     }
 
