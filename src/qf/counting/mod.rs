@@ -290,8 +290,9 @@ impl CountingQf {
         Ok(())
     }
 
-    /// [`count_hash`](Count::count_hash) when its block alone cannot answer (the run leaves the
-    /// block, or a writer got in the way): the general walk, optimistic or under locks.
+    /// [`count_hash`](Count::count_hash) when its block (and the next one, if in the same
+    /// region) cannot answer (the run ends further on, the spill is saturated, or a writer got
+    /// in the way): the general walk, optimistic or under locks.
     #[inline(never)]
     fn count_slow(&self, quotient: usize, remainder: u64) -> u64 {
         self.locks
