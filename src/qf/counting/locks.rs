@@ -37,8 +37,8 @@
 //! when the walk leaves the region, it locks like a writer. Queries therefore write no shared
 //! memory, and a query never waits for a writer of another region. A lookup that can answer from
 //! its quotient's block alone (or with the next block, when that is in the same region) makes
-//! its first try through [`RegionLocks::read_in_block`], the
-//! same check inlined into the caller, and only falls back to [`RegionLocks::read`].
+//! its first try through [`RegionLocks::read_in_block`], the same check inlined into the caller,
+//! and only falls back to [`RegionLocks::read`].
 //!
 //! # Memory orderings
 //!
@@ -234,10 +234,9 @@ impl RegionLocks {
     }
 
     /// Runs the read-only `op`, which reads nothing outside block `block`'s region, once
-    /// optimistically:
-    /// its answer if it gave one and no writer held or changed the block's region meanwhile,
-    /// else `None` (then [`read`](Self::read) answers). Inlined, so the lookup's common case is
-    /// one function without a closure call or a reach to record.
+    /// optimistically: its answer if it gave one and no writer held or changed the region
+    /// meanwhile, else `None` (then [`read`](Self::read) answers). Inlined, so the lookup's
+    /// common case is one function without a closure call or a reach to record.
     #[inline(always)]
     pub(crate) fn read_in_block<T>(
         &self,
