@@ -910,8 +910,9 @@ mod tests {
     /// The in-block lookup agrees with the general walk wherever it answers, and answers for
     /// more than a quarter of the queries, on filters filled to 50-95% (or full) with a quarter
     /// of the keys repeated up to 13 times (counters) and remainders down to 2 bits (long runs,
-    /// spills of 64 and more). Allowed to read the next block, it answers strictly more of them
-    /// at every fill of 90% and more (runs that end in the next block), and still agrees.
+    /// spills of 64 and more), asked for low remainders of every quotient and for every stored
+    /// fingerprint. Allowed to read the next block, it answers strictly more of them at every
+    /// fill of 90% and more (runs that end in the next block), and still agrees.
     #[test]
     fn count_in_block_agrees_with_the_general_walk() {
         use crate::{Count, CountingQf};
@@ -931,32 +932,39 @@ mod tests {
             let view = View::new(&filter.table);
             let blocks = filter.table.blocks();
             let (mut answered, mut answered_with_next, mut asked) = (0, 0, 0);
-            for quotient in 0..slots {
-                let has_next = quotient / BLOCK_SLOTS + 1 < blocks;
-                for remainder in 0..(1u64 << r).min(64) {
-                    let general = count(&view, quotient, remainder).expect("a consistent table");
-                    asked += 1;
-                    if let Some(fast) = count_in_block(&filter.table, quotient, remainder, || false)
-                    {
-                        answered += 1;
-                        assert_eq!(fast, general, "r = {r}, ({quotient}, {remainder})");
-                    }
-                    if let Some(fast) =
-                        count_in_block(&filter.table, quotient, remainder, || has_next)
-                    {
-                        answered_with_next += 1;
-                        assert_eq!(
-                            fast, general,
-                            "r = {r}, ({quotient}, {remainder}), 2 blocks"
-                        );
-                    }
+            let mut check = |quotient: usize, remainder: u64| {
+                let general = count(&view, quotient, remainder).expect("a consistent table");
+                asked += 1;
+                if let Some(fast) = count_in_block(&filter.table, quotient, remainder, || false) {
+                    answered += 1;
+                    assert_eq!(fast, general, "r = {r}, ({quotient}, {remainder})");
                 }
+                let has_next = quotient / BLOCK_SLOTS + 1 < blocks;
+                if let Some(fast) = count_in_block(&filter.table, quotient, remainder, || has_next)
+                {
+                    answered_with_next += 1;
+                    assert_eq!(
+                        fast, general,
+                        "r = {r}, ({quotient}, {remainder}), 2 blocks"
+                    );
+                }
+                general
+            };
+            // Every quotient with the low remainders (mostly absent at larger `r`), then every
+            // stored fingerprint, so present entries and counters are asked at every `r` too.
+            for quotient in 0..slots {
+                for remainder in 0..(1u64 << r).min(64) {
+                    check(quotient, remainder);
+                }
+            }
+            for (fingerprint, stored) in filter.counts() {
+                let found = check(fingerprint.quotient as usize, fingerprint.remainder);
+                assert_eq!(found, stored, "r = {r}, {fingerprint:?}");
             }
             assert!(
                 answered * 4 > asked,
                 "r = {r}: answered only {answered} of {asked}"
             );
-            assert!(answered_with_next >= answered);
             if fill >= 0.9 {
                 assert!(
                     answered_with_next > answered,
