@@ -148,7 +148,7 @@ fn fill_both<T: SeqTable>(ours: &mut T, theirs: &mut qfilter::Filter, keys: &[u6
 fn rate(count: usize, run: impl FnOnce() -> usize) -> f64 {
     let start = Instant::now();
     std::hint::black_box(run());
-    count as f64 / start.elapsed().as_secs_f64() / 1e6
+    per_second(count, start.elapsed()) / 1e6
 }
 
 /// Prints the medians of our rates, `qfilter`'s and the per-round ratios.
