@@ -54,6 +54,19 @@ fn boundary_runs() -> Vec<(u64, u64)> {
     ]
 }
 
+/// Inserts the new fingerprint `insert` on one thread while another counts the two `queries`;
+/// checks that the insert stored something new and, afterwards, the table's invariants, and
+/// returns the counts the queries saw.
+fn counts_during_insert(filter: &Arc<CountingQf>, insert: u64, queries: [u64; 2]) -> (u64, u64) {
+    let (x, y) = (filter.clone(), filter.clone());
+    let t = thread::spawn(move || x.insert_hash(insert).unwrap());
+    let u = thread::spawn(move || (y.count_hash(queries[0]), y.count_hash(queries[1])));
+    assert!(t.join().unwrap());
+    let seen = u.join().unwrap();
+    filter.check_invariants().unwrap();
+    seen
+}
+
 /// At most two preemptions. Unlike the other modules' models, every operation here makes
 /// hundreds of atomic accesses (bit-packed remainders, slot-by-slot shifts, the invariant
 /// checker), each a loom branch, so the branch limit is raised; the lock protocol itself has few
@@ -116,12 +129,8 @@ fn increments_of_a_counter_on_the_boundary_are_not_lost() {
 fn query_racing_a_shift_across_the_boundary_has_no_false_negative() {
     model(|| {
         let filter = filter_with(&boundary_runs());
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.insert_hash(key(62, 1)).unwrap());
-        let u = thread::spawn(move || (y.count_hash(key(64, 7)), y.count_hash(key(65, 0))));
-        assert!(t.join().unwrap());
-        assert_eq!(u.join().unwrap(), (2, 1));
-        filter.check_invariants().unwrap();
+        let seen = counts_during_insert(&filter, key(62, 1), [key(64, 7), key(65, 0)]);
+        assert_eq!(seen, (2, 1));
     });
 }
 
@@ -133,12 +142,8 @@ fn query_racing_a_shift_across_the_boundary_has_no_false_negative() {
 fn query_of_a_run_ending_in_the_next_block_of_its_region_has_no_false_negative() {
     model(|| {
         let filter = filter_in_regions_of(2, &boundary_runs());
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.insert_hash(key(62, 1)).unwrap());
-        let u = thread::spawn(move || (y.count_hash(key(63, 4)), y.count_hash(key(63, 12))));
-        assert!(t.join().unwrap());
-        assert_eq!(u.join().unwrap(), (1, 1));
-        filter.check_invariants().unwrap();
+        let seen = counts_during_insert(&filter, key(62, 1), [key(63, 4), key(63, 12)]);
+        assert_eq!(seen, (1, 1));
     });
 }
 
@@ -149,13 +154,9 @@ fn query_of_a_run_ending_in_the_next_block_of_its_region_has_no_false_negative()
 fn query_racing_a_shift_inside_the_block_has_no_false_negative() {
     model(|| {
         let filter = filter_with(&boundary_runs());
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.insert_hash(key(64, 3)).unwrap());
-        let u = thread::spawn(move || (y.count_hash(key(64, 7)), y.count_hash(key(65, 0))));
-        assert!(t.join().unwrap());
-        assert_eq!(u.join().unwrap(), (2, 1));
+        let seen = counts_during_insert(&filter, key(64, 3), [key(64, 7), key(65, 0)]);
+        assert_eq!(seen, (2, 1));
         assert_eq!(filter.count_hash(key(64, 3)), 1);
-        filter.check_invariants().unwrap();
     });
 }
 
