@@ -338,13 +338,25 @@ pub(crate) fn run_holds<S: GroupSource>(
     }
 }
 
+/// Bit 0 of every lane of `word` that holds an empty slot (status `000`, a write lock read
+/// through as the empty slot it locks); `lane_lsb` is bit 0 of every lane.
+#[inline(always)]
+fn empty_lanes<S: GroupSource>(word: u64, lane_lsb: u64) -> u64 {
+    let word = unlocked_word::<S>(word, lane_lsb);
+    !(word | (word >> 1) | (word >> 2)) & lane_lsb
+}
+
 /// Moves the cursor to the first empty slot at or after it and returns its index.
 #[inline]
 pub(crate) fn seek_empty<S: GroupSource>(cursor: &mut Cursor<'_, S>) -> Option<usize> {
-    seek_lane(cursor, |word, lsb| {
-        let word = unlocked_word::<S>(word, lsb);
-        !(word | (word >> 1) | (word >> 2)) & lsb
-    })
+    seek_lane(cursor, empty_lanes::<S>)
+}
+
+/// Whether the cursor's group, as loaded, has an empty slot at or after the cursor's slot: if
+/// not, an insert there shifts into the next group, so it cannot finish inside this one.
+#[inline]
+pub(crate) fn group_has_empty_from<S: GroupSource>(cursor: &Cursor<'_, S>) -> bool {
+    empty_lanes::<S>(cursor.word(), cursor.lane_lsb()) & !low_mask(cursor.shift()) != 0
 }
 
 /// Moves the cursor to the first slot at or after it whose lane `wanted` marks, a word at a
