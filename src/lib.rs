@@ -71,7 +71,10 @@
 //!   the operations are linearizable per key, so the answer is the one before or the one after
 //!   (apart from the misread hits above, which can also answer `true` after a remove).
 //! * **Set semantics.** Of several threads inserting the same fingerprint at once, exactly one
-//!   gets `Ok(true)`; the others get `Ok(false)`. A `remove` deletes one stored copy; removing a
+//!   gets `Ok(true)`; the others get `Ok(false)`. The exception is [`ExpandableQf`]: two racing
+//!   inserts of a new key may both store it, one on each of two levels, while the next level
+//!   opens or (with cascading inserts) while a removal empties the key's slot on a lower level
+//!   (see its docs). A `remove` deletes one stored copy; removing a
 //!   key that was never inserted but shares a fingerprint with one that was removes that one.
 //!   A bulk build without deduplication ([`Dedupe::Off`]) is the one way to hold several copies
 //!   of a fingerprint: each remove then takes one copy.

@@ -35,9 +35,15 @@
 //! succeeds. A query that meets an empty canonical slot on a lower level stops there: the key
 //! would have been stored in that slot.
 //!
-//! Two threads inserting the same new key while the next level opens may both store it (one
-//! per level) and both get `Ok(true)`; a later removal then takes one copy and the key still
-//! answers `true` until the second removal. Everything else is as in [`Filter`].
+//! Two threads inserting the same new key may both store it (one per level) and both get
+//! `Ok(true)` in two races: while the next level opens, and, with cascading inserts, when a
+//! removal on a lower level empties the key's canonical slot there between the two inserts (the
+//! one that found the slot taken goes on to the newest level, the other stores the key in the
+//! emptied slot before the first reaches the newest level). A later removal then takes one copy
+//! and the key still answers `true` until the second removal; `len` counts both. No copy an
+//! insert reported is lost (the loom model
+//! `racing_inserts_of_a_new_key_around_a_removal_keep_every_reported_copy`). Everything else is
+//! as in [`Filter`].
 //!
 //! A removal can empty a lower level's canonical slot after a key went higher up because that
 //! slot was taken. So a cascading insert that finds the slot empty on a level that has seen a

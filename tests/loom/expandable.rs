@@ -1,6 +1,7 @@
 //! Loom models of `ExpandableQf` (paper 000 §4), each named after the hazard it checks: the
 //! cascading early stop and a cascading re-insert against a removal that empties a lower
-//! level's canonical slot, and two cascading inserts of one fingerprint.
+//! level's canonical slot, two cascading inserts of one fingerprint, and two inserts of a new
+//! key around such a removal (which may both store it).
 //!
 //! Under loom a lower level is sealed for lock-free reads as soon as the next level opens unless
 //! a model turns on modelled grace periods (`conqf::model_grace_periods`, `reclaim.rs`). Sealing
@@ -155,6 +156,37 @@ fn reinsert_racing_a_removal_emptying_the_slot_stores_no_second_copy() {
         assert_eq!(filter.len(), 2);
         assert!(filter.remove_hash(k).unwrap());
         assert!(!filter.contains_hash(k));
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// Two inserts of a new key `K` around a removal of `X`, which holds `K`'s canonical slot on
+/// level 0: the first insert finds the slot taken and goes on to level 1; if it is preempted
+/// there, the removal empties the slot and the second insert stores `K` on level 0 (level 1 does
+/// not hold it yet), then the first stores it on level 1. Both may return `Ok(true)` (the
+/// documented exception to set semantics); what must hold is that `K` is stored, every copy
+/// an insert reported is really there and counted, and removing that many copies leaves none.
+#[test]
+fn racing_inserts_of_a_new_key_around_a_removal_keep_every_reported_copy() {
+    super::check(Some(2), || {
+        let filter = filter();
+        let k = key(1, 9, 77);
+        let (a, b) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || a.insert_hash(k).unwrap());
+        let u = thread::spawn(move || {
+            assert!(b.remove_hash(X).unwrap());
+            b.insert_hash(k).unwrap()
+        });
+        let (first, second) = (t.join().unwrap(), u.join().unwrap());
+        assert!(first || second, "neither insert stored the new key");
+        assert_eq!(filter.levels(), 2, "no level opened");
+        let copies = usize::from(first) + usize::from(second);
+        assert_eq!(filter.len(), 1 + copies, "Z and the reported copies of K");
+        assert!(filter.contains_hash(k));
+        for _ in 0..copies {
+            assert!(filter.remove_hash(k).unwrap(), "a reported copy is missing");
+        }
+        assert!(!filter.contains_hash(k), "a copy no insert reported");
         filter.check_invariants().unwrap();
     });
 }
