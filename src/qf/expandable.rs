@@ -489,7 +489,9 @@ impl ExpandableQf {
         let Some((q, r, doublings)) = Self::level_shape((self.q0, self.r0), next, 0) else {
             return false;
         };
-        // Acquire: a loser then sees the level the winner published.
+        // Acquire on success: pairs with the previous claimant's Release store of `false`, so
+        // the check of `active` below sees the level it published. Relaxed on failure: a loser
+        // reads nothing through `opening`; its caller retries and loads `active` with Acquire.
         if self
             .opening
             .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
