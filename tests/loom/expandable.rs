@@ -139,6 +139,29 @@ fn plain_lower_level_query_during_a_removal_shifting_across_groups() {
     lower_level_query_during_a_removal_shifting_across_groups(false);
 }
 
+/// Two removals on one sealed level, one after the other, while a query reads that level
+/// without locks: the query may start during the first and end during the second, or see the
+/// first finished and the second start and finish between its two loads of the level's removal
+/// counter, which only the count of removals started (not the count in flight) tells apart.
+/// Removing `y` shifts `w` home across the group boundary and removing `x` then empties the run
+/// of quotient 2; the query for `w` must find it.
+#[test]
+fn lower_level_query_during_two_removals_in_turn_finds_the_shifted_key() {
+    super::check(Some(2), || {
+        let (filter, [x, y, w, _]) = four_keys(false);
+        let (a, b) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || a.remove_hash(y).unwrap() && a.remove_hash(x).unwrap());
+        let u = thread::spawn(move || b.contains_hash(w));
+        assert!(t.join().unwrap());
+        assert!(
+            u.join().unwrap(),
+            "false negative on a level two removals changed"
+        );
+        assert!(!filter.contains_hash(x) && !filter.contains_hash(y));
+        filter.check_invariants().unwrap();
+    });
+}
+
 /// `K` went to level 1 because `X` held its canonical slot on level 0; a removal of `X`
 /// empties that slot while `K` is inserted again. The re-insert must find `K` on level 1 and
 /// store nothing, whatever it reads of the slot, so one removal of `K` makes it absent.
