@@ -69,8 +69,9 @@
 //! and an insert fills an empty entry with one CAS (retrying when another thread
 //! changed the group), or relocates along chains of `Stable` entries, skipping entries others
 //! are moving. An insert fails with [`Error::Full`] when no chain of at most
-//! [`MAX_PATH`](super::table::MAX_PATH) entries from its 8 entries ends at an empty entry, and
-//! every stored copy is still stored then: relocations move copies, they never drop one (the
+//! [`MAX_PATH`](super::table::MAX_PATH) entries from its 8 entries ends at an empty entry (or
+//! when other threads got in the way of its chains four rounds in a row), and every stored copy
+//! is still stored then: relocations move copies, they never drop one (the
 //! `cuckoofilter` crate evicts a random fingerprint when a path fails; this filter never does).
 //! Removes are not lock-free: they wait for the owner of a move of the copy they want.
 
@@ -79,13 +80,10 @@ use std::fmt;
 use crate::filter::{Error, Filter, Remove};
 use crate::sync::{AtomicU64, Ordering, Waiter};
 
-use super::table::{BucketWords, CuckooTable, Entry, State};
+use super::table::{insert_with_relocations, BucketWords, CuckooTable, Entry, Relocation, State};
 
 /// The most version stripes (8 KiB of counters, which stay in cache).
 pub(crate) const VERSION_STRIPES: usize = 1024;
-
-/// Rounds of "fill an empty entry, else relocate" an insert makes before it reports `Full`.
-const INSERT_ROUNDS: usize = 4;
 
 /// A cuckoo filter that many threads insert into, query and remove from at once, lock-free
 /// (paper 001), with fingerprints stored inline in the table.
@@ -293,20 +291,22 @@ impl LockFreeCuckooFilter {
     }
 
     /// Frees entry `index` of `start` by moving the chain behind it one step along, from its
-    /// empty end back to `start`. Returns whether every move succeeded (the entry was empty
-    /// then; another insert may fill it first).
-    fn relocate(&self, start: usize, index: usize, path: &mut Vec<(usize, u64)>) -> bool {
-        if !self.table.relocation_path(start, index, path) {
-            return false;
+    /// empty end back to `start`. [`Relocation::Freed`] if every move succeeded (the entry was
+    /// empty then; another insert may fill it first), [`Relocation::Contended`] if one found
+    /// its entries changed.
+    fn relocate(&self, start: usize, index: usize, path: &mut Vec<(usize, u64)>) -> Relocation {
+        let found = self.table.relocation_path(start, index, path);
+        if found != Relocation::Freed {
+            return found;
         }
         for step in (0..path.len() - 1).rev() {
             let (source, fingerprint) = path[step];
             let destination = path[step + 1].0;
             if !self.move_entry(source, destination, index, fingerprint) {
-                return false;
+                return Relocation::Contended;
             }
         }
-        true
+        Relocation::Freed
     }
 
     /// Moves stable `fingerprint` from `source[index]` to `destination[index]` (its alternate
@@ -334,9 +334,10 @@ impl LockFreeCuckooFilter {
             debug_assert!(undone, "only the owner changes an Out entry");
             return false;
         }
-        // The relocation counter, between steps 2 and 3. AcqRel: `Release` so a query whose
-        // `Acquire` version load sees it also sees step 2; `Acquire` is not needed by the
-        // protocol but keeps the increment ordered after step 2 on every architecture.
+        // The relocation counter, between steps 2 and 3. AcqRel: the `Release` half orders step
+        // 2 before the increment, so a query whose `Acquire` version load sees it also sees step
+        // 2; step 3's own `Release` CAS orders the increment before step 3. The `Acquire` half
+        // is not needed by that argument and costs nothing on x86 (every RMW is a full fence).
         self.version(destination).fetch_add(1, Ordering::AcqRel);
         // (3) The destination is now the copy; (4) make it ordinary; (5) clear the source.
         // Only this thread changes these entries, so the CASes succeed (they loop only over
@@ -354,40 +355,31 @@ impl Filter for LockFreeCuckooFilter {
     ///
     /// # Errors
     /// [`Error::Full`] if no empty entry can be reached by a relocation chain of at most 256
-    /// entries, or (rarely, under contention) if other inserts took the entries its
-    /// relocations freed four times over; every stored copy stays stored.
+    /// entries, or (rarely, under contention) if in four rounds in a row other threads took the
+    /// entries its relocations freed or moved the entries its chains needed; every stored copy
+    /// stays stored.
     fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
         let place = self.table.placement(hash);
         let mut path = Vec::new();
-        for _ in 0..INSERT_ROUNDS {
-            if self.fill_empty(place.primary, place.fingerprint, hash)
-                || self.fill_empty(place.alternate, place.fingerprint, hash)
-            {
-                self.table.len.increment();
-                return Ok(true);
-            }
-            let mut moved_any = false;
-            for index in CuckooTable::index_order(hash) {
-                for bucket in [place.primary, place.alternate] {
-                    if self.relocate(bucket, index, &mut path) {
-                        moved_any = true;
-                        if self.table.compare_exchange(
-                            bucket,
-                            index,
-                            Entry::EMPTY,
-                            Entry::new(place.fingerprint, State::Stable),
-                        ) {
-                            self.table.len.increment();
-                            return Ok(true);
-                        }
-                    }
-                }
-            }
-            if !moved_any {
-                return Err(Error::Full);
-            }
-        }
-        Err(Error::Full)
+        let stable = Entry::new(place.fingerprint, State::Stable);
+        insert_with_relocations(
+            hash,
+            place,
+            || {
+                self.fill_empty(place.primary, place.fingerprint, hash)
+                    || self.fill_empty(place.alternate, place.fingerprint, hash)
+            },
+            |bucket, index| {
+                let relocation = self.relocate(bucket, index, &mut path);
+                let stored = relocation == Relocation::Freed
+                    && self
+                        .table
+                        .compare_exchange(bucket, index, Entry::EMPTY, stable);
+                (relocation, stored)
+            },
+        )?;
+        self.table.len.increment();
+        Ok(true)
     }
 
     fn contains_hash(&self, hash: u64) -> bool {

@@ -24,13 +24,10 @@ use crossbeam_utils::CachePadded;
 use crate::filter::{Error, Filter, Remove};
 use crate::sync::{self, Ordering, ReadGuard, RwLock, WriteGuard};
 
-use super::table::{CuckooTable, Entry, State};
+use super::table::{insert_with_relocations, CuckooTable, Entry, Relocation, State};
 
 /// Stripes per hardware thread.
 const STRIPES_PER_THREAD: usize = 8;
-
-/// Rounds of "fill an empty entry, else relocate" an insert makes before it reports `Full`.
-const INSERT_ROUNDS: usize = 4;
 
 /// A cuckoo filter behind striped reader/writer locks (paper 001 §1.3), writers not starved.
 ///
@@ -258,11 +255,13 @@ impl LockedCuckooFilter {
     }
 
     /// Frees entry `index` of `start` by moving its chain one step along, each move under the
-    /// write locks of its two buckets' stripes. Returns whether every move succeeded.
-    fn relocate(&self, start: usize, index: usize, path: &mut Vec<(usize, u64)>) -> bool {
+    /// write locks of its two buckets' stripes: [`Relocation::Freed`] if every move succeeded,
+    /// [`Relocation::Contended`] if one found its entries changed since the path was read.
+    fn relocate(&self, start: usize, index: usize, path: &mut Vec<(usize, u64)>) -> Relocation {
         // The path is read without locks; each move re-checks its two entries under the locks.
-        if !self.table.relocation_path(start, index, path) {
-            return false;
+        let found = self.table.relocation_path(start, index, path);
+        if found != Relocation::Freed {
+            return found;
         }
         for step in (0..path.len() - 1).rev() {
             let (source, fingerprint) = path[step];
@@ -276,7 +275,7 @@ impl LockedCuckooFilter {
                     .entry(destination, index, Ordering::Relaxed)
                     .is_empty()
             {
-                return false;
+                return Relocation::Contended;
             }
             let moved = self
                 .table
@@ -286,7 +285,7 @@ impl LockedCuckooFilter {
                     .compare_exchange(source, index, stable, Entry::EMPTY);
             debug_assert!(moved, "both entries are write-locked");
         }
-        true
+        Relocation::Freed
     }
 }
 
@@ -295,44 +294,33 @@ impl Filter for LockedCuckooFilter {
     ///
     /// # Errors
     /// [`Error::Full`] if no empty entry can be reached by a relocation chain of at most 256
-    /// entries, or (rarely, under contention) if other inserts took the entries its
-    /// relocations freed four times over; every stored copy stays stored.
+    /// entries, or (rarely, under contention) if in four rounds in a row other threads took the
+    /// entries its relocations freed or moved the entries its chains needed; every stored copy
+    /// stays stored.
     fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
         let place = self.table.placement(hash);
         let mut path = Vec::new();
-        for _ in 0..INSERT_ROUNDS {
-            {
+        let stable = Entry::new(place.fingerprint, State::Stable);
+        insert_with_relocations(
+            hash,
+            place,
+            || {
                 let _locks = self.write_both(place.primary, place.alternate);
-                if self.fill_empty(place.primary, place.fingerprint, hash)
+                self.fill_empty(place.primary, place.fingerprint, hash)
                     || self.fill_empty(place.alternate, place.fingerprint, hash)
-                {
-                    self.table.len.increment();
-                    return Ok(true);
-                }
-            }
-            let mut moved_any = false;
-            for index in CuckooTable::index_order(hash) {
-                for bucket in [place.primary, place.alternate] {
-                    if self.relocate(bucket, index, &mut path) {
-                        moved_any = true;
-                        let _locks = self.write_both(place.primary, place.alternate);
-                        if self.table.compare_exchange(
-                            bucket,
-                            index,
-                            Entry::EMPTY,
-                            Entry::new(place.fingerprint, State::Stable),
-                        ) {
-                            self.table.len.increment();
-                            return Ok(true);
-                        }
-                    }
-                }
-            }
-            if !moved_any {
-                return Err(Error::Full);
-            }
-        }
-        Err(Error::Full)
+            },
+            |bucket, index| {
+                let relocation = self.relocate(bucket, index, &mut path);
+                let stored = relocation == Relocation::Freed && {
+                    let _locks = self.write_both(place.primary, place.alternate);
+                    self.table
+                        .compare_exchange(bucket, index, Entry::EMPTY, stable)
+                };
+                (relocation, stored)
+            },
+        )?;
+        self.table.len.increment();
+        Ok(true)
     }
 
     fn contains_hash(&self, hash: u64) -> bool {

@@ -163,6 +163,60 @@ impl Entry {
     }
 }
 
+/// How an attempt to free an entry by relocation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Relocation {
+    /// The chain moved along and the entry was empty after it (another insert may have filled
+    /// it since).
+    Freed,
+    /// No chain of at most [`MAX_PATH`] stable entries ends at an empty entry.
+    NoRoom,
+    /// Another thread got in the way: the chain met an entry being moved, or a move found its
+    /// source or destination changed. A later attempt may succeed.
+    Contended,
+}
+
+/// Rounds of "fill an empty entry, else relocate" an insert makes before it reports `Full`
+/// while other threads keep getting in its way.
+const INSERT_ROUNDS: usize = 4;
+
+/// The insert of both cuckoo filters (paper 001 §2.2), written once over the filter's own
+/// steps: `fill_empty()` stores the fingerprint in an empty entry of either bucket if there is
+/// one; `free(bucket, index)` relocates the chain behind entry `index` of `bucket` and, if that
+/// freed it, tries to store the fingerprint there, returning `(how the relocation ended, whether
+/// it stored)`. Each round tries every entry of both buckets (in [`CuckooTable::index_order`]).
+/// `Err(Full)` after a round in which every chain was too long, or after [`INSERT_ROUNDS`]
+/// rounds in which other threads took what the relocations freed or got in the way; a failed
+/// insert has moved copies along chains but dropped none.
+pub(crate) fn insert_with_relocations(
+    hash: u64,
+    place: Placement,
+    mut fill_empty: impl FnMut() -> bool,
+    mut free: impl FnMut(usize, usize) -> (Relocation, bool),
+) -> Result<(), Error> {
+    for _ in 0..INSERT_ROUNDS {
+        if fill_empty() {
+            return Ok(());
+        }
+        let mut may_succeed_later = false;
+        for index in CuckooTable::index_order(hash) {
+            for bucket in [place.primary, place.alternate] {
+                match free(bucket, index) {
+                    (_, true) => return Ok(()),
+                    (Relocation::NoRoom, false) => {}
+                    (Relocation::Freed | Relocation::Contended, false) => {
+                        may_succeed_later = true;
+                    }
+                }
+            }
+        }
+        if !may_succeed_later {
+            return Err(Error::Full);
+        }
+    }
+    Err(Error::Full)
+}
+
 /// Where a hash lives: its two buckets and its fingerprint.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Placement {
@@ -280,6 +334,13 @@ impl CuckooTable {
             return Err(Error::InvalidParameters(format!(
                 "fingerprint_bits {fingerprint_bits} is not in \
                  {MIN_FINGERPRINT_BITS}..={MAX_FINGERPRINT_BITS}"
+            )));
+        }
+        if bucket_bits + fingerprint_bits > u64::BITS {
+            // A hash splits into the bucket and the fingerprint, so both must fit its 64 bits.
+            return Err(Error::InvalidParameters(format!(
+                "bucket_bits {bucket_bits} + fingerprint_bits {fingerprint_bits} exceed the \
+                 hash's 64 bits"
             )));
         }
         Ok(())
@@ -486,8 +547,9 @@ impl CuckooTable {
     /// Fills `path` with the chain of stable entries an insert would push to free entry `index`
     /// of `start`: `path[0]` is `(start, fingerprint in start[index])`, each next bucket is the
     /// alternate bucket of the previous fingerprint, and the last element is the bucket whose
-    /// entry `index` was empty (with fingerprint 0). Returns `false` if the chain meets an entry
-    /// that is being moved, or is longer than [`MAX_PATH`] (cycles end that way too).
+    /// entry `index` was empty (with fingerprint 0). Returns [`Relocation::Freed`] when it found
+    /// such a chain, [`Relocation::Contended`] if the chain meets an entry that is being moved,
+    /// and [`Relocation::NoRoom`] if it is longer than [`MAX_PATH`] (cycles end that way too).
     ///
     /// The reads are not a snapshot: the caller moves the entries from the end of the path back
     /// to its start, checking each entry again as it moves it.
@@ -496,7 +558,7 @@ impl CuckooTable {
         start: usize,
         index: usize,
         path: &mut Vec<(usize, u64)>,
-    ) -> bool {
+    ) -> Relocation {
         path.clear();
         let mut bucket = start;
         for _ in 0..MAX_PATH {
@@ -505,15 +567,15 @@ impl CuckooTable {
             let entry = self.entry(bucket, index, Ordering::Acquire);
             if entry.is_empty() {
                 path.push((bucket, 0));
-                return true;
+                return Relocation::Freed;
             }
             if entry.state() != State::Stable {
-                return false;
+                return Relocation::Contended;
             }
             path.push((bucket, entry.fingerprint()));
             bucket = self.alternate(bucket, entry.fingerprint());
         }
-        false
+        Relocation::NoRoom
     }
 
     /// The order in which an insert tries the entry indices: a rotation picked by the hash, so
@@ -589,8 +651,67 @@ mod tests {
 
     use super::{
         low_mask, CuckooTable, Lanes, Ordering, SlotLayout, State, ENTRIES_PER_BUCKET,
-        MAX_FINGERPRINT_BITS, MIN_FINGERPRINT_BITS, STATE_BITS,
+        MAX_BUCKET_BITS, MAX_FINGERPRINT_BITS, MIN_FINGERPRINT_BITS, STATE_BITS,
     };
+
+    /// The shared insert loop gives up after one round only if every chain was too long: a
+    /// round whose relocations other threads got in the way of (or whose freed entries they
+    /// took) is followed by another, up to the round limit.
+    #[test]
+    fn inserts_report_full_early_only_when_no_chain_has_room() {
+        use super::{insert_with_relocations, Placement, Relocation, INSERT_ROUNDS};
+        use crate::filter::Error;
+        let place = Placement {
+            primary: 1,
+            alternate: 2,
+            fingerprint: 7,
+        };
+        // (how every relocation ends, in which round the entry is stored if any)
+        let run = |ending: Relocation, stored_in_round: Option<usize>| {
+            let (rounds, mut attempts) = (std::cell::Cell::new(0), 0);
+            let result = insert_with_relocations(
+                0,
+                place,
+                || {
+                    rounds.set(rounds.get() + 1);
+                    false
+                },
+                |_, _| {
+                    attempts += 1;
+                    (ending, Some(rounds.get()) == stored_in_round)
+                },
+            );
+            (result, rounds.get(), attempts)
+        };
+        let per_round = 2 * ENTRIES_PER_BUCKET;
+        assert_eq!(
+            run(Relocation::NoRoom, None),
+            (Err(Error::Full), 1, per_round)
+        );
+        for busy in [Relocation::Contended, Relocation::Freed] {
+            let (result, rounds, _) = run(busy, Some(2));
+            assert_eq!((result, rounds), (Ok(()), 2), "{busy:?}");
+            let gave_up = (Err(Error::Full), INSERT_ROUNDS, INSERT_ROUNDS * per_round);
+            assert_eq!(run(busy, None), gave_up, "{busy:?}");
+        }
+    }
+
+    /// Bucket and fingerprint bits are cut from one 64-bit hash, so each in its range is not
+    /// enough: the two together must fit (the widest of each did not, and would have shifted by
+    /// a negative amount when splitting a hash).
+    #[test]
+    fn bucket_and_fingerprint_bits_must_fit_one_hash_together() {
+        for f in MIN_FINGERPRINT_BITS..=MAX_FINGERPRINT_BITS {
+            for b in 1..=MAX_BUCKET_BITS {
+                let fits = b + f <= 64;
+                assert_eq!(
+                    CuckooTable::check_bits(b, f).is_ok(),
+                    fits,
+                    "b = {b}, f = {f}"
+                );
+            }
+        }
+    }
 
     proptest! {
         /// The broadword compare flags exactly the lanes whose fingerprint field is equal,
