@@ -6,7 +6,9 @@
 //! bucket 0 to bucket 2 (one move, the shortest chain). The racing query or remove addresses
 //! that fingerprint from bucket 2 first (the same fingerprint and pair, so the same stored
 //! copy): it reads bucket 2 before the move fills it and bucket 0 after the move empties it,
-//! the false-miss scenario of paper 001 §2.2, unless the relocation counters catch it.
+//! the false-miss scenario of paper 001 §2.2, unless the relocation counters catch it. One model
+//! also puts a fingerprint of the pair {2, 3} in bucket 2, so the relocation is a chain of two
+//! moves (bucket 2 to 3, then 0 to 2).
 
 use conqf::{Filter, LockFreeCuckooFilter, LockedCuckooFilter, Remove};
 use loom::sync::Arc;
@@ -134,6 +136,39 @@ fn lock_free_relocation_racing_an_insert_for_its_destination_loses_nothing() {
 /// (locking stripes 0 and 2) racing a query that read-locks stripes 0 and 2. (Without the
 /// query's read locks this model fails in the `CONQF_LOOM_RMW_LOADS` mode; with plain loads
 /// loom's reduction explores a single execution here.)
+/// A chain of two moves: bucket 2 also holds, in entry 0, a fingerprint of the pair {2, 3}, so
+/// freeing entry 0 of bucket 0 for the newcomer first moves that one to bucket 3, then the
+/// mover into bucket 2. Queries for both moved fingerprints, each asked from the bucket the copy
+/// is moving to first, read their two buckets while either move runs; neither may miss.
+#[test]
+fn lock_free_chain_of_two_relocations_racing_finds_never_misses() {
+    model(|| {
+        let s = scenario();
+        let offset_1 = fingerprints_with_offset(1, 2);
+        let second = key(2, offset_1[1], 0);
+        let second_from_bucket_3 = key(3, offset_1[1], 0);
+        let keys: Vec<u64> = s.full.iter().copied().chain([second]).collect();
+        let filter = lock_free_with(&keys);
+        let writer = filter.clone();
+        let newcomer = s.newcomer;
+        let t = thread::spawn(move || writer.insert_hash(newcomer));
+        assert!(
+            filter.contains_hash(second_from_bucket_3),
+            "missed the copy moving to 3"
+        );
+        assert!(
+            filter.contains_hash(s.mover_from_bucket_2),
+            "missed the copy moving to 2"
+        );
+        assert_eq!(t.join().unwrap(), Ok(true));
+        for &k in keys.iter().chain([&s.newcomer]) {
+            assert!(filter.contains_hash(k));
+        }
+        assert_eq!(filter.len(), 10);
+        filter.check_invariants().unwrap();
+    });
+}
+
 #[test]
 fn locked_relocation_racing_a_find_never_misses() {
     model(|| {
