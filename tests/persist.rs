@@ -1975,11 +1975,11 @@ fn absurd_tables_fail_to_allocate() {
     );
     failed(
         "LockFreeCuckooFilter",
-        LockFreeCuckooFilter::with_bits(36, 30).map(drop),
+        LockFreeCuckooFilter::with_bits(34, 30).map(drop),
     );
     failed(
         "LockedCuckooFilter",
-        LockedCuckooFilter::with_bits(36, 30).map(drop),
+        LockedCuckooFilter::with_bits(34, 30).map(drop),
     );
     failed(
         "AtomicBloomFilter",
