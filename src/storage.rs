@@ -1035,10 +1035,12 @@ pub(crate) struct Guarded;
 impl Commit for Guarded {
     #[inline]
     fn commit(&self, array: &SlotArray, group: usize, _range: u64, compose: impl Fn(u64) -> u64) {
-        // Relaxed load and failure: what is taken from the word read is either lanes outside
-        // `range`, carried over unchanged and not interpreted (the CAS makes sure they are
-        // current), or bits inside `range` that `compose` keeps (e.g. occupied bits), which only
-        // the owner of those lanes writes, so this thread's own earlier writes are what it reads. Release on success: publishes the rewritten lanes to readers of the group.
+        // Relaxed load and failure: `compose` reads nothing but the word, and the CAS succeeds
+        // only against the word as it is now, so what it carries over (lanes outside `range`,
+        // and bits inside it that `compose` keeps, such as occupied bits, which may come from
+        // earlier holders of the lock) is current without any ordering; nothing else is read
+        // from the word.
+        // Release on success: publishes the rewritten lanes to readers of the group.
         let mut word = array.load_group(group, Ordering::Relaxed);
         loop {
             match array.compare_exchange_group(

@@ -324,3 +324,26 @@ fn two_bit_fast_path_insert_replanning_after_another_lane_changed_keeps_both() {
         filter.check_invariants().unwrap();
     });
 }
+
+/// `contains_hash_locked` while a removal shifts the supercluster of slots 2-6 left across the
+/// group boundary: exact answers for two absent fingerprints of the shifting runs and one
+/// present one.
+#[test]
+fn two_bit_locked_queries_during_a_removal_are_exact() {
+    model(|| {
+        let filter = filter_with(&[key(1, 1), key(1, 2), key(2, 3), key(3, 4), key(3, 6)]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.remove_hash(key(1, 1)).unwrap());
+        let u = thread::spawn(move || {
+            !y.contains_hash_locked(key(3, 5))
+                && !y.contains_hash_locked(key(2, 4))
+                && y.contains_hash_locked(key(3, 6))
+        });
+        assert!(
+            u.join().unwrap(),
+            "a locked query misread during the removal"
+        );
+        assert!(t.join().unwrap());
+        filter.check_invariants().unwrap();
+    });
+}

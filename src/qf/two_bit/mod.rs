@@ -53,8 +53,10 @@
 //! supercluster's `L` (removals and inserts into it), or holds `L` as its `R` (an insert into the
 //! supercluster on its left, which merges the two), or is a lock-free insert, which needs the
 //! boundary slots unlocked in the very word its CAS replaces, or fills an empty canonical slot in
-//! one CAS (which only extends a supercluster at its right end; the walks do not depend on what
-//! lies after a run's end, and `R` is taken by a CAS that fails on a filled slot). An insert never
+//! one CAS (which extends a supercluster at its right end, or fills the unlocked left boundary
+//! of the next one and merges the two: it needs that slot unlocked, so no locked writer holds
+//! it; the walks do not depend on what lies after a run's end, and `R` is taken by a CAS that
+//! fails on a filled slot). An insert never
 //! empties a slot between its locks, and a removal empties one only in its last write, so an
 //! empty slot inside another writer's stretch means that writer is done writing. Hence the holder
 //! of `L` reads a supercluster that nobody else changes, except to grow it at its end.
@@ -281,7 +283,8 @@ impl TwoBitQf {
     /// Inserts with one CAS of the canonical slot's group if the whole insert, both boundary
     /// slots included, lies in that group and neither boundary is locked. If the CAS fails only
     /// because other lanes of the group changed (the insert's own stretch reads the same), it
-    /// plans once more on the new word. `None`: take the locked path.
+    /// plans once more on the new word (a whole new plan, so the test only limits the retries:
+    /// it is not needed for correctness). `None`: take the locked path.
     fn insert_in_group(&self, quotient: usize, remainder: u64) -> Option<Result<bool, Full>> {
         let slots = &self.table.slots;
         let (group, _) = slots.layout().locate(quotient);
