@@ -119,6 +119,31 @@ fn after_the_last_doubling_the_table_fills_up_and_reports_full() {
     filter.check_invariants().unwrap();
 }
 
+/// `capacity()` counts only the doublings that can happen: a filter with three remainder bits
+/// can double twice (a table keeps one bit), whatever the builder allows. Like a fixed table's
+/// capacity (its slots at the maximum load), it is then a little below where the last table
+/// reports `Full`, not far above it (it said 471,808 here, for a filter full at about 9,000).
+#[test]
+fn capacity_counts_only_the_doublings_the_remainder_bits_allow() {
+    let filter = LocallyLockedQf::growable(1000, 0.1).build().unwrap();
+    let inner_capacity = filter.capacity();
+    let mut stored = 0usize;
+    for &h in &random_hashes(1_000_000, 7) {
+        match filter.insert_hash(h) {
+            Ok(true) => stored += 1,
+            Ok(false) => {}
+            Err(Error::Full) => break,
+            Err(e) => panic!("{e}"),
+        }
+    }
+    let table = filter.into_inner();
+    assert_eq!(table.remainder_bits(), 1, "grew until one remainder bit was left");
+    assert!(
+        inner_capacity <= stored && stored <= inner_capacity * 3 / 2,
+        "{stored} keys stored before Full, capacity() said {inner_capacity}"
+    );
+}
+
 #[test]
 fn bad_parameters_are_errors() {
     for delta in [0.0, -1.0, 0.95, f64::NAN] {

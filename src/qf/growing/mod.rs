@@ -236,6 +236,20 @@ const CLAIMED: usize = 1;
 const FAILED: usize = 2;
 
 impl Generation {
+    /// The doublings this table can still go through: [`doublings_left`](Self::doublings_left)
+    /// bounded by what [`QfTable::doubled`] accepts (one remainder bit is always kept, the
+    /// quotient stays within [`sizing::MAX_QUOTIENT_BITS`]), and none once growing failed.
+    fn doublings_possible(&self) -> u32 {
+        // Relaxed: a statistic; a concurrent failure may be seen a little late.
+        if self.growth.load(Ordering::Relaxed) == FAILED {
+            return 0;
+        }
+        let table = &self.filter.table;
+        self.doublings_left
+            .min(table.remainder_bits.saturating_sub(1))
+            .min(sizing::MAX_QUOTIENT_BITS.saturating_sub(table.quotient_bits))
+    }
+
     fn new(table: QfTable, delta_grow: f64, doublings_left: u32, doublings_done: u32) -> Self {
         let filter = SequentialQf { table, len: 0 };
         Self::holding(filter, delta_grow, doublings_left, doublings_done)
@@ -686,13 +700,17 @@ impl Filter for GrowableQf {
         self.generation(&guard).filter.len()
     }
 
+    /// The keys the filter holds once it has made every doubling it still can: as many as
+    /// the builder allows, at most one per remainder bit beyond the last (a table keeps one),
+    /// none past the largest quotient, and none once allocating a larger table failed.
     fn capacity(&self) -> usize {
         let guard = reclaim::pin();
         let generation = self.generation(&guard);
-        generation
-            .filter
-            .capacity()
-            .saturating_mul(1usize << generation.doublings_left.min(40))
+        generation.filter.capacity().saturating_mul(
+            1usize
+                .checked_shl(generation.doublings_possible())
+                .unwrap_or(usize::MAX),
+        )
     }
 
     fn memory_bytes(&self) -> usize {
