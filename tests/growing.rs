@@ -137,7 +137,11 @@ fn capacity_counts_only_the_doublings_the_remainder_bits_allow() {
         }
     }
     let table = filter.into_inner();
-    assert_eq!(table.remainder_bits(), 1, "grew until one remainder bit was left");
+    assert_eq!(
+        table.remainder_bits(),
+        1,
+        "grew until one remainder bit was left"
+    );
     assert!(
         inner_capacity <= stored && stored <= inner_capacity * 3 / 2,
         "{stored} keys stored before Full, capacity() said {inner_capacity}"

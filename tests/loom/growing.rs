@@ -197,3 +197,34 @@ fn helpers_sharing_a_target_group_lose_no_bit() {
         filter.check_invariants().unwrap();
     });
 }
+
+/// Migration blocks of 6 slots, which do not line up with the 4-slot groups: the second block
+/// starts at slot 6, in the same group as slot 5, the slot its fence locks. A removal shortens
+/// the cluster of slots 4-6 across that boundary while an insert triggers the migration: every
+/// supercluster must be copied exactly once, the removed key must be gone and the others kept.
+#[test]
+fn removal_at_a_migration_block_boundary_inside_a_group_copies_each_key_once() {
+    model(|| {
+        let filter = LocallyLockedQf::growable(1, 0.5)
+            .delta_grow(0.25)
+            .max_doublings(1)
+            .migration_block_slots(6)
+            .build_with_bits(Q, R)
+            .unwrap();
+        for (q, r) in [(4, 1), (4, 2), (5, 1)] {
+            assert!(filter.insert_hash(key(q, r)).unwrap());
+        }
+        let filter = Arc::new(filter);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || insert_and_find(&x, key(5, 7)));
+        let u = thread::spawn(move || y.remove_hash(key(4, 2)).unwrap());
+        assert!(t.join().unwrap() && u.join().unwrap());
+        // The insert makes the fourth key, the growth threshold, unless the removal came first.
+        assert!(!filter.contains_hash(key(4, 2)));
+        for k in [key(4, 1), key(5, 1), key(5, 7)] {
+            assert!(filter.contains_hash(k));
+        }
+        assert_eq!(filter.len(), 3);
+        filter.check_invariants().unwrap();
+    });
+}
