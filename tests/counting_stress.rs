@@ -126,3 +126,53 @@ fn large_table_default_regions() {
     // 20000 keys of 2.4 slots on average: at most 75% of the 2^16 slots even before removals.
     hammer(CountingQf::with_bits(16, 8).unwrap(), 1 << 16, 5000, 16, 4);
 }
+
+/// `merge` through `&self` while another thread keeps inserting and removing other keys of the
+/// same filter, shifting its runs: every merge holds every fingerprint stored before it began
+/// and still stored, with its count. An unlocked read of the filter used to end early when a
+/// shift moved a run under it, dropping every later key (up to 65 of 120 in a review's test).
+#[test]
+fn merges_during_writes_keep_every_stored_key() {
+    use conqf::Merge;
+    use std::sync::atomic::{AtomicBool, Ordering};
+    /// Stops the writer when the merging thread ends, also by a failed assertion.
+    struct StopOnDrop<'a>(&'a AtomicBool);
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            // Relaxed: only a stop signal; the scope's join orders everything else.
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let filter = CountingQf::with_bits_and_region(8, 6, 1).unwrap();
+    let empty = CountingQf::with_bits_and_region(8, 6, 1).unwrap();
+    let all = distinct_hashes(8, 6, 240, 360, 11);
+    let (stable, churn) = all.split_at(120);
+    for (i, &h) in stable.iter().enumerate() {
+        filter.insert_count_hash(h, 1 + i as u64 % 3).unwrap();
+    }
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for &h in churn.iter().cycle().take(10_000_000) {
+                // Relaxed: as in `StopOnDrop`.
+                if stop.load(Ordering::Relaxed) {
+                    break;
+                }
+                filter.insert_hash(h).unwrap();
+                assert!(filter.remove_hash(h).unwrap());
+            }
+        });
+        let _stop = StopOnDrop(&stop);
+        for _ in 0..300 {
+            let union = filter.merge(&empty).unwrap();
+            for (i, &h) in stable.iter().enumerate() {
+                assert_eq!(
+                    union.count_hash(h),
+                    1 + i as u64 % 3,
+                    "a merge lost a stored key"
+                );
+            }
+        }
+    });
+    filter.check_invariants().unwrap();
+}

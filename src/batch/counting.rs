@@ -152,13 +152,18 @@ pub(crate) fn build(
 }
 
 /// The stored fingerprints of a filter as keys (`quotient << r | remainder`) with counts, in
-/// increasing order (the extraction step of paper 004 §IV-E).
+/// increasing order (the extraction step of paper 004 §IV-E). The walk holds every region of
+/// the filter: without them, a writer shifting a run under it would end the iteration early and
+/// drop every later key. A merge reads its two filters one after the other, never holding both,
+/// so two merges of the same pair in opposite orders cannot wait for each other.
 fn filter_keys(filter: &CountingQf) -> (Vec<u64>, Vec<u64>) {
     let r = filter.remainder_bits();
-    filter
-        .counts()
-        .map(|(f, count)| ((f.quotient << r) | f.remainder, count))
-        .unzip()
+    filter.locks.with_all_held(|| {
+        filter
+            .counts()
+            .map(|(f, count)| ((f.quotient << r) | f.remainder, count))
+            .unzip()
+    })
 }
 
 /// A new, empty filter like `filter` (same bits and region size) holding `keys` with `counts`.
@@ -288,6 +293,11 @@ impl CountingQf {
 ///
 /// Both filters must have the same fingerprint length `q + r`, or the merge returns
 /// [`Error::Incompatible`], for the reason [`SequentialQf`](crate::SequentialQf)'s merge gives.
+///
+/// Other threads may keep using both filters: each is read whole while the merge holds all of
+/// its region locks (first one filter, then the other), so the result holds every fingerprint
+/// stored in a filter before the merge began and not removed during it. Meanwhile that
+/// filter's inserts and removals wait, and so do its lookups that meet a held region.
 ///
 /// ```
 /// use conqf::{Count, CountingQf, Filter, Merge};

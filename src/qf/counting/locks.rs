@@ -139,6 +139,16 @@ impl RegionLocks {
         })
     }
 
+    /// Runs `op` holding every region, locked in ascending order like any writer's: no writer
+    /// changes the table meanwhile (they wait, and so do lookups that cannot validate an
+    /// optimistic read). For reads of the whole table through `&self`, such as the extraction
+    /// of a merge.
+    pub(crate) fn with_all_held<T>(&self, op: impl FnOnce() -> T) -> T {
+        // `new` makes at least one region.
+        let _held = region_locks::Held::lock(&self.regions, 0, self.regions.len() - 1);
+        op()
+    }
+
     /// Blocks per region.
     pub(crate) fn region_blocks(&self) -> usize {
         1 << self.shift
