@@ -38,7 +38,9 @@
 //!   one-group answers and the locked walk.
 //! * **remove** (paper 000 §3.2 "Deletions"): write-lock the supercluster end, read-lock the
 //!   cluster start, check both under the locks, shift left. An element that lands in its
-//!   canonical slot starts a new cluster, which is written read-locked and unlocked at the end.
+//!   canonical slot starts a new cluster, which is written read-locked and unlocked at the end,
+//!   right to left with the removal's own cluster start last, so no other writer can lock a
+//!   slot the release has still to visit.
 //!
 //! Every group is written with one CAS that moves it from its state before the operation to its
 //! state after it, and every occupied bit changes in the same write as the run it describes (or,
@@ -403,15 +405,29 @@ impl LocallyLockedQf {
         debug_assert!(released, "slot {index} was not read-locked");
     }
 
-    /// Releases every read lock in `from..=to`. The caller holds all of them: a removal's own
-    /// cluster start and the starts its shift created, none of which another thread can lock
-    /// while they are read-locked and the stretch has no empty slot.
+    /// Releases every read lock in `from..=to`, a removal's stretch after its shift: right to
+    /// left, `from` (its own cluster start) last. When it starts, every read lock there is the
+    /// removal's: its cluster start and the cluster starts its shift created, which are all the
+    /// cluster starts of the stretch, so nobody else could lock any. The order keeps that true
+    /// for the slots still to visit: once slot `s` is released, another writer may lock it and
+    /// write new read-locked cluster starts into its cluster, which lies right of `s`, while
+    /// every slot left of `s` is in a cluster whose start the removal still holds. Left to
+    /// right, a second removal that locked the released `from` could have its new starts
+    /// released by this scan, letting a locked query walk its half-done shift (a false
+    /// negative a review found).
     fn unlock_reads_in(&self, from: usize, to: usize) {
-        for index in from..=to {
+        self.unlock_reads_in_observed(from, to, |_| {});
+    }
+
+    /// [`unlock_reads_in`](Self::unlock_reads_in), calling `visited(index)` after each slot.
+    #[inline]
+    fn unlock_reads_in_observed(&self, from: usize, to: usize, mut visited: impl FnMut(usize)) {
+        for index in (from..=to).rev() {
             // Acquire: as in `lock_cluster_start`.
             if self.table.slots.get(index, Ordering::Acquire) & STATUS_MASK == READ_LOCK {
                 self.unlock_read(index);
             }
+            visited(index);
         }
     }
 
@@ -588,7 +604,8 @@ impl LocallyLockedQf {
         let emptied = walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, true);
         rewriter.finish();
         // Our cluster start (if it still holds an element) and the cluster starts the shift
-        // created, all read-locked by us and all left of `emptied`; then the supercluster end.
+        // created, all read-locked by us and all left of `emptied` (released right to left, see
+        // `unlock_reads_in`); then the supercluster end.
         // `emptied` itself is excluded: it has been an ordinary empty slot since the last
         // commit, so another thread may already have filled it and read-locked it.
         if emptied > start {
@@ -888,6 +905,62 @@ mod tests {
         assert_eq!(filter.insert_hash(key(1, 9)), Ok(true));
         assert!(filter.contains_hash(key(1, 9)) && filter.contains_hash(key(0, 5)));
         filter.check_invariants().unwrap();
+    }
+
+    /// A removal's release of its read locks, on the configuration a review found the bug in:
+    /// removing `(0,0)` from slots 0-6 holding `(0,0) (0,1) (0,2) (1,3) (2,4) (3,5) (3,6)`
+    /// leaves slots 0-5 as one cluster read-locked at slot 0. At every step of the release,
+    /// each slot still to visit must lie in a cluster whose start the removal still holds:
+    /// otherwise another removal could lock that start and write new read-locked cluster
+    /// starts there, which the release would then take for its own (it did, left to right).
+    #[test]
+    fn a_removal_releases_its_read_locks_so_no_other_writer_can_lock_ahead_of_it() {
+        let filter = LocallyLockedQf::with_bits(4, 13).unwrap();
+        let key = |quotient: u64, remainder: u64| ((quotient << 13) | remainder) << (64 - 17);
+        for (q, r) in [(0, 0), (0, 1), (0, 2), (1, 3), (2, 4), (3, 5), (3, 6)] {
+            assert_eq!(filter.insert_hash(key(q, r)), Ok(true));
+        }
+        // The removal of (0, 0) as `remove_locked` makes it, up to its release.
+        let end = filter.lock_supercluster_end(0).unwrap();
+        let start = filter.lock_cluster_start(0).unwrap();
+        assert_eq!((start, end), (0, 7));
+        let mut cursor = filter.table.slots.cursor(0, Ordering::Acquire);
+        let plan = walk::plan_remove(&mut cursor, 0, 0).unwrap().unwrap();
+        let mut read = filter
+            .table
+            .slots
+            .cursor(plan.position + 1, Ordering::Acquire);
+        let mut occupied = filter.table.slots.cursor(0, Ordering::Acquire);
+        let commit = Locked::new(&filter, start);
+        let mut rewriter = Rewriter::new(&filter.table.slots, commit, KEEP_OCCUPIED);
+        let emptied = walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, true);
+        rewriter.finish();
+        assert_eq!(emptied, 6);
+        let slots = &filter.table.slots;
+        let cluster_start_of = |mut index: usize| {
+            while Slot::unlocked(slots.get(index, Ordering::Relaxed)).is_shifted() {
+                index -= 1;
+            }
+            index
+        };
+        let mut to_visit: Vec<usize> = (start..emptied).collect();
+        filter.unlock_reads_in_observed(start, emptied - 1, |index| {
+            to_visit.retain(|&i| i != index);
+            for &ahead in &to_visit {
+                let held = cluster_start_of(ahead);
+                assert_eq!(
+                    slots.get(held, Ordering::Relaxed) & STATUS_MASK,
+                    READ_LOCK,
+                    "after releasing slot {index}, slot {ahead} still to visit lies in the \
+                     cluster of slot {held}, which another writer could now lock"
+                );
+            }
+        });
+        filter.unlock_write(end);
+        filter.len.decrement();
+        filter.check_invariants().unwrap();
+        assert!(!filter.contains_hash(key(0, 0)));
+        assert!(filter.contains_hash(key(3, 6)));
     }
 
     #[test]
