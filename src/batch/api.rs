@@ -365,7 +365,7 @@ fn insert_batch(
             // Copies a build without dedupe stored collapse: the union holds each key once.
             stored.dedup();
             let union = merge_sorted(&stored, &keys);
-            let (merged, merged_len) = build_table(q, r, union, method)?;
+            let (merged, merged_len) = build_table(q, r, table.slots.len(), union, method)?;
             *table = merged;
             *len = merged_len;
             Ok(merged_len - stored.len())

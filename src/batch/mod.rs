@@ -243,19 +243,21 @@ pub(crate) fn build_segmented<K: KeyWord>(
     .ok_or(Error::Full)
 }
 
-/// A new table with the given parameters holding exactly the sorted `keys`, each as often as
-/// it occurs: the callers pass a merged union, which [`keys::merge_sorted`] already
-/// deduplicated, so the build does not dedupe it again.
+/// A new table with the given parameters and at least `min_slots` slots (those of the table
+/// it replaces: a grown or read-back table can have more than `with_bits` gives) holding
+/// exactly the sorted `keys`, each as often as it occurs: the callers pass a merged union,
+/// which [`keys::merge_sorted`] already deduplicated, so the build does not dedupe it again.
 ///
 /// # Errors
 /// [`Error::InvalidParameters`] for bad parameters, [`Error::Full`] if the keys do not fit.
 pub(crate) fn build_table(
     quotient_bits: u32,
     remainder_bits: u32,
+    min_slots: usize,
     keys: Vec<u64>,
     method: BuildMethod,
 ) -> Result<(QfTable, usize), Error> {
-    let table = QfTable::with_bits(quotient_bits, remainder_bits)?;
+    let table = QfTable::with_slots(quotient_bits, remainder_bits, min_slots)?;
     let len = build(&table, keys, method, Dedupe::Off)?;
     Ok((table, len))
 }

@@ -358,6 +358,35 @@ fn mismatched_answer_slice_is_an_error() {
     ));
 }
 
+/// A merge-insert into a grown table (68 slots where `with_bits(5, 7)` makes 66) whose
+/// overflow tail is in use rebuilds a table just as large: it used to rebuild with the default
+/// slots, reporting `Full` for a key that fits (and shrinking the table when it did not).
+#[test]
+fn merge_inserts_keep_the_slots_of_a_grown_table() {
+    let key = |quotient: u64, remainder: u64| ((quotient << 7) | remainder) << (64 - 12);
+    let mut filter = SequentialQf::with_bits(4, 8).unwrap();
+    filter.insert_hash(key(0, 1)).unwrap();
+    filter.grow().unwrap();
+    for remainder in 1..=36 {
+        filter.insert_hash(key(31, remainder)).unwrap();
+    }
+    let slots = filter.table.slots.len();
+    assert!(
+        slots
+            > crate::qf::table::QfTable::with_bits(5, 7)
+                .unwrap()
+                .slots
+                .len()
+    );
+    let mut merged = crate::LocallyLockedQf::from_sequential(filter);
+    let strategy = BatchInsert::Merge(BuildMethod::default());
+    assert_eq!(merged.insert_batch_with(&[key(3, 5)], strategy), Ok(1));
+    let filter = merged.into_sequential();
+    assert_eq!(filter.table.slots.len(), slots);
+    assert!(filter.contains_hash(key(3, 5)) && filter.contains_hash(key(31, 36)));
+    filter.check_invariants().unwrap();
+}
+
 impl SequentialQf {
     /// A copy of the filter (tests only; the filter is not `Clone` to keep copies explicit).
     fn clone_table(&self) -> SequentialQf {
@@ -365,6 +394,7 @@ impl SequentialQf {
         let (table, len) = super::build_table(
             self.table.quotient_bits,
             self.table.remainder_bits,
+            self.table.slots.len(),
             keys,
             BuildMethod::default(),
         )

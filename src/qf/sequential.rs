@@ -330,7 +330,16 @@ impl Merge for SequentialQf {
         let a = batch::keys::table_keys(&self.table, Ordering::Relaxed);
         let b = batch::keys::table_keys(&other.table, Ordering::Relaxed);
         let union = batch::keys::merge_sorted(&a, &b);
-        let (table, len) = batch::build_table(q, bits - q, union, BuildMethod::default())?;
+        // As many slots as an input of the same shape has (a grown or read-back table may have
+        // more than `with_bits` gives), so the union fits wherever that input's keys did.
+        let min_slots = [&self.table, &other.table]
+            .into_iter()
+            .filter(|table| table.quotient_bits == q)
+            .map(|table| table.slots.len())
+            .max()
+            .unwrap_or(0);
+        let (table, len) =
+            batch::build_table(q, bits - q, min_slots, union, BuildMethod::default())?;
         Ok(SequentialQf { table, len })
     }
 }
