@@ -387,6 +387,32 @@ fn merge_inserts_keep_the_slots_of_a_grown_table() {
     filter.check_invariants().unwrap();
 }
 
+#[test]
+fn sequential_merges_keep_the_slots_of_a_grown_input() {
+    use crate::Merge;
+    let key = |quotient: u64, remainder: u64| ((quotient << 7) | remainder) << (64 - 12);
+    let mut grown = SequentialQf::with_bits(4, 8).unwrap();
+    grown.insert_hash(key(0, 1)).unwrap();
+    grown.grow().unwrap();
+    for remainder in 1..=36 {
+        grown.insert_hash(key(31, remainder)).unwrap();
+    }
+    let slots = grown.table.slots.len();
+    let mut other = SequentialQf::with_bits(5, 7).unwrap();
+    assert!(slots > other.table.slots.len());
+    other.insert_hash(key(3, 5)).unwrap();
+    // The union of 38 keys takes a sixth quotient bit, which puts the 36 keys of quotient 31
+    // into one run from slot 62: more than `with_bits(6, 6)`'s overflow tail holds. Either
+    // order.
+    for merged in [grown.merge(&other).unwrap(), other.merge(&grown).unwrap()] {
+        assert_eq!(merged.table.quotient_bits, 6);
+        assert_eq!(merged.table.slots.len(), 2 * slots);
+        assert_eq!(merged.len(), 38);
+        assert!(merged.contains_hash(key(3, 5)) && merged.contains_hash(key(31, 36)));
+        merged.check_invariants().unwrap();
+    }
+}
+
 impl SequentialQf {
     /// A copy of the filter (tests only; the filter is not `Clone` to keep copies explicit).
     fn clone_table(&self) -> SequentialQf {

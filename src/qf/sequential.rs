@@ -330,12 +330,16 @@ impl Merge for SequentialQf {
         let a = batch::keys::table_keys(&self.table, Ordering::Relaxed);
         let b = batch::keys::table_keys(&other.table, Ordering::Relaxed);
         let union = batch::keys::merge_sorted(&a, &b);
-        // As many slots as an input of the same shape has (a grown or read-back table may have
-        // more than `with_bits` gives), so the union fits wherever that input's keys did.
+        // At least each input's slots, doubled for every quotient bit the union gained (a grown
+        // or read-back table may have more than `with_bits` gives): doubling a table's slots
+        // keeps every supercluster within twice its old range, as in `QfTable::doubled`, so
+        // each input's keys alone always fit.
         let min_slots = [&self.table, &other.table]
             .into_iter()
-            .filter(|table| table.quotient_bits == q)
-            .map(|table| table.slots.len())
+            .map(|table| {
+                let doublings = q - table.quotient_bits;
+                table.slots.len().saturating_mul(1 << doublings)
+            })
             .max()
             .unwrap_or(0);
         let (table, len) =
