@@ -488,7 +488,8 @@ impl Remove for ExternallyLockedQf {
 /// How a table is cut into lock regions: computed once per filter.
 #[derive(Clone, Copy)]
 struct RegionShape {
-    /// Groups per region: a power of two, at most the whole table.
+    /// Groups per region: a power of two, so a group's region is a shift away. When one region
+    /// covers the whole table it may count more groups than the table has.
     region_groups: usize,
     /// Slots per region.
     region_slots: usize,
@@ -502,7 +503,7 @@ impl RegionShape {
         let layout = *filter.table.slots.layout();
         let per_group = (64 / layout.bits()) as usize;
         let groups = layout.groups_for(filter.table.slots.len());
-        // At most the whole table (`groups >= 1`), so the power of two cannot overflow.
+        // Clamped to the whole table (`groups >= 1`) first, so the power of two cannot overflow.
         let region_groups = region_slots
             .div_ceil(per_group)
             .clamp(1, groups)

@@ -47,6 +47,9 @@
 //! racing insert of the same key may have filled it since the scan, and then the answer is
 //! `Ok(false)`. If the slot is still empty, the key was absent at the refusal too (a stored key
 //! stays stored, in the first empty slot of its stretch), so `Full` is the answer of that moment.
+//! An insert whose scan reaches the table's last slot, which always stays empty so that no scan
+//! runs off the end, also gets `Full` with places left: the stretch from its quotient to the end
+//! of the table is taken, and its remainder is not in it.
 //!
 //! # Memory orderings
 //!
