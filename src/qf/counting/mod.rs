@@ -36,7 +36,9 @@ const MAX_LOAD: f64 = 0.95;
 /// It is a multiset of fingerprints: [`insert`](Filter::insert) adds one copy (returning
 /// `Ok(true)` for the first), [`count`](Count::count) tells how many there are (never fewer than
 /// inserted; more only through fingerprint collisions), [`remove`](Remove::remove) takes one
-/// away and [`remove_all`](Self::remove_all) all of them. [`len`](Filter::len) counts copies.
+/// away and [`remove_all`](Self::remove_all) all of them. [`len`](Filter::len) counts copies;
+/// a fingerprint's count stops at `u64::MAX`, and a total past `2^64` copies (reachable only
+/// with huge [`insert_count`](Count::insert_count) calls) is reported modulo `2^64`.
 ///
 /// All methods take `&self`; share it with an [`Arc`](std::sync::Arc). Every write locks the
 /// region (a few blocks of 64 slots) of its key and, in ascending order, the following regions
