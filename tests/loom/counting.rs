@@ -10,7 +10,8 @@
 //! optimistically (the seqlock check) while the writer shifts their runs, across the boundary
 //! or (the one-block write path) inside block 1. One model puts both blocks in one region, so a
 //! query of 63, whose run ends in block 1, reads the two blocks under one version check while
-//! an insert shifts that run. After every interleaving: no lost insert
+//! an insert shifts that run. Another merges the filter (reading it under all its region locks)
+//! while an insert shifts across the boundary. After every interleaving: no lost insert
 //! or increment, no false negative, exact counts, the table's invariants, no region left
 //! locked and (loom checks it) no deadlock.
 
@@ -72,10 +73,7 @@ fn counts_during_insert(filter: &Arc<CountingQf>, insert: u64, queries: [u64; 2]
 /// checker), each a loom branch, so the branch limit is raised; the lock protocol itself has few
 /// contended points.
 fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = Some(2);
-    builder.max_branches = 100_000;
-    builder.check(f);
+    super::check_with_branches(Some(2), Some(100_000), f);
 }
 
 /// Two inserts into the cluster that crosses the boundary: (62, 5) shifts everything after it,
@@ -176,6 +174,35 @@ fn remove_and_insert_shifting_across_the_boundary_stay_exact() {
         assert_eq!(filter.count_hash(key(64, 9)), 7);
         assert_eq!(filter.count_hash(key(64, 7)), 2);
         assert_eq!(filter.count_hash(key(65, 0)), 1);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// A merge reads its input while an insert at 62 shifts the runs of 63-65 a slot up across the
+/// boundary, holding both regions. The merge holds every region of the filter it reads, so the
+/// union has every key stored before, with its count, and the new key once or not at all; the
+/// filter itself loses nothing. Without those locks a merge that met the shift half done ended
+/// its walk early and dropped the later keys (checked: this model then fails).
+#[test]
+fn merge_racing_a_shift_across_the_boundary_keeps_every_stored_key() {
+    use conqf::Merge;
+    model(|| {
+        let filter = filter_with(&boundary_runs());
+        let other = CountingQf::with_bits_and_region(Q, R, 1).unwrap();
+        other.insert_hash(key(100, 2)).unwrap();
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(62, 1)).unwrap());
+        let u = thread::spawn(move || y.merge(&other).unwrap());
+        assert!(t.join().unwrap());
+        let merged = u.join().unwrap();
+        for (k, n) in boundary_runs() {
+            assert_eq!(merged.count_hash(k), n, "the merge lost copies of {k:#x}");
+            assert_eq!(filter.count_hash(k), n, "the filter lost copies of {k:#x}");
+        }
+        assert_eq!(merged.count_hash(key(100, 2)), 1);
+        assert!(merged.count_hash(key(62, 1)) <= 1);
+        assert_eq!(filter.count_hash(key(62, 1)), 1);
+        merged.check_invariants().unwrap();
         filter.check_invariants().unwrap();
     });
 }
