@@ -25,10 +25,13 @@ pub(crate) fn check(preemptions: Option<usize>, model: impl Fn() + Sync + Send +
 /// where given (models whose operations make hundreds of atomic accesses).
 ///
 /// Fails if loom ran the model only once: then it explored no interleaving and the model could
-/// not have failed. That happens when no two threads touch the same atomic, and also, with loom
-/// 0.7, when the work that should race a spawned thread runs on the model's own main thread
-/// (seen with `CountingQf`: one execution, where two spawned threads give hundreds), so the
-/// models run every racing operation on a spawned thread.
+/// not have failed. Besides a model whose threads share nothing, that is what a query on the
+/// model's main thread racing one spawned writer gives: loom's first schedule runs the main
+/// thread's loads before the writer's stores, and its reduction never moves a load after a later
+/// store (the load-then-store blind spot of loom issues #166 and #392; the read-modify-write
+/// mode of `CONQF_LOOM_RMW_LOADS` closes it for group loads). Seen with `CountingQf` and
+/// `LocallyLockedQf` queries; with both operations on spawned threads, which operation starts
+/// first is itself a branch, so the models do that.
 pub(crate) fn check_with_branches(
     preemptions: Option<usize>,
     max_branches: Option<usize>,
