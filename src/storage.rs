@@ -336,22 +336,9 @@ impl SlotArray {
     /// Loads group `group`.
     #[inline]
     pub(crate) fn load_group(&self, group: usize, order: Ordering) -> u64 {
-        #[cfg(loom)]
-        if crate::sync::loom_loads_as_rmw() {
-            // Loom's partial-order reduction compares a pending load only with the last write
-            // and so never schedules some load-then-CAS races (loom issues #166, #392); an RMW
-            // read is dependent on every other access, so loom explores them. It also always
-            // reads the newest value, so CI runs the models in both modes. `fetch_or(0)` writes
-            // back exactly the value it read, atomically, so it cannot lose a concurrent write;
-            // `store_group` is a swap in this mode so that loom sees that too.
-            let order = if order == Ordering::Relaxed {
-                Ordering::Relaxed
-            } else {
-                Ordering::Acquire
-            };
-            return self.groups[group].fetch_or(0, order);
-        }
-        self.groups[group].load(order)
+        // A read-modify-write in loom's RMW mode, which CI runs beside the plain one: see
+        // `crate::sync::load_word`.
+        crate::sync::load_word(&self.groups[group], order)
     }
 
     /// Stores group `group` (callers that share the array use [`compare_exchange_group`]).
@@ -359,17 +346,8 @@ impl SlotArray {
     /// [`compare_exchange_group`]: SlotArray::compare_exchange_group
     #[inline]
     pub(crate) fn store_group(&self, group: usize, word: u64, order: Ordering) {
-        #[cfg(loom)]
-        if crate::sync::loom_loads_as_rmw() {
-            // In RMW mode every group write is an RMW too (see `crate::sync::loom_loads_as_rmw`):
-            // loom 0.7 does not order a plain store after a concurrent RMW it did not read
-            // (loom issues #254, #389), so another thread's RMW read could later read that RMW's
-            // stale write instead of this store, which is impossible on a real machine. A swap
-            // whose result is dropped writes the same value as the store.
-            self.groups[group].swap(word, order);
-            return;
-        }
-        self.groups[group].store(word, order)
+        // A swap in loom's RMW mode: see `crate::sync::store_word`.
+        crate::sync::store_word(&self.groups[group], word, order)
     }
 
     /// Compare-and-exchange of a whole group.

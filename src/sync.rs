@@ -62,9 +62,9 @@ pub(crate) fn thread_index() -> usize {
     INDEX.with(|index| *index)
 }
 
-/// Whether loom models read and write groups with read-modify-write operations only
-/// (environment variable `CONQF_LOOM_RMW_LOADS`), see `SlotArray::load_group` and
-/// `SlotArray::store_group` in `crate::storage`.
+/// Whether loom models read and write table words with read-modify-write operations only
+/// (environment variable `CONQF_LOOM_RMW_LOADS`), through [`load_word`] and [`store_word`]
+/// (`SlotArray`'s groups and `CountingQf`'s blocks).
 ///
 /// Reads are `fetch_or(0)`: loom's partial-order reduction compares a pending plain load only
 /// with the last write, so it skips some load-then-CAS races (loom issues #166, #392), while an
@@ -83,6 +83,37 @@ pub(crate) fn thread_index() -> usize {
 pub(crate) fn loom_loads_as_rmw() -> bool {
     static RMW: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *RMW.get_or_init(|| std::env::var_os("CONQF_LOOM_RMW_LOADS").is_some())
+}
+
+/// Loads a table word: a plain load, or in loom's RMW mode ([`loom_loads_as_rmw`]) a
+/// `fetch_or(0)` with the same or a stronger ordering. It writes back exactly the value it
+/// read, atomically, so it cannot lose a concurrent write, and loom counts it dependent on
+/// every other access to the word, so it explores the load-then-store races a plain load
+/// hides.
+#[inline(always)]
+pub(crate) fn load_word(word: &AtomicU64, order: Ordering) -> u64 {
+    #[cfg(loom)]
+    if loom_loads_as_rmw() {
+        let order = if order == Ordering::Relaxed {
+            Ordering::Relaxed
+        } else {
+            Ordering::Acquire
+        };
+        return word.fetch_or(0, order);
+    }
+    word.load(order)
+}
+
+/// Stores a table word: a plain store, or in loom's RMW mode a `swap` whose result is dropped
+/// (see [`loom_loads_as_rmw`] for why a plain store racing an RMW read misleads loom).
+#[inline(always)]
+pub(crate) fn store_word(word: &AtomicU64, value: u64, order: Ordering) {
+    #[cfg(loom)]
+    if loom_loads_as_rmw() {
+        word.swap(value, order);
+        return;
+    }
+    word.store(value, order)
 }
 
 /// The reader/writer lock of the striped filters: `parking_lot`'s, or loom's under `--cfg loom`.

@@ -185,13 +185,13 @@ impl BlockSource for Blocks {
     #[inline]
     fn load_word(&self, index: usize) -> u64 {
         // Relaxed: ordered by the region lock or exclusive access (module doc).
-        self.words[index].load(Ordering::Relaxed)
+        crate::sync::load_word(&self.words[index], Ordering::Relaxed)
     }
     #[inline]
     fn load_spill_word(&self, index: usize) -> u64 {
         // Relaxed: as in `load_word`; a spill word's other bytes may change concurrently (other
         // regions' blocks), and readers use only their own byte.
-        self.spills[index].load(Ordering::Relaxed)
+        crate::sync::load_word(&self.spills[index], Ordering::Relaxed)
     }
 }
 
@@ -530,13 +530,13 @@ impl<'a> BlockWriter<'a> {
     #[inline(always)]
     fn load(&self, index: usize) -> u64 {
         // Relaxed: see the type's doc.
-        self.words[index].load(Ordering::Relaxed)
+        crate::sync::load_word(&self.words[index], Ordering::Relaxed)
     }
 
     #[inline(always)]
     fn store(&self, index: usize, word: u64) {
         // Relaxed: see the type's doc.
-        self.words[index].store(word, Ordering::Relaxed);
+        crate::sync::store_word(&self.words[index], word, Ordering::Relaxed);
     }
 
     /// The block's `occupieds` word.
