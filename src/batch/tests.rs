@@ -358,57 +358,59 @@ fn mismatched_answer_slice_is_an_error() {
     ));
 }
 
-/// A merge-insert into a grown table (68 slots where `with_bits(5, 7)` makes 66) whose
-/// overflow tail is in use rebuilds a table just as large: it used to rebuild with the default
-/// slots, reporting `Full` for a key that fits (and shrinking the table when it did not).
-#[test]
-fn merge_inserts_keep_the_slots_of_a_grown_table() {
-    let key = |quotient: u64, remainder: u64| ((quotient << 7) | remainder) << (64 - 12);
+/// The hash of fingerprint `(quotient, remainder)` of a 12-bit fingerprint with 5 quotient bits.
+fn key12(quotient: u64, remainder: u64) -> u64 {
+    ((quotient << 7) | remainder) << (64 - 12)
+}
+
+/// A table grown from `with_bits(4, 8)`, so it has 68 slots where `with_bits(5, 7)` makes 66,
+/// holding `(0, 1)` and the 36 keys `(31, 1..=36)`, whose run fills its overflow tail.
+fn grown_with_a_long_run() -> SequentialQf {
     let mut filter = SequentialQf::with_bits(4, 8).unwrap();
-    filter.insert_hash(key(0, 1)).unwrap();
+    filter.insert_hash(key12(0, 1)).unwrap();
     filter.grow().unwrap();
     for remainder in 1..=36 {
-        filter.insert_hash(key(31, remainder)).unwrap();
+        filter.insert_hash(key12(31, remainder)).unwrap();
     }
+    let default_slots = crate::qf::table::QfTable::with_bits(5, 7)
+        .unwrap()
+        .slots
+        .len();
+    assert!(filter.table.slots.len() > default_slots);
+    filter
+}
+
+/// A merge-insert into a grown table whose overflow tail is in use rebuilds a table just as
+/// large: it used to rebuild with the default slots, reporting `Full` for a key that fits (and
+/// shrinking the table when it did not).
+#[test]
+fn merge_inserts_keep_the_slots_of_a_grown_table() {
+    let filter = grown_with_a_long_run();
     let slots = filter.table.slots.len();
-    assert!(
-        slots
-            > crate::qf::table::QfTable::with_bits(5, 7)
-                .unwrap()
-                .slots
-                .len()
-    );
     let mut merged = crate::LocallyLockedQf::from_sequential(filter);
     let strategy = BatchInsert::Merge(BuildMethod::default());
-    assert_eq!(merged.insert_batch_with(&[key(3, 5)], strategy), Ok(1));
+    assert_eq!(merged.insert_batch_with(&[key12(3, 5)], strategy), Ok(1));
     let filter = merged.into_sequential();
     assert_eq!(filter.table.slots.len(), slots);
-    assert!(filter.contains_hash(key(3, 5)) && filter.contains_hash(key(31, 36)));
+    assert!(filter.contains_hash(key12(3, 5)) && filter.contains_hash(key12(31, 36)));
     filter.check_invariants().unwrap();
 }
 
+/// `SequentialQf::merge` of a grown table with a small one: the union of 38 keys takes a sixth
+/// quotient bit, which puts the 36 keys of quotient 31 into one run from slot 62, more than
+/// `with_bits(6, 6)`'s overflow tail holds. The merge keeps the grown input's slots, doubled
+/// for the new bit, in either order (it returned `Full` before).
 #[test]
 fn sequential_merges_keep_the_slots_of_a_grown_input() {
     use crate::Merge;
-    let key = |quotient: u64, remainder: u64| ((quotient << 7) | remainder) << (64 - 12);
-    let mut grown = SequentialQf::with_bits(4, 8).unwrap();
-    grown.insert_hash(key(0, 1)).unwrap();
-    grown.grow().unwrap();
-    for remainder in 1..=36 {
-        grown.insert_hash(key(31, remainder)).unwrap();
-    }
-    let slots = grown.table.slots.len();
+    let grown = grown_with_a_long_run();
     let mut other = SequentialQf::with_bits(5, 7).unwrap();
-    assert!(slots > other.table.slots.len());
-    other.insert_hash(key(3, 5)).unwrap();
-    // The union of 38 keys takes a sixth quotient bit, which puts the 36 keys of quotient 31
-    // into one run from slot 62: more than `with_bits(6, 6)`'s overflow tail holds. Either
-    // order.
+    other.insert_hash(key12(3, 5)).unwrap();
     for merged in [grown.merge(&other).unwrap(), other.merge(&grown).unwrap()] {
         assert_eq!(merged.table.quotient_bits, 6);
-        assert_eq!(merged.table.slots.len(), 2 * slots);
+        assert_eq!(merged.table.slots.len(), 2 * grown.table.slots.len());
         assert_eq!(merged.len(), 38);
-        assert!(merged.contains_hash(key(3, 5)) && merged.contains_hash(key(31, 36)));
+        assert!(merged.contains_hash(key12(3, 5)) && merged.contains_hash(key12(31, 36)));
         merged.check_invariants().unwrap();
     }
 }
