@@ -2,13 +2,19 @@
 //! the slots.
 //!
 //! The snapshot takes `&self` while other threads insert. Slots only ever go from empty to a
-//! remainder and never move, so a copy that reads the groups one after another holds every
-//! remainder stored before the copy began: every insert that returned before `to_bytes` was
-//! called is found in the filter read back. Inserts that race with the copy may be in it or
-//! not, and one of them may be stored in the copy yet unreachable (its probe stretch torn by
-//! the copy): harmless, since it was never promised. The count read back is the number of
-//! stored remainders.
-
+//! remainder and never move, so a copy that reads every group once holds every remainder stored
+//! before the copy began: every insert that returned before `to_bytes` was called is found in
+//! the filter read back. Inserts that race with the copy may be in it or not, and one of them
+//! may be stored in the copy yet unreachable (its probe stretch torn by the copy): harmless,
+//! since it was never promised, and counted in `len` read back, which is the number of stored
+//! remainders.
+//!
+//! A torn stretch must not reach into the overflow tail, though: a full tail slot behind an
+//! empty last addressable slot breaks the table's invariant (and the decoder rejects it). So the
+//! copy reads the group of the last addressable slot and the tail first, last group first, and
+//! then the rest: a remainder in a tail slot was placed when every slot from its canonical one
+//! up to it was full, before the copy read its group, so those slots, read no earlier, are full
+//! in the copy too.
 use std::io::{Read, Write};
 
 use crate::filter::Error;
@@ -35,11 +41,22 @@ impl LinearProbingQf {
             .u32(self.remainder_bits())
             .u64(self.max_load().to_bits());
         let slots = &self.slots;
-        // Relaxed: an insert that returned before this call happens before these loads, so
-        // coherence alone makes them see its slot; racing inserts may or may not be seen.
-        let groups = (0..slots.layout().groups_for(slots.len()))
-            .map(|g| slots.load_group(g, Ordering::Relaxed));
-        format::write_file(out, Tag::LinearProbing, params, groups)
+        let groups = slots.layout().groups_for(slots.len());
+        let (first_of_tail, _) = slots.layout().locate((1usize << self.quotient_bits()) - 1);
+        // The tail end first, last group first (module doc). Relaxed: an insert that returned
+        // before this call happens before these loads, so coherence alone makes them see its
+        // slot; racing inserts may or may not be seen.
+        let mut tail: Vec<u64> = (first_of_tail..groups)
+            .rev()
+            .map(|g| slots.load_group(g, Ordering::Relaxed))
+            .collect();
+        tail.reverse();
+        let words = (0..groups).map(|g| match g.checked_sub(first_of_tail) {
+            Some(in_tail) => tail[in_tail],
+            // Relaxed: as above.
+            None => slots.load_group(g, Ordering::Relaxed),
+        });
+        format::write_file(out, Tag::LinearProbing, params, words)
     }
 
     /// The snapshot of [`write_to`](Self::write_to) as bytes.
@@ -62,8 +79,9 @@ impl LinearProbingQf {
     /// # Errors
     /// [`Error::Corrupt`] if the bytes are not exactly one valid linear probing filter (magic,
     /// version, tag, lengths, checksum, parameters, padding bits, the last slot empty, no more
-    /// remainders than the load cap allows). [`Error::InvalidParameters`] if the table's memory
-    /// cannot be allocated.
+    /// remainders than the load cap allows, the overflow tail one stretch continuing from the
+    /// last addressable slot). [`Error::InvalidParameters`] if the table's memory cannot be
+    /// allocated.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         let file = format::parse(bytes)?;
         let mut params = file.params_as(&[Tag::LinearProbing], "LinearProbingQf")?;
@@ -100,6 +118,8 @@ impl LinearProbingQf {
             filter.slots.store_group(group, word, Ordering::Relaxed);
         }
         filter.budget.set_used(stored);
+        // The tail rule, the one `check_invariants` has beyond the checks above.
+        filter.check_invariants().map_err(corrupt)?;
         Ok(filter)
     }
 
