@@ -22,7 +22,7 @@ use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter};
 use crate::hash::remix;
 use crate::sizing;
-use crate::sync::{AtomicU64, Ordering};
+use crate::sync::{fence, AtomicU64, Ordering};
 
 /// The most hash functions a filter may use.
 pub(crate) const MAX_HASH_FUNCTIONS: u32 = 64;
@@ -173,6 +173,10 @@ impl Filter for AtomicBloomFilter {
             }
         }
         if added {
+            // Release fence: a snapshot that reads this count and then issues an Acquire fence
+            // sees the bits set above, so a snapshot's count never exceeds its bits (which its
+            // reader checks). Free on x86, where stores are not reordered.
+            fence(Ordering::Release);
             self.len.increment();
         }
         Ok(added)

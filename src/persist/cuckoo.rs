@@ -22,8 +22,10 @@
 //!   all its operations lock in, copies the table and unlocks. Every entry write holds its
 //!   stripe's write lock, so the copy is the table between two single-entry steps (each
 //!   relocation step moves a copy whole, under both its stripes' locks): it holds every key
-//!   whose insert returned before the call and no key whose removal did. Queries go on
-//!   meanwhile; writers wait for the copy.
+//!   whose insert returned before the call and no key whose removal did. Writers wait for the
+//!   copy, and so do queries of a stripe a writer is already waiting on: the locks are
+//!   task-fair, so a new reader queues behind a waiting writer (which keeps writers from
+//!   starving). Queries of the other stripes go on.
 
 use std::io::{Read, Write};
 
@@ -176,7 +178,8 @@ impl LockedCuckooFilter {
     ///
     /// # Errors
     /// Whatever `out` returns. The stripes stay read-locked while `out` is written to, so
-    /// write to a buffer (or use `to_bytes`) when writers must not wait for slow output.
+    /// write to a buffer (or use `to_bytes`) when writers must not wait for slow output (nor
+    /// the queries of a stripe a writer waits on: the locks are task-fair).
     pub fn write_to<W: Write>(&self, out: W) -> std::io::Result<()> {
         let _all = self.read_all();
         write_table(&self.table, out)
