@@ -34,7 +34,9 @@ pub(crate) const MAX_BITS: u64 = 1 << 48;
 /// A Bloom filter that many threads insert into and query at once, lock-free (`fetch_or`).
 ///
 /// It cannot remove keys or grow, and it is never full: past its capacity the false-positive
-/// rate just rises.
+/// rate just rises. `insert` returns `Ok(true)` when it set a bit that was clear, so two threads
+/// racing to insert one new key can both get `Ok(true)` (each set some of its bits) and both
+/// count in `len`; a key whose bits were all set already, a false positive, gets `Ok(false)`.
 ///
 /// ```
 /// use conqf::{AtomicBloomFilter, Filter};
@@ -166,7 +168,9 @@ impl Filter for AtomicBloomFilter {
             // read-modify-write, and its cache-line transfer, for bits already set.
             if self.words[word].load(Ordering::Acquire) & mask == 0 {
                 // Release: a query whose Acquire load sees this bit is ordered after this insert,
-                // so if thread A inserts k1 then k2 and thread B finds k2, B then finds k1 too.
+                // so if thread A inserts k1 then k2, setting bits of k2 that were clear, and
+                // thread B finds k2, B then finds k1 too (if k2's bits were all set already, B
+                // may have found it through an earlier insert of another thread).
                 // Acquire: as for the load above, when another thread set the bit meanwhile.
                 let before = self.words[word].fetch_or(mask, Ordering::AcqRel);
                 added |= before & mask == 0;

@@ -70,14 +70,19 @@
 //! * **Racing with the insert or remove of `k` itself**, `contains(k)` may return either answer:
 //!   the operations are linearizable per key, so the answer is the one before or the one after
 //!   (apart from the misread hits above, which can also answer `true` after a remove).
-//! * **Set semantics.** Of several threads inserting the same fingerprint at once, exactly one
-//!   gets `Ok(true)`; the others get `Ok(false)`. The exception is [`ExpandableQf`]: two racing
-//!   inserts of a new key may both store it, one on each of two levels, while the next level
-//!   opens or (with cascading inserts) while a removal empties the key's slot on a lower level
-//!   (see its docs). A `remove` deletes one stored copy; removing a
-//!   key that was never inserted but shares a fingerprint with one that was removes that one.
-//!   A bulk build without deduplication ([`Dedupe::Off`]) is the one way to hold several copies
-//!   of a fingerprint: each remove then takes one copy.
+//! * **Set semantics** (the quotient filters). Of several threads inserting the same
+//!   fingerprint at once, exactly one gets `Ok(true)`; the others get `Ok(false)`. The
+//!   exception is [`ExpandableQf`]: two racing inserts of a new key may both store it, one on
+//!   each of two levels, while the next level opens or (with cascading inserts) while a removal
+//!   empties the key's slot on a lower level (see its docs). A `remove` deletes one stored copy;
+//!   removing a key that was never inserted but shares a fingerprint with one that was removes
+//!   that one. Among the set filters a bulk build without deduplication ([`Dedupe::Off`]) is
+//!   the one way to hold several copies of a fingerprint: each remove then takes one copy.
+//!   The others are multisets or have no copies: [`CountingQf`] counts copies (`Ok(true)` for
+//!   the first, to exactly one of racing inserts of a new key), both cuckoo filters store a copy
+//!   per insert (every insert that stores one returns `Ok(true)`, as in paper 001 §1.1), and
+//!   [`AtomicBloomFilter`]'s `Ok(true)` means the insert set a bit that was clear, which two
+//!   racing inserts of one new key can both do (each then counts in `len`).
 //! * **`len`, `false_positive_rate`** are statistics: with concurrent writers they may lag
 //!   operations that have not returned yet. Iteration ([`LocallyLockedQf::fingerprints`]) and
 //!   [`LocallyLockedQf::contains_hash_unsynchronized`] are exact only while no thread writes.

@@ -59,8 +59,9 @@
 //! `Acquire` so that answers *through the filter* are ordered too: if thread A inserts `k1`
 //! and then `k2`, and thread B finds `k2`, the `Acquire` load that found it synchronises with
 //! A's `Release` CAS, so a later `contains(k1)` in B sees `k1` (with `Relaxed`, B could find
-//! `k2` and still miss `k1` on weakly ordered hardware). The same holds when B learns of `k2`
-//! from an insert that returned `Ok(false)`. Independent keys are not ordered against each
+//! `k2` and still miss `k1` on weakly ordered hardware), provided A's insert stored `k2` (if it
+//! was there already, B may have found an earlier thread's copy). The same holds when B learns
+//! of `k2` from an insert that returned `Ok(false)`. Independent keys are not ordered against each
 //! other (no `SeqCst`): two readers may see two unrelated inserts in different orders, which
 //! the crate's contract allows.
 
