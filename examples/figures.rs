@@ -16,8 +16,9 @@
 //! * `fig3`: paper 000 Figure 3, single-threaded throughput against fill degree (every 10% up to
 //!   90%; `LinearProbingQf` up to its 70% cap) for `SequentialQf`, `qfilter`, `LocallyLockedQf`,
 //!   `ExternallyLockedQf`, `TwoBitQf`, `LinearProbingQf`, `AtomicBloomFilter` and `CountingQf`
-//!   (with `qfilter`'s r + 1 bits).
-//!
+//!   (with `qfilter`'s r + 1 bits), in rounds as `fig2` (every line's whole curve once per
+//!   round, medians over the rounds; before 2026-11-26 each line ran all its repetitions before
+//!   the next line started).
 //! * `cuckoo`: paper 001 §3.1, a cuckoo table at load 0.4 under 90% finds, 5% inserts and 5%
 //!   removes against threads: `LockFreeCuckooFilter`, `LockedCuckooFilter`, the coarse-grained
 //!   filter (one lock around the table) and the `atomic-cuckoo-filter` crate, with throughput
@@ -45,7 +46,7 @@ mod common;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use common::cuckoo_lookup::{
     LookupFilter, LookupRun, LookupWorkload, LOOKUP_BASELINE, LOOKUP_FILTERS,
@@ -999,90 +1000,154 @@ const FIG3_LINEAR_PROBING_LEVELS: usize = 7;
 /// smaller table.
 const FIG3_OPERATIONS: usize = 100_000;
 
-/// One table's curve for Figure 3, as in the paper: at each fill level up to `levels` (10%
-/// each) the table is filled (untimed) to just below the level, then the last `m` inserts up to
-/// the level are timed, then `m` lookups of keys never inserted and `m` lookups of inserted
-/// keys. Medians over the repetitions; returns operations per second per level and phase.
-fn fig3_curve<T: SeqTable>(
-    options: &Options,
+/// One line of Figure 3: a table type and how many fill levels it is measured to.
+struct Fig3Line<'a> {
+    name: &'static str,
+    levels: usize,
+    /// One repetition of the line's curve ([`fig3_repetition`] on a fresh table).
+    run: Box<dyn Fn(&Fig3Keys) -> Fig3Repetition + 'a>,
+}
+
+impl<'a> Fig3Line<'a> {
+    fn new<T: SeqTable>(name: &'static str, levels: usize, make: impl Fn() -> T + 'a) -> Self {
+        let levels = levels.min(FIG3_LEVELS);
+        Fig3Line {
+            name,
+            levels,
+            run: Box::new(move |keys| fig3_repetition(name, levels, make(), keys)),
+        }
+    }
+}
+
+/// What one repetition of a Figure 3 line measured, per fill level.
+struct Fig3Repetition {
+    /// Insert, absent lookup and present lookup times.
+    times: Vec<[Duration; 3]>,
+    /// False positives, bytes, stored fingerprints, and inserts that failed up to the level.
+    stats: Vec<(usize, usize, usize, usize)>,
+    /// Lost keys found (more inserted keys missed than inserts failed).
+    false_negatives: Vec<String>,
+}
+
+/// One repetition of a table's curve for Figure 3, as in the paper: at each fill level up to
+/// `levels` (10% each) the table is filled (untimed) to just below the level, then the last `m`
+/// inserts up to the level are timed, then `m` lookups of keys never inserted and `m` lookups
+/// of inserted keys.
+fn fig3_repetition<T: SeqTable>(
     name: &str,
     levels: usize,
-    make: impl Fn() -> T,
+    mut table: T,
+    keys: &Fig3Keys,
+) -> Fig3Repetition {
+    let m = keys.operations;
+    let mut repetition = Fig3Repetition {
+        times: Vec::new(),
+        stats: Vec::new(),
+        false_negatives: Vec::new(),
+    };
+    let mut failed = 0;
+    for level in 0..levels {
+        let (from, to) = (keys.bounds[level], keys.bounds[level + 1]);
+        failed += table_insert_all(&mut table, &keys.inserts[from..to - m]);
+        let start = Instant::now();
+        failed += table_insert_all(&mut table, &keys.inserts[to - m..to]);
+        let insert = start.elapsed();
+        let start = Instant::now();
+        let false_positives = table_count_hits(&table, &keys.negatives);
+        let absent = start.elapsed();
+        let start = Instant::now();
+        let hits = table_count_hits(&table, &keys.positives[level]);
+        let present = start.elapsed();
+        repetition.times.push([insert, absent, present]);
+        let missed = keys.positives[level].len() - hits;
+        repetition.stats.push((
+            false_positives,
+            table.table_bytes(),
+            table.table_len(),
+            failed,
+        ));
+        // As in fig2: only more misses than failed inserts prove a lost key.
+        if missed > failed {
+            repetition.false_negatives.push(format!(
+                "fig3 {name} at {}% fill: {missed} inserted keys not found, only {failed} \
+                 inserts failed so far",
+                (level + 1) * 10
+            ));
+        }
+    }
+    repetition
+}
+
+/// Figure 3's lines measured in rounds, as Figure 2's: each round runs one repetition of every
+/// line in table order, so a slow spell of the shared machine touches every line alike, and
+/// each point is the median of its rounds. Appends one row per line, level and phase (lines in
+/// table order) and returns each line's curve in operations per second.
+fn fig3_rounds(
+    options: &Options,
+    lines: &[Fig3Line<'_>],
     keys: &Fig3Keys,
     report: &mut Report,
-) -> Vec<[f64; 3]> {
-    let levels = levels.min(FIG3_LEVELS);
-    progress(format_args!(
-        "fig3: {name}, fill 10% to {}%, {}",
-        levels * 10,
-        plural(options.repetitions, "repetition")
-    ));
-    let m = keys.operations;
-    let mut times = vec![[Vec::new(), Vec::new(), Vec::new()]; levels];
-    // Per level, from the last repetition: false positives, bytes, stored fingerprints, and
-    // inserts that failed up to the level.
-    let mut stats = vec![(0usize, 0usize, 0usize, 0usize); levels];
-    for _ in 0..options.repetitions {
-        let mut table = make();
-        let mut failed = 0;
-        for level in 0..levels {
-            let (from, to) = (keys.bounds[level], keys.bounds[level + 1]);
-            failed += table_insert_all(&mut table, &keys.inserts[from..to - m]);
-            let start = Instant::now();
-            failed += table_insert_all(&mut table, &keys.inserts[to - m..to]);
-            times[level][0].push(start.elapsed());
-            let start = Instant::now();
-            let false_positives = table_count_hits(&table, &keys.negatives);
-            times[level][1].push(start.elapsed());
-            let start = Instant::now();
-            let hits = table_count_hits(&table, &keys.positives[level]);
-            times[level][2].push(start.elapsed());
-            let missed = keys.positives[level].len() - hits;
-            stats[level] = (
-                false_positives,
-                table.table_bytes(),
-                table.table_len(),
-                failed,
-            );
-            // As in fig2: only more misses than failed inserts prove a lost key.
-            if missed > failed {
-                report.false_negatives.push(format!(
-                    "fig3 {name} at {}% fill: {missed} inserted keys not found, only {failed} \
-                     inserts failed so far",
-                    (level + 1) * 10
-                ));
+) -> Vec<Vec<[f64; 3]>> {
+    let rounds = options.repetitions;
+    let mut times: Vec<Vec<[Vec<Duration>; 3]>> = lines
+        .iter()
+        .map(|line| vec![[Vec::new(), Vec::new(), Vec::new()]; line.levels])
+        .collect();
+    // Per line, from the last round.
+    let mut stats = vec![Vec::new(); lines.len()];
+    for round in 1..=rounds {
+        for (i, line) in lines.iter().enumerate() {
+            progress(format_args!(
+                "fig3: round {round} of {rounds}: {}, fill 10% to {}%",
+                line.name,
+                line.levels * 10
+            ));
+            let repetition = (line.run)(keys);
+            for (level, level_times) in repetition.times.iter().enumerate() {
+                for phase in 0..3 {
+                    times[i][level][phase].push(level_times[phase]);
+                }
             }
+            report.false_negatives.extend(repetition.false_negatives);
+            stats[i] = repetition.stats;
         }
     }
-    let failed_in_last_run = stats.last().map_or(0, |stat| stat.3);
-    if failed_in_last_run > 0 {
-        eprintln!(
-            "warning: fig3 {name}: {failed_in_last_run} inserts failed (full) up to {}% fill",
-            levels * 10
-        );
-    }
-    let mut curve = Vec::new();
-    for (level, level_times) in times.iter_mut().enumerate() {
-        let (false_positives, bytes, len, failed) = stats[level];
-        let mut ops = [0.0; 3];
-        for (i, phase) in FIG2_PHASES.into_iter().enumerate() {
-            ops[i] = per_second(m, median(std::mem::take(&mut level_times[i])));
-            report.rows.push(Row {
-                figure: "fig3",
-                filter: name.to_string(),
-                threads: 1,
-                fill: Some((level + 1) as f64 / 10.0),
-                phase,
-                ops_per_sec: ops[i],
-                speedup: None,
-                fpr: Some(false_positives as f64 / keys.negatives.len().max(1) as f64),
-                bits_per_item: Some(bytes as f64 * 8.0 / len.max(1) as f64),
-                failed_inserts: Some(failed),
-            });
+    let m = keys.operations;
+    let mut curves = Vec::new();
+    for (i, line) in lines.iter().enumerate() {
+        let failed_in_last_round = stats[i].last().map_or(0, |stat| stat.3);
+        if failed_in_last_round > 0 {
+            eprintln!(
+                "warning: fig3 {}: {failed_in_last_round} inserts failed (full) up to {}% fill",
+                line.name,
+                line.levels * 10
+            );
         }
-        curve.push(ops);
+        let mut curve = Vec::new();
+        for (level, level_times) in times[i].iter_mut().enumerate() {
+            let (false_positives, bytes, len, failed) = stats[i][level];
+            let mut ops = [0.0; 3];
+            for (phase_index, phase) in FIG2_PHASES.into_iter().enumerate() {
+                let time = median(std::mem::take(&mut level_times[phase_index]));
+                ops[phase_index] = per_second(m, time);
+                report.rows.push(Row {
+                    figure: "fig3",
+                    filter: line.name.to_string(),
+                    threads: 1,
+                    fill: Some((level + 1) as f64 / 10.0),
+                    phase,
+                    ops_per_sec: ops[phase_index],
+                    speedup: None,
+                    fpr: Some(false_positives as f64 / keys.negatives.len().max(1) as f64),
+                    bits_per_item: Some(bytes as f64 * 8.0 / len.max(1) as f64),
+                    failed_inserts: Some(failed),
+                });
+            }
+            curve.push(ops);
+        }
+        curves.push(curve);
     }
-    curve
+    curves
 }
 
 /// The keys of Figure 3, hashed before any timing.
@@ -1140,38 +1205,35 @@ fn fig3(options: &Options, report: &mut Report) -> PlotFn {
     fn valid<T>(result: Result<T, Error>) -> T {
         result.expect("valid parameters")
     }
-    // One line each; the concurrent filters are called from this one thread.
-    let ours = fig3_curve(
-        options,
-        "SequentialQf",
-        FIG3_LEVELS,
-        || valid(SequentialQf::with_bits(q, r)),
-        &keys,
-        report,
-    );
-    let (o, k, levels) = (options, &keys, FIG3_LEVELS);
-    fig3_curve(o, "qfilter", levels, || qfilter_like(q, r), k, report);
-    let locally_locked = || Direct(valid(LocallyLockedQf::with_bits(q, r)));
-    fig3_curve(o, "LocallyLockedQf", levels, locally_locked, k, report);
-    let externally_locked = || Direct(valid(ExternallyLockedQf::with_bits(q, r)));
-    fig3_curve(
-        o,
-        "ExternallyLockedQf",
-        levels,
-        externally_locked,
-        k,
-        report,
-    );
-    let two_bit = || Direct(valid(TwoBitQf::with_bits(q, r)));
-    fig3_curve(o, "TwoBitQf", levels, two_bit, k, report);
-    // The paper's r = 10 + 3 bits with its default 70% load cap, measured up to the cap.
-    let linear_probing = || Direct(valid(LinearProbingQf::with_bits(q, r + 3)));
-    let lp_levels = FIG3_LINEAR_PROBING_LEVELS;
-    fig3_curve(o, "LinearProbingQf", lp_levels, linear_probing, k, report);
-    let bloom = || Direct(valid(AtomicBloomFilter::with_memory(bytes, 4)));
-    fig3_curve(o, "AtomicBloomFilter", levels, bloom, k, report);
-    let counting = || Direct(valid(CountingQf::with_bits(q, r + 1)));
-    fig3_curve(o, "CountingQf", levels, counting, k, report);
+    // One line each; the concurrent filters are called from this one thread. LinearProbingQf
+    // has the paper's r = 10 + 3 bits with its default 70% load cap, measured up to the cap.
+    let levels = FIG3_LEVELS;
+    let lines = [
+        Fig3Line::new("SequentialQf", levels, || {
+            valid(SequentialQf::with_bits(q, r))
+        }),
+        Fig3Line::new("qfilter", levels, || qfilter_like(q, r)),
+        Fig3Line::new("LocallyLockedQf", levels, || {
+            Direct(valid(LocallyLockedQf::with_bits(q, r)))
+        }),
+        Fig3Line::new("ExternallyLockedQf", levels, || {
+            Direct(valid(ExternallyLockedQf::with_bits(q, r)))
+        }),
+        Fig3Line::new("TwoBitQf", levels, || {
+            Direct(valid(TwoBitQf::with_bits(q, r)))
+        }),
+        Fig3Line::new("LinearProbingQf", FIG3_LINEAR_PROBING_LEVELS, || {
+            Direct(valid(LinearProbingQf::with_bits(q, r + 3)))
+        }),
+        Fig3Line::new("AtomicBloomFilter", levels, || {
+            Direct(valid(AtomicBloomFilter::with_memory(bytes, 4)))
+        }),
+        Fig3Line::new("CountingQf", levels, || {
+            Direct(valid(CountingQf::with_bits(q, r + 1)))
+        }),
+    ];
+    let curves = fig3_rounds(options, &lines, &keys, report);
+    let ours = &curves[0];
     // Speedup over SequentialQf at the same fill and phase.
     for row in &mut report.rows[first_row..] {
         let level = (row.fill.unwrap_or(0.0) * 10.0).round() as usize - 1;
