@@ -11,8 +11,8 @@
 //!   `AtomicBloomFilter` and `fastbloom`'s atomic Bloom filter (both with the r = 10 table's
 //!   memory and 4 hash functions), `CountingQf` (with `qfilter`'s r + 1 bits). The concurrent part is generic over `conqf::Filter`, so each
 //!   concurrent filter joins with one line in [`fig2`]. The lines are measured in rounds (every
-//!   line once per round, medians over the rounds), so the ratios between lines of one run are
-//!   not skewed by a slow spell of the machine.
+//!   line once per round, in table order and reversed in turn, medians over the rounds), so the
+//!   ratios between lines of one run are not skewed by a slow spell of the machine.
 //! * `fig3`: paper 000 Figure 3, single-threaded throughput against fill degree (every 10% up to
 //!   90%; `LinearProbingQf` up to its 70% cap) for `SequentialQf`, `qfilter`, `LocallyLockedQf`,
 //!   `ExternallyLockedQf`, `TwoBitQf`, `LinearProbingQf`, `AtomicBloomFilter` and `CountingQf`
@@ -456,12 +456,17 @@ impl<'a> Fig2<'a> {
         }
     }
 
-    /// Measures every line once per round, then records each line's median as three rows; the
-    /// first line is the speedup baseline.
+    /// Measures every line once per round, in table order in odd rounds and in reverse in even
+    /// ones ([`round_order`]), then records each line's median as three rows; the first line is
+    /// the speedup baseline.
     fn measure(&mut self) {
         let rounds = self.options.repetitions;
         for round in 1..=rounds {
-            for line in self.lines.iter_mut().filter(|line| !line.skipped) {
+            for i in round_order(round, self.lines.len()) {
+                let line = &mut self.lines[i];
+                if line.skipped {
+                    continue;
+                }
                 progress(format_args!(
                     "fig2: round {round} of {rounds}: {}, {}",
                     line.filter,
@@ -1000,6 +1005,17 @@ const FIG3_LINEAR_PROBING_LEVELS: usize = 7;
 /// smaller table.
 const FIG3_OPERATIONS: usize = 100_000;
 
+/// The order in which round `round` (from 1) measures `lines` lines: table order in odd rounds,
+/// reversed in even ones, so no line always runs right after the same neighbour (on the caches
+/// and clock it left behind).
+fn round_order(round: usize, lines: usize) -> Box<dyn Iterator<Item = usize>> {
+    if round % 2 == 1 {
+        Box::new(0..lines)
+    } else {
+        Box::new((0..lines).rev())
+    }
+}
+
 /// One line of Figure 3: a table type and how many fill levels it is measured to.
 struct Fig3Line<'a> {
     name: &'static str,
@@ -1079,7 +1095,7 @@ fn fig3_repetition<T: SeqTable>(
 }
 
 /// Figure 3's lines measured in rounds, as Figure 2's: each round runs one repetition of every
-/// line in table order, so a slow spell of the shared machine touches every line alike, and
+/// line ([`round_order`]), so a slow spell of the shared machine touches every line alike, and
 /// each point is the median of its rounds. Appends one row per line, level and phase (lines in
 /// table order) and returns each line's curve in operations per second.
 fn fig3_rounds(
@@ -1096,7 +1112,8 @@ fn fig3_rounds(
     // Per line, from the last round.
     let mut stats = vec![Vec::new(); lines.len()];
     for round in 1..=rounds {
-        for (i, line) in lines.iter().enumerate() {
+        for i in round_order(round, lines.len()) {
+            let line = &lines[i];
             progress(format_args!(
                 "fig3: round {round} of {rounds}: {}, fill 10% to {}%",
                 line.name,
