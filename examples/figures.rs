@@ -29,7 +29,8 @@
 //! * `fig4`: paper 000 Figure 4, growing: bounded growing (the growable `LocallyLockedQf`) and
 //!   `ExpandableQf` without and with cascading inserts start at 1/64 of the scale's slots and
 //!   take 50 segments of 1/32 of them (10 at the quick scale) with the most threads given; per
-//!   segment the insert and lookup throughput and the measured false-positive rate.
+//!   segment the insert and lookup throughput and the measured false-positive rate, in rounds
+//!   as `fig2` (every filter's whole run once per round; since 2026-11-26).
 //!
 //! Every figure also measures the physical limit in the same run: independent random 8-byte reads
 //! and a dependent pointer chase over an array of the table's size (for `fig4`, the largest
@@ -53,7 +54,9 @@ use common::cuckoo_lookup::{
     LOOKUP_FINGERPRINT_BITS,
 };
 use common::cuckoo_mix::{run_mix_named, MixRun, MixWorkload, MIX_FILTERS, MIX_LOAD};
-use common::fig4::{fig4_filter, fig4_run, Fig4Keys, Fig4Size, FIG4_FILTERS, FIG4_FPR};
+use common::fig4::{
+    fig4_filter, fig4_run, Fig4Keys, Fig4Segment, Fig4Size, FIG4_FILTERS, FIG4_FPR,
+};
 use common::{
     fig2_concurrent, fig2_sequential, items_at, key_hashes, median, parallel,
     parallel_random_reads, per_second, qfilter_like, table_count_hits, table_insert_all, Direct,
@@ -1811,33 +1814,52 @@ fn fig4(options: &Options, report: &mut Report) -> PlotFn {
     let keys = Fig4Keys::new(&size);
     let first_row = report.rows.len();
     let mut largest_memory = 0;
-    for name in FIG4_FILTERS {
-        progress(format_args!(
-            "fig4: {name}, {}, {} segments",
-            plural(threads, "thread"),
-            size.segments
-        ));
-        let filter = match fig4_filter(name, &size) {
-            Ok(filter) => filter,
-            Err(error) => {
-                eprintln!("fig4: {name} could not be built: {error}; skipped");
+    // In rounds, as Figures 2 and 3: every filter's whole run once per round, each segment's
+    // times the median over the rounds; the false-positive rate, failures and memory of a
+    // segment are from the last round, keys missed from any.
+    let rounds = options.repetitions;
+    let mut runs: Vec<Vec<Vec<Fig4Segment>>> = vec![Vec::new(); FIG4_FILTERS.len()];
+    let mut skipped = [false; FIG4_FILTERS.len()];
+    for round in 1..=rounds {
+        for i in round_order(round, FIG4_FILTERS.len()) {
+            let name = FIG4_FILTERS[i];
+            if skipped[i] {
                 continue;
             }
-        };
-        for (i, segment) in fig4_run(&*filter, &size, &keys, threads)
-            .into_iter()
-            .enumerate()
-        {
-            if segment.missed > 0 {
+            progress(format_args!(
+                "fig4: round {round} of {rounds}: {name}, {}, {} segments",
+                plural(threads, "thread"),
+                size.segments
+            ));
+            match fig4_filter(name, &size) {
+                Ok(filter) => runs[i].push(fig4_run(&*filter, &size, &keys, threads)),
+                Err(error) => {
+                    eprintln!("fig4: {name} could not be built: {error}; skipped");
+                    skipped[i] = true;
+                }
+            }
+        }
+    }
+    for (name, runs) in FIG4_FILTERS.into_iter().zip(&runs) {
+        let Some(last) = runs.last() else { continue };
+        for (i, segment) in last.iter().enumerate() {
+            let missed = runs.iter().map(|run| run[i].missed).max().unwrap_or(0);
+            if missed > 0 {
                 report.false_negatives.push(format!(
-                    "fig4 {name} segment {}: {} inserted keys not found",
+                    "fig4 {name} segment {}: {missed} inserted keys not found",
                     i + 1,
-                    segment.missed
                 ));
             }
             largest_memory = largest_memory.max(segment.memory);
             let keys_so_far = (i + 1) * size.segment_keys;
-            let times = [segment.insert, segment.negative, segment.positive];
+            let median_of = |time: fn(&Fig4Segment) -> Duration| {
+                median(runs.iter().map(|run| time(&run[i])).collect())
+            };
+            let times = [
+                median_of(|segment| segment.insert),
+                median_of(|segment| segment.negative),
+                median_of(|segment| segment.positive),
+            ];
             for (phase, time) in FIG2_PHASES.into_iter().zip(times) {
                 report.rows.push(Row {
                     figure: "fig4",
