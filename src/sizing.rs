@@ -46,12 +46,14 @@ pub(crate) fn check_bits(
             "remainder_bits {remainder_bits} is below the minimum of {min_remainder_bits}"
         )));
     }
-    if quotient_bits + remainder_bits > 64 {
+    // Summed in 64 bits: a `u32` sum wraps for remainder bit counts near `u32::MAX` (and then
+    // passed, found in review).
+    if u64::from(quotient_bits) + u64::from(remainder_bits) > 64 {
         return Err(Error::InvalidParameters(format!(
             "a fingerprint of {quotient_bits} + {remainder_bits} bits does not fit a 64-bit hash"
         )));
     }
-    if remainder_bits + status_bits > 64 {
+    if u64::from(remainder_bits) + u64::from(status_bits) > 64 {
         return Err(Error::InvalidParameters(format!(
             "a slot of {remainder_bits} remainder bits and {status_bits} status bits exceeds 64 bits"
         )));
@@ -129,6 +131,24 @@ pub(crate) fn qf_parameters(capacity: usize, fpr: f64, max_load: f64) -> Result<
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn bit_counts_whose_sum_would_wrap_are_rejected() {
+        for (q, r) in [
+            (1, u32::MAX),
+            (40, u32::MAX - 39),
+            (2, u32::MAX - 1),
+            (5, u32::MAX - 2),
+        ] {
+            assert!(check_bits(q, r, 3, 1).is_err(), "({q}, {r})");
+            assert!(
+                check_bits(q, r, 0, 1).is_err(),
+                "({q}, {r}) without status bits"
+            );
+        }
+        assert!(check_bits(1, 61, 3, 1).is_ok());
+        assert!(check_bits(1, 62, 3, 1).is_err());
+    }
 
     #[test]
     fn quotient_holds_the_capacity() {
