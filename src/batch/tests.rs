@@ -415,6 +415,22 @@ fn sequential_merges_keep_the_slots_of_a_grown_input() {
     }
 }
 
+/// A merge of tables of the usual size is the union's usual size: a small input's overflow
+/// tail is not doubled up to the union's quotient (which once asked for 6x the slots; 3 GiB
+/// for `with_bits(1, 30)` with `with_bits(30, 1)`).
+#[test]
+fn sequential_merges_of_usual_tables_take_the_usual_slots() {
+    use crate::Merge;
+    let mut small = SequentialQf::with_bits(1, 20).unwrap();
+    small.insert_hash(5 << 40).unwrap();
+    let large = SequentialQf::with_bits(12, 9).unwrap();
+    for merged in [small.merge(&large).unwrap(), large.merge(&small).unwrap()] {
+        assert_eq!(merged.table.quotient_bits, 12);
+        assert_eq!(merged.table.slots.len(), crate::qf::usual_slots(12));
+        assert!(merged.contains_hash(5 << 40));
+    }
+}
+
 impl SequentialQf {
     /// A copy of the filter (tests only; the filter is not `Clone` to keep copies explicit).
     fn clone_table(&self) -> SequentialQf {

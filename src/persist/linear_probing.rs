@@ -19,7 +19,7 @@ use std::io::{Read, Write};
 
 use crate::filter::Error;
 use crate::qf::linear_probing::{cap_for, check_max_load, LinearProbingQf};
-use crate::qf::overflow_slots;
+use crate::qf::usual_slots;
 use crate::sizing;
 use crate::storage::{Cursor, GroupSource};
 use crate::sync::Ordering;
@@ -90,7 +90,7 @@ impl LinearProbingQf {
         sizing::check_bits(quotient_bits, remainder_bits, 0, 1).map_err(bad_parameters)?;
         let max_load = check_max_load(max_load).map_err(bad_parameters)?;
         let cap = cap_for(quotient_bits, max_load);
-        let slot_count = (1usize << quotient_bits) + overflow_slots(quotient_bits);
+        let slot_count = usual_slots(quotient_bits);
         let words = table_words(file.payload, remainder_bits, slot_count)?;
         check_padding(&words)?;
         let mut stored = 0usize;

@@ -14,9 +14,9 @@
 use std::io::{Read, Write};
 
 use crate::filter::Error;
-use crate::qf::overflow_slots;
 use crate::qf::two_bit::table::{check_slots, TwoBitTable, GUARD, STATUS_BITS};
 use crate::qf::two_bit::TwoBitQf;
+use crate::qf::usual_slots;
 use crate::sizing;
 
 use super::format::{self, corrupt, ParamsWriter, Tag};
@@ -69,7 +69,7 @@ impl TwoBitQf {
         let (quotient_bits, remainder_bits) = (params.u32()?, params.u32()?);
         sizing::check_bits(quotient_bits, remainder_bits, STATUS_BITS, 1)
             .map_err(bad_parameters)?;
-        let slots = GUARD + (1usize << quotient_bits) + overflow_slots(quotient_bits);
+        let slots = GUARD + usual_slots(quotient_bits);
         let words = table_words(file.payload, remainder_bits + STATUS_BITS, slots)?;
         check_padding(&words)?;
         let len = check_slots(&words, quotient_bits, remainder_bits).map_err(corrupt)?;

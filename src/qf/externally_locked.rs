@@ -121,7 +121,12 @@ impl ExternallyLockedQf {
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
     /// would be too large.
     pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
-        Ok(Self::from_sequential(SequentialQf::new(capacity, fpr)?))
+        // The fallible conversion: a lock array that cannot be allocated is an error here, not
+        // an abort (found by a review of the public API).
+        Self::from_sequential_with_region(
+            SequentialQf::new(capacity, fpr)?,
+            Self::DEFAULT_REGION_SLOTS,
+        )
     }
 
     /// A filter with `2^quotient_bits` slots of `remainder_bits` remainder bits each, with

@@ -74,7 +74,7 @@ use crate::sizing;
 use crate::storage::{with_fixed_width, Cursor, GroupSource, LaneFields, SlotArray};
 use crate::sync::Ordering;
 
-use super::{overflow_slots, walk};
+use super::{usual_slots, walk};
 
 /// A lock-free quotient filter with linear probing and no status bits (paper 000 §2.2, §3.1).
 ///
@@ -197,7 +197,7 @@ impl LinearProbingBuilder {
                 "a load cap of {max_load} leaves no room in 2^{quotient_bits} slots"
             )));
         }
-        let slot_count = (1usize << quotient_bits) + overflow_slots(quotient_bits);
+        let slot_count = usual_slots(quotient_bits);
         Ok(LinearProbingQf {
             slots: SlotArray::new(remainder_bits, slot_count)?,
             quotient_bits,

@@ -23,3 +23,9 @@ pub(crate) mod walk;
 pub(crate) fn overflow_slots(quotient_bits: u32) -> usize {
     2 + (4usize << quotient_bits.div_ceil(2))
 }
+
+/// The slots of a table with `2^quotient_bits` canonical slots as `with_bits` makes it: those
+/// and the overflow tail. A grown or read-back table may have more.
+pub(crate) fn usual_slots(quotient_bits: u32) -> usize {
+    (1usize << quotient_bits) + overflow_slots(quotient_bits)
+}

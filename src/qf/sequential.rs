@@ -16,6 +16,7 @@ use crate::sync::Ordering;
 use super::scan::Fingerprints;
 use super::table::QfTable;
 pub(crate) use super::table::MAX_LOAD;
+use super::usual_slots;
 use super::walk::{self, InsertStep, KEEP_OCCUPIED};
 
 /// A quotient filter for one thread: writes take `&mut self`.
@@ -330,12 +331,15 @@ impl Merge for SequentialQf {
         let a = batch::keys::table_keys(&self.table, Ordering::Relaxed);
         let b = batch::keys::table_keys(&other.table, Ordering::Relaxed);
         let union = batch::keys::merge_sorted(&a, &b);
-        // At least each input's slots, doubled for every quotient bit the union gained (a grown
-        // or read-back table may have more than `with_bits` gives): doubling a table's slots
-        // keeps every supercluster within twice its old range, as in `QfTable::doubled`, so
-        // each input's keys alone always fit.
+        // A grown or read-back input may have more slots than `with_bits` gives its shape (its
+        // overflow tail in use): then at least its slots, doubled for every quotient bit the
+        // union gained, since doubling a table's slots keeps every supercluster within twice
+        // its old range, as in `QfTable::doubled`, so its keys alone always fit. Inputs of the
+        // usual size ask for nothing more than the union's own shape (doubling their overflow
+        // tails too once asked for gigabytes more than either input; found in review).
         let min_slots = [&self.table, &other.table]
             .into_iter()
+            .filter(|table| table.slots.len() > usual_slots(table.quotient_bits))
             .map(|table| {
                 let doublings = q - table.quotient_bits;
                 table.slots.len().saturating_mul(1 << doublings)

@@ -8,9 +8,9 @@ use crate::sizing;
 use crate::storage::SlotArray;
 use crate::sync::Ordering;
 
-use super::overflow_slots;
 use super::scan::{check_table, Fingerprints};
 use super::slot::STATUS_BITS;
+use super::usual_slots;
 
 /// The fill up to which the `new` constructors plan: beyond it clusters grow long.
 pub(crate) const MAX_LOAD: f64 = 0.9;
@@ -43,7 +43,7 @@ impl QfTable {
         min_slots: usize,
     ) -> Result<Self, Error> {
         sizing::check_bits(quotient_bits, remainder_bits, STATUS_BITS, 1)?;
-        let slot_count = ((1usize << quotient_bits) + overflow_slots(quotient_bits)).max(min_slots);
+        let slot_count = usual_slots(quotient_bits).max(min_slots);
         Ok(QfTable {
             slots: SlotArray::new(remainder_bits + STATUS_BITS, slot_count)?,
             quotient_bits,

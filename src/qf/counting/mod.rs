@@ -141,7 +141,7 @@ impl CountingQf {
 
     /// Blocks of a table with `2^quotient_bits` canonical slots and its overflow tail.
     pub(crate) fn blocks_for(quotient_bits: u32) -> usize {
-        let slots = (1usize << quotient_bits) + crate::qf::overflow_slots(quotient_bits);
+        let slots = crate::qf::usual_slots(quotient_bits);
         slots.div_ceil(BLOCK_SLOTS)
     }
 

@@ -32,7 +32,7 @@ use crate::sizing;
 use crate::storage::{Cursor, GroupSource, SlotArray};
 use crate::sync::Ordering;
 
-use super::super::overflow_slots;
+use super::super::usual_slots;
 
 /// Status bits per slot.
 pub(crate) const STATUS_BITS: u32 = 2;
@@ -123,7 +123,7 @@ impl TwoBitTable {
     /// cannot be allocated.
     pub(crate) fn with_bits(quotient_bits: u32, remainder_bits: u32) -> Result<Self, Error> {
         sizing::check_bits(quotient_bits, remainder_bits, STATUS_BITS, 1)?;
-        let slot_count = GUARD + (1usize << quotient_bits) + overflow_slots(quotient_bits);
+        let slot_count = GUARD + usual_slots(quotient_bits);
         Ok(TwoBitTable {
             slots: SlotArray::new(remainder_bits + STATUS_BITS, slot_count)?,
             quotient_bits,
