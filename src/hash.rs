@@ -183,10 +183,18 @@ pub struct Fingerprint {
 impl Fingerprint {
     /// Splits a hash into the top `quotient_bits` and the next `remainder_bits`.
     ///
-    /// Callers guarantee `quotient_bits + remainder_bits <= 64` (the constructors validate it).
+    /// ```
+    /// use conqf::Fingerprint;
+    /// let f = Fingerprint::split(0xABCD << 48, 8, 8);
+    /// assert_eq!((f.quotient, f.remainder), (0xAB, 0xCD));
+    /// assert_eq!(Fingerprint::split(7, 0, 64).remainder, 7); // all 64 bits
+    /// ```
+    ///
+    /// Callers guarantee `quotient_bits + remainder_bits <= 64` (the constructors validate it);
+    /// past that the result is meaningless, and debug builds panic.
     #[inline]
     pub fn split(hash: u64, quotient_bits: u32, remainder_bits: u32) -> Self {
-        debug_assert!(quotient_bits + remainder_bits <= 64);
+        debug_assert!(u64::from(quotient_bits) + u64::from(remainder_bits) <= 64);
         let fingerprint_bits = quotient_bits + remainder_bits;
         // Keep the top `q + r` bits, right-aligned; shifting a u64 by 64 is not allowed, so the
         // empty fingerprint is a special case.
@@ -196,7 +204,8 @@ impl Fingerprint {
             hash >> (64 - fingerprint_bits)
         };
         Fingerprint {
-            quotient: fingerprint >> remainder_bits,
+            // A 64-bit remainder leaves no quotient (and a shift by 64 is not allowed).
+            quotient: fingerprint.checked_shr(remainder_bits).unwrap_or(0),
             remainder: fingerprint & low_mask(remainder_bits),
         }
     }
@@ -205,7 +214,9 @@ impl Fingerprint {
     /// 2-status-bit and linear-probing filters need (their empty slot is remainder 0).
     ///
     /// The result is a pure function of the hash. After 64 unlucky rounds (probability
-    /// `2^-(64 r)`) the remainder is forced to 1, so the loop always ends.
+    /// `2^-(64 r)`) the remainder is forced to 1, so the loop always ends. Callers guarantee
+    /// what [`split`](Self::split) needs and `remainder_bits >= 1`; past that the result is
+    /// meaningless, and debug builds panic.
     #[inline]
     pub fn nonzero(hash: u64, quotient_bits: u32, remainder_bits: u32) -> Self {
         debug_assert!(remainder_bits >= 1);

@@ -99,16 +99,18 @@ pub(crate) fn smallest_remainder(
         })
 }
 
-/// Expected FPR of a QF with status bits at fill `load` and `r` remainder bits: `δ · 2^-r`.
+/// Expected FPR of a QF with status bits at fill `load` (clamped to `[0, 1]`) and `r` remainder
+/// bits: `δ · 2^-r`.
 #[inline]
 pub fn qf_fpr(load: f64, remainder_bits: u32) -> f64 {
-    (load * (-(remainder_bits as f64)).exp2()).min(1.0)
+    (load.clamp(0.0, 1.0) * (-(remainder_bits as f64)).exp2()).min(1.0)
 }
 
-/// Expected FPR of a QF whose remainders are never zero: `δ / (2^r - 1)`.
+/// Expected FPR of a QF whose remainders are never zero (`r >= 1`), at fill `load` (clamped to
+/// `[0, 1]`): `δ / (2^r - 1)`.
 #[inline]
 pub fn nonzero_qf_fpr(load: f64, remainder_bits: u32) -> f64 {
-    (load / ((remainder_bits as f64).exp2() - 1.0)).min(1.0)
+    (load.clamp(0.0, 1.0) / ((remainder_bits as f64).exp2() - 1.0)).min(1.0)
 }
 
 /// Expected FPR of the linear probing QF (paper 000 Corollary 1) with `r` stored remainder bits.

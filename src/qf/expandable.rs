@@ -132,7 +132,8 @@ impl ExpandableBuilder {
     ///
     /// # Errors
     /// [`Error::InvalidParameters`] if `capacity` is 0, the bound is not in `(0, 1)`,
-    /// `delta_grow` is not in `(0, 0.9]`, or level 0 would be too large.
+    /// `delta_grow` is not in `(0, 0.9]`, level 0 would be too large, or its fingerprints so
+    /// long (a tiny bound at a large capacity) that no second level fits a 64-bit hash.
     pub fn build(self) -> Result<ExpandableQf, Error> {
         sizing::check_capacity_and_fpr(self.capacity, self.fpr_bound)?;
         if !(self.delta_grow > 0.0 && self.delta_grow <= 0.9) {
@@ -157,6 +158,15 @@ impl ExpandableBuilder {
                     self.fpr_bound
                 ))
             })?;
+        // A filter that could never open a second level would be a bounded one that reports
+        // `Full` after a few keys (found by a review of the public API).
+        if ExpandableQf::level_shape((q0, r0), 1, 0).is_none() {
+            return Err(Error::InvalidParameters(format!(
+                "false-positive bound {} needs {r0} remainder bits at {q0} quotient bits, which \
+                 leaves no room in a 64-bit hash for a second level",
+                self.fpr_bound
+            )));
+        }
         let level0 = GrowableQf::builder_for_level(self.delta_grow, 0).build_with_bits(q0, r0)?;
         let levels: Box<[AtomicPtr<GrowableQf>]> = (0..MAX_LEVELS)
             .map(|_| AtomicPtr::new(std::ptr::null_mut()))
@@ -228,8 +238,10 @@ unsafe impl Send for ExpandableQf {}
 unsafe impl Sync for ExpandableQf {}
 
 impl ExpandableQf {
-    /// A filter expecting about `expected_capacity` keys (it takes any number) whose
-    /// false-positive rate stays below `fpr_bound`.
+    /// A filter expecting about `expected_capacity` keys whose false-positive rate stays below
+    /// `fpr_bound`. It takes any number of keys up to the last level that fits a 64-bit hash
+    /// (each level's fingerprints are two bits longer, so about `(64 - q0 - r0) / 2` levels,
+    /// each twice the last; module docs), and then returns [`Error::Full`].
     ///
     /// # Errors
     /// As [`ExpandableBuilder::build`].
@@ -681,6 +693,26 @@ mod tests {
         // The loom models' filters (tests/loom/expandable.rs).
         assert_eq!(r0(1, 0.004, 0.25, true), 9);
         assert_eq!(r0(3, 0.002, 0.5, true), 10);
+    }
+
+    /// A bound so small that level 0's fingerprints leave no room for a second level is an
+    /// error, not a filter that reports `Full` after a dozen keys; one bit larger bounds work.
+    #[test]
+    fn a_bound_leaving_no_room_for_a_second_level_is_an_error() {
+        for cascading in [false, true] {
+            for bound in [1e-18, (-60f64).exp2()] {
+                let built = ExpandableQf::builder(1, bound).cascading(cascading).build();
+                assert!(
+                    matches!(built, Err(crate::Error::InvalidParameters(_))),
+                    "bound {bound:e}, cascading {cascading}"
+                );
+            }
+        }
+        let filter = ExpandableQf::new(1, 1e-12).unwrap();
+        for key in 0..1000u64 {
+            filter.insert(&key).unwrap();
+        }
+        assert!(filter.levels() > 1);
     }
 
     /// Lower levels get sealed for lock-free reads once the grace period after the next level's
