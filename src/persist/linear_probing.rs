@@ -18,7 +18,7 @@
 use std::io::{Read, Write};
 
 use crate::filter::Error;
-use crate::qf::linear_probing::{cap_for, check_max_load, LinearProbingQf};
+use crate::qf::linear_probing::{cap_for, check_max_load, check_tail, LinearProbingQf};
 use crate::qf::usual_slots;
 use crate::sizing;
 use crate::storage::{Cursor, GroupSource};
@@ -109,6 +109,8 @@ impl LinearProbingQf {
                 "{stored} remainders stored but the load cap allows {cap}"
             )));
         }
+        let slot = |i: usize| Cursor::over(&words, i, Ordering::Relaxed).slot();
+        check_tail(slot, 1usize << quotient_bits, slot_count).map_err(corrupt)?;
         let filter = LinearProbingQf::builder()
             .max_load(max_load)
             .build_with_bits(quotient_bits, remainder_bits)?;
@@ -118,8 +120,6 @@ impl LinearProbingQf {
             filter.slots.store_group(group, word, Ordering::Relaxed);
         }
         filter.budget.set_used(stored);
-        // The tail rule, the one `check_invariants` has beyond the checks above.
-        filter.check_invariants().map_err(corrupt)?;
         Ok(filter)
     }
 

@@ -349,17 +349,30 @@ impl LinearProbingQf {
         if len > self.budget.cap() {
             return Err(format!("len {len} exceeds the cap {}", self.budget.cap()));
         }
-        let tail_run = (addressable..total).take_while(|&i| slot(i) != 0).count();
-        if let Some(i) = (addressable + tail_run..total).find(|&i| slot(i) != 0) {
-            return Err(format!(
-                "slot {i} in the overflow tail is full after an empty tail slot"
-            ));
-        }
-        if tail_run > 0 && slot(addressable - 1) == 0 {
-            return Err("the overflow tail is full but the last addressable slot is empty".into());
-        }
-        Ok(())
+        check_tail(slot, addressable, total)
     }
+}
+
+/// The overflow tail's rule, for a table of `total` slots whose first `addressable` are
+/// canonical, read through `slot`: the tail's full slots form one stretch from its first slot,
+/// and that stretch continues one ending in the last addressable slot (an element in the tail
+/// was pushed there from an addressable slot through full slots). Shared by
+/// [`LinearProbingQf::check_invariants`] and the decoder.
+pub(crate) fn check_tail(
+    slot: impl Fn(usize) -> u64,
+    addressable: usize,
+    total: usize,
+) -> Result<(), String> {
+    let tail_run = (addressable..total).take_while(|&i| slot(i) != 0).count();
+    if let Some(i) = (addressable + tail_run..total).find(|&i| slot(i) != 0) {
+        return Err(format!(
+            "slot {i} in the overflow tail is full after an empty tail slot"
+        ));
+    }
+    if tail_run > 0 && slot(addressable - 1) == 0 {
+        return Err("the overflow tail is full but the last addressable slot is empty".into());
+    }
+    Ok(())
 }
 
 /// Moves `cursor` to the first slot at or after it that is empty or holds `remainder` (never
