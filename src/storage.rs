@@ -1139,6 +1139,31 @@ impl<'a, C: Commit> Rewriter<'a, C> {
     fn write(&mut self, index: usize, value: u64, keep: u64) {
         let layout = self.layout;
         let (group, offset) = layout.locate(index);
+        let shift = offset * layout.bits();
+        let lane = layout.slot_mask() << shift;
+        self.merge(
+            group,
+            lane,
+            value << shift,
+            (keep & layout.slot_mask()) << shift,
+        );
+    }
+
+    /// Sets the lanes of `group` under `range` (a mask of whole lanes) to `values` at once,
+    /// except for the kept bits, as [`put`](Self::put) on each of them would, and the lanes
+    /// under `whole` (inside `range`) entirely, as [`put_whole`](Self::put_whole) would. The
+    /// lanes must lie after every slot written before: a shift writes a group's worth of
+    /// slots with one call.
+    #[inline]
+    pub(crate) fn put_lanes(&mut self, group: usize, range: u64, values: u64, whole: u64) {
+        let keep = self.layout.lanes(self.keep) & range & !whole;
+        self.merge(group, range, values, keep);
+    }
+
+    /// Adds `values` in the lanes of `range` of `group` to the pending changes, keeping the
+    /// bits of `keep` (inside `range`) as the group holds them when it is committed.
+    #[inline]
+    fn merge(&mut self, group: usize, range: u64, values: u64, keep: u64) {
         if !self.active || group != self.group {
             debug_assert!(
                 !self.active || group > self.group,
@@ -1151,12 +1176,10 @@ impl<'a, C: Commit> Rewriter<'a, C> {
             self.survive = 0;
             self.active = true;
         }
-        let shift = offset * layout.bits();
-        let lane = layout.slot_mask() << shift;
-        debug_assert!(self.range & lane == 0, "each slot is written once");
-        self.range |= lane;
-        self.survive |= (keep & layout.slot_mask()) << shift;
-        self.values |= ((value & !keep) & layout.slot_mask()) << shift;
+        debug_assert!(self.range & range == 0, "each slot is written once");
+        self.range |= range;
+        self.survive |= keep;
+        self.values |= values & range & !keep;
     }
 
     /// Publishes the group being written, if any.

@@ -20,7 +20,7 @@ use crate::hash::low_mask;
 use crate::qf::rank_select::popcount;
 use crate::storage::{Commit, Cursor, GroupSource, LaneFields, Rewriter};
 
-use super::slot::{Slot, OCCUPIED, READ_LOCK, STATUS_BITS};
+use super::slot::{Slot, CONTINUATION, OCCUPIED, READ_LOCK, SHIFTED, STATUS_BITS};
 
 /// The slot under a cursor, read as the table at rest would hold it.
 #[inline]
@@ -469,6 +469,16 @@ pub(crate) fn plan_insert<S: GroupSource>(
 /// bit. `read` is a cursor on `position` that loads the old contents. If `locked_start` names
 /// the insert position, the new element (then a cluster start) is written read-locked, since
 /// the concurrent filter holds the read lock on that cluster start.
+///
+/// The moved elements are written a group at a time ([`Rewriter::put_lanes`]): every lane of
+/// a group's snapshot moves one lane up with one shift of the word, and the element of its top
+/// lane is carried into lane 0 of the next group.
+///
+/// ```text
+///  group g (4 lanes)                    group g + 1
+///  | d | c | b | a |  position at a    | f | e | . | x |   x: the end (empty)
+///  | c | b | a | N |  after            | f | e | . | d |   N: the new element
+/// ```
 #[inline]
 pub(crate) fn shift_in<S: GroupSource, C: Commit>(
     read: &mut Cursor<'_, S>,
@@ -481,27 +491,96 @@ pub(crate) fn shift_in<S: GroupSource, C: Commit>(
         // The canonical slot holds another run's element; only its occupied bit changes.
         rewriter.put_whole(plan.quotient, plan.canonical.raw() | OCCUPIED);
     }
-    let mut carry = plan.element;
-    for index in plan.position..=plan.end {
-        let old = slot_at(read);
-        if index == plan.end {
-            // The end slot was empty (or write-locked by this insert): nothing of it survives,
-            // and its occupied bit is clear unless it is the canonical slot itself.
-            let occupied = if index == plan.quotient { OCCUPIED } else { 0 };
-            rewriter.put_whole(index, carry.raw() | occupied);
-            break;
-        }
-        if Some(index) == locked_start {
-            rewriter.put_whole(index, carry.raw() | READ_LOCK);
+    let new = plan.element.raw();
+    if plan.position == plan.end {
+        // Nothing moves: the new element fills the empty (or write-locked) end slot, whose
+        // occupied bit is clear unless it is the canonical slot itself.
+        let occupied = if plan.end == plan.quotient {
+            OCCUPIED
         } else {
-            rewriter.put(index, carry.raw());
+            0
+        };
+        rewriter.put_whole(plan.end, new | occupied);
+        return;
+    }
+    if Some(plan.position) == locked_start {
+        rewriter.put_whole(plan.position, new | READ_LOCK);
+    } else {
+        rewriter.put(plan.position, new);
+    }
+    shift_right(
+        read,
+        rewriter,
+        plan.position,
+        plan.end,
+        plan.old_head_continues,
+    );
+}
+
+/// Moves the elements of `from..end` one slot right, marking each shifted (and the one from
+/// `from` a continuation if `continues`), from a cursor on `from`. Occupied bits stay with
+/// their positions, except at `end` (an empty or write-locked slot that is not a canonical
+/// slot being filled), which is written whole with its occupied bit clear.
+#[inline]
+fn shift_right<S: GroupSource, C: Commit>(
+    read: &mut Cursor<'_, S>,
+    rewriter: &mut Rewriter<'_, C>,
+    from: usize,
+    end: usize,
+    continues: bool,
+) {
+    debug_assert!(from < end && read.index() == from);
+    let layout = *read.layout();
+    let (bits, per_group) = (layout.bits(), layout.per_group());
+    let (occupied_lanes, shifted_lanes) = (layout.lanes(OCCUPIED), layout.lanes(SHIFTED));
+    // Each lane's element as it will be written one lane up: occupied bit clear, shifted set.
+    let lane_lsb = read.lane_lsb();
+    let elements =
+        |word: u64| (unlocked_word::<S>(word, lane_lsb) & !occupied_lanes) | shifted_lanes;
+    let first_lane = read.shift() / bits;
+    let continuation = if continues {
+        CONTINUATION << read.shift()
+    } else {
+        0
+    };
+    let mut sources = elements(read.word()) | continuation;
+    let mut group = read.group();
+    // The first slot still to write, and its lane in `group`.
+    let mut next = from + 1;
+    let mut lane = first_lane + 1;
+    // The element leaving the previous group's top lane, for lane 0 of this one.
+    let mut carried = 0;
+    loop {
+        if lane == per_group {
+            carried = sources >> ((per_group - 1) * bits) & layout.slot_mask();
+            group += 1;
+            lane = 0;
+            // The next group holds sources only if a slot before the end lies in it.
+            sources = if next < end {
+                let entered = read.enter_next_group();
+                debug_assert!(entered, "the plan's end is inside the table");
+                elements(read.word())
+            } else {
+                0
+            };
         }
-        carry = Slot::from_raw(old.element_bits()).with_shifted(true);
-        if index == plan.position && plan.old_head_continues {
-            carry = carry.with_continuation(true);
+        let count = (per_group - lane).min((end - next + 1) as u32);
+        let shift = lane * bits;
+        let range = low_mask(count * bits) << shift;
+        // Lane k takes the source of lane k - 1; lane 0 the carried element.
+        let moved = if bits < 64 { sources << bits } else { 0 };
+        let values = if lane == 0 { moved | carried } else { moved };
+        next += count as usize;
+        let whole = if next > end {
+            layout.slot_mask() << ((lane + count - 1) * bits)
+        } else {
+            0
+        };
+        rewriter.put_lanes(group, range, values, whole);
+        if next > end {
+            return;
         }
-        let moved = read.advance();
-        debug_assert!(moved, "the plan's end is inside the table");
+        lane += count;
     }
 }
 
@@ -622,3 +701,128 @@ pub(crate) fn shift_out<S: GroupSource, C: Commit>(
 
 /// The occupied-bit mask for [`Rewriter::new`]: the bit that stays with a slot's position.
 pub(crate) const KEEP_OCCUPIED: u64 = OCCUPIED;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::{AtRest, Exclusive, SlotArray};
+    use crate::sync::Ordering;
+    use proptest::prelude::*;
+
+    /// [`shift_in`] a slot at a time, as it was written before the group-at-a-time shift: the
+    /// reference the lane-parallel one must match.
+    fn shift_in_slot_by_slot<S: GroupSource, C: Commit>(
+        read: &mut Cursor<'_, S>,
+        rewriter: &mut Rewriter<'_, C>,
+        plan: &InsertPlan,
+        locked_start: Option<usize>,
+    ) {
+        if !plan.canonical.is_occupied() && plan.quotient < plan.position {
+            rewriter.put_whole(plan.quotient, plan.canonical.raw() | OCCUPIED);
+        }
+        let mut carry = plan.element;
+        for index in plan.position..=plan.end {
+            let old = slot_at(read);
+            if index == plan.end {
+                let occupied = if index == plan.quotient { OCCUPIED } else { 0 };
+                rewriter.put_whole(index, carry.raw() | occupied);
+                break;
+            }
+            if Some(index) == locked_start {
+                rewriter.put_whole(index, carry.raw() | READ_LOCK);
+            } else {
+                rewriter.put(index, carry.raw());
+            }
+            carry = Slot::from_raw(old.element_bits()).with_shifted(true);
+            if index == plan.position && plan.old_head_continues {
+                carry = carry.with_continuation(true);
+            }
+            read.advance();
+        }
+    }
+
+    /// An array of `slots` slots of `bits` bits holding `seed`-derived bits in every slot,
+    /// lock patterns included.
+    fn noise(bits: u32, slots: usize, seed: u64) -> SlotArray {
+        let mut array = SlotArray::new(bits, slots).unwrap();
+        let mut state = seed | 1;
+        for index in 0..slots {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            array.set_exclusive(index, state & low_mask(bits));
+        }
+        array
+    }
+
+    fn words(array: &SlotArray) -> Vec<u64> {
+        let groups = array.layout().groups_for(array.len());
+        (0..groups)
+            .map(|group| array.load_group(group, Ordering::Relaxed))
+            .collect()
+    }
+
+    proptest! {
+        /// The group-at-a-time shift writes exactly what the slot-at-a-time one writes, for
+        /// every slot width, any slot contents (locks read through or not), any stretch within
+        /// or across groups, and each special slot: the canonical slot's occupied bit, a
+        /// displaced run head, a read-locked new cluster start and the end slot.
+        #[test]
+        fn the_lane_parallel_shift_writes_what_a_slot_by_slot_shift_writes(
+            bits in 3u32..=64,
+            seed in any::<u64>(),
+            position_seed in 0usize..300,
+            length_seed in 0usize..300,
+            quotient_back in 0usize..4,
+            element_seed in any::<u64>(),
+            canonical_occupied in any::<bool>(),
+            old_head_continues in any::<bool>(),
+            lock_position in any::<bool>(),
+            through_locks in any::<bool>(),
+        ) {
+            let slots = 300;
+            let position = position_seed % (slots - 1);
+            let end = position + length_seed % (slots - position);
+            let quotient = position.saturating_sub(quotient_back);
+            let canonical_raw = noise(bits, 1, seed ^ 0x5555).get(0, Ordering::Relaxed);
+            let canonical = Slot::from_raw(if canonical_occupied {
+                canonical_raw | OCCUPIED
+            } else {
+                canonical_raw & !OCCUPIED
+            });
+            let plan = InsertPlan {
+                quotient,
+                canonical,
+                cluster_start: quotient,
+                position,
+                end,
+                element: Slot::from_raw(element_seed & low_mask(bits) & !OCCUPIED),
+                old_head_continues,
+            };
+            let locked_start = lock_position.then_some(position);
+            let (expected, actual) = (noise(bits, slots, seed), noise(bits, slots, seed));
+            if through_locks {
+                let mut read = Cursor::over(&expected, position, Ordering::Relaxed);
+                let mut rewriter = Rewriter::new(&expected, Exclusive, KEEP_OCCUPIED);
+                shift_in_slot_by_slot(&mut read, &mut rewriter, &plan, locked_start);
+                rewriter.finish();
+                let mut read = Cursor::over(&actual, position, Ordering::Relaxed);
+                let mut rewriter = Rewriter::new(&actual, Exclusive, KEEP_OCCUPIED);
+                shift_in(&mut read, &mut rewriter, &plan, locked_start);
+                rewriter.finish();
+            } else {
+                let source = AtRest(&expected);
+                let mut read = Cursor::over(&source, position, Ordering::Relaxed);
+                let mut rewriter = Rewriter::new(&expected, Exclusive, KEEP_OCCUPIED);
+                shift_in_slot_by_slot(&mut read, &mut rewriter, &plan, locked_start);
+                rewriter.finish();
+                let source = AtRest(&actual);
+                let mut read = Cursor::over(&source, position, Ordering::Relaxed);
+                let mut rewriter = Rewriter::new(&actual, Exclusive, KEEP_OCCUPIED);
+                shift_in(&mut read, &mut rewriter, &plan, locked_start);
+                rewriter.finish();
+            }
+            prop_assert_eq!(words(&actual), words(&expected));
+        }
+    }
+}
