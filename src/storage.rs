@@ -1202,6 +1202,74 @@ impl<'a, C: Commit> Rewriter<'a, C> {
     }
 }
 
+/// Moves the slots `from..end` one slot right, a group at a time: `read` is a cursor on `from`
+/// over the old contents, and the new ones go through `rewriter`, slot `end` (an empty slot
+/// the move fills) written whole and the others with the rewriter's kept bits left as they
+/// are. `moved` maps a group's snapshot to what each of its lanes' slots becomes one lane up
+/// (the slot format's changes to a moved element, the same in every lane); `edit_first` then
+/// edits the first snapshot's result, where the slot at `from` is. This is the shift of a
+/// quotient filter insert (paper 000 §2.1), for every slot format and width.
+///
+/// Every lane of a snapshot moves up one lane with one shift of the word, and the top lane's
+/// slot is carried into lane 0 of the next group:
+///
+/// ```text
+///  group g                    group g + 1
+///  | d | c | b | a |          | f | e | . | x |    from: a, end: x (empty)
+///  | c | b | a | . |          | f | e | . | d |    after (`from` keeps its old content)
+///   lane 3      lane 0
+/// ```
+///
+/// A group after the first is loaded only if a slot before `end` lies in it. Groups are
+/// written in increasing order, each once, after every group before it was loaded.
+#[inline]
+pub(crate) fn shift_lanes_up<S: GroupSource, C: Commit>(
+    read: &mut Cursor<'_, S>,
+    rewriter: &mut Rewriter<'_, C>,
+    end: usize,
+    moved: impl Fn(u64) -> u64,
+    edit_first: impl FnOnce(u64) -> u64,
+) {
+    let from = read.index();
+    debug_assert!(from < end, "nothing to move");
+    let layout = *read.layout();
+    let (bits, per_group) = (layout.bits(), layout.per_group());
+    let mut sources = edit_first(moved(read.word()));
+    let mut group = read.group();
+    // The first slot still to write, and its lane in `group`.
+    let mut next = from + 1;
+    let mut lane = read.shift() / bits + 1;
+    // The slot leaving the previous group's top lane, for lane 0 of this one.
+    let mut carried = 0;
+    loop {
+        if lane == per_group {
+            carried = (sources >> ((per_group - 1) * bits)) & layout.slot_mask();
+            group += 1;
+            lane = 0;
+            sources = if next < end {
+                let entered = read.enter_next_group();
+                debug_assert!(entered, "the end is inside the array");
+                moved(read.word())
+            } else {
+                0
+            };
+        }
+        let count = (per_group - lane).min((end - next + 1) as u32);
+        let range = low_mask(count * bits) << (lane * bits);
+        // Lane k takes the slot of lane k - 1; lane 0 the carried one.
+        let up = if bits < 64 { sources << bits } else { 0 };
+        let values = if lane == 0 { up | carried } else { up };
+        next += count as usize;
+        if next > end {
+            let whole = layout.slot_mask() << ((lane + count - 1) * bits);
+            rewriter.put_lanes(group, range, values, whole);
+            return;
+        }
+        rewriter.put_lanes(group, range, values, 0);
+        lane += count;
+    }
+}
+
 /// Fills a zeroed array from several threads at once, each writing its slots in increasing
 /// order (the bulk build's scatter, the migration of a growing filter): the bits of one group
 /// are gathered and written once, with a plain load and store in the groups the writer owns

@@ -18,7 +18,7 @@
 
 use crate::hash::low_mask;
 use crate::qf::rank_select::popcount;
-use crate::storage::{Commit, Cursor, GroupSource, LaneFields, Rewriter};
+use crate::storage::{shift_lanes_up, Commit, Cursor, GroupSource, LaneFields, Rewriter};
 
 use super::slot::{Slot, CONTINUATION, OCCUPIED, READ_LOCK, SHIFTED, STATUS_BITS};
 
@@ -508,80 +508,36 @@ pub(crate) fn shift_in<S: GroupSource, C: Commit>(
     } else {
         rewriter.put(plan.position, new);
     }
-    shift_right(
-        read,
-        rewriter,
-        plan.position,
-        plan.end,
-        plan.old_head_continues,
-    );
+    shift_right(read, rewriter, plan.end, plan.old_head_continues);
 }
 
-/// Moves the elements of `from..end` one slot right, marking each shifted (and the one from
-/// `from` a continuation if `continues`), from a cursor on `from`. Occupied bits stay with
-/// their positions, except at `end` (an empty or write-locked slot that is not a canonical
-/// slot being filled), which is written whole with its occupied bit clear.
+/// Moves the elements from the cursor's slot up to `end` one slot right, marking each shifted
+/// (and the one under the cursor a continuation if `continues`), a group at a time
+/// ([`shift_lanes_up`]). Occupied bits stay with their positions, except at `end` (an empty or
+/// write-locked slot that is not a canonical slot being filled), which is written whole with
+/// its occupied bit clear.
 #[inline]
 fn shift_right<S: GroupSource, C: Commit>(
     read: &mut Cursor<'_, S>,
     rewriter: &mut Rewriter<'_, C>,
-    from: usize,
     end: usize,
     continues: bool,
 ) {
-    debug_assert!(from < end && read.index() == from);
     let layout = *read.layout();
-    let (bits, per_group) = (layout.bits(), layout.per_group());
     let (occupied_lanes, shifted_lanes) = (layout.lanes(OCCUPIED), layout.lanes(SHIFTED));
-    // Each lane's element as it will be written one lane up: occupied bit clear, shifted set.
     let lane_lsb = read.lane_lsb();
-    let elements =
-        |word: u64| (unlocked_word::<S>(word, lane_lsb) & !occupied_lanes) | shifted_lanes;
-    let first_lane = read.shift() / bits;
     let continuation = if continues {
         CONTINUATION << read.shift()
     } else {
         0
     };
-    let mut sources = elements(read.word()) | continuation;
-    let mut group = read.group();
-    // The first slot still to write, and its lane in `group`.
-    let mut next = from + 1;
-    let mut lane = first_lane + 1;
-    // The element leaving the previous group's top lane, for lane 0 of this one.
-    let mut carried = 0;
-    loop {
-        if lane == per_group {
-            carried = sources >> ((per_group - 1) * bits) & layout.slot_mask();
-            group += 1;
-            lane = 0;
-            // The next group holds sources only if a slot before the end lies in it.
-            sources = if next < end {
-                let entered = read.enter_next_group();
-                debug_assert!(entered, "the plan's end is inside the table");
-                elements(read.word())
-            } else {
-                0
-            };
-        }
-        let count = (per_group - lane).min((end - next + 1) as u32);
-        let shift = lane * bits;
-        let range = low_mask(count * bits) << shift;
-        // Lane k takes the source of lane k - 1; lane 0 the carried element.
-        let moved = if bits < 64 { sources << bits } else { 0 };
-        let values = if lane == 0 { moved | carried } else { moved };
-        next += count as usize;
-        let whole = if next > end {
-            layout.slot_mask() << ((lane + count - 1) * bits)
-        } else {
-            0
-        };
-        rewriter.put_lanes(group, range, values, whole);
-        if next > end {
-            return;
-        }
-        lane += count;
-    }
+    shift_lanes_up(
+        read,
+        rewriter,
+        end,
+        |word| (unlocked_word::<S>(word, lane_lsb) & !occupied_lanes) | shifted_lanes,
+        |moved| moved | continuation,
+    );
 }
 
 /// Everything a removal will write, decided by [`plan_remove`].

@@ -15,7 +15,7 @@
 
 use crate::hash::low_mask;
 use crate::qf::rank_select::popcount;
-use crate::storage::{Commit, Cursor, GroupSource, Rewriter};
+use crate::storage::{shift_lanes_up, Commit, Cursor, GroupSource, Rewriter};
 
 pub(crate) use super::super::walk::RunSearch;
 use super::super::walk::{search_run_by, seek_lane};
@@ -286,23 +286,32 @@ pub(crate) fn shift_in<C: Commit>(
         // The canonical slot holds another run's element; only its occupied bit changes.
         rewriter.put_whole(plan.quotient, plan.canonical | OCCUPIED);
     }
-    let mut carry = plan.element;
-    for index in plan.position..=plan.end {
-        if index == plan.end {
-            // Only the canonical slot itself, when it was empty, is occupied here.
-            let occupied = if index == plan.quotient { OCCUPIED } else { 0 };
-            rewriter.put_whole(index, carry | occupied);
-            break;
-        }
-        let old = read.slot();
-        rewriter.put(index, carry);
-        carry = old & !OCCUPIED;
-        if index == plan.position && plan.old_head_continues {
-            carry &= !NEW_RUN;
-        }
-        let moved = read.advance();
-        debug_assert!(moved, "the plan's end is inside the table");
+    if plan.position == plan.end {
+        // Nothing moves. Only the canonical slot itself, when it was empty, is occupied here.
+        let occupied = if plan.end == plan.quotient {
+            OCCUPIED
+        } else {
+            0
+        };
+        rewriter.put_whole(plan.end, plan.element | occupied);
+        return;
     }
+    rewriter.put(plan.position, plan.element);
+    let layout = *read.layout();
+    let occupied_lanes = layout.lanes(OCCUPIED);
+    // A displaced run head continues the new element's run: its new-run bit goes.
+    let new_run = if plan.old_head_continues {
+        NEW_RUN << read.shift()
+    } else {
+        0
+    };
+    shift_lanes_up(
+        read,
+        rewriter,
+        plan.end,
+        |word| word & !occupied_lanes,
+        |moved| moved & !new_run,
+    );
 }
 
 /// Everything a removal will write, decided by [`plan_remove`].
