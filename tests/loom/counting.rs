@@ -17,7 +17,6 @@
 
 use conqf::{Count, CountingQf, Filter, Remove};
 use loom::sync::Arc;
-use loom::thread;
 
 const Q: u32 = 7;
 const R: u32 = 4;
@@ -59,11 +58,12 @@ fn boundary_runs() -> Vec<(u64, u64)> {
 /// checks that the insert stored something new and, afterwards, the table's invariants, and
 /// returns the counts the queries saw.
 fn counts_during_insert(filter: &Arc<CountingQf>, insert: u64, queries: [u64; 2]) -> (u64, u64) {
-    let (x, y) = (filter.clone(), filter.clone());
-    let t = thread::spawn(move || x.insert_hash(insert).unwrap());
-    let u = thread::spawn(move || (y.count_hash(queries[0]), y.count_hash(queries[1])));
-    assert!(t.join().unwrap());
-    let seen = u.join().unwrap();
+    let (inserted, seen) = super::race(
+        filter,
+        move |x| x.insert_hash(insert).unwrap(),
+        move |y| (y.count_hash(queries[0]), y.count_hash(queries[1])),
+    );
+    assert!(inserted);
     filter.check_invariants().unwrap();
     seen
 }
@@ -82,10 +82,12 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 fn inserts_across_the_block_boundary_lose_nothing() {
     model(|| {
         let filter = filter_with(&boundary_runs());
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.insert_hash(key(62, 5)).unwrap());
-        let u = thread::spawn(move || y.insert_hash(key(65, 8)).unwrap());
-        assert!(t.join().unwrap() && u.join().unwrap());
+        let (first, second) = super::race(
+            &filter,
+            |x| x.insert_hash(key(62, 5)).unwrap(),
+            |y| y.insert_hash(key(65, 8)).unwrap(),
+        );
+        assert!(first && second);
         for k in [
             key(62, 3),
             key(62, 5),
@@ -109,11 +111,12 @@ fn inserts_across_the_block_boundary_lose_nothing() {
 fn increments_of_a_counter_on_the_boundary_are_not_lost() {
     model(|| {
         let filter = filter_with(&[(key(62, 3), 1), (key(63, 4), 2), (key(64, 7), 2)]);
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.insert_hash(key(63, 4)).unwrap());
-        let u = thread::spawn(move || y.insert_count_hash(key(64, 7), 2).unwrap());
-        assert!(!t.join().unwrap());
-        u.join().unwrap();
+        let (stored, ()) = super::race(
+            &filter,
+            |x| x.insert_hash(key(63, 4)).unwrap(),
+            |y| y.insert_count_hash(key(64, 7), 2).unwrap(),
+        );
+        assert!(!stored);
         assert_eq!(filter.count_hash(key(63, 4)), 3);
         assert_eq!(filter.count_hash(key(64, 7)), 4);
         assert_eq!(filter.count_hash(key(62, 3)), 1);
@@ -164,11 +167,12 @@ fn query_racing_a_shift_inside_the_block_has_no_false_negative() {
 fn remove_and_insert_shifting_across_the_boundary_stay_exact() {
     model(|| {
         let filter = filter_with(&boundary_runs());
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.remove_hash(key(62, 3)).unwrap());
-        let u = thread::spawn(move || y.insert_count_hash(key(64, 9), 7).unwrap());
-        assert!(t.join().unwrap());
-        u.join().unwrap();
+        let (removed, ()) = super::race(
+            &filter,
+            |x| x.remove_hash(key(62, 3)).unwrap(),
+            |y| y.insert_count_hash(key(64, 9), 7).unwrap(),
+        );
+        assert!(removed);
         assert_eq!(filter.count_hash(key(62, 3)), 0);
         assert_eq!(filter.count_hash(key(62, 9)), 1);
         assert_eq!(filter.count_hash(key(64, 9)), 7);
@@ -190,11 +194,12 @@ fn merge_racing_a_shift_across_the_boundary_keeps_every_stored_key() {
         let filter = filter_with(&boundary_runs());
         let other = CountingQf::with_bits_and_region(Q, R, 1).unwrap();
         other.insert_hash(key(100, 2)).unwrap();
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.insert_hash(key(62, 1)).unwrap());
-        let u = thread::spawn(move || y.merge(&other).unwrap());
-        assert!(t.join().unwrap());
-        let merged = u.join().unwrap();
+        let (inserted, merged) = super::race(
+            &filter,
+            |x| x.insert_hash(key(62, 1)).unwrap(),
+            move |y| y.merge(&other).unwrap(),
+        );
+        assert!(inserted);
         for (k, n) in boundary_runs() {
             assert_eq!(merged.count_hash(k), n, "the merge lost copies of {k:#x}");
             assert_eq!(filter.count_hash(k), n, "the filter lost copies of {k:#x}");

@@ -50,11 +50,13 @@ fn cascading_early_stop_survives_a_removal_emptying_the_slot() {
         let filter = filter();
         let k = key(1, 9, 77);
         assert!(filter.insert_hash(k).unwrap());
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.remove_hash(X).unwrap());
-        let u = thread::spawn(move || y.contains_hash(k));
-        assert!(t.join().unwrap());
-        assert!(u.join().unwrap(), "false negative through the early stop");
+        let (removed, found) = super::race(
+            &filter,
+            |x| x.remove_hash(X).unwrap(),
+            move |y| y.contains_hash(k),
+        );
+        assert!(removed);
+        assert!(found, "false negative through the early stop");
         filter.check_invariants().unwrap();
     });
 }
@@ -65,10 +67,11 @@ fn cascading_early_stop_survives_a_removal_emptying_the_slot() {
 fn racing_cascading_inserts_store_once() {
     model(|| {
         let filter = filter();
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.insert_hash(key(3, 4, 1)).unwrap());
-        let u = thread::spawn(move || y.insert_hash(key(3, 4, 2)).unwrap());
-        let (a, b) = (t.join().unwrap(), u.join().unwrap());
+        let (a, b) = super::race(
+            &filter,
+            |x| x.insert_hash(key(3, 4, 1)).unwrap(),
+            |y| y.insert_hash(key(3, 4, 2)).unwrap(),
+        );
         assert!(a ^ b, "exactly one insert stores the fingerprint");
         assert_eq!(filter.len(), 3);
         filter.check_invariants().unwrap();
@@ -108,15 +111,15 @@ fn four_keys(cascading: bool) -> (Arc<ExpandableQf>, [u64; 4]) {
 fn lower_level_query_during_a_removal_shifting_across_groups(cascading: bool) {
     model(move || {
         let (filter, [x, y, w, _]) = four_keys(cascading);
-        let (a, b) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || a.remove_hash(y).unwrap());
         let never = key10(3, 5);
-        let u = thread::spawn(move || {
-            b.contains_hash(w) && b.contains_hash(x) && !b.contains_hash(never)
-        });
-        assert!(t.join().unwrap());
+        let (removed, exact) = super::race(
+            &filter,
+            move |a| a.remove_hash(y).unwrap(),
+            move |b| b.contains_hash(w) && b.contains_hash(x) && !b.contains_hash(never),
+        );
+        assert!(removed);
         assert!(
-            u.join().unwrap(),
+            exact,
             "false negative, or a positive for a fingerprint never stored, on a lower level \
              during a removal"
         );
@@ -149,14 +152,13 @@ fn plain_lower_level_query_during_a_removal_shifting_across_groups() {
 fn lower_level_query_during_two_removals_in_turn_finds_the_shifted_key() {
     super::check(Some(2), || {
         let (filter, [x, y, w, _]) = four_keys(false);
-        let (a, b) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || a.remove_hash(y).unwrap() && a.remove_hash(x).unwrap());
-        let u = thread::spawn(move || b.contains_hash(w));
-        assert!(t.join().unwrap());
-        assert!(
-            u.join().unwrap(),
-            "false negative on a level two removals changed"
+        let (removed, found) = super::race(
+            &filter,
+            move |a| a.remove_hash(y).unwrap() && a.remove_hash(x).unwrap(),
+            move |b| b.contains_hash(w),
         );
+        assert!(removed);
+        assert!(found, "false negative on a level two removals changed");
         assert!(!filter.contains_hash(x) && !filter.contains_hash(y));
         filter.check_invariants().unwrap();
     });
@@ -171,11 +173,13 @@ fn reinsert_racing_a_removal_emptying_the_slot_stores_no_second_copy() {
         let filter = filter();
         let k = key(1, 9, 77);
         assert!(filter.insert_hash(k).unwrap());
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.remove_hash(X).unwrap());
-        let u = thread::spawn(move || y.insert_hash(k).unwrap());
-        assert!(t.join().unwrap());
-        assert!(!u.join().unwrap(), "the re-insert stored a second copy");
+        let (removed, stored) = super::race(
+            &filter,
+            |x| x.remove_hash(X).unwrap(),
+            move |y| y.insert_hash(k).unwrap(),
+        );
+        assert!(removed);
+        assert!(!stored, "the re-insert stored a second copy");
         assert_eq!(filter.len(), 2);
         assert!(filter.remove_hash(k).unwrap());
         assert!(!filter.contains_hash(k));
@@ -194,13 +198,14 @@ fn racing_inserts_of_a_new_key_around_a_removal_keep_every_reported_copy() {
     super::check(Some(2), || {
         let filter = filter();
         let k = key(1, 9, 77);
-        let (a, b) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || a.insert_hash(k).unwrap());
-        let u = thread::spawn(move || {
-            assert!(b.remove_hash(X).unwrap());
-            b.insert_hash(k).unwrap()
-        });
-        let (first, second) = (t.join().unwrap(), u.join().unwrap());
+        let (first, second) = super::race(
+            &filter,
+            move |a| a.insert_hash(k).unwrap(),
+            move |b| {
+                assert!(b.remove_hash(X).unwrap());
+                b.insert_hash(k).unwrap()
+            },
+        );
         assert!(first || second, "neither insert stored the new key");
         assert_eq!(filter.levels(), 2, "no level opened");
         let copies = usize::from(first) + usize::from(second);
@@ -234,11 +239,13 @@ fn insert_if_absent_ignores_a_hit_misread_during_a_lower_level_removal() {
         }
         assert_eq!(filter.levels(), 2);
         let filter = Arc::new(filter);
-        let (a, b) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || a.remove_hash(key10(2, 2)).unwrap());
-        let u = thread::spawn(move || b.insert_hash(key10(4, 7)).unwrap());
-        assert!(t.join().unwrap());
-        assert!(u.join().unwrap(), "the insert took a misread for the key");
+        let (removed, stored) = super::race(
+            &filter,
+            |a| a.remove_hash(key10(2, 2)).unwrap(),
+            |b| b.insert_hash(key10(4, 7)).unwrap(),
+        );
+        assert!(removed);
+        assert!(stored, "the insert took a misread for the key");
         assert!(filter.contains_hash(key10(4, 7)));
         filter.check_invariants().unwrap();
     });
@@ -251,15 +258,14 @@ fn insert_if_absent_ignores_a_hit_misread_during_a_lower_level_removal() {
 fn lock_free_lower_level_query_during_a_cascading_insert_next_to_it() {
     model(|| {
         let (filter, [_, y, w, _]) = four_keys(true);
-        let (a, b) = (filter.clone(), filter.clone());
-        // Canonical slot 5 on level 0 is empty (the cluster ends at 4): one CAS stores it there.
-        let t = thread::spawn(move || a.insert_hash(key10(5, 3)).unwrap());
-        let u = thread::spawn(move || b.contains_hash(w) && b.contains_hash(y));
-        assert!(t.join().unwrap());
-        assert!(
-            u.join().unwrap(),
-            "false negative next to a cascading insert"
+        let (inserted, found) = super::race(
+            &filter,
+            // Canonical slot 5 on level 0 is empty (the cluster ends at 4): one CAS stores it there.
+            |a| a.insert_hash(key10(5, 3)).unwrap(),
+            move |b| b.contains_hash(w) && b.contains_hash(y),
         );
+        assert!(inserted);
+        assert!(found, "false negative next to a cascading insert");
         assert!(filter.contains_hash(key10(5, 3)));
         assert_eq!(filter.len(), 5);
         filter.check_invariants().unwrap();

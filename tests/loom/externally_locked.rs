@@ -46,10 +46,12 @@ fn inserts_across_the_region_boundary_lose_nothing() {
     model(|| {
         // Slots 2-3: run of 2; slot 4: run of 3 (shifted); slot 5: run of 4 (shifted).
         let filter = filter_with(&[key(2, 50), key(2, 60), key(3, 50), key(4, 50)]);
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.insert_hash(key(2, 10)).unwrap());
-        let u = thread::spawn(move || y.insert_hash(key(4, 10)).unwrap());
-        assert!(t.join().unwrap() && u.join().unwrap());
+        let (first, second) = super::race(
+            &filter,
+            |x| x.insert_hash(key(2, 10)).unwrap(),
+            |y| y.insert_hash(key(4, 10)).unwrap(),
+        );
+        assert!(first && second);
         for k in [
             key(2, 10),
             key(2, 50),
@@ -71,10 +73,11 @@ fn inserts_across_the_region_boundary_lose_nothing() {
 fn racing_duplicate_inserts_store_once() {
     model(|| {
         let filter = filter_with(&[key(2, 1), key(2, 2), key(3, 9)]);
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.insert_hash(key(3, 5)).unwrap());
-        let u = thread::spawn(move || y.insert_hash(key(3, 5)).unwrap());
-        let (a, b) = (t.join().unwrap(), u.join().unwrap());
+        let (a, b) = super::race(
+            &filter,
+            |x| x.insert_hash(key(3, 5)).unwrap(),
+            |y| y.insert_hash(key(3, 5)).unwrap(),
+        );
         assert!(a ^ b, "exactly one insert stores the fingerprint");
         assert_eq!(filter.len(), 4);
         filter.check_invariants().unwrap();
@@ -128,10 +131,12 @@ fn contains_during_a_removal_across_regions_never_misses() {
 fn removal_races_an_insert_across_regions() {
     model(|| {
         let filter = filter_with(&[key(2, 1), key(2, 2), key(3, 3), key(4, 4)]);
-        let (a, b) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || a.remove_hash(key(2, 2)).unwrap());
-        let u = thread::spawn(move || b.insert_hash(key(4, 9)).unwrap());
-        assert!(t.join().unwrap() && u.join().unwrap());
+        let (removed, inserted) = super::race(
+            &filter,
+            |a| a.remove_hash(key(2, 2)).unwrap(),
+            |b| b.insert_hash(key(4, 9)).unwrap(),
+        );
+        assert!(removed && inserted);
         for k in [key(2, 1), key(3, 3), key(4, 4), key(4, 9)] {
             assert!(filter.contains_hash(k), "lost {k:#x}");
         }
@@ -156,10 +161,12 @@ fn split_supercluster() -> Arc<ExternallyLockedQf> {
 fn shift_into_the_next_region_locks_it() {
     model(|| {
         let filter = split_supercluster();
-        let (a, b) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || a.insert_hash(key(2, 0)).unwrap());
-        let u = thread::spawn(move || b.insert_hash(key(5, 0)).unwrap());
-        assert!(t.join().unwrap() && u.join().unwrap());
+        let (first, second) = super::race(
+            &filter,
+            |a| a.insert_hash(key(2, 0)).unwrap(),
+            |b| b.insert_hash(key(5, 0)).unwrap(),
+        );
+        assert!(first && second);
         for (q, r) in SPLIT_SUPERCLUSTER.into_iter().chain([(2, 0), (5, 0)]) {
             assert!(filter.contains_hash(key(q, r)), "lost ({q}, {r})");
         }
@@ -218,10 +225,12 @@ fn shift_into_the_next_region_with_five_slots_per_group() {
         let filter = ExternallyLockedQf::from_sequential_with_region(sequential, REGION).unwrap();
         assert_eq!(filter.region_slots(), 5);
         let filter = Arc::new(filter);
-        let (a, b) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || a.insert_hash(key8(3, 0)).unwrap());
-        let u = thread::spawn(move || b.insert_hash(key8(6, 0)).unwrap());
-        assert!(t.join().unwrap() && u.join().unwrap());
+        let (first, second) = super::race(
+            &filter,
+            |a| a.insert_hash(key8(3, 0)).unwrap(),
+            |b| b.insert_hash(key8(6, 0)).unwrap(),
+        );
+        assert!(first && second);
         for (q, r) in KEYS.into_iter().chain([(3, 0), (6, 0)]) {
             assert!(filter.contains_hash(key8(q, r)), "lost ({q}, {r})");
         }

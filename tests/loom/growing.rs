@@ -17,7 +17,6 @@
 
 use conqf::{Filter, GrowableQf, LocallyLockedQf, Remove};
 use loom::sync::Arc;
-use loom::thread;
 
 const Q: u32 = 4;
 const R: u32 = 13;
@@ -82,10 +81,12 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 fn insert_racing_a_migration_is_not_lost() {
     model(|| {
         let filter = filter();
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || insert_and_find(&x, key(3, 7)));
-        let u = thread::spawn(move || insert_and_find(&y, key(6, 3)));
-        assert!(t.join().unwrap() && u.join().unwrap());
+        let (first, second) = super::race(
+            &filter,
+            |x| insert_and_find(x, key(3, 7)),
+            |y| insert_and_find(y, key(6, 3)),
+        );
+        assert!(first && second);
         assert_eq!(filter.doublings(), 1);
         for k in [key(3, 7), key(6, 3), stored(0), stored(1), stored(2)] {
             assert!(filter.contains_hash(k));
@@ -101,14 +102,15 @@ fn insert_racing_a_migration_is_not_lost() {
 fn query_during_a_migration_never_misses() {
     model(|| {
         let filter = filter();
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.insert_hash(key(6, 9)).unwrap());
-        let u = thread::spawn(move || {
-            assert!(y.contains_hash(stored(2)));
-            assert!(y.contains_hash(stored(0)));
-        });
-        assert!(t.join().unwrap());
-        u.join().unwrap();
+        let (inserted, ()) = super::race(
+            &filter,
+            |x| x.insert_hash(key(6, 9)).unwrap(),
+            |y| {
+                assert!(y.contains_hash(stored(2)));
+                assert!(y.contains_hash(stored(0)));
+            },
+        );
+        assert!(inserted);
         assert_eq!(filter.doublings(), 1);
         filter.check_invariants().unwrap();
     });
@@ -119,10 +121,12 @@ fn query_during_a_migration_never_misses() {
 fn removal_racing_a_migration_is_not_undone() {
     model(|| {
         let filter = filter();
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.insert_hash(key(2, 5)).unwrap());
-        let u = thread::spawn(move || y.remove_hash(stored(1)).unwrap());
-        assert!(t.join().unwrap() && u.join().unwrap());
+        let (inserted, removed) = super::race(
+            &filter,
+            |x| x.insert_hash(key(2, 5)).unwrap(),
+            |y| y.remove_hash(stored(1)).unwrap(),
+        );
+        assert!(inserted && removed);
         assert!(!filter.contains_hash(stored(1)));
         for k in [key(2, 5), stored(0), stored(2)] {
             assert!(filter.contains_hash(k));
@@ -142,10 +146,12 @@ fn insert_filling_the_slot_before_a_block_is_not_lost() {
     const HELD: [(u64, u64); 3] = [(8, 1), (8, 2), (2, 1)];
     model(|| {
         let filter = filter_holding(&HELD);
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || insert_and_find(&x, key(1, 4)));
-        let u = thread::spawn(move || insert_and_find(&y, key(7, 3)));
-        assert!(t.join().unwrap() && u.join().unwrap());
+        let (first, second) = super::race(
+            &filter,
+            |x| insert_and_find(x, key(1, 4)),
+            |y| insert_and_find(y, key(7, 3)),
+        );
+        assert!(first && second);
         assert_eq!(filter.doublings(), 1);
         for (quotient, remainder) in HELD.into_iter().chain([(1, 4), (7, 3)]) {
             assert!(filter.contains_hash(key(quotient, remainder)));
@@ -182,10 +188,12 @@ fn helpers_sharing_a_target_group_lose_no_bit() {
     ];
     model(move || {
         let filter = filter_of(NARROW_R, &held);
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || insert_and_find(&x, narrow_key(2, 5)));
-        let u = thread::spawn(move || insert_and_find(&y, narrow_key(12, 3)));
-        assert!(t.join().unwrap() && u.join().unwrap());
+        let (first, second) = super::race(
+            &filter,
+            |x| insert_and_find(x, narrow_key(2, 5)),
+            |y| insert_and_find(y, narrow_key(12, 3)),
+        );
+        assert!(first && second);
         assert_eq!(filter.doublings(), 1);
         for k in held
             .into_iter()
@@ -215,10 +223,12 @@ fn removal_at_a_migration_block_boundary_inside_a_group_copies_each_key_once() {
             assert!(filter.insert_hash(key(q, r)).unwrap());
         }
         let filter = Arc::new(filter);
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || insert_and_find(&x, key(5, 7)));
-        let u = thread::spawn(move || y.remove_hash(key(4, 2)).unwrap());
-        assert!(t.join().unwrap() && u.join().unwrap());
+        let (inserted, removed) = super::race(
+            &filter,
+            |x| insert_and_find(x, key(5, 7)),
+            |y| y.remove_hash(key(4, 2)).unwrap(),
+        );
+        assert!(inserted && removed);
         // The insert makes the fourth key, the growth threshold, unless the removal came first.
         assert!(!filter.contains_hash(key(4, 2)));
         for k in [key(4, 1), key(5, 1), key(5, 7)] {

@@ -160,21 +160,21 @@ fn contains_never_misses_a_finished_insert() {
 fn positive_answer_orders_earlier_inserts() {
     model(|| {
         let filter = filter_with(&[]);
-        let (writer, reader) = (filter.clone(), filter.clone());
-        let a = thread::spawn(move || {
-            assert_eq!(writer.insert_hash(key(0, 5)), Ok(true)); // group 0
-            assert_eq!(writer.insert_hash(key(5, 6)), Ok(true)); // group 1
-        });
-        let b = thread::spawn(move || {
-            if reader.contains_hash(key(5, 6)) {
-                assert!(
-                    reader.contains_hash(key(0, 5)),
-                    "k2 found but earlier k1 missed"
-                );
-            }
-        });
-        a.join().unwrap();
-        b.join().unwrap();
+        super::race(
+            &filter,
+            |writer| {
+                assert_eq!(writer.insert_hash(key(0, 5)), Ok(true)); // group 0
+                assert_eq!(writer.insert_hash(key(5, 6)), Ok(true)); // group 1
+            },
+            |reader| {
+                if reader.contains_hash(key(5, 6)) {
+                    assert!(
+                        reader.contains_hash(key(0, 5)),
+                        "k2 found but earlier k1 missed"
+                    );
+                }
+            },
+        );
         assert!(filter.contains_hash(key(0, 5)) && filter.contains_hash(key(5, 6)));
     });
 }
@@ -186,22 +186,22 @@ fn positive_answer_orders_earlier_inserts() {
 fn duplicate_answer_orders_earlier_inserts() {
     model(|| {
         let filter = filter_with(&[]);
-        let (writer, reader) = (filter.clone(), filter.clone());
-        let a = thread::spawn(move || {
-            assert_eq!(writer.insert_hash(key(0, 5)), Ok(true)); // group 0
-                                                                 // Group 1; Ok(false) if B stored k2 first.
-            writer.insert_hash(key(5, 6)).unwrap();
-        });
-        let b = thread::spawn(move || {
-            if reader.insert_hash(key(5, 6)) == Ok(false) {
-                assert!(
-                    reader.contains_hash(key(0, 5)),
-                    "k2 present but earlier k1 missed"
-                );
-            }
-        });
-        a.join().unwrap();
-        b.join().unwrap();
+        super::race(
+            &filter,
+            |writer| {
+                assert_eq!(writer.insert_hash(key(0, 5)), Ok(true)); // group 0
+                                                                     // Group 1; Ok(false) if B stored k2 first.
+                writer.insert_hash(key(5, 6)).unwrap();
+            },
+            |reader| {
+                if reader.insert_hash(key(5, 6)) == Ok(false) {
+                    assert!(
+                        reader.contains_hash(key(0, 5)),
+                        "k2 present but earlier k1 missed"
+                    );
+                }
+            },
+        );
         assert!(filter.contains_hash(key(0, 5)) && filter.contains_hash(key(5, 6)));
     });
 }

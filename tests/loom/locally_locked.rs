@@ -39,10 +39,11 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 fn racing_inserts_into_one_cluster_lose_nothing() {
     model(|| {
         let filter = filter_with(&[key(2, 50), key(2, 60), key(3, 50)]);
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.insert_hash(key(2, 10)).unwrap());
-        let u = thread::spawn(move || y.insert_hash(key(3, 10)).unwrap());
-        let (theirs, mine) = (t.join().unwrap(), u.join().unwrap());
+        let (theirs, mine) = super::race(
+            &filter,
+            |x| x.insert_hash(key(2, 10)).unwrap(),
+            |y| y.insert_hash(key(3, 10)).unwrap(),
+        );
         assert!(mine && theirs);
         for k in [key(2, 10), key(2, 50), key(2, 60), key(3, 10), key(3, 50)] {
             assert!(filter.contains_hash(k));
@@ -56,10 +57,11 @@ fn racing_inserts_into_one_cluster_lose_nothing() {
 fn racing_duplicate_inserts_store_once() {
     model(|| {
         let filter = filter_with(&[key(1, 3), key(1, 4), key(2, 9)]);
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.insert_hash(key(1, 5)).unwrap());
-        let u = thread::spawn(move || y.insert_hash(key(1, 5)).unwrap());
-        let (theirs, mine) = (t.join().unwrap(), u.join().unwrap());
+        let (theirs, mine) = super::race(
+            &filter,
+            |x| x.insert_hash(key(1, 5)).unwrap(),
+            |y| y.insert_hash(key(1, 5)).unwrap(),
+        );
         assert!(mine ^ theirs, "exactly one insert stores the fingerprint");
         assert_eq!(filter.len(), 4);
         filter.check_invariants().unwrap();
@@ -196,10 +198,12 @@ fn fast_path_insert_never_takes_a_write_locked_slot() {
         let filter = filter_with(&[key(2, 1), key(2, 2), key(2, 3), key(5, 1)]);
         // Both inserts on spawned threads: loom reorders two spawned threads' accesses more
         // freely than a spawned thread's against the main thread's.
-        let (a, b) = (filter.clone(), filter.clone());
-        let locked = thread::spawn(move || a.insert_hash(key(2, 9)).unwrap());
-        let fast = thread::spawn(move || b.insert_hash(key(5, 9)).unwrap());
-        assert!(locked.join().unwrap() && fast.join().unwrap());
+        let (locked, fast) = super::race(
+            &filter,
+            |a| a.insert_hash(key(2, 9)).unwrap(),
+            |b| b.insert_hash(key(5, 9)).unwrap(),
+        );
+        assert!(locked && fast);
         for k in [
             key(2, 1),
             key(2, 2),
@@ -223,18 +227,18 @@ fn fast_path_insert_never_takes_a_write_locked_slot() {
 fn removal_never_releases_a_lock_on_the_slot_it_emptied() {
     model(|| {
         let filter = filter_with(&[key(3, 5)]);
-        let (a, b) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || {
-            assert!(a.remove_hash(key(3, 5)).unwrap());
-            assert!(a.insert_hash(key(3, 0)).unwrap());
-        });
-        let u = thread::spawn(move || {
-            assert!(b.insert_hash(key(3, 1)).unwrap());
-            assert!(!b.contains_hash(key(3, 9)));
-            assert!(b.contains_hash(key(3, 1)), "false negative for (3, 1)");
-        });
-        t.join().unwrap();
-        u.join().unwrap();
+        super::race(
+            &filter,
+            |a| {
+                assert!(a.remove_hash(key(3, 5)).unwrap());
+                assert!(a.insert_hash(key(3, 0)).unwrap());
+            },
+            |b| {
+                assert!(b.insert_hash(key(3, 1)).unwrap());
+                assert!(!b.contains_hash(key(3, 9)));
+                assert!(b.contains_hash(key(3, 1)), "false negative for (3, 1)");
+            },
+        );
         filter.check_invariants().unwrap();
     });
 }
@@ -246,15 +250,15 @@ fn insert_into_the_left_part_of_a_split() {
     model(|| {
         // Run of 1 = [1:1, 1:2] at slots 1, 2; (2, 3) at slot 3 (shifted); slot 4 empty.
         let filter = filter_with(&[key(1, 1), key(1, 2), key(2, 3)]);
-        let (a, b) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || assert!(a.remove_hash(key(1, 1)).unwrap()));
-        let u = thread::spawn(move || {
-            assert!(b.insert_hash(key(2, 9)).unwrap());
-            assert!(b.contains_hash(key(1, 2)));
-            assert!(b.contains_hash(key(2, 3)));
-        });
-        t.join().unwrap();
-        u.join().unwrap();
+        super::race(
+            &filter,
+            |a| assert!(a.remove_hash(key(1, 1)).unwrap()),
+            |b| {
+                assert!(b.insert_hash(key(2, 9)).unwrap());
+                assert!(b.contains_hash(key(1, 2)));
+                assert!(b.contains_hash(key(2, 3)));
+            },
+        );
         for k in [key(1, 2), key(2, 3), key(2, 9)] {
             assert!(filter.contains_hash(k));
         }
@@ -269,18 +273,18 @@ fn removal_clearing_an_occupied_bit_in_an_earlier_group() {
     model(|| {
         // Run of 0 = [0:1, 0:2, 0:3] at slots 0-2; (1, 5) at 3; (2, 6) at 4 (group 1).
         let filter = filter_with(&[key(0, 1), key(0, 2), key(0, 3), key(1, 5), key(2, 6)]);
-        let (a, b) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || {
-            assert!(a.remove_hash(key(2, 6)).unwrap());
-            assert!(a.contains_hash(key(1, 5)));
-        });
-        let u = thread::spawn(move || {
-            assert!(b.insert_hash(key(2, 7)).unwrap());
-            assert!(b.contains_hash(key(1, 5)));
-            assert!(b.contains_hash(key(2, 7)));
-        });
-        t.join().unwrap();
-        u.join().unwrap();
+        super::race(
+            &filter,
+            |a| {
+                assert!(a.remove_hash(key(2, 6)).unwrap());
+                assert!(a.contains_hash(key(1, 5)));
+            },
+            |b| {
+                assert!(b.insert_hash(key(2, 7)).unwrap());
+                assert!(b.contains_hash(key(1, 5)));
+                assert!(b.contains_hash(key(2, 7)));
+            },
+        );
         assert!(!filter.contains_hash(key(2, 6)));
         filter.check_invariants().unwrap();
     });
@@ -292,15 +296,15 @@ fn queries_in_the_part_a_removal_splits_off() {
     model(|| {
         // Run of 1 = [1:1, 1:2] at 1, 2; (2, 3) at 3; (3, 4) at 4; (4, 5) at 5; slot 6 empty.
         let filter = filter_with(&[key(1, 1), key(1, 2), key(2, 3), key(3, 4), key(4, 5)]);
-        let (a, b) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || assert!(a.remove_hash(key(1, 2)).unwrap()));
-        let u = thread::spawn(move || {
-            assert!(b.contains_hash(key(3, 4)));
-            assert!(b.contains_hash(key(4, 5)));
-            assert!(b.insert_hash(key(3, 9)).unwrap());
-        });
-        t.join().unwrap();
-        u.join().unwrap();
+        super::race(
+            &filter,
+            |a| assert!(a.remove_hash(key(1, 2)).unwrap()),
+            |b| {
+                assert!(b.contains_hash(key(3, 4)));
+                assert!(b.contains_hash(key(4, 5)));
+                assert!(b.insert_hash(key(3, 9)).unwrap());
+            },
+        );
         filter.check_invariants().unwrap();
     });
 }
@@ -318,10 +322,12 @@ fn multiset_with(keys: &[u64]) -> Arc<LocallyLockedQf> {
 fn racing_removals_of_two_copies_take_one_each() {
     model(|| {
         let filter = multiset_with(&[key(2, 5), key(2, 5), key(2, 6), key(3, 1)]);
-        let (a, b) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || a.remove_hash(key(2, 5)).unwrap());
-        let u = thread::spawn(move || b.remove_hash(key(2, 5)).unwrap());
-        assert!(t.join().unwrap() && u.join().unwrap());
+        let (first, second) = super::race(
+            &filter,
+            |a| a.remove_hash(key(2, 5)).unwrap(),
+            |b| b.remove_hash(key(2, 5)).unwrap(),
+        );
+        assert!(first && second);
         assert!(!filter.contains_hash(key(2, 5)));
         assert!(filter.contains_hash(key(2, 6)) && filter.contains_hash(key(3, 1)));
         assert_eq!(filter.len(), 2);
@@ -335,15 +341,15 @@ fn racing_removals_of_two_copies_take_one_each() {
 fn removing_one_copy_leaves_the_other_visible() {
     model(|| {
         let filter = multiset_with(&[key(1, 4), key(1, 4), key(2, 2), key(3, 3)]);
-        let (a, b) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || assert!(a.remove_hash(key(1, 4)).unwrap()));
-        let u = thread::spawn(move || {
-            assert!(b.contains_hash(key(1, 4)));
-            assert!(!b.insert_hash(key(1, 4)).unwrap());
-            assert!(b.contains_hash(key(3, 3)));
-        });
-        t.join().unwrap();
-        u.join().unwrap();
+        super::race(
+            &filter,
+            |a| assert!(a.remove_hash(key(1, 4)).unwrap()),
+            |b| {
+                assert!(b.contains_hash(key(1, 4)));
+                assert!(!b.insert_hash(key(1, 4)).unwrap());
+                assert!(b.contains_hash(key(3, 3)));
+            },
+        );
         assert!(filter.contains_hash(key(1, 4)));
         assert_eq!(filter.len(), 3);
         filter.check_invariants().unwrap();
@@ -363,17 +369,17 @@ fn a_removal_releases_only_its_own_read_locks() {
     super::check(Some(2), || {
         let stored = [(0, 0), (0, 1), (0, 2), (1, 3), (2, 4), (3, 5), (3, 6)];
         let filter = filter_with(&stored.map(|(q, r)| key(q, r)));
-        let (a, b) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || {
-            assert!(a.remove_hash(key(0, 0)).unwrap());
-            assert!(
-                a.contains_hash_locked(key(3, 6)),
-                "false negative for (3, 6)"
-            );
-        });
-        let u = thread::spawn(move || assert!(b.remove_hash(key(0, 2)).unwrap()));
-        t.join().unwrap();
-        u.join().unwrap();
+        super::race(
+            &filter,
+            |a| {
+                assert!(a.remove_hash(key(0, 0)).unwrap());
+                assert!(
+                    a.contains_hash_locked(key(3, 6)),
+                    "false negative for (3, 6)"
+                );
+            },
+            |b| assert!(b.remove_hash(key(0, 2)).unwrap()),
+        );
         for (q, r) in [(0, 1), (1, 3), (2, 4), (3, 5), (3, 6)] {
             assert!(filter.contains_hash_locked(key(q, r)), "lost ({q}, {r})");
         }

@@ -57,3 +57,28 @@ pub(crate) fn check_with_branches(
         "loom ran the model once: it explored no interleaving"
     );
 }
+
+/// Runs `a` and `b` on two spawned loom threads, each with its own clone of `shared` (both
+/// cloned before either thread starts), spawns `a`'s thread first, then joins `a`'s and then
+/// `b`'s, and returns their results in that order.
+///
+/// Both threads are spawned before either is joined and neither operation runs on the model's
+/// main thread: with both on spawned threads, which one starts first is itself a branch loom
+/// explores (see [`check_with_branches`] for the interleavings a main-thread operation misses).
+/// A model that also works on the main thread between the spawns and the joins, or joins `b`
+/// first, spawns its threads itself.
+pub(crate) fn race<T, A, B>(
+    shared: &loom::sync::Arc<T>,
+    a: impl FnOnce(&T) -> A + Send + 'static,
+    b: impl FnOnce(&T) -> B + Send + 'static,
+) -> (A, B)
+where
+    T: Send + Sync + 'static,
+    A: Send + 'static,
+    B: Send + 'static,
+{
+    let (x, y) = (shared.clone(), shared.clone());
+    let t = loom::thread::spawn(move || a(&x));
+    let u = loom::thread::spawn(move || b(&y));
+    (t.join().unwrap(), u.join().unwrap())
+}

@@ -97,14 +97,13 @@ fn linear_probing_snapshot_holds_finished_inserts() {
 fn bloom_snapshot_count_never_runs_ahead_of_its_bits() {
     super::check(None, || {
         let filter = Arc::new(AtomicBloomFilter::with_memory(8, 2).unwrap());
-        let (writer, reader) = (filter.clone(), filter.clone());
-        let t =
-            thread::spawn(move || assert_eq!(writer.insert_hash(0x1234_5678_9abc_def0), Ok(true)));
-        let u = thread::spawn(move || {
-            let back = AtomicBloomFilter::from_bytes(&reader.to_bytes()).unwrap();
-            assert!(back.len() <= 1);
-        });
-        t.join().unwrap();
-        u.join().unwrap();
+        super::race(
+            &filter,
+            |writer| assert_eq!(writer.insert_hash(0x1234_5678_9abc_def0), Ok(true)),
+            |reader| {
+                let back = AtomicBloomFilter::from_bytes(&reader.to_bytes()).unwrap();
+                assert!(back.len() <= 1);
+            },
+        );
     });
 }

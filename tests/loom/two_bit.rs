@@ -40,10 +40,12 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 fn two_bit_racing_inserts_into_one_supercluster_lose_nothing() {
     model(|| {
         let filter = filter_with(&[key(1, 50), key(1, 60), key(2, 50)]);
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.insert_hash(key(1, 10)).unwrap());
-        let u = thread::spawn(move || y.insert_hash(key(2, 10)).unwrap());
-        assert!(t.join().unwrap() && u.join().unwrap());
+        let (first, second) = super::race(
+            &filter,
+            |x| x.insert_hash(key(1, 10)).unwrap(),
+            |y| y.insert_hash(key(2, 10)).unwrap(),
+        );
+        assert!(first && second);
         for k in [key(1, 10), key(1, 50), key(1, 60), key(2, 10), key(2, 50)] {
             assert!(filter.contains_hash(k));
         }
@@ -56,10 +58,11 @@ fn two_bit_racing_inserts_into_one_supercluster_lose_nothing() {
 fn two_bit_racing_duplicate_inserts_store_once() {
     model(|| {
         let filter = filter_with(&[key(1, 3), key(1, 4), key(2, 9)]);
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.insert_hash(key(1, 5)).unwrap());
-        let u = thread::spawn(move || y.insert_hash(key(1, 5)).unwrap());
-        let (a, b) = (t.join().unwrap(), u.join().unwrap());
+        let (a, b) = super::race(
+            &filter,
+            |x| x.insert_hash(key(1, 5)).unwrap(),
+            |y| y.insert_hash(key(1, 5)).unwrap(),
+        );
         assert!(a ^ b, "exactly one insert stores the fingerprint");
         assert_eq!(filter.len(), 4);
         filter.check_invariants().unwrap();
@@ -113,10 +116,12 @@ fn two_bit_contains_during_a_removal_never_misses() {
 fn two_bit_insert_merging_two_superclusters_and_a_fast_insert_into_the_right_one_lose_nothing() {
     model(|| {
         let filter = filter_with(&[key(1, 1), key(1, 2), key(4, 7), key(4, 8)]);
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.insert_hash(key(1, 3)).unwrap());
-        let u = thread::spawn(move || y.insert_hash(key(4, 5)).unwrap());
-        assert!(t.join().unwrap() && u.join().unwrap());
+        let (first, second) = super::race(
+            &filter,
+            |x| x.insert_hash(key(1, 3)).unwrap(),
+            |y| y.insert_hash(key(4, 5)).unwrap(),
+        );
+        assert!(first && second);
         for k in [
             key(1, 1),
             key(1, 2),
@@ -141,10 +146,12 @@ fn two_bit_insert_merging_two_superclusters_and_a_fast_insert_into_the_right_one
 fn two_bit_fast_path_insert_never_fills_a_right_lock() {
     model(|| {
         let filter = filter_with(&[key(1, 1), key(1, 2), key(4, 7), key(4, 8)]);
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.insert_hash(key(1, 3)).unwrap());
-        let u = thread::spawn(move || y.insert_hash(key(3, 5)).unwrap());
-        assert!(t.join().unwrap() && u.join().unwrap());
+        let (first, second) = super::race(
+            &filter,
+            |x| x.insert_hash(key(1, 3)).unwrap(),
+            |y| y.insert_hash(key(3, 5)).unwrap(),
+        );
+        assert!(first && second);
         for k in [
             key(1, 1),
             key(1, 2),
@@ -166,10 +173,12 @@ fn two_bit_fast_path_insert_never_fills_a_right_lock() {
 fn two_bit_insert_into_the_part_a_removal_splits_off() {
     model(|| {
         let filter = filter_with(&[key(1, 1), key(1, 2), key(2, 5), key(4, 7)]);
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.remove_hash(key(1, 1)).unwrap());
-        let u = thread::spawn(move || y.insert_hash(key(4, 3)).unwrap());
-        assert!(t.join().unwrap() && u.join().unwrap());
+        let (removed, inserted) = super::race(
+            &filter,
+            |x| x.remove_hash(key(1, 1)).unwrap(),
+            |y| y.insert_hash(key(4, 3)).unwrap(),
+        );
+        assert!(removed && inserted);
         for k in [key(1, 2), key(2, 5), key(4, 3), key(4, 7)] {
             assert!(filter.contains_hash(k));
         }
@@ -185,10 +194,12 @@ fn two_bit_insert_into_the_part_a_removal_splits_off() {
 fn two_bit_filling_the_right_boundary_extends_the_locked_supercluster() {
     model(|| {
         let filter = filter_with(&[key(1, 1), key(1, 2), key(1, 3)]);
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.insert_hash(key(1, 16)).unwrap());
-        let u = thread::spawn(move || y.insert_hash(key(4, 7)).unwrap());
-        assert!(t.join().unwrap() && u.join().unwrap());
+        let (first, second) = super::race(
+            &filter,
+            |x| x.insert_hash(key(1, 16)).unwrap(),
+            |y| y.insert_hash(key(4, 7)).unwrap(),
+        );
+        assert!(first && second);
         for k in [key(1, 1), key(1, 2), key(1, 3), key(1, 16), key(4, 7)] {
             assert!(filter.contains_hash(k));
         }
@@ -202,10 +213,12 @@ fn two_bit_filling_the_right_boundary_extends_the_locked_supercluster() {
 fn two_bit_racing_removals_in_one_supercluster() {
     model(|| {
         let filter = filter_with(&[key(1, 1), key(1, 2), key(2, 3), key(3, 4)]);
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.remove_hash(key(1, 2)).unwrap());
-        let u = thread::spawn(move || y.remove_hash(key(3, 4)).unwrap());
-        assert!(t.join().unwrap() && u.join().unwrap());
+        let (first, second) = super::race(
+            &filter,
+            |x| x.remove_hash(key(1, 2)).unwrap(),
+            |y| y.remove_hash(key(3, 4)).unwrap(),
+        );
+        assert!(first && second);
         assert!(filter.contains_hash(key(1, 1)) && filter.contains_hash(key(2, 3)));
         assert_eq!(filter.len(), 2);
         filter.check_invariants().unwrap();
@@ -219,15 +232,16 @@ fn two_bit_racing_removals_in_one_supercluster() {
 fn two_bit_remove_and_reinsert_of_one_key() {
     model(|| {
         let filter = filter_with(&[key(2, 9), key(2, 10), key(3, 1)]);
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.remove_hash(key(2, 9)).unwrap());
-        let u = thread::spawn(move || {
-            let stored = y.insert_hash(key(2, 9)).unwrap();
-            assert!(y.contains_hash(key(3, 1)));
-            stored
-        });
-        assert!(t.join().unwrap());
-        let stored = u.join().unwrap();
+        let (removed, stored) = super::race(
+            &filter,
+            |x| x.remove_hash(key(2, 9)).unwrap(),
+            |y| {
+                let stored = y.insert_hash(key(2, 9)).unwrap();
+                assert!(y.contains_hash(key(3, 1)));
+                stored
+            },
+        );
+        assert!(removed);
         assert_eq!(filter.contains_hash(key(2, 9)), stored);
         filter.check_invariants().unwrap();
     });
@@ -240,10 +254,12 @@ fn two_bit_remove_and_reinsert_of_one_key() {
 fn two_bit_fast_path_insert_never_enters_a_locked_supercluster() {
     model(|| {
         let filter = filter_with(&[key(4, 7), key(4, 8)]);
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.remove_hash(key(4, 8)).unwrap());
-        let u = thread::spawn(move || y.insert_hash(key(4, 5)).unwrap());
-        assert!(t.join().unwrap() && u.join().unwrap());
+        let (removed, inserted) = super::race(
+            &filter,
+            |x| x.remove_hash(key(4, 8)).unwrap(),
+            |y| y.insert_hash(key(4, 5)).unwrap(),
+        );
+        assert!(removed && inserted);
         assert!(filter.contains_hash(key(4, 5)) && filter.contains_hash(key(4, 7)));
         assert!(!filter.contains_hash(key(4, 8)));
         filter.check_invariants().unwrap();
@@ -287,10 +303,12 @@ fn two_bit_insert_waits_for_a_query_holding_its_right_boundary() {
 fn two_bit_insert_holding_its_left_lock_waits_for_a_right_lock_held_by_an_insert() {
     model(|| {
         let filter = filter_with(&[key(1, 1), key(1, 2), key(4, 1), key(4, 2), key(4, 3)]);
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.insert_hash(key(1, 3)).unwrap());
-        let u = thread::spawn(move || y.insert_hash(key(4, 4)).unwrap());
-        assert!(t.join().unwrap() && u.join().unwrap());
+        let (first, second) = super::race(
+            &filter,
+            |x| x.insert_hash(key(1, 3)).unwrap(),
+            |y| y.insert_hash(key(4, 4)).unwrap(),
+        );
+        assert!(first && second);
         for k in [
             key(1, 1),
             key(1, 2),
@@ -314,10 +332,12 @@ fn two_bit_insert_holding_its_left_lock_waits_for_a_right_lock_held_by_an_insert
 fn two_bit_fast_path_insert_replanning_after_another_lane_changed_keeps_both() {
     model(|| {
         let filter = filter_with(&[key(4, 1)]);
-        let (x, y) = (filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.insert_hash(key(4, 2)).unwrap());
-        let u = thread::spawn(move || y.insert_hash(key(6, 1)).unwrap());
-        assert!(t.join().unwrap() && u.join().unwrap());
+        let (first, second) = super::race(
+            &filter,
+            |x| x.insert_hash(key(4, 2)).unwrap(),
+            |y| y.insert_hash(key(6, 1)).unwrap(),
+        );
+        assert!(first && second);
         for k in [key(4, 1), key(4, 2), key(6, 1)] {
             assert!(filter.contains_hash(k));
         }
