@@ -470,15 +470,7 @@ pub(crate) fn plan_insert<S: GroupSource>(
 /// the insert position, the new element (then a cluster start) is written read-locked, since
 /// the concurrent filter holds the read lock on that cluster start.
 ///
-/// The moved elements are written a group at a time ([`Rewriter::put_lanes`]): every lane of
-/// a group's snapshot moves one lane up with one shift of the word, and the element of its top
-/// lane is carried into lane 0 of the next group.
-///
-/// ```text
-///  group g (4 lanes)                    group g + 1
-///  | d | c | b | a |  position at a    | f | e | . | x |   x: the end (empty)
-///  | c | b | a | N |  after            | f | e | . | d |   N: the new element
-/// ```
+/// The moved elements are written a group at a time ([`shift_lanes_up`]).
 #[inline]
 pub(crate) fn shift_in<S: GroupSource, C: Commit>(
     read: &mut Cursor<'_, S>,
@@ -711,6 +703,25 @@ mod tests {
         array
     }
 
+    /// Applies `plan` to `array`, reading it through `source` (the array itself, or a view of
+    /// it), with the slot-by-slot reference shift or with [`shift_in`].
+    fn shift_with<S: GroupSource>(
+        source: &S,
+        array: &SlotArray,
+        plan: &InsertPlan,
+        locked_start: Option<usize>,
+        slot_by_slot: bool,
+    ) {
+        let mut read = Cursor::over(source, plan.position, Ordering::Relaxed);
+        let mut rewriter = Rewriter::new(array, Exclusive, KEEP_OCCUPIED);
+        if slot_by_slot {
+            shift_in_slot_by_slot(&mut read, &mut rewriter, plan, locked_start);
+        } else {
+            shift_in(&mut read, &mut rewriter, plan, locked_start);
+        }
+        rewriter.finish();
+    }
+
     fn words(array: &SlotArray) -> Vec<u64> {
         let groups = array.layout().groups_for(array.len());
         (0..groups)
@@ -740,7 +751,7 @@ mod tests {
             let position = position_seed % (slots - 1);
             let end = position + length_seed % (slots - position);
             let quotient = position.saturating_sub(quotient_back);
-            let canonical_raw = noise(bits, 1, seed ^ 0x5555).get(0, Ordering::Relaxed);
+            let canonical_raw = seed.rotate_left(17) & low_mask(bits);
             let canonical = Slot::from_raw(if canonical_occupied {
                 canonical_raw | OCCUPIED
             } else {
@@ -758,25 +769,11 @@ mod tests {
             let locked_start = lock_position.then_some(position);
             let (expected, actual) = (noise(bits, slots, seed), noise(bits, slots, seed));
             if through_locks {
-                let mut read = Cursor::over(&expected, position, Ordering::Relaxed);
-                let mut rewriter = Rewriter::new(&expected, Exclusive, KEEP_OCCUPIED);
-                shift_in_slot_by_slot(&mut read, &mut rewriter, &plan, locked_start);
-                rewriter.finish();
-                let mut read = Cursor::over(&actual, position, Ordering::Relaxed);
-                let mut rewriter = Rewriter::new(&actual, Exclusive, KEEP_OCCUPIED);
-                shift_in(&mut read, &mut rewriter, &plan, locked_start);
-                rewriter.finish();
+                shift_with(&expected, &expected, &plan, locked_start, true);
+                shift_with(&actual, &actual, &plan, locked_start, false);
             } else {
-                let source = AtRest(&expected);
-                let mut read = Cursor::over(&source, position, Ordering::Relaxed);
-                let mut rewriter = Rewriter::new(&expected, Exclusive, KEEP_OCCUPIED);
-                shift_in_slot_by_slot(&mut read, &mut rewriter, &plan, locked_start);
-                rewriter.finish();
-                let source = AtRest(&actual);
-                let mut read = Cursor::over(&source, position, Ordering::Relaxed);
-                let mut rewriter = Rewriter::new(&actual, Exclusive, KEEP_OCCUPIED);
-                shift_in(&mut read, &mut rewriter, &plan, locked_start);
-                rewriter.finish();
+                shift_with(&AtRest(&expected), &expected, &plan, locked_start, true);
+                shift_with(&AtRest(&actual), &actual, &plan, locked_start, false);
             }
             prop_assert_eq!(words(&actual), words(&expected));
         }
