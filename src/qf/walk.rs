@@ -653,6 +653,7 @@ pub(crate) const KEEP_OCCUPIED: u64 = OCCUPIED;
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::storage::test_arrays::{group_words, shift_cases};
     use crate::storage::{AtRest, Exclusive, SlotArray};
     use crate::sync::Ordering;
     use proptest::prelude::*;
@@ -689,20 +690,6 @@ mod tests {
         }
     }
 
-    /// An array of `slots` slots of `bits` bits holding `seed`-derived bits in every slot,
-    /// lock patterns included.
-    fn noise(bits: u32, slots: usize, seed: u64) -> SlotArray {
-        let mut array = SlotArray::new(bits, slots).unwrap();
-        let mut state = seed | 1;
-        for index in 0..slots {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            array.set_exclusive(index, state & low_mask(bits));
-        }
-        array
-    }
-
     /// Applies `plan` to `array`, reading it through `source` (the array itself, or a view of
     /// it), with the slot-by-slot reference shift or with [`shift_in`].
     fn shift_with<S: GroupSource>(
@@ -722,13 +709,6 @@ mod tests {
         rewriter.finish();
     }
 
-    fn words(array: &SlotArray) -> Vec<u64> {
-        let groups = array.layout().groups_for(array.len());
-        (0..groups)
-            .map(|group| array.load_group(group, Ordering::Relaxed))
-            .collect()
-    }
-
     proptest! {
         /// The group-at-a-time shift writes exactly what the slot-at-a-time one writes, for
         /// every slot width, any slot contents (locks read through or not), any stretch within
@@ -736,38 +716,21 @@ mod tests {
         /// displaced run head, a read-locked new cluster start and the end slot.
         #[test]
         fn the_lane_parallel_shift_writes_what_a_slot_by_slot_shift_writes(
-            bits in 3u32..=64,
-            seed in any::<u64>(),
-            position_seed in 0usize..300,
-            length_seed in 0usize..300,
-            quotient_back in 0usize..4,
-            element_seed in any::<u64>(),
-            canonical_occupied in any::<bool>(),
-            old_head_continues in any::<bool>(),
+            case in shift_cases(OCCUPIED),
             lock_position in any::<bool>(),
             through_locks in any::<bool>(),
         ) {
-            let slots = 300;
-            let position = position_seed % (slots - 1);
-            let end = position + length_seed % (slots - position);
-            let quotient = position.saturating_sub(quotient_back);
-            let canonical_raw = seed.rotate_left(17) & low_mask(bits);
-            let canonical = Slot::from_raw(if canonical_occupied {
-                canonical_raw | OCCUPIED
-            } else {
-                canonical_raw & !OCCUPIED
-            });
             let plan = InsertPlan {
-                quotient,
-                canonical,
-                cluster_start: quotient,
-                position,
-                end,
-                element: Slot::from_raw(element_seed & low_mask(bits) & !OCCUPIED),
-                old_head_continues,
+                quotient: case.quotient,
+                canonical: Slot::from_raw(case.canonical),
+                cluster_start: case.quotient,
+                position: case.position,
+                end: case.end,
+                element: Slot::from_raw(case.element),
+                old_head_continues: case.old_head_continues,
             };
-            let locked_start = lock_position.then_some(position);
-            let (expected, actual) = (noise(bits, slots, seed), noise(bits, slots, seed));
+            let locked_start = lock_position.then_some(case.position);
+            let (expected, actual) = (case.array(), case.array());
             if through_locks {
                 shift_with(&expected, &expected, &plan, locked_start, true);
                 shift_with(&actual, &actual, &plan, locked_start, false);
@@ -775,7 +738,7 @@ mod tests {
                 shift_with(&AtRest(&expected), &expected, &plan, locked_start, true);
                 shift_with(&AtRest(&actual), &actual, &plan, locked_start, false);
             }
-            prop_assert_eq!(words(&actual), words(&expected));
+            prop_assert_eq!(group_words(&actual), group_words(&expected));
         }
     }
 }

@@ -413,6 +413,68 @@ pub(crate) fn shift_out<C: Commit>(
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
+    use crate::storage::test_arrays::{group_words, shift_cases};
+    use crate::storage::Exclusive;
+    use crate::sync::Ordering;
+    use proptest::prelude::*;
+
+    /// [`shift_in`] a slot at a time, as it was written before the group-at-a-time shift: the
+    /// reference the lane-parallel one must match.
+    fn shift_in_slot_by_slot<C: Commit>(
+        read: &mut Cursor<'_>,
+        rewriter: &mut Rewriter<'_, C>,
+        plan: &InsertPlan,
+    ) {
+        if !is_occupied(plan.canonical) && plan.quotient < plan.position {
+            rewriter.put_whole(plan.quotient, plan.canonical | OCCUPIED);
+        }
+        let mut carry = plan.element;
+        for index in plan.position..=plan.end {
+            if index == plan.end {
+                let occupied = if index == plan.quotient { OCCUPIED } else { 0 };
+                rewriter.put_whole(index, carry | occupied);
+                break;
+            }
+            let old = read.slot();
+            rewriter.put(index, carry);
+            carry = old & !OCCUPIED;
+            if index == plan.position && plan.old_head_continues {
+                carry &= !NEW_RUN;
+            }
+            read.advance();
+        }
+    }
+
+    proptest! {
+        /// The group-at-a-time shift writes exactly what the slot-at-a-time one writes, for
+        /// every slot width, any slot contents, any stretch within or across groups, the
+        /// canonical slot's occupied bit, a displaced run head and the end slot.
+        #[test]
+        fn the_lane_parallel_shift_writes_what_a_slot_by_slot_shift_writes(
+            case in shift_cases(OCCUPIED),
+        ) {
+            let plan = InsertPlan {
+                quotient: case.quotient,
+                canonical: case.canonical,
+                position: case.position,
+                end: case.end,
+                element: case.element,
+                old_head_continues: case.old_head_continues,
+            };
+            let (expected, actual) = (case.array(), case.array());
+            for (array, slot_by_slot) in [(&expected, true), (&actual, false)] {
+                let mut read = array.cursor(plan.position, Ordering::Relaxed);
+                let mut rewriter = Rewriter::new(array, Exclusive, OCCUPIED);
+                if slot_by_slot {
+                    shift_in_slot_by_slot(&mut read, &mut rewriter, &plan);
+                } else {
+                    shift_in(&mut read, &mut rewriter, &plan);
+                }
+                rewriter.finish();
+            }
+            prop_assert_eq!(group_words(&actual), group_words(&expected));
+        }
+    }
 
     /// `filled_lanes` agrees with `is_filled` lane by lane, for every slot width and words with
     /// locks, status bits alone, and remainders of one bit anywhere in the lane.
