@@ -19,7 +19,10 @@
 //!
 //! * **insert**: lock-free if the whole insert happens inside the one group it loaded and that
 //!   group holds no lock (Block A and "Avoiding locks"); otherwise write-lock the supercluster
-//!   end, read-lock the cluster start, re-walk from the canonical slot under the locks to check
+//!   end, check right to left that no slot between the canonical slot and it is empty or
+//!   write-locked (the scan that found the end may have passed a slot a removal emptied while
+//!   the scan waited; then unlock and restart), read-lock the cluster start, re-walk from the
+//!   canonical slot under the locks to check
 //!   that the cluster start and the supercluster end are still the ones locked (a removal may
 //!   have split them; if not, unlock and restart), then shift right group by group, left to
 //!   right, waiting for read locks met on the way (Block E). The last element moves into the
@@ -36,8 +39,9 @@
 //!   progress. Callers that act on a hit (`ExpandableQf`'s insert-if-absent) ask
 //!   [`contains_hash_locked`](LocallyLockedQf::contains_hash_locked), which trusts only
 //!   one-group answers and the locked walk.
-//! * **remove** (paper 000 §3.2 "Deletions"): write-lock the supercluster end, read-lock the
-//!   cluster start, check both under the locks, shift left. An element that lands in its
+//! * **remove** (paper 000 §3.2 "Deletions"): write-lock the supercluster end, check the
+//!   stretch to it right to left as inserts do, read-lock the cluster start, check both under
+//!   the locks, shift left. An element that lands in its
 //!   canonical slot starts a new cluster, which is written read-locked and unlocked at the end,
 //!   right to left with the removal's own cluster start last, so no other writer can lock a
 //!   slot the release has still to visit.
@@ -66,7 +70,7 @@ use std::hash::Hash;
 
 use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter, Full, Remove};
-use crate::hash::hash_key;
+use crate::hash::{hash_key, low_mask};
 use crate::storage::{with_fixed_width, Commit, Cursor, GroupSource, Preview, Rewriter, SlotArray};
 use crate::sync::{Ordering, Waiter};
 
@@ -325,6 +329,47 @@ impl LocallyLockedQf {
             .map_err(|_| Migrating)
     }
 
+    /// Whether every slot of `from..end` holds an element (read-locked or not), read right to
+    /// left, a group at a time, after this thread write-locked `end`: the check that `end` is
+    /// the end of the supercluster of `from`. The scan of
+    /// [`lock_first_empty`](Self::lock_first_empty) cannot tell by
+    /// itself: while it waited at a write lock, a removal may have emptied a slot it had passed.
+    ///
+    /// Right to left, the answer holds from the scan on, as long as the write lock on `end`
+    /// is held: only a removal empties a slot, and only inside the stretch up to the write
+    /// lock it holds, on a slot that was the first empty one after its canonical slot. For a
+    /// slot `s` seen filled to be empty later, a removal must empty it while holding the lock
+    /// on a slot `e'` with `s < e' <= end`, and `e'` (seen filled and unlocked before `s`, or
+    /// `end` itself, which this thread holds) must have been emptied in the meantime by a
+    /// removal locked further right: the chain must end at `end` or beyond it, which no other
+    /// thread can lock or pass while this thread holds `end`.
+    fn stretch_is_filled(&self, from: usize, end: usize) -> bool {
+        if from >= end {
+            return true;
+        }
+        let layout = self.table.slots.layout();
+        let bits = layout.bits();
+        let lane_lsb = layout.lanes(1);
+        let (first_group, first_offset) = layout.locate(from);
+        let (last_group, last_offset) = layout.locate(end - 1);
+        for group in (first_group..=last_group).rev() {
+            // Acquire: a group written by a removal or insert that finished must be seen with
+            // everything that writer did before releasing its locks.
+            let word = self.table.slots.load_group(group, Ordering::Acquire);
+            let mut open = LockView::candidates(word, lane_lsb);
+            if group == last_group {
+                open &= low_mask((last_offset + 1) * bits);
+            }
+            if group == first_group {
+                open &= !low_mask(first_offset * bits);
+            }
+            if open != 0 {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Puts `lock` into the first empty, unlocked slot at or after `from`, waiting for write
     /// locks met on the way, and returns its index; or returns `Err` with the index of the first
     /// migration lock met before it (the scan then locked nothing). Shared by block B and the
@@ -467,6 +512,11 @@ impl LocallyLockedQf {
             self.len.increment();
             return Some(Ok(true));
         }
+        if !self.stretch_is_filled(quotient, end) {
+            // A removal emptied a slot behind the scan: `end` ends no supercluster of ours.
+            self.unlock_write(end);
+            return None;
+        }
         let Some(start) = self.lock_cluster_start(quotient) else {
             self.unlock_write(end);
             return None;
@@ -573,6 +623,11 @@ impl LocallyLockedQf {
             // The canonical slot is empty: nothing to remove.
             self.unlock_write(end);
             return Some(false);
+        }
+        if !self.stretch_is_filled(quotient, end) {
+            // As in `insert_locked`.
+            self.unlock_write(end);
+            return None;
         }
         let Some(start) = self.lock_cluster_start(quotient) else {
             self.unlock_write(end);

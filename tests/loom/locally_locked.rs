@@ -387,3 +387,31 @@ fn a_removal_releases_only_its_own_read_locks() {
         filter.check_invariants().unwrap();
     });
 }
+
+/// An insert whose write lock is not on its supercluster's end: while it waited on a removal's
+/// write lock on slot 5, the removal emptied slot 4, and the insert then locked slot 5 with an
+/// empty slot behind it. A second removal (write lock on slot 4) and an insert into slot 4 by the
+/// other thread then change the stretch the first insert planned over, and its plan's check
+/// (the cluster start and the end it finds are the locked ones) must not accept it. Found by a
+/// review of the protocol; before the right-to-left check after the write lock
+/// (`stretch_is_filled`) this model failed at once ("slot 4: run without an occupied slot":
+/// the shift moved the emptied slot 3 as an element); with it, 451,297 executions pass.
+#[test]
+fn a_removal_behind_the_plan_walk_hides_an_empty_slot() {
+    super::check(Some(3), || {
+        let filter = filter_with(&[key(0, 10), key(1, 1), key(1, 2), key(1, 3), key(4, 7)]);
+        super::race(
+            &filter,
+            |x| assert!(x.insert_hash(key(0, 20)).unwrap()),
+            |t| {
+                assert!(t.remove_hash(key(4, 7)).unwrap());
+                assert!(t.remove_hash(key(1, 1)).unwrap());
+                assert!(t.insert_hash(key(4, 9)).unwrap());
+            },
+        );
+        filter.check_invariants().unwrap();
+        for (q, r) in [(0, 10), (0, 20), (1, 2), (1, 3), (4, 9)] {
+            assert!(filter.contains_hash_locked(key(q, r)), "lost ({q}, {r})");
+        }
+    });
+}
