@@ -330,8 +330,9 @@ impl LocallyLockedQf {
     }
 
     /// Whether every slot of `from..end` holds an element (read-locked or not), read right to
-    /// left, a group at a time, after this thread write-locked `end`: the check that `end` is
-    /// the end of the supercluster of `from`. The scan of
+    /// left, a group at a time, after this thread write-locked `end` (or, migrating a growing
+    /// filter, put or met a migration lock there, which is never released): the check that
+    /// `end` is the end of the supercluster of `from`. The scan of
     /// [`lock_first_empty`](Self::lock_first_empty) cannot tell by
     /// itself: while it waited at a write lock, a removal may have emptied a slot it had passed.
     ///
@@ -343,7 +344,7 @@ impl LocallyLockedQf {
     /// `end` itself, which this thread holds) must have been emptied in the meantime by a
     /// removal locked further right: the chain must end at `end` or beyond it, which no other
     /// thread can lock or pass while this thread holds `end`.
-    fn stretch_is_filled(&self, from: usize, end: usize) -> bool {
+    pub(crate) fn stretch_is_filled(&self, from: usize, end: usize) -> bool {
         if from >= end {
             return true;
         }

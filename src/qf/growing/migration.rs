@@ -19,7 +19,11 @@
 //! slot before it: that slot is then the stretch's real end, still unlocked, and an insert that
 //! started before the migration could fill it after the copy. It takes three threads (grower,
 //! remover, late inserter); the loom models run two, so this step is argued here, not
-//! model-checked (a three-thread model did not finish in ten minutes).
+//! model-checked (a three-thread model did not finish in ten minutes). The re-read goes right
+//! to left: left to right, a second removal could empty a slot the re-read had passed and an
+//! insert refill the emptied end of the first before the re-read reached it (the race
+//! `LocallyLockedQf`'s locked paths had, whose loom model is
+//! `a_removal_behind_the_plan_walk_hides_an_empty_slot`).
 //!
 //! The supercluster's *start* can still move left: an insert left of it may fill the empty slot
 //! before it. So a block decides whether a supercluster at its first slot `lo` is its own only
@@ -116,20 +120,13 @@ pub(super) fn migrate_block(
 /// `from..end` is still all filled. Returns the end, or `None` if a removal emptied a slot of the
 /// stretch meanwhile (the end stays locked; it is an empty slot either way).
 fn freeze(old: &LocallyLockedQf, from: usize) -> Option<usize> {
-    let slots = &old.table.slots;
     // The end: the first empty slot from `from` on, migration-locked now, or a migration lock
     // met before it (that slot ends the stretch for good as well).
     let (Ok(end) | Err(end)) = old.lock_first_empty(from, MIGRATION_LOCK);
-    // Acquire: these loads come after the lock's CAS (or after reading a migration lock), so
-    // they see every write of the operations that held the end before.
-    let mut check = slots.cursor(from, Ordering::Acquire);
-    while check.index() < end {
-        if LockView::of(check.slot()) != LockView::Filled {
-            return None;
-        }
-        check.advance();
-    }
-    Some(end)
+    // Right to left, as the locked inserts and removals check their stretch: a check left to
+    // right can pass while a removal empties a slot it has read and an insert refills the slot
+    // it has still to read (see `LocallyLockedQf::stretch_is_filled`).
+    old.stretch_is_filled(from, end).then_some(end)
 }
 
 /// Makes old slot `index`, just left of a block whose first slot belongs to a frozen
