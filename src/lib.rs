@@ -135,6 +135,11 @@ pub use persist::qf::SequentialQfRef;
 pub use qf::counting::{CountingQf, Counts};
 pub use qf::expandable::{ExpandableBuilder, ExpandableQf};
 pub use qf::externally_locked::ExternallyLockedQf;
+/// Entry points for the loom model of one migration block racing older operations (`--cfg loom`
+/// only).
+#[cfg(loom)]
+#[doc(hidden)]
+pub use qf::growing::loom_hooks as migration_loom;
 /// Modelled epoch grace periods for the loom models of the growing filters (`--cfg loom` only).
 #[cfg(loom)]
 #[doc(hidden)]

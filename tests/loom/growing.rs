@@ -10,11 +10,16 @@
 //! resurrected, the doubled table's invariants hold, and (loom checks this itself) nobody
 //! deadlocks.
 //!
+//! The last model runs one migration block directly against a `LocallyLockedQf` (through
+//! `conqf::migration_loom`), so that one thread can play several operations that started before
+//! the migration: the freeze's re-read case of `migration.rs`'s module doc, which takes three
+//! threads or more through `GrowableQf`.
+//!
 //! Resting on argument only, not on these models: reclamation (under loom replaced tables are
-//! kept until the filter drops, see `reclaim.rs`, so the epoch collector is not modelled),
-//! chained migrations (every model doubles once), and the three-thread re-read case in
-//! `migration.rs`'s module doc.
+//! kept until the filter drops, see `reclaim.rs`, so the epoch collector is not modelled) and
+//! chained migrations (every model doubles once).
 
+use conqf::migration_loom::BlockMigration;
 use conqf::{Filter, GrowableQf, LocallyLockedQf, Remove};
 use loom::sync::Arc;
 
@@ -236,5 +241,57 @@ fn removal_at_a_migration_block_boundary_inside_a_group_copies_each_key_once() {
         }
         assert_eq!(filter.len(), 3);
         filter.check_invariants().unwrap();
+    });
+}
+
+/// The freeze of one migration block against operations that started before the migration
+/// (run directly on a `LocallyLockedQf` through `conqf::migration_loom`, so one thread can run
+/// what would be three threads' operations). The block's freeze scans the stretch from slot 0:
+/// table 0:(0,10) 1:(1,1) 2:(1,2) 3:(1,3) 4:(4,7). The other thread removes (4,7) (holding
+/// slot 5, where the scan waits and then puts its migration lock), removes (1,1) (emptying slot
+/// 3, behind a re-read of the stretch that went left to right), inserts (4,9) (refilling slot
+/// 4 before such a re-read got there, which then passed and the block went on after slot 5) and
+/// inserts (1,4) into slot 3, which nothing had locked: that key was stored and not copied. The
+/// copy must hold exactly the keys the old table held once both threads were done, whichever
+/// operations got in before the migration locks.
+#[test]
+fn a_removal_behind_the_freeze_scan_hides_an_empty_slot() {
+    model(|| {
+        let old = LocallyLockedQf::with_bits(Q, R).unwrap();
+        let stored = [(0, 10), (1, 1), (1, 2), (1, 3), (4, 7)];
+        for (q, r) in stored {
+            assert!(old.insert_hash(key(q, r)).unwrap());
+        }
+        let migration = Arc::new(BlockMigration::new(old));
+        let (_, outcomes) = super::race(
+            &migration,
+            |m| m.migrate(),
+            |t| {
+                [
+                    t.remove(key(4, 7)),
+                    t.remove(key(1, 1)),
+                    t.insert(key(4, 9)),
+                    t.insert(key(1, 4)),
+                ]
+            },
+        );
+        // What the old table held once both threads were done: an operation that met a
+        // migration lock changed nothing.
+        let mut held: Vec<u64> = stored.iter().map(|&(q, r)| key(q, r)).collect();
+        let [first, second, third, fourth] = outcomes;
+        if first == Some(true) {
+            held.retain(|&k| k != key(4, 7));
+        }
+        if second == Some(true) {
+            held.retain(|&k| k != key(1, 1));
+        }
+        if third == Some(true) {
+            held.push(key(4, 9));
+        }
+        if fourth == Some(true) {
+            held.push(key(1, 4));
+        }
+        assert!(outcomes.iter().all(|&o| o != Some(false)), "{outcomes:?}");
+        migration.check_copy(&held).unwrap();
     });
 }

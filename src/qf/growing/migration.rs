@@ -17,13 +17,15 @@
 //!
 //! The re-read matters when a removal held the end while the migration scanned and emptied a
 //! slot before it: that slot is then the stretch's real end, still unlocked, and an insert that
-//! started before the migration could fill it after the copy. It takes three threads (grower,
-//! remover, late inserter); the loom models run two, so this step is argued here, not
-//! model-checked (a three-thread model did not finish in ten minutes). The re-read goes right
-//! to left: left to right, a second removal could empty a slot the re-read had passed and an
-//! insert refill the emptied end of the first before the re-read reached it (the race
-//! `LocallyLockedQf`'s locked paths had, whose loom model is
-//! `a_removal_behind_the_plan_walk_hides_an_empty_slot`).
+//! started before the migration could fill it after the copy. The re-read goes right to left:
+//! left to right, a second removal could empty a slot the re-read had passed and an insert
+//! refill the emptied end of the first before the re-read reached it (the race
+//! `LocallyLockedQf`'s locked paths had), and a later insert fill the slot the second removal
+//! emptied, never copied. Through `GrowableQf` these cases take a thread per operation that
+//! started before the migration (three such threads did not finish in ten minutes under loom);
+//! the loom model `a_removal_behind_the_freeze_scan_hides_an_empty_slot` runs a block directly
+//! against such operations on one thread (`loom_hooks.rs`), and loses that
+//! insert with a left-to-right re-read.
 //!
 //! The supercluster's *start* can still move left: an insert left of it may fill the empty slot
 //! before it. So a block decides whether a supercluster at its first slot `lo` is its own only

@@ -23,6 +23,8 @@
 //! write-lock scan, which tells a migration lock (a write lock with a non-zero remainder) from an
 //! ordinary one.
 
+#[cfg(loom)]
+pub mod loom_hooks;
 mod migration;
 mod reclaim;
 
