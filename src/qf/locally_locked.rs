@@ -21,12 +21,12 @@
 //!   group holds no lock (Block A and "Avoiding locks"); otherwise write-lock the supercluster
 //!   end, check right to left that no slot between the canonical slot and it is empty or
 //!   write-locked (the scan that found the end may have passed a slot a removal emptied while
-//!   the scan waited; then unlock and restart), read-lock the cluster start, re-walk from the
-//!   canonical slot under the locks to check
-//!   that the cluster start and the supercluster end are still the ones locked (a removal may
-//!   have split them; if not, unlock and restart), then shift right group by group, left to
-//!   right, waiting for read locks met on the way (Block E). The last element moves into the
-//!   write-locked slot, which releases that lock; then the read lock is released.
+//!   the scan waited; then unlock and restart). From then on nobody else changes the stretch
+//!   back to its cluster start (it is *frozen*, see `plan_frozen`), so one walk from the
+//!   canonical slot plans the insert; then read-lock the cluster start the walk found (which
+//!   keeps locked queries out) and shift right group by group, left to right, waiting for read
+//!   locks met on the way (Block E). The last element moves into the write-locked slot, which
+//!   releases that lock; then the read lock is released.
 //! * **contains**: first the whole lookup walked without locks. Its answer stands if the walk
 //!   read only the group of the canonical slot (Block F), or if it found the remainder: a query
 //!   that succeeds writes nothing, where the paper's takes a read lock (its queries then scale
@@ -40,8 +40,9 @@
 //!   [`contains_hash_locked`](LocallyLockedQf::contains_hash_locked), which trusts only
 //!   one-group answers and the locked walk.
 //! * **remove** (paper 000 §3.2 "Deletions"): write-lock the supercluster end, check the
-//!   stretch to it right to left as inserts do, read-lock the cluster start, check both under
-//!   the locks, shift left. An element that lands in its
+//!   stretch to it right to left as inserts do, plan with one walk of the frozen stretch (an
+//!   absent key is answered there), read-lock the cluster start, shift left. An element that
+//!   lands in its
 //!   canonical slot starts a new cluster, which is written read-locked and unlocked at the end,
 //!   right to left with the removal's own cluster start last, so no other writer can lock a
 //!   slot the release has still to visit.
@@ -483,22 +484,68 @@ impl LocallyLockedQf {
         debug_assert!(released, "slot {index} was not write-locked");
     }
 
-    /// Whether the walk from `quotient` reaches the cluster start `start` and the supercluster
-    /// end `end`: the locks still protect the stretch the operation will change.
-    fn locks_still_cover(&self, quotient: usize, start: usize, end: usize) -> bool {
-        // Acquire: as in `lock_cluster_start`.
-        let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
-        if walk::back_to_cluster_start(&mut cursor).is_none() || cursor.index() != start {
-            return false;
+    /// Blocks C and G for a writer whose stretch is frozen (see [`plan_frozen`]): read-locks
+    /// `start`, the cluster start its plan found, waiting while a query or a finishing removal
+    /// holds it. `false` if `start` holds no cluster start (the frozen stretch rules that out;
+    /// the caller restarts all the same).
+    ///
+    /// [`plan_frozen`]: Self::plan_frozen
+    fn read_lock_frozen(&self, start: usize) -> bool {
+        let waiter = Waiter::new();
+        loop {
+            if self.try_read_lock(start) {
+                return true;
+            }
+            // Acquire: as in `lock_cluster_start`, to see the holder's release.
+            match self.table.slots.get(start, Ordering::Acquire) & STATUS_MASK {
+                READ_LOCK => waiter.wait(),
+                OCCUPIED => {}
+                _ => return false,
+            }
         }
-        let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
-        walk::seek_empty(&mut cursor) == Some(end)
+    }
+
+    /// Blocks C and D of an insert or a removal holding the write lock on `end`, the first
+    /// empty slot at or after `quotient`: checks that the stretch `quotient..end` is still all
+    /// filled ([`stretch_is_filled`](Self::stretch_is_filled)), then runs `plan` on a cursor on
+    /// the canonical slot. `None`: a removal emptied a slot behind the scan that found `end`;
+    /// restart.
+    ///
+    /// Once the check passes, the stretch is *frozen*: up to its cluster start, no other thread
+    /// changes an element or a status bit in it (read locks, which every walk reads through,
+    /// still come and go), so one walk plans the whole operation, with no lock on the cluster
+    /// start yet and no second walk to check the locks. Every slot the plan reads, right to
+    /// left from `end - 1` (the check) and then from `quotient` back to the cluster start (the
+    /// plan's walk), is read after the write lock was taken and seen filled; by the check's
+    /// argument none of them can be emptied while the lock is held. Only the holder of `end`
+    /// may insert into or remove from the supercluster those slots belong to, so their elements
+    /// do not move; an insert from the supercluster to the left fills at most the empty slot
+    /// before it and moves nothing of it; and a removal that emptied a slot of the stretch
+    /// before the lock was taken wrote that slot in its last group commit, so what remains of it
+    /// is the release of its read locks. The plan's end is then `end` itself, and its cluster
+    /// start stays one: the caller read-locks it ([`read_lock_frozen`](Self::read_lock_frozen))
+    /// only to keep locked queries out of the shift.
+    #[inline(always)]
+    fn plan_frozen<T>(
+        &self,
+        quotient: usize,
+        end: usize,
+        plan: impl FnOnce(&mut Cursor<'_>) -> T,
+    ) -> Option<T> {
+        if !self.stretch_is_filled(quotient, end) {
+            return None;
+        }
+        // Acquire: the plan's loads come after the lock's CAS and the check's loads; each sees
+        // the last write of its slot, which no other thread changes any more.
+        Some(plan(
+            &mut self.table.slots.cursor(quotient, Ordering::Acquire),
+        ))
     }
 
     // ----- Blocks B-E: the locked insert ----------------------------------------------------
 
     /// The locked insert, holding the write lock on `end`, the first empty slot at or after
-    /// `quotient` (Block B). `None`: the locks no longer cover the cluster; restart.
+    /// `quotient` (Block B). `None`: `end` no longer ends the supercluster; restart.
     fn insert_locked(
         &self,
         quotient: usize,
@@ -513,37 +560,33 @@ impl LocallyLockedQf {
             self.len.increment();
             return Some(Ok(true));
         }
-        if !self.stretch_is_filled(quotient, end) {
-            // A removal emptied a slot behind the scan: `end` ends no supercluster of ours.
-            self.unlock_write(end);
-            return None;
-        }
-        let Some(start) = self.lock_cluster_start(quotient) else {
-            self.unlock_write(end);
-            return None;
-        };
-        // Block D, and the check that the locks still cover the stretch: a removal between our
-        // scans may have split the cluster or the supercluster (paper 000 §3.2, "Deletions").
-        // Acquire: reads of the locked stretch; the locks' Acquire already ordered them.
-        let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
-        let plan = match walk::plan_insert(&mut cursor, quotient, remainder) {
-            Some(InsertStep::Place(plan)) if plan.cluster_start == start && plan.end == end => plan,
-            Some(InsertStep::Duplicate { cluster_start }) if cluster_start == start => {
-                self.unlock_read(start);
+        // Block D, planned on the frozen stretch (see `plan_frozen`).
+        let step = self.plan_frozen(quotient, end, |cursor| {
+            walk::plan_insert(cursor, quotient, remainder)
+        });
+        let plan = match step {
+            Some(Some(InsertStep::Place(plan))) => plan,
+            Some(Some(InsertStep::Duplicate { .. })) => {
                 self.unlock_write(end);
                 return Some(Ok(false));
             }
+            // A removal emptied a slot behind the scan (`end` ends no supercluster of ours), or
+            // a walk could not finish, which the frozen stretch rules out.
             _ => {
-                self.unlock_read(start);
                 self.unlock_write(end);
                 return None;
             }
         };
+        debug_assert_eq!(plan.end, end, "the frozen stretch ends at the write lock");
         if end + 1 >= self.table.slots.len() {
             // The run would reach the last slot, which stays empty.
-            self.unlock_read(start);
             self.unlock_write(end);
             return Some(Err(Full));
+        }
+        let start = plan.cluster_start;
+        if !self.read_lock_frozen(start) {
+            self.unlock_write(end);
+            return None;
         }
         // Block E.
         let mut read = self.table.slots.cursor(plan.position, Ordering::Acquire);
@@ -618,37 +661,34 @@ impl LocallyLockedQf {
     // ----- Deletions ------------------------------------------------------------------------
 
     /// The locked removal, holding the write lock on `end`, the first empty slot at or after
-    /// `quotient`. `None`: the locks no longer cover the cluster; restart.
+    /// `quotient`. `None`: `end` no longer ends the supercluster; restart.
     fn remove_locked(&self, quotient: usize, remainder: u64, end: usize) -> Option<bool> {
         if end == quotient {
             // The canonical slot is empty: nothing to remove.
             self.unlock_write(end);
             return Some(false);
         }
-        if !self.stretch_is_filled(quotient, end) {
-            // As in `insert_locked`.
-            self.unlock_write(end);
-            return None;
-        }
-        let Some(start) = self.lock_cluster_start(quotient) else {
-            self.unlock_write(end);
-            return None;
-        };
-        if !self.locks_still_cover(quotient, start, end) {
-            self.unlock_read(start);
-            self.unlock_write(end);
-            return None;
-        }
-        // Acquire: as in `insert_locked`.
-        let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
-        let plan = match walk::plan_remove(&mut cursor, quotient, remainder) {
-            Some(Some(plan)) => plan,
-            _ => {
-                self.unlock_read(start);
+        // Planned on the frozen stretch, as in `insert_locked`: an absent key is absent for
+        // as long as this thread holds `end`, so the answer needs no read lock.
+        let step = self.plan_frozen(quotient, end, |cursor| {
+            walk::plan_remove(cursor, quotient, remainder)
+        });
+        let plan = match step {
+            Some(Some(Some(plan))) => plan,
+            Some(Some(None)) => {
                 self.unlock_write(end);
                 return Some(false);
             }
+            _ => {
+                self.unlock_write(end);
+                return None;
+            }
         };
+        let start = plan.cluster_start;
+        if !self.read_lock_frozen(start) {
+            self.unlock_write(end);
+            return None;
+        }
         let mut read = self
             .table
             // Acquire: reads of the locked cluster; the locks' Acquire already ordered them.
@@ -1017,14 +1057,5 @@ mod tests {
         filter.check_invariants().unwrap();
         assert!(!filter.contains_hash(key(0, 0)));
         assert!(filter.contains_hash(key(3, 6)));
-    }
-
-    #[test]
-    fn locked_paths_restart_when_the_cluster_moved() {
-        let filter = filter();
-        // The cluster of quotient 3 starts at slot 2; pretending it starts at 5 must fail.
-        assert!(filter.locks_still_cover(3, 2, 6));
-        assert!(!filter.locks_still_cover(3, 5, 6));
-        assert!(!filter.locks_still_cover(3, 2, 7));
     }
 }
