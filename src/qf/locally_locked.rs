@@ -516,8 +516,11 @@ impl LocallyLockedQf {
     /// still come and go), so one walk plans the whole operation, with no lock on the cluster
     /// start yet and no second walk to check the locks. Every slot the plan reads, right to
     /// left from `end - 1` (the check) and then from `quotient` back to the cluster start (the
-    /// plan's walk), is read after the write lock was taken and seen filled; by the check's
-    /// argument none of them can be emptied while the lock is held. Only the holder of `end`
+    /// plan's walk), is read after the write lock was taken and seen filled (the walk back
+    /// stops at the first slot whose shifted bit is clear, which holds an element because the
+    /// slot before a shifted one always does: every group write keeps that; and
+    /// [`read_lock_frozen`](Self::read_lock_frozen) restarts if that slot is no cluster start);
+    /// by the check's argument none of them can be emptied while the lock is held. Only the holder of `end`
     /// may insert into or remove from the supercluster those slots belong to, so their elements
     /// do not move; an insert from the supercluster to the left fills at most the empty slot
     /// before it and moves nothing of it; and a removal that emptied a slot of the stretch
@@ -535,8 +538,8 @@ impl LocallyLockedQf {
         if !self.stretch_is_filled(quotient, end) {
             return None;
         }
-        // Acquire: the plan's loads come after the lock's CAS and the check's loads; each sees
-        // the last write of its slot, which no other thread changes any more.
+        // Acquire: each load pairs with the Release group CAS of its slot's last writer, and
+        // by the argument above no writer but this thread comes after that one.
         Some(plan(
             &mut self.table.slots.cursor(quotient, Ordering::Acquire),
         ))
@@ -577,7 +580,13 @@ impl LocallyLockedQf {
                 return None;
             }
         };
-        debug_assert_eq!(plan.end, end, "the frozen stretch ends at the write lock");
+        if plan.end != end {
+            // The frozen stretch rules this out; a hole in that argument restarts rather than
+            // shift into a slot this thread has not locked.
+            debug_assert!(false, "the plan of a frozen stretch ends at {}", plan.end);
+            self.unlock_write(end);
+            return None;
+        }
         if end + 1 >= self.table.slots.len() {
             // The run would reach the last slot, which stays empty.
             self.unlock_write(end);

@@ -415,3 +415,78 @@ fn a_removal_behind_the_plan_walk_hides_an_empty_slot() {
         }
     });
 }
+
+/// The locked insert plans before it read-locks its cluster start (`plan_frozen`): a lock-free
+/// insert into the start's group must not change what the plan read. Slots 1-5 are one
+/// supercluster, (1,1) (1,2) (3,5) (3,6) (4,7), with cluster starts 1 and 3. `a` inserts (4,1)
+/// on the locked path (its cluster start 3 lies in group 0, its canonical slot in group 1);
+/// `b` removes (1,1), emptying slot 2, and inserts (1,0), which shifts (1,2) inside group 0
+/// while `a` may be between its plan and its read lock, then queries `a`'s cluster.
+#[test]
+fn a_fast_path_insert_in_the_cluster_start_group_leaves_a_frozen_plan_alone() {
+    model(|| {
+        let filter = filter_with(&[key(1, 1), key(1, 2), key(3, 5), key(3, 6), key(4, 7)]);
+        super::race(
+            &filter,
+            |a| assert!(a.insert_hash(key(4, 1)).unwrap()),
+            |b| {
+                assert!(b.remove_hash(key(1, 1)).unwrap());
+                assert!(b.insert_hash(key(1, 0)).unwrap());
+                assert!(!b.contains_hash(key(3, 9)));
+            },
+        );
+        filter.check_invariants().unwrap();
+        for (q, r) in [(1, 0), (1, 2), (3, 5), (3, 6), (4, 1), (4, 7)] {
+            assert!(filter.contains_hash_locked(key(q, r)), "lost ({q}, {r})");
+        }
+        assert!(!filter.contains_hash_locked(key(1, 1)));
+        assert_eq!(filter.len(), 6);
+    });
+}
+
+/// A removal answers "absent" from its frozen plan, without the read lock, while an insert of
+/// that key races it: the key is stored exactly when the removal says it removed nothing.
+#[test]
+fn an_absent_removal_racing_the_insert_of_its_key_is_linearizable() {
+    model(|| {
+        let filter = filter_with(&[key(2, 1), key(2, 2), key(3, 5), key(4, 7)]);
+        let (removed, inserted) = super::race(
+            &filter,
+            |a| a.remove_hash(key(3, 6)).unwrap(),
+            |b| b.insert_hash(key(3, 6)).unwrap(),
+        );
+        assert!(inserted);
+        assert_eq!(filter.contains_hash_locked(key(3, 6)), !removed);
+        assert_eq!(filter.len(), if removed { 4 } else { 5 });
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// One cluster in slots 1-5, (1,1) (1,2) (2,3) (3,4) (4,5), slot 6 empty. `b` removes (1,1),
+/// which splits it into the read-locked starts 2, 3 and 4 and empties slot 5, then queries and
+/// removes an absent key; `a` inserts (4,0) from slot 4 (lane 0 of group 1, shifted), whose
+/// cluster start moves from 1 to 4 across the removal. It fails with neither the right-to-left
+/// check of the frozen stretch nor the test that the plan ends at the write lock.
+#[test]
+fn a_split_moves_the_cluster_start_between_the_scan_and_the_plan() {
+    model(|| {
+        let filter = filter_with(&[key(1, 1), key(1, 2), key(2, 3), key(3, 4), key(4, 5)]);
+        super::race(
+            &filter,
+            |a| {
+                assert!(a.insert_hash(key(4, 0)).unwrap());
+                assert!(a.contains_hash(key(2, 3)));
+            },
+            |b| {
+                assert!(b.remove_hash(key(1, 1)).unwrap());
+                assert!(b.contains_hash_locked(key(4, 5)));
+                assert!(!b.remove_hash(key(3, 9)).unwrap());
+            },
+        );
+        filter.check_invariants().unwrap();
+        for (q, r) in [(1, 2), (2, 3), (3, 4), (4, 0), (4, 5)] {
+            assert!(filter.contains_hash_locked(key(q, r)), "lost ({q}, {r})");
+        }
+        assert_eq!(filter.len(), 5);
+    });
+}
