@@ -211,3 +211,39 @@ fn merge_racing_a_shift_across_the_boundary_keeps_every_stored_key() {
         filter.check_invariants().unwrap();
     });
 }
+
+/// The race `LocallyLockedQf` had (`a_removal_behind_the_plan_walk_hides_an_empty_slot`), here:
+/// an insert at 62, holding region 0, plans up to the cluster's first empty slot (69) in region
+/// 1 before it holds that region, while the other thread, in region 1 only, removes (65, 0)
+/// (emptying slot 68, which the plan may have passed), shrinks (64, 7) from two copies to one
+/// and inserts (65, 8) (refilling). The insert must act only on a plan made under every region
+/// it read.
+#[test]
+fn removals_behind_the_plan_to_the_empty_slot_leave_the_insert_intact() {
+    super::check_with_branches(Some(2), Some(100_000), || {
+        let filter = filter_with(&boundary_runs());
+        let (inserted, ()) = super::race(
+            &filter,
+            |x| x.insert_hash(key(62, 5)).unwrap(),
+            |t| {
+                assert!(t.remove_hash(key(65, 0)).unwrap());
+                assert!(t.remove_hash(key(64, 7)).unwrap());
+                assert!(t.insert_hash(key(65, 8)).unwrap());
+            },
+        );
+        assert!(inserted);
+        filter.check_invariants().unwrap();
+        for (k, n) in [
+            (key(62, 3), 1),
+            (key(62, 5), 1),
+            (key(62, 9), 1),
+            (key(63, 4), 1),
+            (key(63, 12), 1),
+            (key(64, 7), 1),
+            (key(65, 8), 1),
+            (key(65, 0), 0),
+        ] {
+            assert_eq!(filter.count_hash(k), n, "count of {k:#x}");
+        }
+    });
+}
