@@ -319,7 +319,11 @@ impl Merge for CountingQf {
                 "fingerprints of {bits} and {other_bits} bits"
             )));
         }
-        let total = self.distinct() + other.distinct();
+        let (a, a_counts) = filter_keys(self);
+        let (b, b_counts) = filter_keys(other);
+        // Sized from what was read under the locks: counts read before them would miss what
+        // other threads insert meanwhile, and the rebuild could then fail as full.
+        let total = a.len() + b.len();
         let mut q = self.quotient_bits().max(other.quotient_bits());
         while ((1u64 << q) as f64) * MERGE_LOAD < total as f64
             && bits - q > counter_code::MIN_REMAINDER_BITS
@@ -327,8 +331,6 @@ impl Merge for CountingQf {
         {
             q += 1;
         }
-        let (a, a_counts) = filter_keys(self);
-        let (b, b_counts) = filter_keys(other);
         let (union, counts) = merge_counted((&a, &a_counts), (&b, &b_counts));
         rebuilt(
             q,
