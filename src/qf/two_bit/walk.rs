@@ -201,6 +201,7 @@ fn filled_lanes(word: u64, lsb: u64, bits: u32) -> u64 {
     let nonzero = (((remainders & below_top) + below_top) | remainders) & top;
     nonzero >> (bits - 1)
 }
+
 /// Everything an insert will write, decided before anything is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct InsertPlan {
