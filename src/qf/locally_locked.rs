@@ -1067,4 +1067,19 @@ mod tests {
         assert!(!filter.contains_hash(key(0, 0)));
         assert!(filter.contains_hash(key(3, 6)));
     }
+
+    #[test]
+    fn a_frozen_plan_read_locks_only_an_unlocked_cluster_start() {
+        let filter = filter();
+        // Slot 2 starts the cluster of quotient 2, slot 3 holds a continuation, slot 7 is empty.
+        assert!(filter.read_lock_frozen(2));
+        assert_eq!(
+            filter.table.slots.get(2, Ordering::Relaxed) & STATUS_MASK,
+            READ_LOCK
+        );
+        filter.unlock_read(2);
+        assert!(!filter.read_lock_frozen(3));
+        assert!(!filter.read_lock_frozen(7));
+        filter.check_invariants().unwrap();
+    }
 }
