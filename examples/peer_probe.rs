@@ -10,7 +10,9 @@
 //!   unsuccessful and `2^20` successful lookups (fewer on small tables) on each;
 //! * `W=inserts`: each round fills a fresh table of each to `FILL`;
 //! * `W=band`: each round fills fresh tables to `LO` untimed and times the inserts up to `HI`
-//!   (the inserts of Figure 3's last fill level).
+//!   (the inserts of Figure 3's last fill level);
+//! * `W=removes`: each round fills fresh tables to `HI` untimed and times the removals of the
+//!   keys inserted after `LO`, the last first (the table goes back from `HI` to `LO`).
 //!
 //! `F`: `sequential` (default), `locally-locked` or `counting` (`CountingQf` with one remainder
 //! bit more than the others, as in the figures). `Q` (default 22), `FILL` (0.72), `LO` (0.85), `HI`
@@ -67,13 +69,13 @@ fn main() {
 fn usage(problem: &str) -> ! {
     eprintln!("peer_probe: {problem}");
     eprintln!(
-        "settings: W=lookups|inserts|band F=sequential|locally-locked|counting Q FILL LO HI R"
+        "settings: W=lookups|inserts|band|removes F=sequential|locally-locked|counting Q FILL LO HI R"
     );
     std::process::exit(2);
 }
 
 /// Runs workload `what` with our table from `make` against `qfilter` and prints the medians.
-fn probe<T: SeqTable>(
+fn probe<T: SeqTable + SeqRemove>(
     what: &str,
     q: u32,
     fill: f64,
@@ -136,7 +138,45 @@ fn probe<T: SeqTable>(
                 .collect();
             report(&format!("inserts from {lo} to {hi} fill"), &runs);
         }
-        other => usage(&format!("W={other} is not one of lookups, inserts, band")),
+        "removes" => {
+            let keys = key_hashes(POSITIVE_KEYS, items_at(q, hi));
+            let band: Vec<u64> = keys[items_at(q, lo)..].iter().rev().copied().collect();
+            let mut missed = (0, 0);
+            let runs: Vec<Round> = (0..rounds)
+                .map(|round| {
+                    let (mut ours, mut theirs) = (make(), peer());
+                    fill_both(&mut ours, &mut theirs, &keys);
+                    let (mut missed_ours, mut missed_theirs) = (0, 0);
+                    let timed = in_turn(
+                        round,
+                        || {
+                            rate(band.len(), || {
+                                missed_ours = table_remove_all(&mut ours, &band);
+                                missed_ours
+                            })
+                        },
+                        || {
+                            rate(band.len(), || {
+                                missed_theirs = table_remove_all(&mut theirs, &band);
+                                missed_theirs
+                            })
+                        },
+                    );
+                    missed = (missed_ours, missed_theirs);
+                    timed
+                })
+                .collect();
+            report(&format!("removals from {hi} to {lo} fill"), &runs);
+            // Keys whose fingerprint another key already removed: each table stores a
+            // fingerprint once, however many keys share it.
+            println!(
+                "removals that found nothing (fingerprint collisions): {} ours, {} qfilter's",
+                missed.0, missed.1
+            );
+        }
+        other => usage(&format!(
+            "W={other} is not one of lookups, inserts, band, removes"
+        )),
     }
 }
 

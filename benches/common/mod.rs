@@ -16,7 +16,7 @@ use std::hint::black_box;
 use std::sync::{Barrier, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use conqf::{hash_key, Error, Filter, SequentialQf};
+use conqf::{hash_key, Error, Filter, Remove, SequentialQf};
 
 pub(crate) mod cuckoo_lookup;
 pub(crate) mod cuckoo_mix;
@@ -267,6 +267,34 @@ impl SeqTable for SequentialQf {
     }
 }
 
+/// Removal for the single-threaded tables that have it (the quotient filters and `qfilter`).
+pub(crate) trait SeqRemove {
+    /// Removes one copy of a prehashed key; whether there was one.
+    fn table_remove(&mut self, hash: u64) -> bool;
+}
+
+impl SeqRemove for SequentialQf {
+    #[inline]
+    fn table_remove(&mut self, hash: u64) -> bool {
+        // A `SequentialQf` removal has no failure other than an absent key.
+        self.remove_hash(hash).unwrap_or(false)
+    }
+}
+
+impl SeqRemove for qfilter::Filter {
+    #[inline]
+    fn table_remove(&mut self, hash: u64) -> bool {
+        self.remove_fingerprint(hash)
+    }
+}
+
+impl<F: Remove + 'static> SeqRemove for Direct<F> {
+    #[inline]
+    fn table_remove(&mut self, hash: u64) -> bool {
+        self.0.remove_hash(hash).unwrap_or(false)
+    }
+}
+
 /// `qfilter` takes a 64-bit hash directly (`*_fingerprint` methods use its low bits), so it gets
 /// the same xxh3 hashes as our filters and hashing stays out of both timed loops.
 impl SeqTable for qfilter::Filter {
@@ -486,6 +514,15 @@ pub(crate) fn table_insert_all<T: SeqTable>(table: &mut T, hashes: &[u64]) -> us
     hashes
         .iter()
         .filter(|&&hash| table.table_insert(hash).is_err())
+        .count()
+}
+
+/// Removes every hash from a single-threaded table; returns how many were not found.
+#[inline(never)]
+pub(crate) fn table_remove_all<T: SeqRemove>(table: &mut T, hashes: &[u64]) -> usize {
+    hashes
+        .iter()
+        .filter(|&&hash| !table.table_remove(hash))
         .count()
 }
 
