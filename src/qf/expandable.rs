@@ -62,8 +62,9 @@
 //! walk without locks whose answer stands if it read one 64-bit group or found the key, else a read
 //! lock on the cluster. A hit of that walk can be a misread during a shift (a false positive), so
 //! inserts and removals, which act on a hit, ask the level with `contains_hash_locked`, which
-//! trusts only one-group answers and locked walks. Removals use the ordinary locked removal, on the
-//! level that holds the fingerprint (the newest first). Cascading inserts change lower levels only
+//! trusts only one-group answers and locked walks. Removals use the locally locked filter's
+//! removal (lock-free inside one group, else locked), on the level that holds the fingerprint
+//! (the newest first), counted in flight either way. Cascading inserts change lower levels only
 //! by CASes into empty slots, which move nothing.
 //!
 //! A removal can also empty a canonical slot, which would make the cascading early stop wrong

@@ -490,3 +490,33 @@ fn a_split_moves_the_cluster_start_between_the_scan_and_the_plan() {
         assert_eq!(filter.len(), 5);
     });
 }
+
+/// A lock-free removal inside one group must leave alone slots a locked insert has planned
+/// over. Slots 3-4 hold quotient 3's run (crossing from group 0 into group 1), slot 5 the
+/// cluster start (5,1), slots 6 and 7 are empty. `a` inserts (3,0) on the locked path: write
+/// lock on slot 6, plan, read lock on slot 3, then a shift of slots 3-5 into 4-6. `b` removes
+/// (5,1) inside group 1, where slot 7 leaves room even while slot 6 is write-locked: the
+/// group's lock must send it to the locked path (else `a`'s shift writes (5,1) back over the
+/// removal: without the group's lock check this fails with "slot 6: run without an occupied
+/// slot"). If `b` removes first, `a`'s scan may have passed slot 5 before it emptied, and `a`
+/// must see the empty slot behind its write lock and restart: the right-to-left check of the
+/// stretch sees it, and so does the plan, which then ends short of the lock (with neither
+/// check, this fails too).
+#[test]
+fn a_fast_path_removal_leaves_a_locked_insert_s_stretch_alone() {
+    model(|| {
+        let filter = filter_with(&[key(3, 1), key(3, 2), key(5, 1)]);
+        let (inserted, removed) = super::race(
+            &filter,
+            |a| a.insert_hash(key(3, 0)).unwrap(),
+            |b| b.remove_hash(key(5, 1)).unwrap(),
+        );
+        assert!(inserted && removed);
+        filter.check_invariants().unwrap();
+        for (q, r) in [(3, 0), (3, 1), (3, 2)] {
+            assert!(filter.contains_hash_locked(key(q, r)), "lost ({q}, {r})");
+        }
+        assert!(!filter.contains_hash_locked(key(5, 1)));
+        assert_eq!(filter.len(), 3);
+    });
+}

@@ -7,8 +7,8 @@
 //!
 //! An insert or a removal changes slots only between a supercluster's start and its end, the
 //! first empty slot after it, and it holds the write lock on that end while it does (the
-//! lock-free fast path instead compare-and-exchanges one group whose snapshot held an empty,
-//! unlocked end slot). [`freeze`] migration-locks the end `e` of the supercluster containing a
+//! lock-free fast paths of inserts and removals instead compare-and-exchange one group whose
+//! snapshot held no lock and an empty slot after every slot they change). [`freeze`] migration-locks the end `e` of the supercluster containing a
 //! filled slot `i` (waiting while an operation holds it) and then re-reads `i..e`: if all of it is
 //! still filled, no operation can change those slots any more, because every operation that
 //! would has to lock or fill `e`, which is a migration lock for ever. Operations in flight
