@@ -10,6 +10,11 @@
 //! resurrected, the doubled table's invariants hold, and (loom checks this itself) nobody
 //! deadlocks.
 //!
+//! One model's table cannot double at all (one remainder bit, so `QfTable::doubled` refuses):
+//! `a_failed_doubling_ends_every_insert` races two inserts into its last free slot, so that both
+//! try to grow and the growth fails, and checks that both return, `Ok` or `Full`, with nothing
+//! lost or added, and that later inserts into the full table return `Full` at once.
+//!
 //! The last model runs one migration block directly against a `LocallyLockedQf` (through
 //! `conqf::migration_loom`), so that one thread can play several operations that started before
 //! the migration: the freeze's re-read case of `migration.rs`'s module doc, which takes three
@@ -17,10 +22,10 @@
 //!
 //! Resting on argument only, not on these models: reclamation (under loom replaced tables are
 //! kept until the filter drops, see `reclaim.rs`, so the epoch collector is not modelled) and
-//! chained migrations (every model doubles once).
+//! chained migrations (no model doubles more than once).
 
 use conqf::migration_loom::BlockMigration;
-use conqf::{Filter, GrowableQf, LocallyLockedQf, Remove};
+use conqf::{Error, Filter, Fingerprint, GrowableQf, LocallyLockedQf, Remove};
 use loom::sync::Arc;
 
 const Q: u32 = 4;
@@ -241,6 +246,105 @@ fn removal_at_a_migration_block_boundary_inside_a_group_copies_each_key_once() {
         }
         assert_eq!(filter.len(), 3);
         filter.check_invariants().unwrap();
+    });
+}
+
+/// Quotient bits of the model whose doubling fails (`a_failed_doubling_ends_every_insert`). Its
+/// remainders have one bit, none left to move into the quotient, so `QfTable::doubled` refuses
+/// although `max_doublings(1)` still allows a doubling, and the thread that claimed the growth
+/// stores `FAILED`. The table must report `Full` before its fill reaches the growth threshold:
+/// otherwise an insert of the setup would claim (and fail) the growth before the threads start.
+/// An insert is `Full` when its run would reach the last slot, `2 + 4 * 2^ceil(q / 2)` slots past
+/// the `2^q` canonical ones, and a quotient has only two one-bit fingerprints, so the cluster
+/// that gets there holds at least `2 * (2 + 4 * 2^ceil(q / 2)) - 2` keys; the threshold is at
+/// most `0.9 * 2^q`. Eight quotient bits is the smallest table where that cluster stays below
+/// the threshold (130 keys against at most 230; with seven, 130 against at most 115).
+const FAILING_Q: u32 = 8;
+
+/// The hash of fingerprint `(quotient, remainder)` in the table of `FAILING_Q` quotient bits and
+/// one remainder bit.
+fn one_bit_key(quotient: u64, remainder: u64) -> u64 {
+    ((quotient << 1) | remainder) << (64 - FAILING_Q - 1)
+}
+
+/// The keys stored before the threads of `a_failed_doubling_ends_every_insert` start: both
+/// fingerprints of quotients 189 to 253 and the first of 254, 131 keys filling slots 189-319 in
+/// order. Slot 320 is the last that may be filled (the table has 256 + 66 slots and the last
+/// stays empty), so one more key fits and the next is `Full`.
+fn one_short_of_full() -> impl Iterator<Item = (u64, u64)> {
+    (189..254)
+        .flat_map(|quotient| [(quotient, 0), (quotient, 1)])
+        .chain([(254, 0)])
+}
+
+/// Two inserts into a table one key short of both its growth threshold (132 keys) and of full,
+/// whose doubling fails: the insert that takes the last slot reaches the threshold and tries to
+/// grow, the other finds the table full and tries to grow too. Either may claim the growth;
+/// whoever claims it finds that the table cannot double and stores `FAILED`. The other either
+/// meets `FAILED` and gives up, or meets `CLAIMED` before the failure is stored, with no
+/// migration published, and must wait and retry until it meets `FAILED`: with the table full,
+/// an insert that waited for a migration that never comes would spin for ever (loom reports it
+/// when the execution passes its branch limit). After every interleaving: exactly one insert
+/// stored its key and the other returned `Full`, the table holds exactly the keys it held plus
+/// that one, its length says so, it did not double, and a third insert that finds it full
+/// returns `Full` at once instead of waiting for a growth that will never happen.
+///
+/// The setup of 131 inserts makes thousands of atomic accesses before the threads start, hence
+/// the raised branch limit.
+#[test]
+fn a_failed_doubling_ends_every_insert() {
+    let (first_key, second_key) = (one_bit_key(255, 0), one_bit_key(255, 1));
+    super::check_with_branches(Some(2), Some(100_000), move || {
+        let filter = LocallyLockedQf::growable(1, 0.5)
+            // A threshold of 132 keys (exact in binary): one more than the setup stores.
+            .delta_grow(132.0 / 256.0)
+            .max_doublings(1)
+            .build_with_bits(FAILING_Q, 1)
+            .unwrap();
+        for (quotient, remainder) in one_short_of_full() {
+            assert!(filter
+                .insert_hash(one_bit_key(quotient, remainder))
+                .unwrap());
+        }
+        assert_eq!(filter.len(), 131);
+        let filter = Arc::new(filter);
+        let (first, second) = super::race(
+            &filter,
+            move |x| x.insert_hash(first_key),
+            move |y| y.insert_hash(second_key),
+        );
+        // Both keys belong in slot 320, the last free one: one insert gets it.
+        let (stored, refused) = match (first, second) {
+            (Ok(true), Err(Error::Full)) => (first_key, second_key),
+            (Err(Error::Full), Ok(true)) => (second_key, first_key),
+            outcomes => panic!("the inserts returned {outcomes:?}"),
+        };
+        assert!(filter.contains_hash(stored), "a stored key is missing");
+        assert!(!filter.contains_hash(refused), "a refused key was stored");
+        assert_eq!(filter.doublings(), 0);
+        assert_eq!(filter.len(), 132);
+        filter.check_invariants().unwrap();
+        // The other fingerprint of quotient 254 would shift quotient 255's run into the last
+        // slot: the table is full, and with the growth failed the insert must say so.
+        assert_eq!(filter.insert_hash(one_bit_key(254, 1)), Err(Error::Full));
+        assert_eq!(filter.len(), 132);
+        // Every fingerprint, not only the ones queried: the failed claim and the refused
+        // inserts changed nothing else.
+        let table = Arc::try_unwrap(filter)
+            .unwrap_or_else(|_| panic!("the threads still hold the filter"))
+            .into_inner();
+        let mut expected: Vec<Fingerprint> = one_short_of_full()
+            .map(|(quotient, remainder)| Fingerprint {
+                quotient,
+                remainder,
+            })
+            .chain([Fingerprint {
+                quotient: 255,
+                remainder: u64::from(stored == second_key),
+            }])
+            .collect();
+        expected.sort_unstable();
+        assert_eq!(table.fingerprints().collect::<Vec<_>>(), expected);
     });
 }
 
