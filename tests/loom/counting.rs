@@ -14,6 +14,14 @@
 //! while an insert shifts across the boundary. After every interleaving: no lost insert
 //! or increment, no false negative, exact counts, the table's invariants, no region left
 //! locked and (loom checks it) no deadlock.
+//!
+//! The last three models use a second table ([`saturated_filter`]): six blocks of 2-bit
+//! remainders in which the runs of block 0's quotients spill 288 slots into block 1, so block
+//! 1's stored offset saturates and every operation on quotient 64 walks back into block 0. That
+//! is the left extension: the operation releases the region it holds and locks again from the
+//! lowest region up, after which everything it read before is stale. The other thread changes
+//! the region to the left, alone (an insert inside block 0) or with the cluster (an insert that
+//! shifts it through every region).
 
 use conqf::{Count, CountingQf, Filter, Remove};
 use loom::sync::Arc;
@@ -245,5 +253,171 @@ fn removals_behind_the_plan_to_the_empty_slot_leave_the_insert_intact() {
         ] {
             assert_eq!(filter.count_hash(k), n, "count of {k:#x}");
         }
+    });
+}
+
+/// Quotient bits of the filter whose block 1 has a saturated offset: 256 canonical slots and
+/// the overflow tail make 6 blocks (384 slots), the smallest table with room for a cluster that
+/// spills 255 slots or more into block 1.
+const SATURATED_Q: u32 = 8;
+/// Remainder bits of that filter: with 2-bit slots a counter takes the most slots per copy
+/// (base 3), so eight entries fill the cluster.
+const SATURATED_R: u32 = 2;
+/// A count whose entry takes 41 slots at `r = 2` (42 for remainder 1, 43 for remainder 0):
+/// `BIG - 3 = 3^38` has 39 base-3 digits. The seven such entries below stay under `2^64`
+/// copies in all, so `len` is exact.
+const BIG: u64 = 3 + 3u64.pow(38);
+
+/// The hash of fingerprint `(quotient, remainder)` in the filter of [`saturated_filter`].
+fn saturated_key(quotient: u64, remainder: u64) -> u64 {
+    ((quotient << SATURATED_R) | remainder) << (64 - SATURATED_Q - SATURATED_R)
+}
+
+/// The entries of [`saturated_filter`] as `(quotient, remainder, count)`, in slot order: the
+/// cluster of quotients 61 to 63 starts at slot 61 and ends at slot 351, (61, 3) in slots
+/// 61-101, (62, 1) in 102, (62, 2) and (62, 3) in 103-184, 63's four counters in 185-351;
+/// (64, 1) follows in slot 352. So runs of block 0's quotients use 288 slots of block 1 (its
+/// stored offset saturates at 255), while blocks 2 to 5 keep exact offsets (225, 161, 97, 33).
+/// Remainder 0 of 62 and quotient 10 are free for the other thread.
+fn saturated_entries() -> Vec<(u64, u64, u64)> {
+    let mut entries = vec![(61, 3, BIG), (62, 1, 1), (62, 2, BIG), (62, 3, BIG)];
+    entries.extend((0..4).map(|x| (63, x, BIG)));
+    entries.push((64, 1, 1));
+    entries
+}
+
+/// The bytes ([`CountingQf::to_bytes`]) of a filter of [`SATURATED_Q`] and [`SATURATED_R`]
+/// bits, one block per region, holding [`saturated_entries`]. Built once, in a model of its own
+/// (loom's atomics exist only inside one): the inserts that build it make thousands of atomic
+/// accesses, which every execution of every model would repeat, while
+/// [`saturated_filter`] copies the table's 25 words.
+fn saturated_bytes() -> &'static [u8] {
+    static BYTES: std::sync::OnceLock<Vec<u8>> = std::sync::OnceLock::new();
+    BYTES.get_or_init(|| {
+        let built = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let out = built.clone();
+        let mut builder = loom::model::Builder::new();
+        builder.max_branches = 100_000;
+        builder.check(move || {
+            let mut filter = CountingQf::with_bits_and_region(SATURATED_Q, SATURATED_R, 1).unwrap();
+            for (quotient, remainder, n) in saturated_entries() {
+                let k = saturated_key(quotient, remainder);
+                filter.insert_count_hash(k, n).unwrap();
+            }
+            filter.check_invariants().unwrap();
+            *out.lock().unwrap() = filter.to_bytes();
+        });
+        let mut bytes = built.lock().unwrap();
+        std::mem::take(&mut *bytes)
+    })
+}
+
+/// The filter of [`saturated_bytes`], read back.
+///
+/// Any operation on quotient 64 finds block 1's offset saturated and recomputes it from block
+/// 0's runends (`runs::spill`): holding region 1 only, its walk touches block 0, so it must
+/// extend its locks to the left, releasing region 1 and locking regions 0 to 5 from the lowest
+/// (its walk also reads up to block 5, where 64's run lies), and walk again.
+fn saturated_filter(bytes: &[u8]) -> Arc<CountingQf> {
+    Arc::new(CountingQf::from_bytes(bytes).unwrap())
+}
+
+/// Checks that `filter` holds exactly `entries`, `(quotient, remainder, count)`: in its table
+/// (read in one pass, cheaper under loom than a lookup of each), in `len` and in `distinct`;
+/// and the table's invariants, which include that no region is left locked.
+fn assert_holds_exactly(filter: &CountingQf, entries: &[(u64, u64, u64)]) {
+    let mut expected = entries.to_vec();
+    expected.sort_unstable();
+    let stored: Vec<(u64, u64, u64)> = filter
+        .counts()
+        .map(|(fingerprint, n)| (fingerprint.quotient, fingerprint.remainder, n))
+        .collect();
+    assert_eq!(stored, expected, "the stored entries and counts");
+    let copies: u64 = entries.iter().map(|&(_, _, n)| n).sum();
+    assert_eq!(
+        (filter.len() as u64, filter.distinct()),
+        (copies, entries.len())
+    );
+    filter.check_invariants().unwrap();
+}
+
+/// The left extension racing a writer of the regions it releases. An insert of (64, 2) holds
+/// region 1, walks back into block 0 for block 1's saturated offset, and so releases region 1
+/// to lock regions 0 to 5 from the lowest; the other thread inserts (62, 0), which holds region
+/// 0 and extends to the right over regions 1 to 5 (waiting for region 1 while the first insert
+/// holds it), shifting the whole cluster, (64, 1) included, a slot up. When that insert runs
+/// between the release and the relock, everything the first walk read is stale: the insert
+/// must plan again under regions 0 to 5. Both inserts land, every count stays exact, the
+/// invariants hold and no region stays locked; and (loom checks it) the two threads, each
+/// holding the region the other waits for, do not deadlock, because the left extension waits
+/// holding nothing.
+#[test]
+fn an_insert_that_looks_back_a_block_plans_again_after_relocking() {
+    let bytes = saturated_bytes();
+    model(move || {
+        let filter = saturated_filter(bytes);
+        let (first, second) = super::race(
+            &filter,
+            |x| x.insert_hash(saturated_key(64, 2)).unwrap(),
+            |y| y.insert_hash(saturated_key(62, 0)).unwrap(),
+        );
+        assert!(first && second);
+        let mut entries = saturated_entries();
+        entries.extend([(64, 2, 1), (62, 0, 1)]);
+        assert_holds_exactly(&filter, &entries);
+    });
+}
+
+/// The left extension racing a writer of the released region alone, on the removal path: a
+/// removal of (64, 1) (its run the only one of block 1) walks back into block 0 for block 1's
+/// saturated offset, extends to regions 0 to 5, and, the run's last slot moving, recomputes the
+/// offsets of blocks 2 to 5 from block 0's runends again while writing (the write's reach to
+/// the left, which must lie inside the plan's). The other thread inserts (10, 1), a run of its
+/// own in block 0, holding region 0 only: it writes block 0's `occupieds` and `runends` words
+/// one after the other, so a walk between the two stores counts the runs of block 0 wrong and
+/// places 64's run elsewhere (inside 63's run, or nowhere). Only the walk under region 0's
+/// lock may be acted on: the removal takes out (64, 1) and nothing else, the insert lands,
+/// every count stays exact, the invariants hold and no region stays locked.
+#[test]
+fn a_removal_that_looks_back_a_block_reads_it_only_under_its_lock() {
+    let bytes = saturated_bytes();
+    model(move || {
+        let filter = saturated_filter(bytes);
+        let (removed, inserted) = super::race(
+            &filter,
+            |x| x.remove_hash(saturated_key(64, 1)).unwrap(),
+            |y| y.insert_hash(saturated_key(10, 1)).unwrap(),
+        );
+        assert!(removed && inserted);
+        let mut entries = saturated_entries();
+        entries.retain(|&(quotient, _, _)| quotient != 64);
+        entries.push((10, 1, 1));
+        assert_holds_exactly(&filter, &entries);
+    });
+}
+
+/// The lookup's left extension: a query of (64, 1) cannot answer from block 1 (its offset is
+/// saturated), so it walks optimistically, leaves region 1 (back into block 0 for the offset),
+/// locks region 1 and walks again, and, that walk still reaching block 0, releases region 1 to
+/// lock regions 0 to 5 from the lowest. Meanwhile the other thread inserts (10, 1) in block 0,
+/// holding region 0 only: neither region 1's version nor its lock sees that write, so only an
+/// answer read while holding region 0 too may be given. The query finds exactly one copy (no
+/// false negative, and not the count of a neighbouring run that a half-written block 0 points
+/// it to), the insert lands, the invariants hold and no region stays locked.
+#[test]
+fn a_lookup_that_looks_back_a_block_answers_only_under_every_lock() {
+    let bytes = saturated_bytes();
+    model(move || {
+        let filter = saturated_filter(bytes);
+        let (seen, inserted) = super::race(
+            &filter,
+            |x| x.count_hash(saturated_key(64, 1)),
+            |y| y.insert_hash(saturated_key(10, 1)).unwrap(),
+        );
+        assert_eq!(seen, 1);
+        assert!(inserted);
+        let mut entries = saturated_entries();
+        entries.push((10, 1, 1));
+        assert_holds_exactly(&filter, &entries);
     });
 }
