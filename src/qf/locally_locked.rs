@@ -49,13 +49,17 @@
 //!   unlocked at the end, right to left with the removal's own cluster start last, so no other
 //!   writer can lock a slot the release has still to visit.
 //!
-//! The lock-free paths change one group with one CAS, from a snapshot holding no lock and an
-//! empty slot after every slot they change. A locked operation whose stretch covers those
-//! slots holds a lock in that group, or has its write lock beyond that empty slot; then its
-//! right-to-left check, made after the write lock, finds the empty slot (or the slot the
-//! removal emptied) and restarts it, and a check that came earlier certified the slots filled,
-//! which no lock-free path can have changed since (it would have needed an empty slot among
-//! them). So no locked plan ever covers slots a lock-free path changes.
+//! The lock-free paths change one group with one CAS from a snapshot with no lock and, in that
+//! group, an empty slot at or after every slot they change; the CAS compares the whole word, so
+//! the group holds no lock when it lands. A locked operation relies, from its right-to-left
+//! check on, on the slots its check and then its plan's walk back read, all filled, from its
+//! cluster start to its write lock `end`. A lock-free change of one of them needs an empty,
+//! unlocked slot after it in its group: `end` is locked, a slot beyond `end` puts that lock in
+//! the group, and a slot before `end` was read filled in the same load and cannot have been
+//! emptied since (`stretch_is_filled`). A lock-free change made before those reads is part of
+//! what they read; if it emptied a slot behind the scan, the check restarts. So from its check
+//! to its release, no lock-free path changes a slot a locked operation relies on; likewise for
+//! a growing filter's migration from its re-read of a frozen stretch on.
 //!
 //! Every group is written with one CAS that moves it from its state before the operation to its
 //! state after it, and every occupied bit changes in the same write as the run it describes (or,
@@ -348,13 +352,17 @@ impl LocallyLockedQf {
     /// itself: while it waited at a write lock, a removal may have emptied a slot it had passed.
     ///
     /// Right to left, the answer holds from the scan on, as long as the write lock on `end`
-    /// is held: only a removal empties a slot, and only inside the stretch up to the write
-    /// lock it holds, on a slot that was the first empty one after its canonical slot. For a
-    /// slot `s` seen filled to be empty later, a removal must empty it while holding the lock
-    /// on a slot `e'` with `s < e' <= end`, and `e'` (seen filled and unlocked before `s`, or
-    /// `end` itself, which this thread holds) must have been emptied in the meantime by a
-    /// removal locked further right: the chain must end at `end` or beyond it, which no other
-    /// thread can lock or pass while this thread holds `end`.
+    /// is held: only a removal empties a slot, a locked one inside the stretch up to the write
+    /// lock it holds (on a slot that was the first empty one after its canonical slot), a
+    /// lock-free one ([`remove_in_group`](Self::remove_in_group)) only a slot followed, in the
+    /// group word it replaces, by an empty slot, with no lock in that group. For a slot `s`
+    /// seen filled to be empty later, a removal must empty it holding the lock on some `e'`
+    /// with `s < e' <= end`, or lock-free while some `e'` after `s` in the group of `s` is
+    /// empty and unlocked; then `e' < end` (else this thread's lock is in that group), and
+    /// `e'` (seen filled before `s`, in the same load if lock-free) must have been emptied in
+    /// the meantime by a removal further right: the chain must end at `end` or beyond it, which
+    /// no other thread can lock, pass, or use as room in its group while this thread holds
+    /// `end`.
     pub(crate) fn stretch_is_filled(&self, from: usize, end: usize) -> bool {
         if from >= end {
             return true;
@@ -467,7 +475,8 @@ impl LocallyLockedQf {
     /// removal's: its cluster start and the cluster starts its shift created, which are all the
     /// cluster starts of the stretch, so nobody else could lock any. The order keeps that true
     /// for the slots still to visit: once slot `s` is released, another writer may lock it and
-    /// write new read-locked cluster starts into its cluster, which lies right of `s`, while
+    /// write new read-locked cluster starts into its cluster (or change that cluster lock-free,
+    /// writing no read lock), which lies right of `s`, while
     /// every slot left of `s` is in a cluster whose start the removal still holds. Left to
     /// right, a second removal that locked the released `from` could have its new starts
     /// released by this scan, letting a locked query walk its half-done shift (a false
@@ -531,7 +540,9 @@ impl LocallyLockedQf {
     /// slot before a shifted one always does: every group write keeps that; and
     /// [`read_lock_frozen`](Self::read_lock_frozen) restarts if that slot is no cluster start);
     /// by the check's argument none of them can be emptied while the lock is held. Only the holder of `end`
-    /// may insert into or remove from the supercluster those slots belong to, so their elements
+    /// may insert into or remove from the supercluster those slots belong to (a lock-free path
+    /// needs an empty, unlocked slot after what it changes in that group, which this
+    /// supercluster has only at the locked `end`), so their elements
     /// do not move; an insert from the supercluster to the left fills at most the empty slot
     /// before it and moves nothing of it; and a removal that emptied a slot of the stretch
     /// before the lock was taken wrote that slot in its last group commit, so what remains of it
@@ -680,8 +691,10 @@ impl LocallyLockedQf {
     /// holds a lock in this group (a read lock on the cluster start, found here, or the write
     /// lock on the supercluster's end, which lies at or before the empty slot), or would have
     /// to hold one whose stretch passes the empty slot, which its right-to-left check of the
-    /// stretch, or a migration's re-read, refuses. So no locked operation has certified these
-    /// slots, and one that has not yet will see the emptied slot (module doc; migration.rs).
+    /// stretch, or a migration's re-read, refuses; a locked query whose cluster start lies
+    /// outside this group walks another cluster. So no locked operation relies on these slots
+    /// now, and one that certifies them later reads them after this CAS (and restarts if a slot
+    /// it needs is empty); module doc; migration.rs.
     ///
     /// Not inlined: inlined into `remove_or_migrating` (once per slot width), it made the
     /// whole removal 17% more instructions than without this path (callgrind,

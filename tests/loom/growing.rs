@@ -351,11 +351,13 @@ fn a_failed_doubling_ends_every_insert() {
 /// The freeze of one migration block against operations that started before the migration
 /// (run directly on a `LocallyLockedQf` through `conqf::migration_loom`, so one thread can run
 /// what would be three threads' operations). The block's freeze scans the stretch from slot 0:
-/// table 0:(0,10) 1:(1,1) 2:(1,2) 3:(1,3) 4:(4,7). The other thread removes (4,7) (holding
-/// slot 5, where the scan waits and then puts its migration lock), removes (1,1) (emptying slot
-/// 3, behind a re-read of the stretch that went left to right), inserts (4,9) (refilling slot
-/// 4 before such a re-read got there, which then passed and the block went on after slot 5) and
-/// inserts (1,4) into slot 3, which nothing had locked: that key was stored and not copied. The
+/// table 0:(0,10) 1:(1,1) 2:(1,2) 3:(1,3) 4:(4,7). The other thread removes (4,7) (with one
+/// CAS of group 1 while that group holds no lock, emptying slot 4 behind the scan, which then
+/// puts its migration lock on slot 5; before the lock-free removal it held slot 5, where the
+/// scan waited), removes (1,1) (emptying slot 3, behind a re-read of the stretch that went left
+/// to right), inserts (4,9) (refilling slot 4 before such a re-read got there, which then
+/// passed and the block went on after slot 5) and inserts (1,4) into slot 3, which nothing had
+/// locked: that key was stored and not copied. The
 /// copy must hold exactly the keys the old table held once both threads were done, whichever
 /// operations got in before the migration locks.
 #[test]

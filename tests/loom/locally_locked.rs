@@ -388,8 +388,9 @@ fn a_removal_releases_only_its_own_read_locks() {
     });
 }
 
-/// An insert whose write lock is not on its supercluster's end: while it waited on a removal's
-/// write lock on slot 5, the removal emptied slot 4, and the insert then locked slot 5 with an
+/// An insert whose write lock is not on its supercluster's end: its scan passed slot 4, the
+/// removal of (4,7) emptied it (since `a6f77e6` with one CAS of group 1, before that holding a
+/// write lock on slot 5, where the scan waited), and the insert then locked slot 5 with an
 /// empty slot behind it. A second removal (write lock on slot 4) and an insert into slot 4 by the
 /// other thread then change the stretch the first insert planned over, and its plan's check
 /// (the cluster start and the end it finds are the locked ones) must not accept it. Found by a

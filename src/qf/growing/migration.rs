@@ -8,12 +8,14 @@
 //! An insert or a removal changes slots only between a supercluster's start and its end, the
 //! first empty slot after it, and it holds the write lock on that end while it does (the
 //! lock-free fast paths of inserts and removals instead compare-and-exchange one group whose
-//! snapshot held no lock and an empty slot after every slot they change). [`freeze`] migration-locks the end `e` of the supercluster containing a
-//! filled slot `i` (waiting while an operation holds it) and then re-reads `i..e`: if all of it is
-//! still filled, no operation can change those slots any more, because every operation that
-//! would has to lock or fill `e`, which is a migration lock for ever. Operations in flight
-//! finish first: the migration waits for their write lock, and their writes happen before the
-//! lock's release, which the migration's CAS reads.
+//! snapshot held no lock and an empty slot at or after every slot they change). [`freeze`]
+//! migration-locks the end `e` of the supercluster containing a filled slot `i` (waiting while
+//! an operation holds it) and then re-reads `i..e`: if all of it is still filled, no operation
+//! can change those slots any more, because every operation that would has to lock or fill `e`
+//! (a migration lock for ever), or, lock-free, find an empty, unlocked slot after them in their
+//! group: inside `i..e` there is none left, and one beyond `e` puts `e`'s lock in the group.
+//! Operations in flight finish first: the migration waits for their write lock, and their
+//! writes happen before the lock's release, which the migration's CAS reads.
 //!
 //! The re-read matters when a removal held the end while the migration scanned and emptied a
 //! slot before it: that slot is then the stretch's real end, still unlocked, and an insert that
