@@ -446,10 +446,12 @@ impl GrowableQf {
 
     /// Whether the table is at its final size and its fill has reached `delta_grow`, checked
     /// after an insert of `hash` (see [`Generation::fill_reached`]): a multi-level filter then
-    /// opens its next level.
+    /// opens its next level. Final also when the builder still allows doublings that the table
+    /// cannot make ([`Generation::doublings_possible`]: remainder or quotient bits used up, or
+    /// allocating the larger table failed): else such a level would fill up to `Full` first.
     pub(crate) fn saturated(&self, hash: u64, guard: &Guard) -> bool {
         let generation = self.generation(guard);
-        generation.doublings_left == 0 && generation.fill_reached(hash)
+        generation.doublings_possible() == 0 && generation.fill_reached(hash)
     }
 
     /// Stores the fingerprint of `hash` in its canonical slot if that slot is empty, with one
@@ -749,5 +751,33 @@ impl fmt::Debug for GrowableQf {
             .field("len", &self.len())
             .field("delta_grow", &self.delta_grow)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+    use crate::filter::Filter;
+
+    /// A table of one remainder bit cannot double (a table keeps at least one), whatever
+    /// `max_doublings` allows: once its fill reaches `delta_grow` it is saturated, so a
+    /// multi-level filter opens its next level then, not only when this one is full.
+    #[test]
+    fn a_table_that_cannot_double_is_saturated_at_its_threshold() {
+        let filter = LocallyLockedQf::growable(1, 0.5)
+            .delta_grow(0.5)
+            .max_doublings(1)
+            .build_with_bits(4, 1)
+            .unwrap();
+        // Hash 0 samples the fill on every check; 16 slots, threshold 8.
+        let guard = reclaim::pin();
+        let key = |quotient: u64, remainder: u64| ((quotient << 1) | remainder) << 59;
+        for quotient in 0..7 {
+            assert_eq!(filter.insert_hash(key(quotient * 2, 0)), Ok(true));
+        }
+        assert!(!filter.saturated(0, &guard), "7 keys, below the threshold");
+        assert_eq!(filter.insert_hash(key(14, 0)), Ok(true));
+        assert!(filter.saturated(0, &guard));
+        assert_eq!(filter.doublings(), 0);
     }
 }
