@@ -8,6 +8,8 @@
 //! r = 10 + 3 bits, its load cap raised to the figure's 72%), `AtomicBloomFilter` and the
 //! `fastbloom` crate's atomic Bloom filter (both with the r = 10 table's memory and 4 hash
 //! functions, as paper 000 §5). The random-read limit is measured at every thread count too.
+//! The group `fig2/remove` times the removal of every inserted key (the workload of
+//! `benches/common/removes.rs`, the figures runner's `removes`) for the filters that remove.
 //!
 //! Environment: `CONQF_THREADS=1,2,4` picks the thread counts (default 1 up to the available
 //! parallelism); `CONQF_SCALE=quick|default|paper` the size (2^16, 2^22 or 2^25 slots).
@@ -20,6 +22,7 @@ mod common;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use common::removes::{removes_concurrent, removes_sequential};
 use common::{
     count_hits, insert_all, items_at, key_hashes, parallel, parallel_random_reads, piece,
     table_count_hits, table_insert_all, FastBloom, Locked, ReadArray, Scale, FIG2_FILL,
@@ -27,7 +30,7 @@ use common::{
 };
 use conqf::{
     AtomicBloomFilter, CountingQf, Error, ExternallyLockedQf, Filter, LinearProbingQf,
-    LocallyLockedQf, SequentialQf, TwoBitQf,
+    LocallyLockedQf, Remove, SequentialQf, TwoBitQf,
 };
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
 
@@ -168,6 +171,53 @@ fn concurrent<F: Filter>(
     }
 }
 
+/// The removal of every inserted key from a table filled to 72%, `SequentialQf` on one thread
+/// first (the baseline), then each concurrent filter `make` builds at every thread count.
+fn removals<F: Filter + Remove>(
+    c: &mut Criterion,
+    setup: &Setup,
+    name: &str,
+    make: impl Fn() -> Result<F, Error>,
+) {
+    let keys = &setup.positives;
+    let mut g = group(c, "remove", keys.len());
+    for &threads in &setup.threads {
+        g.bench_function(BenchmarkId::new(name, threads), |b| {
+            b.iter_custom(|iters| {
+                (0..iters)
+                    .map(|_| {
+                        let filter = make().unwrap_or_else(|error| panic!("{name}: {error}"));
+                        let run = removes_concurrent(&filter, keys, threads);
+                        assert_eq!(run.problem(), None, "{name} with {threads} threads");
+                        run.time
+                    })
+                    .sum()
+            })
+        });
+    }
+    g.finish();
+}
+
+/// The removal baseline: `SequentialQf` on one thread, called directly.
+fn sequential_removals(c: &mut Criterion, setup: &Setup) {
+    let keys = &setup.positives;
+    let mut g = group(c, "remove", keys.len());
+    g.bench_function(BenchmarkId::new("SequentialQf", 1), |b| {
+        b.iter_custom(|iters| {
+            (0..iters)
+                .map(|_| {
+                    let mut filter = SequentialQf::with_bits(setup.quotient_bits, REMAINDER_BITS)
+                        .expect("valid");
+                    let run = removes_sequential(&mut filter, keys);
+                    assert_eq!(run.problem(), None, "SequentialQf");
+                    run.time
+                })
+                .sum()
+        })
+    });
+    g.finish();
+}
+
 /// The physical limit at every thread count: as many independent random 8-byte reads as there
 /// are lookups, over an array of the `SequentialQf` table's size.
 fn random_read_limit(c: &mut Criterion, setup: &Setup) {
@@ -237,6 +287,19 @@ fn benches(c: &mut Criterion) {
     // CountingQf with the qfilter peer's parameters (`qfilter_like`: 2^q slots of r + 1 bits,
     // the same false-positive rate), so the two rank-and-select filters compare like for like.
     concurrent(c, &setup, "CountingQf", || CountingQf::with_bits(q, r + 1));
+
+    sequential_removals(c, &setup);
+    removals(c, &setup, "SequentialQf+Mutex", || {
+        SequentialQf::with_bits(q, r).map(Locked::new)
+    });
+    removals(c, &setup, "LocallyLockedQf", || {
+        LocallyLockedQf::with_bits(q, r)
+    });
+    removals(c, &setup, "ExternallyLockedQf", || {
+        ExternallyLockedQf::with_bits(q, r)
+    });
+    removals(c, &setup, "TwoBitQf", || TwoBitQf::with_bits(q, r));
+    removals(c, &setup, "CountingQf", || CountingQf::with_bits(q, r + 1));
 
     random_read_limit(c, &setup);
 }

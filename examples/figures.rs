@@ -32,6 +32,11 @@
 //!   segment the insert and lookup throughput and the measured false-positive rate, in rounds
 //!   as `fig2` (every filter's whole run once per round; since 2026-11-26).
 //!
+//! * `removes`: removals against threads, which the papers do not plot: Figure 2's table filled
+//!   to 72% untimed, then every key removed once, each thread its own piece; `SequentialQf` and
+//!   `qfilter` on one thread, both behind a `Mutex`, and the concurrent quotient filters that
+//!   remove (`figures/removes.rs`).
+//!
 //! Every figure also measures the physical limit in the same run: independent random 8-byte reads
 //! and a dependent pointer chase over an array of the table's size (for `fig4`, the largest
 //! filter's final size; for `cuckoo`, the lock-free table's: with 16-bit fingerprints for the
@@ -44,6 +49,8 @@
 mod bulk;
 #[path = "../benches/common/mod.rs"]
 mod common;
+#[path = "figures/removes.rs"]
+mod removes;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -80,14 +87,14 @@ Options:
                    the environment variable CONQF_SCALE sets it too, this option wins
   --bits Q         2^Q slots instead of the scale's (10 to 30; e.g. 24 for issue 8's
                    bulk targets), keeping the scale's repetitions
-  --only LIST      run only these figures, comma-separated: fig2, fig3, fig4, cuckoo, bulk
-                   (default: all)
+  --only LIST      run only these figures, comma-separated: fig2, fig3, fig4, cuckoo, bulk,
+                   removes (default: all)
   --csv FILE       also write every measurement to FILE, one row each, with the columns
                    figure,filter,threads,fill,phase,ops_per_sec,speedup,fpr,bits_per_item
                    (for fig4 the fill column holds the segment number)
   --plots DIR      write one SVG plot per figure into DIR, created if missing
                    (default: target/figures): fig2.svg, fig3.svg, fig4.svg, cuckoo.svg,
-                   bulk.svg
+                   bulk.svg, removes.svg
   -h, --help       print this help
 
 Figures:
@@ -110,6 +117,10 @@ Figures:
   bulk   paper 004 Figures 11-13: bulk build throughput against fill, 10% to 95%, by
          the three methods with and without dedupe (on the most threads of --threads) and
          one-by-one inserts; unsuccessful lookups, contains against contains_batch
+  removes removals against threads on Figure 2's table (72% fill, untimed), every key
+         removed once, speedup over SequentialQf on one thread: SequentialQf and qfilter
+         (1 thread, direct), both behind a Mutex, LocallyLockedQf, ExternallyLockedQf,
+         TwoBitQf, CountingQf; each run checks the filter ends empty
 
 Every figure also measures the physical limit: independent random 8-byte reads and a
 dependent pointer chase over an array of the filter's size; every lookup is also shown as
@@ -124,15 +135,17 @@ enum Figure {
     Fig4,
     Cuckoo,
     Bulk,
+    Removes,
 }
 
 impl Figure {
-    const ALL: [Figure; 5] = [
+    const ALL: [Figure; 6] = [
         Figure::Fig2,
         Figure::Fig3,
         Figure::Fig4,
         Figure::Cuckoo,
         Figure::Bulk,
+        Figure::Removes,
     ];
 
     fn name(self) -> &'static str {
@@ -142,6 +155,7 @@ impl Figure {
             Figure::Fig4 => "fig4",
             Figure::Cuckoo => "cuckoo",
             Figure::Bulk => "bulk",
+            Figure::Removes => "removes",
         }
     }
 }
@@ -285,7 +299,7 @@ fn parse_figures(text: &str) -> Result<Vec<Figure>, String> {
             .into_iter()
             .find(|figure| figure.name() == part)
             .ok_or_else(|| {
-                format!("--only: unknown figure '{part}' (known: fig2, fig3, fig4, cuckoo, bulk)")
+                format!("--only: unknown figure '{part}' (known: fig2, fig3, fig4, cuckoo, bulk, removes)")
             })?;
         chosen.push(figure);
     }
@@ -333,8 +347,9 @@ fn csv_line(row: &Row) -> String {
 #[derive(Default)]
 struct Report {
     rows: Vec<Row>,
-    /// False negatives are bugs: each one is listed and the run fails.
-    false_negatives: Vec<String>,
+    /// Wrong answers are bugs (inserted keys not found, removed fingerprints left behind):
+    /// each one is listed and the run fails.
+    failures: Vec<String>,
 }
 
 /// The phases of Figure 2, in table order.
@@ -385,7 +400,7 @@ impl<'a> Fig2<'a> {
         // round built its own filter, so each is checked, not only the last.
         for (round, run) in runs.iter().enumerate() {
             if run.false_negatives > run.failed_inserts {
-                self.report.false_negatives.push(format!(
+                self.report.failures.push(format!(
                     "fig2 {filter} with {}, round {}: {} of {} inserted keys not found, only {} \
                      inserts failed",
                     plural(threads, "thread"),
@@ -626,7 +641,7 @@ fn cuckoo(options: &Options, report: &mut Report) -> PlotFn {
             // Every repetition built its own filter, so each is checked, not only the last.
             for (repetition, run) in runs.iter().enumerate() {
                 if run.false_negatives > run.failed_inserts {
-                    report.false_negatives.push(format!(
+                    report.failures.push(format!(
                         "cuckoo {name} with {}, repetition {}: {} finds or removes of stored \
                          keys failed, only {} inserts failed",
                         plural(threads, "thread"),
@@ -729,7 +744,7 @@ fn cuckoo_lookups(options: &Options, bucket_bits: u32, report: &mut Report) -> u
     for ((name, _), runs) in filters.iter().zip(&runs) {
         let last = runs.last().copied().unwrap_or_default();
         if last.positive_hits < workload.stored.len() {
-            report.false_negatives.push(format!(
+            report.failures.push(format!(
                 "cuckoo lookups {name}: only {} of {} stored keys found",
                 last.positive_hits,
                 workload.stored.len()
@@ -1128,7 +1143,7 @@ fn fig3_rounds(
                     times[i][level][phase].push(level_times[phase]);
                 }
             }
-            report.false_negatives.extend(repetition.false_negatives);
+            report.failures.extend(repetition.false_negatives);
             stats[i] = repetition.stats;
         }
     }
@@ -1845,7 +1860,7 @@ fn fig4(options: &Options, report: &mut Report) -> PlotFn {
         for (i, segment) in last.iter().enumerate() {
             let missed = runs.iter().map(|run| run[i].missed).max().unwrap_or(0);
             if missed > 0 {
-                report.false_negatives.push(format!(
+                report.failures.push(format!(
                     "fig4 {name} segment {}: {missed} inserted keys not found",
                     i + 1,
                 ));
@@ -2004,6 +2019,7 @@ fn run(options: &Options) -> Result<Vec<Row>, String> {
             Figure::Fig4 => fig4(options, &mut report),
             Figure::Cuckoo => cuckoo(options, &mut report),
             Figure::Bulk => bulk::bulk(options, &mut report),
+            Figure::Removes => removes::removes(options, &mut report),
         };
         let path = plot(options, &report.rows[first_row..])?;
         progress(format_args!("plotted {}", path.display()));
@@ -2027,10 +2043,10 @@ fn run(options: &Options) -> Result<Vec<Row>, String> {
             path.display()
         ));
     }
-    if !report.false_negatives.is_empty() {
+    if !report.failures.is_empty() {
         return Err(format!(
-            "false negatives (a filter lost inserted keys):\n  {}",
-            report.false_negatives.join("\n  ")
+            "wrong answers (a filter lost inserted keys or kept removed ones):\n  {}",
+            report.failures.join("\n  ")
         ));
     }
     Ok(report.rows)
@@ -2478,6 +2494,95 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn a_tiny_removes_run_writes_every_line_and_ends_empty() {
+        let dir = std::env::temp_dir().join(format!("conqf-removes-{}", std::process::id()));
+        let path = dir.join("removes.csv");
+        let plots = dir.join("plots");
+        std::fs::create_dir_all(&dir).expect("a temporary directory");
+        let mut opts = options(&format!(
+            "--scale quick --threads 1,2 --only removes --csv {} --plots {}",
+            path.display(),
+            plots.display()
+        ));
+        opts.quotient_bits = 10;
+        opts.repetitions = 2;
+        // `run` fails if any round left a fingerprint behind or found too little to remove.
+        let rows = run(&opts).expect("the run succeeds");
+        let text = std::fs::read_to_string(&path).expect("the CSV file exists");
+        let svg = std::fs::read_to_string(plots.join("removes.svg")).expect("the plot exists");
+        let _ = std::fs::remove_dir_all(&dir);
+
+        assert_eq!(text.lines().count(), rows.len() + 1);
+        let threads_of = |filter: &str| -> Vec<usize> {
+            rows.iter()
+                .filter(|row| row.filter == filter && row.phase == removes::REMOVE_PHASE)
+                .map(|row| row.threads)
+                .collect()
+        };
+        for filter in removes::REMOVE_SEQUENTIAL {
+            assert_eq!(threads_of(filter), vec![1], "{filter}");
+            assert!(svg.contains(filter), "the legend names {filter}");
+        }
+        for filter in removes::REMOVE_CONCURRENT {
+            assert_eq!(threads_of(filter), vec![1, 2], "{filter}");
+            assert!(svg.contains(filter), "the legend names {filter}");
+        }
+        for row in &rows {
+            assert_eq!(row.figure, "removes");
+            assert!(
+                row.ops_per_sec > 0.0 && row.ops_per_sec.is_finite(),
+                "{row:?}"
+            );
+        }
+        assert_eq!(rows[0].filter, removes::REMOVE_SEQUENTIAL[0]);
+        assert_eq!(
+            rows[0].speedup,
+            Some(1.0),
+            "the baseline's speedup over itself"
+        );
+        for threads in [1, 2] {
+            for phase in LIMIT_PHASES {
+                assert!(
+                    rows.iter()
+                        .any(|r| r.filter == "limit" && r.threads == threads && r.phase == phase),
+                    "removes limit {threads} {phase}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_removal_run_that_keeps_a_fingerprint_or_misses_one_is_a_problem() {
+        use common::removes::RemoveRun;
+        let clean = RemoveRun {
+            removals: 10,
+            duplicates: 2,
+            not_found: 2,
+            ..RemoveRun::default()
+        };
+        assert_eq!(clean.problem(), None);
+        let kept = RemoveRun { left: 1, ..clean };
+        assert!(kept
+            .problem()
+            .is_some_and(|p| p.contains("fingerprints left after removing every inserted key: 1")));
+        let missed = RemoveRun {
+            not_found: 3,
+            ..clean
+        };
+        assert!(missed
+            .problem()
+            .is_some_and(|p| p.contains("3 removals found nothing")));
+        // A refused insert may leave its key's removal with nothing to find, and says nothing
+        // of what is left (the key's fingerprint was never stored).
+        let refused = RemoveRun {
+            failed_inserts: 1,
+            not_found: 3,
+            ..clean
+        };
+        assert_eq!(refused.problem(), None);
     }
 
     #[test]

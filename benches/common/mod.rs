@@ -20,6 +20,7 @@ use conqf::{hash_key, Error, Filter, Remove, SequentialQf};
 
 pub(crate) mod cuckoo_lookup;
 pub(crate) mod cuckoo_mix;
+pub(crate) mod removes;
 
 /// Remainder bits of the paper's quotient filters (paper 000 §5: r = 10).
 pub(crate) const REMAINDER_BITS: u32 = 10;
@@ -356,6 +357,12 @@ impl<T: SeqTable> Filter for Locked<T> {
     }
     fn false_positive_rate(&self) -> f64 {
         self.table().table_fpr()
+    }
+}
+
+impl<T: SeqTable + SeqRemove> Remove for Locked<T> {
+    fn remove_hash(&self, hash: u64) -> Result<bool, Error> {
+        Ok(self.table().table_remove(hash))
     }
 }
 

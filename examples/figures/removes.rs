@@ -1,0 +1,277 @@
+//! The `removes` figure: removals against threads, which the papers do not plot (paper 000 §3
+//! describes the locked deletion, §5 times only inserts and lookups). Figure 2's table (`2^q`
+//! slots of r = 10 bits, filled to 72% untimed), then every inserted key removed once, each
+//! thread removing the piece it inserted (`benches/common/removes.rs`). `SequentialQf` and
+//! `qfilter` on one thread, called directly; at every thread count both behind a global
+//! `Mutex`, and the concurrent quotient filters that remove: `LocallyLockedQf`,
+//! `ExternallyLockedQf`, `TwoBitQf`, `CountingQf` (with `qfilter`'s r + 1 bits, as in `fig2`).
+//! The lines run in rounds as `fig2`'s; every run checks that it left the filter empty.
+
+use super::common::removes::{removes_concurrent, removes_sequential, RemoveRun};
+use super::common::{
+    items_at, key_hashes, median, per_second, qfilter_like, Locked, SeqRemove, SeqTable, FIG2_FILL,
+    POSITIVE_KEYS, REMAINDER_BITS,
+};
+use super::{
+    draw_plot, integer_label, limits, plural, print_limits, print_table, progress,
+    random_read_limit, round_order, speedup_and_share, Options, Panel, PlotFn, Report, Row, Series,
+    LIMIT_PHASES,
+};
+use conqf::{
+    CountingQf, Error, ExternallyLockedQf, Filter, LocallyLockedQf, Remove, SequentialQf, TwoBitQf,
+};
+use std::path::PathBuf;
+
+/// The phase of the figure's rows.
+pub(super) const REMOVE_PHASE: &str = "remove";
+
+/// The tables measured on one thread only, called directly; the first is the speedup baseline.
+pub(super) const REMOVE_SEQUENTIAL: [&str; 2] = ["SequentialQf", "qfilter"];
+
+/// The filters measured at every thread count.
+pub(super) const REMOVE_CONCURRENT: [&str; 6] = [
+    "SequentialQf+Mutex",
+    "qfilter+Mutex",
+    "LocallyLockedQf",
+    "ExternallyLockedQf",
+    "TwoBitQf",
+    "CountingQf",
+];
+
+/// One line of the figure: a filter at one thread count, measured once per round.
+struct Line<'a> {
+    filter: &'static str,
+    threads: usize,
+    /// Builds an empty filter and runs the workload on it once; `Err` if it cannot be built.
+    measure: Box<dyn Fn() -> Result<RemoveRun, Error> + 'a>,
+    runs: Vec<RemoveRun>,
+}
+
+/// A single-threaded table on one thread.
+fn sequential<'a, T: SeqTable + SeqRemove>(
+    filter: &'static str,
+    keys: &'a [u64],
+    make: impl Fn() -> T + 'a,
+) -> Line<'a> {
+    Line {
+        filter,
+        threads: 1,
+        measure: Box::new(move || Ok(removes_sequential(&mut make(), keys))),
+        runs: Vec::new(),
+    }
+}
+
+/// A concurrent filter at every thread count of the run.
+fn concurrent<'a, F: Filter + Remove>(
+    options: &Options,
+    filter: &'static str,
+    keys: &'a [u64],
+    make: impl Fn() -> Result<F, Error> + 'a,
+) -> Vec<Line<'a>> {
+    let make = std::rc::Rc::new(make);
+    options
+        .threads
+        .iter()
+        .map(|&threads| {
+            let make = std::rc::Rc::clone(&make);
+            Line {
+                filter,
+                threads,
+                measure: Box::new(move || {
+                    make().map(|built| removes_concurrent(&built, keys, threads))
+                }),
+                runs: Vec::new(),
+            }
+        })
+        .collect()
+}
+
+/// Runs the figure; returns how to plot it.
+pub(super) fn removes(options: &Options, report: &mut Report) -> PlotFn {
+    let q = options.quotient_bits;
+    let r = REMAINDER_BITS;
+    let items = items_at(q, FIG2_FILL);
+    progress(format_args!("removes: hashing {items} keys"));
+    let keys = key_hashes(POSITIVE_KEYS, items);
+    let mut lines = vec![
+        sequential(REMOVE_SEQUENTIAL[0], &keys, move || {
+            SequentialQf::with_bits(q, r).expect("valid parameters")
+        }),
+        sequential(REMOVE_SEQUENTIAL[1], &keys, move || qfilter_like(q, r)),
+    ];
+    let [mutex_seq, mutex_qfilter, locally, externally, two_bit, counting] = REMOVE_CONCURRENT;
+    lines.extend(concurrent(options, mutex_seq, &keys, move || {
+        SequentialQf::with_bits(q, r).map(Locked::new)
+    }));
+    lines.extend(concurrent(options, mutex_qfilter, &keys, move || {
+        Ok(Locked::new(qfilter_like(q, r)))
+    }));
+    lines.extend(concurrent(options, locally, &keys, move || {
+        LocallyLockedQf::with_bits(q, r)
+    }));
+    lines.extend(concurrent(options, externally, &keys, move || {
+        ExternallyLockedQf::with_bits(q, r)
+    }));
+    lines.extend(concurrent(options, two_bit, &keys, move || {
+        TwoBitQf::with_bits(q, r)
+    }));
+    lines.extend(concurrent(options, counting, &keys, move || {
+        CountingQf::with_bits(q, r + 1)
+    }));
+
+    let rounds = options.repetitions;
+    let mut skipped = vec![false; lines.len()];
+    for round in 1..=rounds {
+        for i in round_order(round, lines.len()) {
+            let line = &mut lines[i];
+            if skipped[i] {
+                continue;
+            }
+            progress(format_args!(
+                "removes: round {round} of {rounds}: {}, {}",
+                line.filter,
+                plural(line.threads, "thread")
+            ));
+            match (line.measure)() {
+                Ok(run) => {
+                    if let Some(problem) = run.problem() {
+                        report.failures.push(format!(
+                            "removes {} with {}, round {round}: {problem}",
+                            line.filter,
+                            plural(line.threads, "thread")
+                        ));
+                    }
+                    line.runs.push(run);
+                }
+                Err(error) => {
+                    eprintln!(
+                        "removes: {} could not be built: {error}; skipped",
+                        line.filter
+                    );
+                    skipped[i] = true;
+                }
+            }
+        }
+    }
+
+    let first_row = report.rows.len();
+    let mut baseline = None;
+    for line in lines.iter().filter(|line| !line.runs.is_empty()) {
+        let time = median(line.runs.iter().map(|run| run.time).collect());
+        let ops_per_sec = per_second(items, time);
+        let baseline = *baseline.get_or_insert(ops_per_sec);
+        let failed = line.runs.iter().map(|run| run.failed_inserts).max();
+        report.rows.push(Row {
+            figure: "removes",
+            filter: line.filter.to_string(),
+            threads: line.threads,
+            fill: Some(FIG2_FILL),
+            phase: REMOVE_PHASE,
+            ops_per_sec,
+            speedup: Some(ops_per_sec / baseline),
+            fpr: None,
+            bits_per_item: None,
+            failed_inserts: failed,
+        });
+    }
+    let bytes = SequentialQf::with_bits(q, r)
+        .expect("valid parameters")
+        .memory_bytes();
+    report.rows.extend(limits(
+        "removes",
+        Some(FIG2_FILL),
+        LIMIT_PHASES,
+        bytes,
+        items,
+        &options.threads,
+        rounds,
+    ));
+    let not_found: Vec<(&str, usize, usize)> = lines
+        .iter()
+        .filter_map(|line| Some((line.filter, line.threads, line.runs.last()?.not_found)))
+        .collect();
+    print_removes(options, items, bytes, &not_found, &report.rows[first_row..]);
+    plot_removes
+}
+
+/// The table: throughput (speedup over `SequentialQf` on one thread, share of the random-read
+/// limit at the same thread count), the last round's removals that found nothing, then the
+/// limits.
+fn print_removes(
+    options: &Options,
+    items: usize,
+    bytes: usize,
+    not_found: &[(&str, usize, usize)],
+    rows: &[Row],
+) {
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .filter(|row| row.phase == REMOVE_PHASE)
+        .map(|row| {
+            let limit = random_read_limit(rows, LIMIT_PHASES[0], row.threads);
+            let missed = not_found
+                .iter()
+                .find(|&&(filter, threads, _)| filter == row.filter && threads == row.threads)
+                .map_or("-".into(), |&(_, _, missed)| missed.to_string());
+            vec![
+                row.filter.clone(),
+                row.threads.to_string(),
+                speedup_and_share(row, limit),
+                missed,
+                row.failed_inserts.map_or("-".into(), |f| f.to_string()),
+            ]
+        })
+        .collect();
+    print_table(
+        &format!(
+            "removes: removals against threads at 72% fill; 2^{} slots, r = {REMAINDER_BITS}, \
+             {items} keys, scale {}\nthroughput in million removals per second (speedup over \
+             SequentialQf on 1 thread, share of the random-read limit over {bytes} bytes at \
+             the same thread count); not found = removals of keys whose fingerprint another \
+             key had already stored and another removal took (CountingQf counts them: none); \
+             failed = inserts refused (Full)",
+            options.quotient_bits,
+            options.scale.name()
+        ),
+        &["filter", "threads", "remove", "not found", "failed"],
+        &body,
+    );
+    print_limits(rows, LIMIT_PHASES, bytes, &options.threads);
+}
+
+/// One panel: removal throughput against threads, one line per filter.
+fn plot_removes(options: &Options, rows: &[Row]) -> Result<PathBuf, String> {
+    let path = options.plots.join("removes.svg");
+    let filters = REMOVE_SEQUENTIAL.iter().chain(&REMOVE_CONCURRENT);
+    let panel = Panel {
+        title: "removals",
+        series: filters
+            .map(|&name| Series {
+                name: name.to_string(),
+                points: rows
+                    .iter()
+                    .filter(|row| row.filter == name && row.phase == REMOVE_PHASE)
+                    .map(|row| (row.threads as f64, row.ops_per_sec / 1e6))
+                    .collect(),
+            })
+            .collect(),
+    };
+    let mut threads = options.threads.clone();
+    threads.sort_unstable();
+    let ticks: Vec<f64> = threads.iter().map(|&t| t as f64).collect();
+    let title = format!(
+        "Removals against threads at 72% fill, 2^{} slots, scale {} (dashed: 1 thread)",
+        options.quotient_bits,
+        options.scale.name()
+    );
+    draw_plot(
+        &path,
+        &title,
+        "threads",
+        &ticks,
+        threads.last().map_or(2, |&most| most + 1).min(17),
+        &|x| integer_label(x, 1.0),
+        &[panel],
+    )?;
+    Ok(path)
+}
