@@ -82,7 +82,7 @@ pub(super) fn bulk(options: &Options, report: &mut Report) -> PlotFn {
             .expect("one answer per key");
         let missed = found.iter().filter(|&&f| !f).count();
         if missed > 0 {
-            report.false_negatives.push(format!(
+            report.failures.push(format!(
                 "bulk at {percent}% fill: contains_batch missed {missed} inserted keys"
             ));
         }
