@@ -99,24 +99,36 @@ pub(crate) fn smallest_remainder(
         })
 }
 
-/// Expected FPR of a QF with status bits at fill `load` (clamped to `[0, 1]`) and `r` remainder
-/// bits: `δ · 2^-r`.
+/// A fill for the FPR formulas: clamped to `[0, 1]`, and a NaN counted as a full table, so a
+/// formula never answers a rate lower than some fill would give.
+#[inline]
+pub(crate) fn formula_load(load: f64) -> f64 {
+    if load.is_nan() {
+        1.0
+    } else {
+        load.clamp(0.0, 1.0)
+    }
+}
+
+/// Expected FPR of a QF with status bits at fill `load` (clamped to `[0, 1]`, NaN counted as 1)
+/// and `r` remainder bits: `δ · 2^-r`.
 #[inline]
 pub fn qf_fpr(load: f64, remainder_bits: u32) -> f64 {
-    (load.clamp(0.0, 1.0) * (-(remainder_bits as f64)).exp2()).min(1.0)
+    (formula_load(load) * (-(remainder_bits as f64)).exp2()).min(1.0)
 }
 
 /// Expected FPR of a QF whose remainders are never zero (`r >= 1`), at fill `load` (clamped to
-/// `[0, 1]`): `δ / (2^r - 1)`.
+/// `[0, 1]`, NaN counted as 1): `δ / (2^r - 1)`.
 #[inline]
 pub fn nonzero_qf_fpr(load: f64, remainder_bits: u32) -> f64 {
-    (load.clamp(0.0, 1.0) / ((remainder_bits as f64).exp2() - 1.0)).min(1.0)
+    (formula_load(load) / ((remainder_bits as f64).exp2() - 1.0)).min(1.0)
 }
 
-/// Expected FPR of the linear probing QF (paper 000 Corollary 1) with `r` stored remainder bits.
+/// Expected FPR of the linear probing QF (paper 000 Corollary 1) with `r` stored remainder bits,
+/// at fill `load` (clamped to `[0, 0.999999]`, NaN counted as full).
 #[inline]
 pub fn linear_probing_fpr(load: f64, remainder_bits: u32) -> f64 {
-    let load = load.clamp(0.0, 0.999_999);
+    let load = formula_load(load).min(0.999_999);
     let comparisons = 0.5 * (1.0 + 1.0 / ((1.0 - load) * (1.0 - load)));
     (comparisons / ((remainder_bits as f64).exp2() - 1.0)).min(1.0)
 }
@@ -185,6 +197,21 @@ mod tests {
         assert!(check_bits(20, 45, 3, 1).is_err());
         assert!(check_bits(4, 62, 3, 1).is_err());
         assert!(check_bits(20, 10, 3, 1).is_ok());
+    }
+
+    /// A NaN fill is a full table, not a rate of 1 or 0: every formula answers what it answers
+    /// at fill 1 (at 0.999999 for linear probing, its cap).
+    #[test]
+    fn a_nan_load_counts_as_a_full_table() {
+        assert_eq!(qf_fpr(f64::NAN, 10), qf_fpr(1.0, 10));
+        assert_eq!(nonzero_qf_fpr(f64::NAN, 10), nonzero_qf_fpr(1.0, 10));
+        assert_eq!(
+            linear_probing_fpr(f64::NAN, 13),
+            linear_probing_fpr(1.0, 13)
+        );
+        assert_eq!(qf_fpr(f64::NAN, 10), 1.0 / 1024.0);
+        assert_eq!(qf_fpr(-3.0, 10), 0.0);
+        assert_eq!(qf_fpr(f64::INFINITY, 10), 1.0 / 1024.0);
     }
 
     #[test]

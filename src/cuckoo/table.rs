@@ -632,17 +632,25 @@ impl CuckooTable {
 /// The expected false-positive rate of a cuckoo filter at fill `load` with `f`-bit non-zero
 /// fingerprints: a query compares with the `8 · load` stored fingerprints of its two buckets on
 /// average, each equal with probability `1 / (2^f - 1)`, so `1 - (1 - 1/(2^f - 1))^(8 load)`
-/// (at most `8 load / (2^f - 1)`; Fan et al., reference 1 of paper 001).
+/// (at most `8 load / (2^f - 1)`; Fan et al., reference 1 of paper 001). `load` is clamped to
+/// `[0, 1]` and a NaN counts as 1, as in the quotient filters' formulas (`conqf::qf_fpr`).
 ///
 /// ```
 /// let rate = conqf::cuckoo_fpr(0.5, 12);
 /// assert!(rate > 0.0 && rate <= 4.0 / 4095.0);
 /// assert_eq!(conqf::cuckoo_fpr(0.0, 12), 0.0);
+/// assert_eq!(conqf::cuckoo_fpr(f64::NAN, 12), conqf::cuckoo_fpr(1.0, 12));
 /// ```
 pub fn cuckoo_fpr(load: f64, fingerprint_bits: u32) -> f64 {
-    let per_entry = 1.0 / ((fingerprint_bits as f64).exp2() - 1.0);
-    let compared = 2.0 * ENTRIES_PER_BUCKET as f64 * load.clamp(0.0, 1.0);
-    (1.0 - (1.0 - per_entry).powf(compared)).min(1.0)
+    let compared = 2.0 * ENTRIES_PER_BUCKET as f64 * crate::sizing::formula_load(load);
+    if compared == 0.0 {
+        return 0.0;
+    }
+    // At most 1: with `f = 0` every query matches.
+    let per_entry = (1.0 / ((fingerprint_bits as f64).exp2() - 1.0)).min(1.0);
+    // `1 - (1 - p)^c` as `-(e^(c ln(1 - p)) - 1)`: `1 - p` rounds to 1 once `p` is below 2^-53
+    // (fingerprints of 54 bits or more), which made the rate 0.
+    (-(compared * (-per_entry).ln_1p()).exp_m1()).min(1.0)
 }
 
 #[cfg(test)]
@@ -653,6 +661,24 @@ mod tests {
         low_mask, CuckooTable, Lanes, Ordering, SlotLayout, State, ENTRIES_PER_BUCKET,
         MAX_BUCKET_BITS, MAX_FINGERPRINT_BITS, MIN_FINGERPRINT_BITS, STATE_BITS,
     };
+
+    /// The rate stays below its first-order bound `8 load / (2^f - 1)`, and from 12 bits up to
+    /// 63 within 1% of it (computed as `1 - (1 - p)^c` it was 0 from 54 bits on); it is 1 when
+    /// every query matches.
+    #[test]
+    fn the_cuckoo_rate_keeps_its_precision_at_every_width() {
+        use super::cuckoo_fpr;
+        for f in 4..=63 {
+            let bound = 4.0 / ((f as f64).exp2() - 1.0);
+            let rate = cuckoo_fpr(0.5, f);
+            assert!(rate > 0.0 && rate <= bound, "f = {f}: {rate} vs {bound}");
+            assert!(f < 12 || rate >= 0.99 * bound, "f = {f}: {rate} vs {bound}");
+        }
+        assert_eq!(cuckoo_fpr(1.0, 1), 1.0);
+        assert_eq!(cuckoo_fpr(0.5, 0), 1.0);
+        assert_eq!(cuckoo_fpr(0.0, 0), 0.0);
+        assert!(cuckoo_fpr(f64::NAN, 63) > 0.0);
+    }
 
     /// The shared insert loop gives up after one round only if every chain was too long: a
     /// round whose relocations other threads got in the way of (or whose freed entries they
