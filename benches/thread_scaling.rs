@@ -9,7 +9,8 @@
 //! `fastbloom` crate's atomic Bloom filter (both with the r = 10 table's memory and 4 hash
 //! functions, as paper 000 §5). The random-read limit is measured at every thread count too.
 //! The group `fig2/remove` times the removal of every inserted key (the workload of
-//! `benches/common/removes.rs`, the figures runner's `removes`) for the filters that remove.
+//! `benches/common/removes.rs`, the figures runner's `removes`) for this file's filters that
+//! remove.
 //!
 //! Environment: `CONQF_THREADS=1,2,4` picks the thread counts (default 1 up to the available
 //! parallelism); `CONQF_SCALE=quick|default|paper` the size (2^16, 2^22 or 2^25 slots).
@@ -171,9 +172,10 @@ fn concurrent<F: Filter>(
     }
 }
 
-/// The removal of every inserted key from a table filled to 72%, `SequentialQf` on one thread
-/// first (the baseline), then each concurrent filter `make` builds at every thread count.
-fn removals<F: Filter + Remove>(
+/// The removal of every inserted key from a table filled to 72% (untimed, as is building the
+/// table: each iteration builds and fills its own, so a sample takes several times its timed
+/// span) by the concurrent filter `make` builds, at every thread count.
+fn removals<F: Remove>(
     c: &mut Criterion,
     setup: &Setup,
     name: &str,

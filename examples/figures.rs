@@ -117,10 +117,11 @@ Figures:
   bulk   paper 004 Figures 11-13: bulk build throughput against fill, 10% to 95%, by
          the three methods with and without dedupe (on the most threads of --threads) and
          one-by-one inserts; unsuccessful lookups, contains against contains_batch
-  removes removals against threads on Figure 2's table (72% fill, untimed), every key
-         removed once, speedup over SequentialQf on one thread: SequentialQf and qfilter
-         (1 thread, direct), both behind a Mutex, LocallyLockedQf, ExternallyLockedQf,
-         TwoBitQf, CountingQf; each run checks the filter ends empty
+  removes removals against threads on Figure 2's table (72% fill, untimed), every
+          key removed once, speedup over SequentialQf on one thread: SequentialQf and
+          qfilter (1 thread, direct), both behind a Mutex, LocallyLockedQf,
+          ExternallyLockedQf, TwoBitQf, CountingQf; each run checks that its removals
+          found what the fill stored and left the filter empty
 
 Every figure also measures the physical limit: independent random 8-byte reads and a
 dependent pointer chase over an array of the filter's size; every lookup is also shown as
@@ -299,7 +300,11 @@ fn parse_figures(text: &str) -> Result<Vec<Figure>, String> {
             .into_iter()
             .find(|figure| figure.name() == part)
             .ok_or_else(|| {
-                format!("--only: unknown figure '{part}' (known: fig2, fig3, fig4, cuckoo, bulk, removes)")
+                let known: Vec<&str> = Figure::ALL.into_iter().map(Figure::name).collect();
+                format!(
+                    "--only: unknown figure '{part}' (known: {})",
+                    known.join(", ")
+                )
             })?;
         chosen.push(figure);
     }
@@ -355,15 +360,61 @@ struct Report {
 /// The phases of Figure 2, in table order.
 const FIG2_PHASES: [&str; 3] = ["insert", "lookup_negative", "lookup_positive"];
 
-/// One line of Figure 2: a filter at one thread count, measured once per round.
-struct Fig2Line<'a> {
+/// One line of a figure measured in rounds (Figure 2, `removes`): a filter at one thread
+/// count, measured once per round.
+struct RoundLine<'a, R> {
     filter: &'static str,
     threads: usize,
-    /// Builds an empty filter and runs the three phases on it once; `Err` if it cannot be built.
-    measure: Box<dyn Fn() -> Result<Fig2Run, Error> + 'a>,
-    runs: Vec<Fig2Run>,
+    /// Builds an empty filter and runs the figure's workload on it once; `Err` if it cannot be
+    /// built.
+    measure: Box<dyn Fn() -> Result<R, Error> + 'a>,
+    runs: Vec<R>,
     /// Set when the filter could not be built: the line is left out.
     skipped: bool,
+}
+
+impl<'a, R> RoundLine<'a, R> {
+    fn new(
+        filter: &'static str,
+        threads: usize,
+        measure: impl Fn() -> Result<R, Error> + 'a,
+    ) -> Self {
+        RoundLine {
+            filter,
+            threads,
+            measure: Box::new(measure),
+            runs: Vec::new(),
+            skipped: false,
+        }
+    }
+}
+
+/// Measures every line once per round, in table order in odd rounds and in reverse in even ones
+/// ([`round_order`]); a line whose filter cannot be built is skipped from then on.
+fn measure_in_rounds<R>(figure: &str, lines: &mut [RoundLine<'_, R>], rounds: usize) {
+    for round in 1..=rounds {
+        for i in round_order(round, lines.len()) {
+            let line = &mut lines[i];
+            if line.skipped {
+                continue;
+            }
+            progress(format_args!(
+                "{figure}: round {round} of {rounds}: {}, {}",
+                line.filter,
+                plural(line.threads, "thread")
+            ));
+            match (line.measure)() {
+                Ok(run) => line.runs.push(run),
+                Err(error) => {
+                    eprintln!(
+                        "{figure}: {} could not be built: {error}; skipped",
+                        line.filter
+                    );
+                    line.skipped = true;
+                }
+            }
+        }
+    }
 }
 
 /// Shared state of the Figure 2 experiment.
@@ -376,7 +427,7 @@ struct Fig2<'a> {
     options: &'a Options,
     positives: &'a [u64],
     negatives: &'a [u64],
-    lines: Vec<Fig2Line<'a>>,
+    lines: Vec<RoundLine<'a, Fig2Run>>,
     /// `SequentialQf` on one thread, operations per second per phase: the speedup baseline.
     baseline: [f64; 3],
     report: &'a mut Report,
@@ -443,13 +494,9 @@ impl<'a> Fig2<'a> {
     /// Adds a single-threaded table on one thread, called directly.
     fn sequential<T: SeqTable>(&mut self, filter: &'static str, make: impl Fn() -> T + 'a) {
         let (positives, negatives) = (self.positives, self.negatives);
-        self.lines.push(Fig2Line {
-            filter,
-            threads: 1,
-            measure: Box::new(move || Ok(fig2_sequential(&mut make(), positives, negatives))),
-            runs: Vec::new(),
-            skipped: false,
-        });
+        self.lines.push(RoundLine::new(filter, 1, move || {
+            Ok(fig2_sequential(&mut make(), positives, negatives))
+        }));
     }
 
     /// Adds a concurrent filter at every thread count; `make` builds an empty one.
@@ -462,15 +509,9 @@ impl<'a> Fig2<'a> {
         let make = std::rc::Rc::new(make);
         for &threads in &self.options.threads {
             let make = std::rc::Rc::clone(&make);
-            self.lines.push(Fig2Line {
-                filter,
-                threads,
-                measure: Box::new(move || {
-                    make().map(|built| fig2_concurrent(&built, positives, negatives, threads))
-                }),
-                runs: Vec::new(),
-                skipped: false,
-            });
+            self.lines.push(RoundLine::new(filter, threads, move || {
+                make().map(|built| fig2_concurrent(&built, positives, negatives, threads))
+            }));
         }
     }
 
@@ -478,27 +519,7 @@ impl<'a> Fig2<'a> {
     /// ones ([`round_order`]), then records each line's median as three rows; the first line is
     /// the speedup baseline.
     fn measure(&mut self) {
-        let rounds = self.options.repetitions;
-        for round in 1..=rounds {
-            for i in round_order(round, self.lines.len()) {
-                let line = &mut self.lines[i];
-                if line.skipped {
-                    continue;
-                }
-                progress(format_args!(
-                    "fig2: round {round} of {rounds}: {}, {}",
-                    line.filter,
-                    plural(line.threads, "thread")
-                ));
-                match (line.measure)() {
-                    Ok(run) => line.runs.push(run),
-                    Err(error) => {
-                        eprintln!("fig2: {} could not be built: {error}; skipped", line.filter);
-                        line.skipped = true;
-                    }
-                }
-            }
-        }
+        measure_in_rounds("fig2", &mut self.lines, self.options.repetitions);
         let lines = std::mem::take(&mut self.lines);
         for (i, line) in lines.iter().filter(|line| !line.skipped).enumerate() {
             let ops = self.record(line.filter, line.threads, &line.runs);
@@ -2555,11 +2576,12 @@ mod tests {
     }
 
     #[test]
-    fn a_removal_run_that_keeps_a_fingerprint_or_misses_one_is_a_problem() {
+    fn a_removal_run_that_keeps_a_fingerprint_or_finds_too_much_or_too_little_is_a_problem() {
         use common::removes::RemoveRun;
+        // Ten keys, two of them sharing a stored fingerprint with another key: eight stored.
         let clean = RemoveRun {
             removals: 10,
-            duplicates: 2,
+            stored: 8,
             not_found: 2,
             ..RemoveRun::default()
         };
@@ -2568,17 +2590,21 @@ mod tests {
         assert!(kept
             .problem()
             .is_some_and(|p| p.contains("fingerprints left after removing every inserted key: 1")));
-        let missed = RemoveRun {
-            not_found: 3,
-            ..clean
-        };
-        assert!(missed
-            .problem()
-            .is_some_and(|p| p.contains("3 removals found nothing")));
-        // A refused insert may leave its key's removal with nothing to find, and says nothing
-        // of what is left (the key's fingerprint was never stored).
+        for not_found in [1, 3] {
+            let miscounted = RemoveRun { not_found, ..clean };
+            let found = 10 - not_found;
+            assert!(
+                miscounted
+                    .problem()
+                    .is_some_and(|p| p.contains(&format!("{found} removals found"))),
+                "{not_found}"
+            );
+        }
+        // A refused insert stored nothing: its key's removal finds nothing, or takes the copy
+        // of another key, whose removal then finds nothing.
         let refused = RemoveRun {
             failed_inserts: 1,
+            stored: 7,
             not_found: 3,
             ..clean
         };

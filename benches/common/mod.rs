@@ -524,6 +524,15 @@ pub(crate) fn table_insert_all<T: SeqTable>(table: &mut T, hashes: &[u64]) -> us
         .count()
 }
 
+/// Removes every hash; returns how many removals found nothing.
+#[inline(never)]
+pub(crate) fn remove_all<F: Remove + ?Sized>(filter: &F, hashes: &[u64]) -> usize {
+    hashes
+        .iter()
+        .filter(|&&hash| filter.remove_hash(hash) != Ok(true))
+        .count()
+}
+
 /// Removes every hash from a single-threaded table; returns how many were not found.
 #[inline(never)]
 pub(crate) fn table_remove_all<T: SeqRemove>(table: &mut T, hashes: &[u64]) -> usize {

@@ -5,7 +5,8 @@
 //! `qfilter` on one thread, called directly; at every thread count both behind a global
 //! `Mutex`, and the concurrent quotient filters that remove: `LocallyLockedQf`,
 //! `ExternallyLockedQf`, `TwoBitQf`, `CountingQf` (with `qfilter`'s r + 1 bits, as in `fig2`).
-//! The lines run in rounds as `fig2`'s; every run checks that it left the filter empty.
+//! The lines run in rounds as `fig2`'s; every run checks that its removals found what the fill
+//! stored and left the filter empty.
 
 use super::common::removes::{removes_concurrent, removes_sequential, RemoveRun};
 use super::common::{
@@ -13,12 +14,12 @@ use super::common::{
     POSITIVE_KEYS, REMAINDER_BITS,
 };
 use super::{
-    draw_plot, integer_label, limits, plural, print_limits, print_table, progress,
-    random_read_limit, round_order, speedup_and_share, Options, Panel, PlotFn, Report, Row, Series,
-    LIMIT_PHASES,
+    draw_plot, integer_label, limits, measure_in_rounds, plural, print_limits, print_table,
+    progress, random_read_limit, speedup_and_share, Options, Panel, PlotFn, Report, RoundLine, Row,
+    Series, LIMIT_PHASES,
 };
 use conqf::{
-    CountingQf, Error, ExternallyLockedQf, Filter, LocallyLockedQf, Remove, SequentialQf, TwoBitQf,
+    CountingQf, Error, ExternallyLockedQf, LocallyLockedQf, Remove, SequentialQf, TwoBitQf,
 };
 use std::path::PathBuf;
 
@@ -38,50 +39,31 @@ pub(super) const REMOVE_CONCURRENT: [&str; 6] = [
     "CountingQf",
 ];
 
-/// One line of the figure: a filter at one thread count, measured once per round.
-struct Line<'a> {
-    filter: &'static str,
-    threads: usize,
-    /// Builds an empty filter and runs the workload on it once; `Err` if it cannot be built.
-    measure: Box<dyn Fn() -> Result<RemoveRun, Error> + 'a>,
-    runs: Vec<RemoveRun>,
-}
-
 /// A single-threaded table on one thread.
 fn sequential<'a, T: SeqTable + SeqRemove>(
     filter: &'static str,
     keys: &'a [u64],
     make: impl Fn() -> T + 'a,
-) -> Line<'a> {
-    Line {
-        filter,
-        threads: 1,
-        measure: Box::new(move || Ok(removes_sequential(&mut make(), keys))),
-        runs: Vec::new(),
-    }
+) -> RoundLine<'a, RemoveRun> {
+    RoundLine::new(filter, 1, move || Ok(removes_sequential(&mut make(), keys)))
 }
 
 /// A concurrent filter at every thread count of the run.
-fn concurrent<'a, F: Filter + Remove>(
+fn concurrent<'a, F: Remove>(
     options: &Options,
     filter: &'static str,
     keys: &'a [u64],
     make: impl Fn() -> Result<F, Error> + 'a,
-) -> Vec<Line<'a>> {
+) -> Vec<RoundLine<'a, RemoveRun>> {
     let make = std::rc::Rc::new(make);
     options
         .threads
         .iter()
         .map(|&threads| {
             let make = std::rc::Rc::clone(&make);
-            Line {
-                filter,
-                threads,
-                measure: Box::new(move || {
-                    make().map(|built| removes_concurrent(&built, keys, threads))
-                }),
-                runs: Vec::new(),
-            }
+            RoundLine::new(filter, threads, move || {
+                make().map(|built| removes_concurrent(&built, keys, threads))
+            })
         })
         .collect()
 }
@@ -118,49 +100,32 @@ pub(super) fn removes(options: &Options, report: &mut Report) -> PlotFn {
     lines.extend(concurrent(options, counting, &keys, move || {
         CountingQf::with_bits(q, r + 1)
     }));
-
-    let rounds = options.repetitions;
-    let mut skipped = vec![false; lines.len()];
-    for round in 1..=rounds {
-        for i in round_order(round, lines.len()) {
-            let line = &mut lines[i];
-            if skipped[i] {
-                continue;
-            }
-            progress(format_args!(
-                "removes: round {round} of {rounds}: {}, {}",
-                line.filter,
-                plural(line.threads, "thread")
-            ));
-            match (line.measure)() {
-                Ok(run) => {
-                    if let Some(problem) = run.problem() {
-                        report.failures.push(format!(
-                            "removes {} with {}, round {round}: {problem}",
-                            line.filter,
-                            plural(line.threads, "thread")
-                        ));
-                    }
-                    line.runs.push(run);
-                }
-                Err(error) => {
-                    eprintln!(
-                        "removes: {} could not be built: {error}; skipped",
-                        line.filter
-                    );
-                    skipped[i] = true;
-                }
-            }
-        }
-    }
+    measure_in_rounds("removes", &mut lines, options.repetitions);
 
     let first_row = report.rows.len();
-    let mut baseline = None;
-    for line in lines.iter().filter(|line| !line.runs.is_empty()) {
+    let mut baseline_rate = None;
+    for line in lines.iter().filter(|line| !line.skipped) {
+        let threads = plural(line.threads, "thread");
+        // Every round built and emptied its own filter, so each is checked.
+        for (round, run) in line.runs.iter().enumerate() {
+            if let Some(problem) = run.problem() {
+                report.failures.push(format!(
+                    "removes {} with {threads}, round {}: {problem}",
+                    line.filter,
+                    round + 1
+                ));
+            }
+        }
+        let last = line.runs.last().copied().unwrap_or_default();
+        if last.failed_inserts > 0 {
+            eprintln!(
+                "warning: removes {} with {threads}: {} of {items} inserts failed (full)",
+                line.filter, last.failed_inserts
+            );
+        }
         let time = median(line.runs.iter().map(|run| run.time).collect());
         let ops_per_sec = per_second(items, time);
-        let baseline = *baseline.get_or_insert(ops_per_sec);
-        let failed = line.runs.iter().map(|run| run.failed_inserts).max();
+        let baseline = *baseline_rate.get_or_insert(ops_per_sec);
         report.rows.push(Row {
             figure: "removes",
             filter: line.filter.to_string(),
@@ -171,7 +136,7 @@ pub(super) fn removes(options: &Options, report: &mut Report) -> PlotFn {
             speedup: Some(ops_per_sec / baseline),
             fpr: None,
             bits_per_item: None,
-            failed_inserts: failed,
+            failed_inserts: Some(last.failed_inserts),
         });
     }
     let bytes = SequentialQf::with_bits(q, r)
@@ -184,7 +149,7 @@ pub(super) fn removes(options: &Options, report: &mut Report) -> PlotFn {
         bytes,
         items,
         &options.threads,
-        rounds,
+        options.repetitions,
     ));
     let not_found: Vec<(&str, usize, usize)> = lines
         .iter()

@@ -632,8 +632,9 @@ impl CuckooTable {
 /// The expected false-positive rate of a cuckoo filter at fill `load` with `f`-bit non-zero
 /// fingerprints: a query compares with the `8 · load` stored fingerprints of its two buckets on
 /// average, each equal with probability `1 / (2^f - 1)`, so `1 - (1 - 1/(2^f - 1))^(8 load)`
-/// (at most `8 load / (2^f - 1)`; Fan et al., reference 1 of paper 001). `load` is clamped to
-/// `[0, 1]` and a NaN counts as 1, as in the quotient filters' formulas (`conqf::qf_fpr`).
+/// (about `8 load / (2^f - 1)`, and at most that once `8 load >= 1`; Fan et al., reference 1 of
+/// paper 001). `load` is clamped to `[0, 1]` and a NaN counts as 1, as in the quotient filters'
+/// formulas (`conqf::qf_fpr`).
 ///
 /// ```
 /// let rate = conqf::cuckoo_fpr(0.5, 12);
@@ -671,7 +672,11 @@ mod tests {
         for f in 4..=63 {
             let bound = 4.0 / ((f as f64).exp2() - 1.0);
             let rate = cuckoo_fpr(0.5, f);
-            assert!(rate > 0.0 && rate <= bound, "f = {f}: {rate} vs {bound}");
+            // The bound with room for the last bits of the library's `ln_1p` and `exp_m1`.
+            assert!(
+                rate > 0.0 && rate <= bound * (1.0 + 1e-12),
+                "f = {f}: {rate} vs {bound}"
+            );
             assert!(f < 12 || rate >= 0.99 * bound, "f = {f}: {rate} vs {bound}");
         }
         assert_eq!(cuckoo_fpr(1.0, 1), 1.0);
