@@ -882,37 +882,18 @@ fn print_cuckoo(options: &Options, bucket_bits: u32, bytes: usize, rows: &[Row])
 /// The cuckoo plot: throughput of the 90/5/5 mix against threads, one line per filter.
 fn plot_cuckoo(options: &Options, rows: &[Row]) -> Result<PathBuf, String> {
     let path = options.plots.join("cuckoo.svg");
-    let mut threads = options.threads.clone();
-    threads.sort_unstable();
-    let ticks: Vec<f64> = threads.iter().map(|&t| t as f64).collect();
-    let panel = Panel {
-        title: "90% find, 5% insert, 5% remove",
-        series: MIX_FILTERS
-            .iter()
-            .map(|&name| Series {
-                name: name.to_string(),
-                points: rows
-                    .iter()
-                    .filter(|row| row.filter == name && row.phase == CUCKOO_PHASE)
-                    .map(|row| (row.threads as f64, row.ops_per_sec / 1e6))
-                    .collect(),
-            })
-            .collect(),
-    };
+    let panel = threads_panel(
+        "90% find, 5% insert, 5% remove",
+        &MIX_FILTERS,
+        CUCKOO_PHASE,
+        rows,
+    );
     let title = format!(
         "Paper 001: cuckoo filters at load {MIX_LOAD}, 2^{} entries, scale {}",
         options.quotient_bits,
         options.scale.name()
     );
-    draw_plot(
-        &path,
-        &title,
-        "threads",
-        &ticks,
-        threads.last().map_or(2, |&most| most + 1).min(17),
-        &|x| integer_label(x, 1.0),
-        &[panel],
-    )?;
+    draw_against_threads(&path, &title, &options.threads, &[panel])?;
     Ok(path)
 }
 
@@ -1786,26 +1767,55 @@ fn phase_panels(rows: &[Row], x: impl Fn(&Row) -> Option<f64>) -> Vec<Panel> {
 fn plot_fig2(options: &Options, rows: &[Row]) -> Result<PathBuf, String> {
     let path = options.plots.join("fig2.svg");
     let panels = phase_panels(rows, |row| Some(row.threads as f64));
-    let mut threads = options.threads.clone();
-    threads.sort_unstable();
-    let ticks: Vec<f64> = threads.iter().map(|&t| t as f64).collect();
     let title = format!(
         "Figure 2 (paper 000): thread scaling at 72% fill, 2^{} slots, scale {} \
          (dashed: 1 thread)",
         options.quotient_bits,
         options.scale.name()
     );
+    draw_against_threads(&path, &title, &options.threads, &panels)?;
+    Ok(path)
+}
+
+/// One panel of throughput against threads: a line per filter of `filters`, from the rows of
+/// `phase`.
+fn threads_panel(title: &'static str, filters: &[&str], phase: &str, rows: &[Row]) -> Panel {
+    Panel {
+        title,
+        series: filters
+            .iter()
+            .map(|&name| Series {
+                name: name.to_string(),
+                points: rows
+                    .iter()
+                    .filter(|row| row.filter == name && row.phase == phase)
+                    .map(|row| (row.threads as f64, row.ops_per_sec / 1e6))
+                    .collect(),
+            })
+            .collect(),
+    }
+}
+
+/// [`draw_plot`] against the thread counts of the run, labelled at every integer up to the most
+/// threads (plotters picks the label step).
+fn draw_against_threads(
+    path: &Path,
+    title: &str,
+    threads: &[usize],
+    panels: &[Panel],
+) -> Result<(), String> {
+    let mut threads = threads.to_vec();
+    threads.sort_unstable();
+    let ticks: Vec<f64> = threads.iter().map(|&t| t as f64).collect();
     draw_plot(
-        &path,
-        &title,
+        path,
+        title,
         "threads",
         &ticks,
-        // Labels at every integer up to the most threads (plotters picks the label step).
         threads.last().map_or(2, |&most| most + 1).min(17),
         &|x| integer_label(x, 1.0),
-        &panels,
-    )?;
-    Ok(path)
+        panels,
+    )
 }
 
 /// The Figure 3 plot: single-threaded throughput per phase against fill, one line per filter.
@@ -2220,26 +2230,52 @@ mod tests {
         ("CountingQf", FIG3_LEVELS),
     ];
 
-    #[test]
-    fn a_tiny_run_writes_a_row_for_every_filter_and_figure() {
-        let dir = std::env::temp_dir().join(format!("conqf-figures-{}", std::process::id()));
+    /// What a tiny run of `figures` wrote: the rows, the CSV text and each figure's SVG.
+    struct TinyRun {
+        rows: Vec<Row>,
+        csv: String,
+        svgs: Vec<String>,
+    }
+
+    /// Runs `figures` (comma-separated) at `2^10` slots with two rounds (so the figures in
+    /// rounds take medians over rounds of every line) on 1 and 2 threads, into a temporary
+    /// directory it removes again.
+    fn tiny_run(figures: &str) -> TinyRun {
+        let dir = std::env::temp_dir().join(format!(
+            "conqf-figures-{}-{}",
+            figures.replace(',', "-"),
+            std::process::id()
+        ));
         let path = dir.join("figures.csv");
         let plots = dir.join("plots");
         std::fs::create_dir_all(&dir).expect("a temporary directory");
         let mut opts = options(&format!(
-            "--scale quick --threads 1,2 --only fig2,fig3,fig4,cuckoo --csv {} --plots {}",
+            "--scale quick --threads 1,2 --only {figures} --csv {} --plots {}",
             path.display(),
             plots.display()
         ));
         opts.quotient_bits = 10;
-        // Two rounds, so Figure 2 takes medians over rounds of every line.
         opts.repetitions = 2;
         let rows = run(&opts).expect("the run succeeds");
-        let text = std::fs::read_to_string(&path).expect("the CSV file exists");
-        let svgs = ["fig2.svg", "fig3.svg", "fig4.svg", "cuckoo.svg"].map(|name| {
-            std::fs::read_to_string(plots.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
-        });
+        let csv = std::fs::read_to_string(&path).expect("the CSV file exists");
+        let svgs = figures
+            .split(',')
+            .map(|name| {
+                let file = plots.join(format!("{name}.svg"));
+                std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{name}.svg: {e}"))
+            })
+            .collect();
         let _ = std::fs::remove_dir_all(&dir);
+        TinyRun { rows, csv, svgs }
+    }
+
+    #[test]
+    fn a_tiny_run_writes_a_row_for_every_filter_and_figure() {
+        let TinyRun {
+            rows,
+            csv: text,
+            svgs,
+        } = tiny_run("fig2,fig3,fig4,cuckoo");
 
         let mut lines = text.lines();
         assert_eq!(lines.next(), Some(CSV_HEADER));
@@ -2413,7 +2449,9 @@ mod tests {
             .collect();
         let fig3_labels: Vec<String> = FIG3.iter().map(|(filter, _)| filter.to_string()).collect();
         let fig4_labels: Vec<String> = FIG4_FILTERS.iter().map(|f| f.to_string()).collect();
-        let [fig2_svg, fig3_svg, fig4_svg, cuckoo_svg] = &svgs;
+        let [fig2_svg, fig3_svg, fig4_svg, cuckoo_svg] = &svgs[..] else {
+            panic!("four plots, one per figure");
+        };
         for (svg, labels) in
             [fig2_svg, fig3_svg, fig4_svg]
                 .into_iter()
@@ -2455,22 +2493,12 @@ mod tests {
 
     #[test]
     fn a_tiny_bulk_run_writes_every_line_at_every_fill() {
-        let dir = std::env::temp_dir().join(format!("conqf-bulk-{}", std::process::id()));
-        let path = dir.join("bulk.csv");
-        let plots = dir.join("plots");
-        std::fs::create_dir_all(&dir).expect("a temporary directory");
-        let mut opts = options(&format!(
-            "--scale quick --threads 1,2 --only bulk --csv {} --plots {}",
-            path.display(),
-            plots.display()
-        ));
-        opts.quotient_bits = 10;
-        // Two rounds, so Figure 2 takes medians over rounds of every line.
-        opts.repetitions = 2;
-        let rows = run(&opts).expect("the run succeeds");
-        let text = std::fs::read_to_string(&path).expect("the CSV file exists");
-        let svg = std::fs::read_to_string(plots.join("bulk.svg")).expect("the plot exists");
-        let _ = std::fs::remove_dir_all(&dir);
+        let TinyRun {
+            rows,
+            csv: text,
+            svgs,
+        } = tiny_run("bulk");
+        let svg = &svgs[0];
 
         assert_eq!(text.lines().count(), rows.len() + 1);
         for filter in bulk::BUILDERS.iter().chain(&bulk::LOOKUPS) {
@@ -2519,22 +2547,14 @@ mod tests {
 
     #[test]
     fn a_tiny_removes_run_writes_every_line_and_ends_empty() {
-        let dir = std::env::temp_dir().join(format!("conqf-removes-{}", std::process::id()));
-        let path = dir.join("removes.csv");
-        let plots = dir.join("plots");
-        std::fs::create_dir_all(&dir).expect("a temporary directory");
-        let mut opts = options(&format!(
-            "--scale quick --threads 1,2 --only removes --csv {} --plots {}",
-            path.display(),
-            plots.display()
-        ));
-        opts.quotient_bits = 10;
-        opts.repetitions = 2;
-        // `run` fails if any round left a fingerprint behind or found too little to remove.
-        let rows = run(&opts).expect("the run succeeds");
-        let text = std::fs::read_to_string(&path).expect("the CSV file exists");
-        let svg = std::fs::read_to_string(plots.join("removes.svg")).expect("the plot exists");
-        let _ = std::fs::remove_dir_all(&dir);
+        // `run` fails if any round left a fingerprint behind or found more or less than the
+        // fill stored.
+        let TinyRun {
+            rows,
+            csv: text,
+            svgs,
+        } = tiny_run("removes");
+        let svg = &svgs[0];
 
         assert_eq!(text.lines().count(), rows.len() + 1);
         let threads_of = |filter: &str| -> Vec<usize> {

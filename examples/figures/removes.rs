@@ -14,9 +14,9 @@ use super::common::{
     POSITIVE_KEYS, REMAINDER_BITS,
 };
 use super::{
-    draw_plot, integer_label, limits, measure_in_rounds, plural, print_limits, print_table,
-    progress, random_read_limit, speedup_and_share, Options, Panel, PlotFn, Report, RoundLine, Row,
-    Series, LIMIT_PHASES,
+    draw_against_threads, limits, measure_in_rounds, plural, print_limits, print_table, progress,
+    random_read_limit, speedup_and_share, threads_panel, Options, PlotFn, Report, RoundLine, Row,
+    LIMIT_PHASES,
 };
 use conqf::{
     CountingQf, Error, ExternallyLockedQf, LocallyLockedQf, Remove, SequentialQf, TwoBitQf,
@@ -207,36 +207,16 @@ fn print_removes(
 /// One panel: removal throughput against threads, one line per filter.
 fn plot_removes(options: &Options, rows: &[Row]) -> Result<PathBuf, String> {
     let path = options.plots.join("removes.svg");
-    let filters = REMOVE_SEQUENTIAL.iter().chain(&REMOVE_CONCURRENT);
-    let panel = Panel {
-        title: "removals",
-        series: filters
-            .map(|&name| Series {
-                name: name.to_string(),
-                points: rows
-                    .iter()
-                    .filter(|row| row.filter == name && row.phase == REMOVE_PHASE)
-                    .map(|row| (row.threads as f64, row.ops_per_sec / 1e6))
-                    .collect(),
-            })
-            .collect(),
-    };
-    let mut threads = options.threads.clone();
-    threads.sort_unstable();
-    let ticks: Vec<f64> = threads.iter().map(|&t| t as f64).collect();
+    let filters: Vec<&str> = REMOVE_SEQUENTIAL
+        .into_iter()
+        .chain(REMOVE_CONCURRENT)
+        .collect();
+    let panel = threads_panel("removals", &filters, REMOVE_PHASE, rows);
     let title = format!(
         "Removals against threads at 72% fill, 2^{} slots, scale {} (dashed: 1 thread)",
         options.quotient_bits,
         options.scale.name()
     );
-    draw_plot(
-        &path,
-        &title,
-        "threads",
-        &ticks,
-        threads.last().map_or(2, |&most| most + 1).min(17),
-        &|x| integer_label(x, 1.0),
-        &[panel],
-    )?;
+    draw_against_threads(&path, &title, &options.threads, &[panel])?;
     Ok(path)
 }
