@@ -20,9 +20,10 @@
 //! * **insert**: lock-free if the whole insert happens inside the one group it loaded and that
 //!   group holds no lock (Block A and "Avoiding locks"); otherwise write-lock the supercluster
 //!   end, check right to left that no slot between the canonical slot and it is empty or
-//!   write-locked (the scan that found the end may have passed a slot a removal emptied while
-//!   the scan waited; then unlock and restart). From then on nobody else changes the stretch
-//!   back to its cluster start (it is *frozen*, see `plan_frozen`), so one walk from the
+//!   write-locked (the scan that found the end may have passed a slot that a removal emptied
+//!   after the scan read it, while it waited at a write lock or before its lock's CAS, which
+//!   tests only the locked slot; then unlock and restart). From then on nobody else changes the
+//!   stretch back to its cluster start (it is *frozen*, see `plan_frozen`), so one walk from the
 //!   canonical slot plans the insert; then read-lock the cluster start the walk found (which
 //!   keeps locked queries out) and shift right group by group, left to right, waiting for read
 //!   locks met on the way (Block E). The last element moves into the write-locked slot, which
@@ -348,8 +349,9 @@ impl LocallyLockedQf {
     /// left, a group at a time, after this thread write-locked `end` (or, migrating a growing
     /// filter, put or met a migration lock there, which is never released): the check that
     /// `end` is the end of the supercluster of `from`. The scan of
-    /// [`lock_first_empty`](Self::lock_first_empty) cannot tell by
-    /// itself: while it waited at a write lock, a removal may have emptied a slot it had passed.
+    /// [`lock_first_empty`](Self::lock_first_empty) cannot tell by itself: a removal may have
+    /// emptied a slot it had passed, while it waited at a write lock or between its read of that
+    /// slot and the compare-and-swap of the lock, which tests only the locked slot.
     ///
     /// Right to left, the answer holds from the scan on, as long as the write lock on `end`
     /// is held: only a removal empties a slot, a locked one inside the stretch up to the write
@@ -539,16 +541,16 @@ impl LocallyLockedQf {
     /// stops at the first slot whose shifted bit is clear, which holds an element because the
     /// slot before a shifted one always does: every group write keeps that; and
     /// [`read_lock_frozen`](Self::read_lock_frozen) restarts if that slot is no cluster start);
-    /// by the check's argument none of them can be emptied while the lock is held. Only the holder of `end`
-    /// may insert into or remove from the supercluster those slots belong to (a lock-free path
-    /// needs an empty, unlocked slot after what it changes in that group, which this
-    /// supercluster has only at the locked `end`), so their elements
-    /// do not move; an insert from the supercluster to the left fills at most the empty slot
-    /// before it and moves nothing of it; and a removal that emptied a slot of the stretch
-    /// before the lock was taken wrote that slot in its last group commit, so what remains of it
-    /// is the release of its read locks. The plan's end is then `end` itself, and its cluster
-    /// start stays one: the caller read-locks it ([`read_lock_frozen`](Self::read_lock_frozen))
-    /// only to keep locked queries out of the shift.
+    /// by the check's argument none of them can be emptied while the lock is held. Only the
+    /// holder of `end` may insert into or remove from the supercluster those slots belong to (a
+    /// lock-free path needs an empty, unlocked slot after what it changes in that group, which
+    /// this supercluster has only at the locked `end`), so their elements do not move; an insert
+    /// from the supercluster to the left fills at most the empty slot before it and moves
+    /// nothing of it; and a removal that emptied a slot of the stretch before the lock was taken
+    /// wrote that slot in its last group commit, so what remains of it is the release of its
+    /// read locks. The plan's end is then `end` itself, and its cluster start stays one: the
+    /// caller read-locks it ([`read_lock_frozen`](Self::read_lock_frozen)) only to keep locked
+    /// queries out of the shift.
     #[inline(always)]
     fn plan_frozen<T>(
         &self,
