@@ -1743,23 +1743,36 @@ fn integer_label(x: f64, step: f64) -> String {
 /// One panel per phase, one series per filter: throughput in millions against `x` of each row
 /// (rows without an `x` are left out).
 fn phase_panels(rows: &[Row], x: impl Fn(&Row) -> Option<f64>) -> Vec<Panel> {
+    let filters = filters_of(rows);
     PHASE_TITLES
         .iter()
-        .map(|&(phase, title)| Panel {
-            title,
-            series: filters_of(rows)
-                .into_iter()
-                .map(|filter| Series {
-                    name: filter.to_string(),
-                    points: rows
-                        .iter()
-                        .filter(|row| row.filter == filter && row.phase == phase)
-                        .filter_map(|row| Some((x(row)?, row.ops_per_sec / 1e6)))
-                        .collect(),
-                })
-                .collect(),
-        })
+        .map(|&(phase, title)| panel(title, &filters, phase, rows, &x))
         .collect()
+}
+
+/// One panel: a line per filter of `filters`, throughput in millions against `x` of each of its
+/// rows of `phase` (rows without an `x` are left out).
+fn panel(
+    title: &'static str,
+    filters: &[&str],
+    phase: &str,
+    rows: &[Row],
+    x: impl Fn(&Row) -> Option<f64>,
+) -> Panel {
+    Panel {
+        title,
+        series: filters
+            .iter()
+            .map(|&name| Series {
+                name: name.to_string(),
+                points: rows
+                    .iter()
+                    .filter(|row| row.filter == name && row.phase == phase)
+                    .filter_map(|row| Some((x(row)?, row.ops_per_sec / 1e6)))
+                    .collect(),
+            })
+            .collect(),
+    }
 }
 
 /// The Figure 2 plot: throughput per phase against threads, one line per filter; the filters
@@ -1777,23 +1790,9 @@ fn plot_fig2(options: &Options, rows: &[Row]) -> Result<PathBuf, String> {
     Ok(path)
 }
 
-/// One panel of throughput against threads: a line per filter of `filters`, from the rows of
-/// `phase`.
+/// One panel of throughput against threads ([`panel`]).
 fn threads_panel(title: &'static str, filters: &[&str], phase: &str, rows: &[Row]) -> Panel {
-    Panel {
-        title,
-        series: filters
-            .iter()
-            .map(|&name| Series {
-                name: name.to_string(),
-                points: rows
-                    .iter()
-                    .filter(|row| row.filter == name && row.phase == phase)
-                    .map(|row| (row.threads as f64, row.ops_per_sec / 1e6))
-                    .collect(),
-            })
-            .collect(),
-    }
+    panel(title, filters, phase, rows, |row| Some(row.threads as f64))
 }
 
 /// [`draw_plot`] against the thread counts of the run, labelled at every integer up to the most

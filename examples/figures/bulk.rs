@@ -14,8 +14,8 @@ use super::common::bulk::{
 };
 use super::common::{items_at, key_hashes, median, per_second, NEGATIVE_KEYS, POSITIVE_KEYS};
 use super::{
-    draw_plot, integer_label, limits, print_limits, print_table, progress, random_read_limit,
-    throughput_cell, Options, Panel, PlotFn, Report, Row, Series, LIMIT_PHASES,
+    draw_plot, integer_label, limits, panel, print_limits, print_table, progress,
+    random_read_limit, throughput_cell, Options, PlotFn, Report, Row, LIMIT_PHASES,
 };
 use conqf::SequentialQf;
 use std::path::PathBuf;
@@ -175,28 +175,17 @@ fn print_bulk(options: &Options, limit_threads: &[usize], bytes: usize, rows: &[
 /// inserts), unsuccessful-lookup throughput.
 fn plot_bulk(options: &Options, rows: &[Row]) -> Result<PathBuf, String> {
     let path = options.plots.join("bulk.svg");
-    let panel = |title: &'static str, phase: &str, names: &[&str]| Panel {
-        title,
-        series: names
-            .iter()
-            .map(|&name| Series {
-                name: name.to_string(),
-                points: rows
-                    .iter()
-                    .filter(|row| row.filter == name && row.phase == phase)
-                    .filter_map(|row| Some((row.fill? * 100.0, row.ops_per_sec / 1e6)))
-                    .collect(),
-            })
-            .collect(),
+    let by_fill = |title: &'static str, phase: &str, names: &[&str]| {
+        panel(title, names, phase, rows, |row| Some(row.fill? * 100.0))
     };
     let panels = [
-        panel("builds", "build", &BUILDERS[..4]),
-        panel(
+        by_fill("builds", "build", &BUILDERS[..4]),
+        by_fill(
             "builds without dedupe",
             "build",
             &[BUILDERS[0], BUILDERS[4], BUILDERS[5], BUILDERS[6]],
         ),
-        panel("unsuccessful lookups", "lookup_negative", &LOOKUPS),
+        by_fill("unsuccessful lookups", "lookup_negative", &LOOKUPS),
     ];
     let ticks: Vec<f64> = BULK_FILLS.iter().map(|&p| p as f64).collect();
     let title = format!(
