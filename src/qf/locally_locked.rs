@@ -18,16 +18,17 @@
 //! Operations:
 //!
 //! * **insert**: lock-free if the whole insert happens inside the one group it loaded and that
-//!   group holds no lock (Block A and "Avoiding locks"); otherwise write-lock the supercluster
-//!   end, check right to left that no slot between the canonical slot and it is empty or
-//!   write-locked (the scan that found the end may have passed a slot that a removal emptied
-//!   after the scan read it, while it waited at a write lock or before its lock's CAS, which
-//!   tests only the locked slot; then unlock and restart). From then on nobody else changes the
-//!   stretch back to its cluster start (it is *frozen*, see `plan_frozen`), so one walk from the
-//!   canonical slot plans the insert; then read-lock the cluster start the walk found (which
-//!   keeps locked queries out) and shift right group by group, left to right, waiting for read
-//!   locks met on the way (Block E). The last element moves into the write-locked slot, which
-//!   releases that lock; then the read lock is released.
+//!   group holds no lock (Block A and "Avoiding locks"); otherwise write-lock the supercluster end
+//!   with one CAS of the group word the scan read (so the slots of that group the scan passed were
+//!   filled when the lock was taken), check right to left that no slot of the groups before it,
+//!   from the canonical slot on, is empty or write-locked (the scan may have passed a slot there
+//!   that a removal emptied after the scan read it, while it waited at a write lock or before its
+//!   lock's CAS; then unlock and restart). From then on nobody else changes the stretch back to its
+//!   cluster start (it is *frozen*, see `plan_frozen`), so one walk from the canonical slot plans
+//!   the insert; then read-lock the cluster start the walk found (which keeps locked queries out)
+//!   and shift right group by group, left to right, waiting for read locks met on the way (Block
+//!   E). The last element moves into the write-locked slot, which releases that lock; then the read
+//!   lock is released.
 //! * **contains**: first the whole lookup walked without locks. Its answer stands if the walk
 //!   read only the group of the canonical slot (Block F), or if it found the remainder: a query
 //!   that succeeds writes nothing, where the paper's takes a read lock (its queries then scale
@@ -51,16 +52,16 @@
 //!   writer can lock a slot the release has still to visit.
 //!
 //! The lock-free paths change one group with one CAS from a snapshot with no lock and, in that
-//! group, an empty slot at or after every slot they change; the CAS compares the whole word, so
-//! the group holds no lock when it lands. A locked operation relies, from its right-to-left
-//! check on, on the slots its check and then its plan's walk back read, all filled, from its
-//! cluster start to its write lock `end`. A lock-free change of one of them needs an empty,
-//! unlocked slot after it in its group: `end` is locked, a slot beyond `end` puts that lock in
-//! the group, and a slot before `end` was read filled in the same load and cannot have been
-//! emptied since (`stretch_is_filled`). A lock-free change made before those reads is part of
-//! what they read; if it emptied a slot behind the scan, the check restarts. So from its check
-//! to its release, no lock-free path changes a slot a locked operation relies on; likewise for
-//! a growing filter's migration from its re-read of a frozen stretch on.
+//! group, an empty slot at or after every slot they change; the CAS compares the whole word, so the
+//! group holds no lock when it lands. A locked operation relies, from its right-to-left check on,
+//! on the slots its lock's CAS (in `end`'s group), its check and then its plan's walk back read,
+//! all filled, from its cluster start to its write lock `end`. A lock-free change of one of them
+//! needs an empty, unlocked slot after it in its group: `end` is locked, a slot beyond `end` puts
+//! that lock in the group, and a slot before `end` was read filled in the same load and cannot have
+//! been emptied since (`stretch_is_filled`). A lock-free change made before those reads is part of
+//! what they read; if it emptied a slot behind the scan, the check restarts. So from its check to
+//! its release, no lock-free path changes a slot a locked operation relies on; likewise for a
+//! growing filter's migration from its re-read of a frozen stretch on.
 //!
 //! Every group is written with one CAS that moves it from its state before the operation to its
 //! state after it, and every occupied bit changes in the same write as the run it describes (or,
@@ -87,7 +88,9 @@ use std::hash::Hash;
 use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter, Full, Remove};
 use crate::hash::{hash_key, low_mask};
-use crate::storage::{with_fixed_width, Commit, Cursor, GroupSource, Preview, Rewriter, SlotArray};
+use crate::storage::{
+    with_fixed_width, Commit, Cursor, GroupSource, Preview, Rewriter, SlotArray, SlotLayout,
+};
 use crate::sync::{Ordering, Waiter};
 
 use super::scan::Fingerprints;
@@ -340,8 +343,13 @@ impl LocallyLockedQf {
     /// Block B: write-locks the first empty slot at or after `quotient`, waiting for write locks
     /// met on the way. Returns its index, or [`Migrating`] if the scan met a migration lock (only
     /// in a growing filter, see [`growing`](super::growing)): the caller then holds no lock.
-    fn lock_supercluster_end(&self, quotient: usize) -> Result<usize, Migrating> {
-        self.lock_first_empty(quotient, WRITE_LOCK)
+    #[inline]
+    fn lock_supercluster_end<S: GroupSource>(
+        &self,
+        slots: &S,
+        quotient: usize,
+    ) -> Result<usize, Migrating> {
+        self.lock_first_empty_in(slots, quotient, WRITE_LOCK)
             .map_err(|_| Migrating)
     }
 
@@ -349,27 +357,37 @@ impl LocallyLockedQf {
     /// left, a group at a time, after this thread write-locked `end` (or, migrating a growing
     /// filter, put or met a migration lock there, which is never released): the check that
     /// `end` is the end of the supercluster of `from`. The scan of
-    /// [`lock_first_empty`](Self::lock_first_empty) cannot tell by itself: a removal may have
-    /// emptied a slot it had passed, while it waited at a write lock or between its read of that
-    /// slot and the compare-and-swap of the lock, which tests only the locked slot.
+    /// [`lock_first_empty`](Self::lock_first_empty) cannot tell by itself for the groups before
+    /// `end`'s: a removal may have emptied a slot it had passed there, while it waited at a
+    /// write lock or between its read of that slot and the compare-and-swap of the lock, which
+    /// compares only the lock's group. (The slots of that group the scan passed were filled at
+    /// the instant of the lock: a locked insert or removal checks only up to that group,
+    /// [`plan_frozen`](Self::plan_frozen); a growing migration checks the whole stretch.)
     ///
-    /// Right to left, the answer holds from the scan on, as long as the write lock on `end`
-    /// is held: only a removal empties a slot, a locked one inside the stretch up to the write
-    /// lock it holds (on a slot that was the first empty one after its canonical slot), a
-    /// lock-free one ([`remove_in_group`](Self::remove_in_group)) only a slot followed, in the
-    /// group word it replaces, by an empty slot, with no lock in that group. For a slot `s`
-    /// seen filled to be empty later, a removal must empty it holding the lock on some `e'`
-    /// with `s < e' <= end`, or lock-free while some `e'` after `s` in the group of `s` is
-    /// empty and unlocked; then `e' < end` (else this thread's lock is in that group), and
-    /// `e'` (seen filled before `s`, in the same load if lock-free) must have been emptied in
-    /// the meantime by a removal further right: the chain must end at `end` or beyond it, which
-    /// no other thread can lock, pass, or use as room in its group while this thread holds
-    /// `end`.
+    /// Right to left, the answer holds from the scan on, as long as the write lock on `end` is held
+    /// (the lock's own group, seen filled in the word its compare-and-swap replaced, counts as read
+    /// first): only a removal empties a slot, a locked one inside the stretch up to the write lock
+    /// it holds (on a slot that was the first empty one after its canonical slot), a lock-free one
+    /// ([`remove_in_group`](Self::remove_in_group)) only a slot followed, in the group word it
+    /// replaces, by an empty slot, with no lock in that group. For a slot `s` seen filled to be
+    /// empty later, a removal must empty it holding the lock on some `e'` with `s < e' <= end`, or
+    /// lock-free while some `e'` after `s` in the group of `s` is empty and unlocked; then `e' <
+    /// end` (else this thread's lock is in that group), and `e'` (seen filled before `s`, in the
+    /// same load if lock-free) must have been emptied in the meantime by a removal further right:
+    /// the chain must end at `end` or beyond it, which no other thread can lock, pass, or use as
+    /// room in its group while this thread holds `end`.
     pub(crate) fn stretch_is_filled(&self, from: usize, end: usize) -> bool {
+        Self::stretch_is_filled_in(&self.table.slots, from, end)
+    }
+
+    /// [`stretch_is_filled`](Self::stretch_is_filled) over `slots`, a view of the table (of
+    /// fixed width, [`with_fixed_width!`]).
+    #[inline]
+    fn stretch_is_filled_in<S: GroupSource>(slots: &S, from: usize, end: usize) -> bool {
         if from >= end {
             return true;
         }
-        let layout = self.table.slots.layout();
+        let layout = slots.layout();
         let bits = layout.bits();
         let lane_lsb = layout.lanes(1);
         let (first_group, first_offset) = layout.locate(from);
@@ -377,7 +395,7 @@ impl LocallyLockedQf {
         for group in (first_group..=last_group).rev() {
             // Acquire: a group written by a removal or insert that finished must be seen with
             // everything that writer did before releasing its locks.
-            let word = self.table.slots.load_group(group, Ordering::Acquire);
+            let word = slots.load_group(group, Ordering::Acquire);
             let mut open = LockView::candidates(word, lane_lsb);
             if group == last_group {
                 open &= low_mask((last_offset + 1) * bits);
@@ -397,25 +415,67 @@ impl LocallyLockedQf {
     /// migration lock met before it (the scan then locked nothing). Shared by block B and the
     /// growing migration's freeze ([`growing`](super::growing)), which locks with
     /// [`MIGRATION_LOCK`](super::slot::MIGRATION_LOCK).
+    ///
+    /// The lock is put with one compare-and-swap of the whole group word the scan read, and in
+    /// that word the scan saw every slot of the group from `from` (or from the group's first
+    /// slot, if `from` lies in an earlier group) up to the locked one filled: so those slots
+    /// were all filled at the instant the lock was taken, which is what
+    /// [`stretch_is_filled`](Self::stretch_is_filled) would otherwise have to read again (see
+    /// [`plan_frozen`](Self::plan_frozen)). After a wait or a failed compare-and-swap the scan
+    /// reloads the group and reads it again from that first slot, so the word compared is
+    /// always the one every such slot was seen filled in.
     #[inline]
     pub(crate) fn lock_first_empty(&self, from: usize, lock: u64) -> Result<usize, usize> {
+        self.lock_first_empty_in(&self.table.slots, from, lock)
+    }
+
+    /// [`lock_first_empty`](Self::lock_first_empty), scanning `slots`, a view of the table.
+    #[inline]
+    fn lock_first_empty_in<S: GroupSource>(
+        &self,
+        slots: &S,
+        from: usize,
+        lock: u64,
+    ) -> Result<usize, usize> {
         let waiter = Waiter::new();
         // Acquire: the scan decides where the supercluster ends from what it reads.
-        let mut cursor = self.table.slots.cursor(from, Ordering::Acquire);
+        let mut cursor = Cursor::over(slots, from, Ordering::Acquire);
+        let (from_group, from_shift) = (cursor.group(), cursor.shift());
+        // Reloads the cursor's group and goes back to the first slot of it the scan covers.
+        let rescan = |cursor: &mut Cursor<'_, S>| {
+            cursor.reload();
+            cursor.jump_to_bit(if cursor.group() == from_group {
+                from_shift
+            } else {
+                0
+            });
+        };
         loop {
             match LockView::of(cursor.slot()) {
                 LockView::MigrationLocked => return Err(cursor.index()),
                 LockView::WriteLocked => {
                     // Another insert or removal works on this supercluster.
                     waiter.wait();
-                    cursor.reload();
+                    rescan(&mut cursor);
                 }
                 LockView::Empty => {
-                    let index = cursor.index();
-                    if self.update_slot(index, |now| (now == 0).then_some(lock)) {
-                        return Ok(index);
+                    let word = cursor.word();
+                    let locked = word | (lock << cursor.shift());
+                    // AcqRel, as every lock taken with `update_slot`: Acquire, to see what the
+                    // supercluster's previous writer published before its release (the Release
+                    // half is kept from there; this argument does not need it). Relaxed on
+                    // failure: `rescan` reloads with Acquire.
+                    let taken = self.table.slots.compare_exchange_group(
+                        cursor.group(),
+                        word,
+                        locked,
+                        Ordering::AcqRel,
+                        Ordering::Relaxed,
+                    );
+                    if taken.is_ok() {
+                        return Ok(cursor.index());
                     }
-                    cursor.reload();
+                    rescan(&mut cursor);
                 }
                 LockView::Filled => {
                     // The last slot is never filled, so a filled slot always has a successor;
@@ -487,15 +547,46 @@ impl LocallyLockedQf {
         self.unlock_reads_in_observed(from, to, |_| {});
     }
 
-    /// [`unlock_reads_in`](Self::unlock_reads_in), calling `visited(index)` after each slot.
+    /// [`unlock_reads_in`](Self::unlock_reads_in), calling `visited(slots)` after each group
+    /// with the slots of `from..=to` in that group.
+    ///
+    /// A group at a time, from the group of `to` down to that of `from`: one compare-and-swap
+    /// releases every read lock of the range in a group. That is the right-to-left release
+    /// done in one step: the slots still to visit all lie left of the group's lowest released
+    /// lane, in clusters whose starts the removal still holds; and as no other thread can lock
+    /// a cluster start of the range before the removal releases it, every read lock in the
+    /// group's lanes of the range is the removal's own when the compare-and-swap lands.
     #[inline]
-    fn unlock_reads_in_observed(&self, from: usize, to: usize, mut visited: impl FnMut(usize)) {
-        for index in (from..=to).rev() {
-            // Acquire: as in `lock_cluster_start`.
-            if self.table.slots.get(index, Ordering::Acquire) & STATUS_MASK == READ_LOCK {
-                self.unlock_read(index);
+    fn unlock_reads_in_observed(
+        &self,
+        from: usize,
+        to: usize,
+        mut visited: impl FnMut(std::ops::RangeInclusive<usize>),
+    ) {
+        let slots = &self.table.slots;
+        let layout = slots.layout();
+        let bits = layout.bits();
+        let (first_group, first_offset) = layout.locate(from);
+        let (last_group, last_offset) = layout.locate(to);
+        for group in (first_group..=last_group).rev() {
+            let group_start = group * layout.per_group() as usize;
+            let mut range = low_mask(layout.per_group() * bits);
+            let (mut lowest, mut highest) =
+                (group_start, group_start + layout.per_group() as usize - 1);
+            if group == last_group {
+                range &= low_mask((last_offset + 1) * bits);
+                highest = to;
             }
-            visited(index);
+            if group == first_group {
+                range &= !low_mask(first_offset * bits);
+                lowest = from;
+            }
+            slots.update_group(group, |word| {
+                let locks = read_locks(word, self.continuation_lanes) & range;
+                // `010` to `100` (occupied, continuation, shifted): flip the two low bits.
+                (locks != 0).then_some((word ^ (locks | (locks >> 1)), ()))
+            });
+            visited(lowest..=highest);
         }
     }
 
@@ -530,50 +621,71 @@ impl LocallyLockedQf {
     /// empty slot at or after `quotient`: checks that the stretch `quotient..end` is still all
     /// filled ([`stretch_is_filled`](Self::stretch_is_filled)), then runs `plan` on a cursor on
     /// the canonical slot. `None`: a removal emptied a slot behind the scan that found `end`;
-    /// restart.
+    /// restart. The check reads only the groups before `end`'s: the compare-and-swap that took
+    /// the lock ([`lock_first_empty`](Self::lock_first_empty)) saw the slots of `end`'s group
+    /// from `quotient` on filled, at the instant the lock was taken.
     ///
     /// Once the check passes, the stretch is *frozen*: up to its cluster start, no other thread
-    /// changes an element or a status bit in it (read locks, which every walk reads through,
-    /// still come and go), so one walk plans the whole operation, with no lock on the cluster
-    /// start yet and no second walk to check the locks. Every slot the plan reads, right to
-    /// left from `end - 1` (the check) and then from `quotient` back to the cluster start (the
-    /// plan's walk), is read after the write lock was taken and seen filled (the walk back
-    /// stops at the first slot whose shifted bit is clear, which holds an element because the
-    /// slot before a shifted one always does: every group write keeps that; and
-    /// [`read_lock_frozen`](Self::read_lock_frozen) restarts if that slot is no cluster start);
-    /// by the check's argument none of them can be emptied while the lock is held. Only the
-    /// holder of `end` may insert into or remove from the supercluster those slots belong to (a
-    /// lock-free path needs an empty, unlocked slot after what it changes in that group, which
-    /// this supercluster has only at the locked `end`), so their elements do not move; an insert
-    /// from the supercluster to the left fills at most the empty slot before it and moves
-    /// nothing of it; and a removal that emptied a slot of the stretch before the lock was taken
-    /// wrote that slot in its last group commit, so what remains of it is the release of its
-    /// read locks. The plan's end is then `end` itself, and its cluster start stays one: the
-    /// caller read-locks it ([`read_lock_frozen`](Self::read_lock_frozen)) only to keep locked
-    /// queries out of the shift.
+    /// changes an element or a status bit in it (read locks, which every walk reads through, still
+    /// come and go), so one walk plans the whole operation, with no lock on the cluster start yet
+    /// and no second walk to check the locks. Every slot the plan reads, right to left from `end -
+    /// 1` (the lock's word, then the check) and then from `quotient` back to the cluster start (the
+    /// plan's walk), is seen filled while the write lock is held (the walk back stops at the first
+    /// slot whose shifted bit is clear, which holds an element because the slot before a shifted
+    /// one always does: every group write keeps that; and
+    /// [`read_lock_frozen`](Self::read_lock_frozen) restarts if that slot is no cluster start); by
+    /// the check's argument none of them can be emptied while the lock is held. Only the holder of
+    /// `end` may insert into or remove from the supercluster those slots belong to (a lock-free
+    /// path needs an empty, unlocked slot after what it changes in that group, which this
+    /// supercluster has only at the locked `end`), so their elements do not move; an insert from
+    /// the supercluster to the left fills at most the empty slot before it and moves nothing of it;
+    /// and a removal that emptied a slot of the stretch before the lock was taken wrote that slot
+    /// in its last group commit, so what remains of it is the release of its read locks. The plan's
+    /// end is then `end` itself, and its cluster start stays one: the caller read-locks it
+    /// ([`read_lock_frozen`](Self::read_lock_frozen)) only to keep locked queries out of the shift.
     #[inline(always)]
-    fn plan_frozen<T>(
+    fn plan_frozen<S: GroupSource, T>(
         &self,
+        slots: &S,
         quotient: usize,
         end: usize,
-        plan: impl FnOnce(&mut Cursor<'_>) -> T,
+        plan: impl FnOnce(&mut Cursor<'_, S>) -> T,
     ) -> Option<T> {
-        if !self.stretch_is_filled(quotient, end) {
+        // The first slot of `end`'s group: the lock's compare-and-swap covered the rest.
+        let end_group_start = end - slots.layout().locate(end).1 as usize;
+        if !Self::stretch_is_filled_in(slots, quotient, end_group_start) {
             return None;
         }
         // Acquire: each load pairs with the Release group CAS of its slot's last writer, and
         // by the argument above no writer but this thread comes after that one.
-        Some(plan(
-            &mut self.table.slots.cursor(quotient, Ordering::Acquire),
-        ))
+        Some(plan(&mut Cursor::over(slots, quotient, Ordering::Acquire)))
     }
 
     // ----- Blocks B-E: the locked insert ----------------------------------------------------
 
+    /// Blocks B-E: write-locks the end of the supercluster of `quotient` and inserts
+    /// ([`insert_locked`](Self::insert_locked)); `Ok(None)`: restart. `slots` is the table,
+    /// seen through a [`GroupSource`] of fixed width where there is one ([`with_fixed_width!`]).
+    ///
+    /// Not inlined: it is compiled once per slot width, and the callers' one-group try stays
+    /// small.
+    #[inline(never)]
+    fn insert_with_locks<S: GroupSource>(
+        &self,
+        slots: S,
+        quotient: usize,
+        remainder: u64,
+    ) -> Result<Option<Result<bool, Full>>, Migrating> {
+        let end = self.lock_supercluster_end(&slots, quotient)?;
+        Ok(self.insert_locked(&slots, quotient, remainder, end))
+    }
+
     /// The locked insert, holding the write lock on `end`, the first empty slot at or after
     /// `quotient` (Block B). `None`: `end` no longer ends the supercluster; restart.
-    fn insert_locked(
+    #[inline(always)]
+    fn insert_locked<S: GroupSource>(
         &self,
+        slots: &S,
         quotient: usize,
         remainder: u64,
         end: usize,
@@ -587,7 +699,7 @@ impl LocallyLockedQf {
             return Some(Ok(true));
         }
         // Block D, planned on the frozen stretch (see `plan_frozen`).
-        let step = self.plan_frozen(quotient, end, |cursor| {
+        let step = self.plan_frozen(slots, quotient, end, |cursor| {
             walk::plan_insert(cursor, quotient, remainder)
         });
         let plan = match step {
@@ -621,9 +733,11 @@ impl LocallyLockedQf {
             return None;
         }
         // Block E.
-        let mut read = self.table.slots.cursor(plan.position, Ordering::Acquire);
-        let commit = Locked::new(self, start);
-        let mut rewriter = Rewriter::new(&self.table.slots, commit, KEEP_OCCUPIED);
+        // Acquire: reads of the locked cluster; the locks' Acquire already ordered them.
+        let mut read = Cursor::over(slots, plan.position, Ordering::Acquire);
+        let commit = Locked::new(self, slots.layout(), start);
+        let mut rewriter =
+            Rewriter::laid_out(&self.table.slots, slots.layout(), commit, KEEP_OCCUPIED);
         walk::shift_in(&mut read, &mut rewriter, &plan, Some(start));
         rewriter.finish();
         // The shift filled the write-locked slot, which released it.
@@ -747,9 +861,30 @@ impl LocallyLockedQf {
         Some(true)
     }
 
+    /// Write-locks the end of the supercluster of `quotient` and removes
+    /// ([`remove_locked`](Self::remove_locked)); `Ok(None)`: restart. `slots` as in
+    /// [`insert_with_locks`](Self::insert_with_locks), and not inlined for the same reason.
+    #[inline(never)]
+    fn remove_with_locks<S: GroupSource>(
+        &self,
+        slots: S,
+        quotient: usize,
+        remainder: u64,
+    ) -> Result<Option<bool>, Migrating> {
+        let end = self.lock_supercluster_end(&slots, quotient)?;
+        Ok(self.remove_locked(&slots, quotient, remainder, end))
+    }
+
     /// The locked removal, holding the write lock on `end`, the first empty slot at or after
     /// `quotient`. `None`: `end` no longer ends the supercluster; restart.
-    fn remove_locked(&self, quotient: usize, remainder: u64, end: usize) -> Option<bool> {
+    #[inline(always)]
+    fn remove_locked<S: GroupSource>(
+        &self,
+        slots: &S,
+        quotient: usize,
+        remainder: u64,
+        end: usize,
+    ) -> Option<bool> {
         if end == quotient {
             // The canonical slot is empty: nothing to remove.
             self.unlock_write(end);
@@ -757,7 +892,7 @@ impl LocallyLockedQf {
         }
         // Planned on the frozen stretch, as in `insert_locked`: an absent key is absent for
         // as long as this thread holds `end`, so the answer needs no read lock.
-        let step = self.plan_frozen(quotient, end, |cursor| {
+        let step = self.plan_frozen(slots, quotient, end, |cursor| {
             walk::plan_remove(cursor, quotient, remainder)
         });
         let plan = match step {
@@ -776,14 +911,12 @@ impl LocallyLockedQf {
             self.unlock_write(end);
             return None;
         }
-        let mut read = self
-            .table
-            // Acquire: reads of the locked cluster; the locks' Acquire already ordered them.
-            .slots
-            .cursor(plan.position + 1, Ordering::Acquire);
-        let mut occupied = self.table.slots.cursor(quotient, Ordering::Acquire);
+        // Acquire: reads of the locked cluster; the locks' Acquire already ordered them.
+        let mut read = Cursor::over(slots, plan.position + 1, Ordering::Acquire);
+        let mut occupied = Cursor::over(slots, quotient, Ordering::Acquire);
+        let commit = Locked::new(self, slots.layout(), start);
         let mut rewriter =
-            Rewriter::new(&self.table.slots, Locked::new(self, start), KEEP_OCCUPIED);
+            Rewriter::laid_out(&self.table.slots, slots.layout(), commit, KEEP_OCCUPIED);
         let emptied = walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, true);
         rewriter.finish();
         // Our cluster start (if it still holds an element) and the cluster starts the shift
@@ -800,37 +933,51 @@ impl LocallyLockedQf {
     }
 }
 
+/// The continuation bit of every lane of `word` that holds a read lock (`010`: continuation
+/// without shifted or occupied); `continuation_lanes` is the continuation bit of every lane.
+#[inline]
+fn read_locks(word: u64, continuation_lanes: u64) -> u64 {
+    let continuation = word & continuation_lanes;
+    let shifted = (word >> 1) & continuation_lanes;
+    let occupied = (word << 1) & continuation_lanes;
+    continuation & !shifted & !occupied
+}
+
 /// [`Commit`] for the locked shifts: compare-and-exchange each group, keeping other threads'
 /// changes to lanes outside the rewritten range, and wait while a read lock other than our own
 /// sits in the range (Block E: "if it is read locked then wait until released").
-struct Locked<'a> {
-    filter: &'a LocallyLockedQf,
-    /// The cluster start this operation holds read-locked.
-    own: usize,
+struct Locked {
+    /// The continuation bit of every lane ([`LocallyLockedQf`]'s field).
+    continuation_lanes: u64,
+    /// The group of the cluster start this operation holds read-locked.
+    own_group: usize,
+    /// The bits of that start's lane in its group: located once, not on every commit.
+    own_lane: u64,
 }
 
-impl<'a> Locked<'a> {
-    fn new(filter: &'a LocallyLockedQf, own: usize) -> Self {
-        Locked { filter, own }
+impl Locked {
+    /// The commit of an operation that holds the read lock on slot `own`, laid out as `layout`.
+    fn new(filter: &LocallyLockedQf, layout: &SlotLayout, own: usize) -> Self {
+        let (own_group, own_offset) = layout.locate(own);
+        Locked {
+            continuation_lanes: filter.continuation_lanes,
+            own_group,
+            own_lane: layout.place(own_offset, layout.slot_mask()),
+        }
     }
 
     /// The lanes of `word` inside `range` that hold a read lock, other than our own.
+    #[inline]
     fn foreign_read_locks(&self, group: usize, word: u64, range: u64) -> u64 {
-        let lanes = self.filter.continuation_lanes;
-        let continuation = word & lanes;
-        let shifted = (word >> 1) & lanes;
-        let occupied = (word << 1) & lanes;
-        let mut locks = continuation & !shifted & !occupied & range;
-        let layout = self.filter.table.slots.layout();
-        let (own_group, own_offset) = layout.locate(self.own);
-        if own_group == group {
-            locks &= !layout.place(own_offset, layout.slot_mask());
+        let mut locks = read_locks(word, self.continuation_lanes) & range;
+        if group == self.own_group {
+            locks &= !self.own_lane;
         }
         locks
     }
 }
 
-impl Commit for Locked<'_> {
+impl Commit for Locked {
     fn commit(&self, array: &SlotArray, group: usize, range: u64, compose: impl Fn(u64) -> u64) {
         let waiter = Waiter::new();
         // Acquire: we wait on read locks in this word and must see their holders' releases.
@@ -956,8 +1103,9 @@ impl LocallyLockedQf {
             if let Some(result) = in_group {
                 return Ok(result);
             }
-            let end = self.lock_supercluster_end(quotient)?;
-            if let Some(result) = self.insert_locked(quotient, remainder, end) {
+            let locked =
+                with_fixed_width!(slots => self.insert_with_locks(slots, quotient, remainder));
+            if let Some(result) = locked? {
                 return Ok(result);
             }
         }
@@ -975,8 +1123,9 @@ impl LocallyLockedQf {
             if let Some(result) = in_group {
                 return Ok(result);
             }
-            let end = self.lock_supercluster_end(quotient)?;
-            if let Some(result) = self.remove_locked(quotient, remainder, end) {
+            let locked =
+                with_fixed_width!(slots => self.remove_with_locks(slots, quotient, remainder));
+            if let Some(result) = locked? {
                 return Ok(result);
             }
         }
@@ -1188,7 +1337,9 @@ mod tests {
             assert_eq!(filter.insert_hash(key(q, r)), Ok(true));
         }
         // The removal of (0, 0) as `remove_locked` makes it, up to its release.
-        let end = filter.lock_supercluster_end(0).unwrap();
+        let end = filter
+            .lock_supercluster_end(&filter.table.slots, 0)
+            .unwrap();
         let start = filter.lock_cluster_start(0).unwrap();
         assert_eq!((start, end), (0, 7));
         let mut cursor = filter.table.slots.cursor(0, Ordering::Acquire);
@@ -1198,7 +1349,7 @@ mod tests {
             .slots
             .cursor(plan.position + 1, Ordering::Acquire);
         let mut occupied = filter.table.slots.cursor(0, Ordering::Acquire);
-        let commit = Locked::new(&filter, start);
+        let commit = Locked::new(&filter, filter.table.slots.layout(), start);
         let mut rewriter = Rewriter::new(&filter.table.slots, commit, KEEP_OCCUPIED);
         let emptied = walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, true);
         rewriter.finish();
@@ -1211,14 +1362,14 @@ mod tests {
             index
         };
         let mut to_visit: Vec<usize> = (start..emptied).collect();
-        filter.unlock_reads_in_observed(start, emptied - 1, |index| {
-            to_visit.retain(|&i| i != index);
+        filter.unlock_reads_in_observed(start, emptied - 1, |released| {
+            to_visit.retain(|i| !released.contains(i));
             for &ahead in &to_visit {
                 let held = cluster_start_of(ahead);
                 assert_eq!(
                     slots.get(held, Ordering::Relaxed) & STATUS_MASK,
                     READ_LOCK,
-                    "after releasing slot {index}, slot {ahead} still to visit lies in the \
+                    "after releasing slots {released:?}, slot {ahead} still to visit lies in the \
                      cluster of slot {held}, which another writer could now lock"
                 );
             }

@@ -521,3 +521,30 @@ fn a_fast_path_removal_leaves_a_locked_insert_s_stretch_alone() {
         assert_eq!(filter.len(), 3);
     });
 }
+
+/// The locked insert takes its write lock with one compare-and-swap of the word its scan read,
+/// and skips the check of that group (`lock_first_empty`, `plan_frozen`). Here the whole
+/// stretch lies in the lock's group: slots 3-4 hold quotient 3's run (crossing from group 0
+/// into group 1), slot 5 the cluster start (5,1), slots 6 and 7 are empty. `a` inserts (4,0),
+/// whose canonical slot 4 lies in group 1 with its cluster start 3 in group 0, so it goes
+/// locked with `end` = 6 and no group left to check; `b` removes (5,1) inside group 1, which
+/// empties slot 5 after `a`'s scan may have read it. The lock's compare-and-swap must then
+/// fail and the scan lock slot 5 instead.
+#[test]
+fn a_removal_in_the_lock_s_group_after_the_scan_read_it_fails_the_lock() {
+    model(|| {
+        let filter = filter_with(&[key(3, 1), key(3, 2), key(5, 1)]);
+        let (inserted, removed) = super::race(
+            &filter,
+            |a| a.insert_hash(key(4, 0)).unwrap(),
+            |b| b.remove_hash(key(5, 1)).unwrap(),
+        );
+        assert!(inserted && removed);
+        filter.check_invariants().unwrap();
+        for (q, r) in [(3, 1), (3, 2), (4, 0)] {
+            assert!(filter.contains_hash_locked(key(q, r)), "lost ({q}, {r})");
+        }
+        assert!(!filter.contains_hash_locked(key(5, 1)));
+        assert_eq!(filter.len(), 3);
+    });
+}
