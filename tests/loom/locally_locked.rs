@@ -505,21 +505,7 @@ fn a_split_moves_the_cluster_start_between_the_scan_and_the_plan() {
 /// check, this fails too).
 #[test]
 fn a_fast_path_removal_leaves_a_locked_insert_s_stretch_alone() {
-    model(|| {
-        let filter = filter_with(&[key(3, 1), key(3, 2), key(5, 1)]);
-        let (inserted, removed) = super::race(
-            &filter,
-            |a| a.insert_hash(key(3, 0)).unwrap(),
-            |b| b.remove_hash(key(5, 1)).unwrap(),
-        );
-        assert!(inserted && removed);
-        filter.check_invariants().unwrap();
-        for (q, r) in [(3, 0), (3, 1), (3, 2)] {
-            assert!(filter.contains_hash_locked(key(q, r)), "lost ({q}, {r})");
-        }
-        assert!(!filter.contains_hash_locked(key(5, 1)));
-        assert_eq!(filter.len(), 3);
-    });
+    model(|| locked_insert_racing_the_removal_of_5_1(3));
 }
 
 /// The locked insert takes its write lock with one compare-and-swap of the word its scan read,
@@ -529,22 +515,30 @@ fn a_fast_path_removal_leaves_a_locked_insert_s_stretch_alone() {
 /// whose canonical slot 4 lies in group 1 with its cluster start 3 in group 0, so it goes
 /// locked with `end` = 6 and no group left to check; `b` removes (5,1) inside group 1, which
 /// empties slot 5 after `a`'s scan may have read it. The lock's compare-and-swap must then
-/// fail and the scan lock slot 5 instead.
+/// fail and the scan lock slot 5 instead. Built with debug assertions (`RUSTFLAGS="--cfg loom
+/// -C debug-assertions=on"`), a mutant that compares only the locked slot, as before, and still
+/// skips the check of its group fails this model and six others at the plan's guard (the plan
+/// of a frozen stretch must end at the lock); without debug assertions that guard restarts.
 #[test]
 fn a_removal_in_the_lock_s_group_after_the_scan_read_it_fails_the_lock() {
-    model(|| {
-        let filter = filter_with(&[key(3, 1), key(3, 2), key(5, 1)]);
-        let (inserted, removed) = super::race(
-            &filter,
-            |a| a.insert_hash(key(4, 0)).unwrap(),
-            |b| b.remove_hash(key(5, 1)).unwrap(),
-        );
-        assert!(inserted && removed);
-        filter.check_invariants().unwrap();
-        for (q, r) in [(3, 1), (3, 2), (4, 0)] {
-            assert!(filter.contains_hash_locked(key(q, r)), "lost ({q}, {r})");
-        }
-        assert!(!filter.contains_hash_locked(key(5, 1)));
-        assert_eq!(filter.len(), 3);
-    });
+    model(|| locked_insert_racing_the_removal_of_5_1(4));
+}
+
+/// From slots 3-4 holding quotient 3's run and slot 5 the cluster start (5,1), one thread
+/// inserts `(quotient, 0)` (3 or 4: on the locked path, as its cluster starts in group 0) while
+/// the other removes (5,1) inside group 1; both must succeed and leave exactly the other keys.
+fn locked_insert_racing_the_removal_of_5_1(quotient: u64) {
+    let filter = filter_with(&[key(3, 1), key(3, 2), key(5, 1)]);
+    let (inserted, removed) = super::race(
+        &filter,
+        move |a| a.insert_hash(key(quotient, 0)).unwrap(),
+        |b| b.remove_hash(key(5, 1)).unwrap(),
+    );
+    assert!(inserted && removed);
+    filter.check_invariants().unwrap();
+    for (q, r) in [(3, 1), (3, 2), (quotient, 0)] {
+        assert!(filter.contains_hash_locked(key(q, r)), "lost ({q}, {r})");
+    }
+    assert!(!filter.contains_hash_locked(key(5, 1)));
+    assert_eq!(filter.len(), 3);
 }
