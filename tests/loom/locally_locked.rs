@@ -515,10 +515,10 @@ fn a_fast_path_removal_leaves_a_locked_insert_s_stretch_alone() {
 /// whose canonical slot 4 lies in group 1 with its cluster start 3 in group 0, so it goes
 /// locked with `end` = 6 and no group left to check; `b` removes (5,1) inside group 1, which
 /// empties slot 5 after `a`'s scan may have read it. The lock's compare-and-swap must then
-/// fail and the scan lock slot 5 instead. Built with debug assertions (`RUSTFLAGS="--cfg loom
-/// -C debug-assertions=on"`), a mutant that compares only the locked slot, as before, and still
-/// skips the check of its group fails this model and six others at the plan's guard (the plan
-/// of a frozen stretch must end at the lock); without debug assertions that guard restarts.
+/// fail and the scan lock slot 5 instead. A mutant that compares only the locked slot, as
+/// before, and still skips the check of its group fails this model and six others at the plan's
+/// guard (the plan of a frozen stretch must end at the lock), which panics in loom and debug
+/// builds and restarts in release builds.
 #[test]
 fn a_removal_in_the_lock_s_group_after_the_scan_read_it_fails_the_lock() {
     model(|| locked_insert_racing_the_removal_of_5_1(4));
