@@ -100,7 +100,7 @@ use super::slot::{
     WRITE_LOCK,
 };
 use super::table::QfTable;
-use super::walk::{self, InsertStep, UnlockedWalk, KEEP_OCCUPIED};
+use super::walk::{self, InsertStep, LocksReadThrough, UnlockedWalk, KEEP_OCCUPIED};
 
 /// A concurrent quotient filter locked through its own status bits (paper 000 §3.2).
 ///
@@ -228,8 +228,12 @@ impl LocallyLockedQf {
         // it (`level_reads::read`: a group load that sees a removal's write then orders the
         // removal's counter increment before the reader's second counter load). Weakening it
         // to Relaxed breaks that seqlock.
-        let mut cursor = self.table.slots.cursor(quotient, Ordering::Acquire);
-        walk::lookup(&mut cursor, remainder).is_some_and(|(found, _)| found)
+        let slots = &self.table.slots;
+        with_fixed_width!(slots => walk::lookup(
+            &mut Cursor::over(&LocksReadThrough(slots), quotient, Ordering::Acquire),
+            remainder
+        ))
+        .is_some_and(|(found, _)| found)
     }
 
     /// [`contains_hash_unsynchronized`](Self::contains_hash_unsynchronized) for a key.
@@ -297,7 +301,9 @@ impl LocallyLockedQf {
         if self.has_lock(word) {
             return None;
         }
-        let mut cursor = Cursor::in_group(&slots, quotient, word);
+        // The word holds no lock, so the walks need not read any through.
+        let at_rest = LocksReadThrough(&slots);
+        let mut cursor = Cursor::in_group(&at_rest, quotient, word);
         if !walk::group_has_empty_from(&cursor) {
             // The insert would shift into the next group, so only a duplicate can be answered
             // here: the lookup's lane-parallel compare finds it at less cost than planning an
@@ -315,7 +321,7 @@ impl LocallyLockedQf {
         if plan.end + 1 >= self.table.slots.len() {
             return None;
         }
-        let mut read = Cursor::in_group(&slots, plan.position, word);
+        let mut read = Cursor::in_group(&at_rest, plan.position, word);
         let preview = Preview::new(group, word);
         let mut rewriter =
             Rewriter::laid_out(&self.table.slots, slots.layout(), &preview, KEEP_OCCUPIED);
@@ -762,10 +768,11 @@ impl LocallyLockedQf {
     #[inline]
     fn walk_without_locks(&self, quotient: usize, remainder: u64) -> UnlockedWalk {
         // Acquire: pairs with the Release of the writers that published the groups.
-        Self::walk_from(
-            self.table.slots.cursor(quotient, Ordering::Acquire),
-            remainder,
-        )
+        let slots = &self.table.slots;
+        with_fixed_width!(slots => Self::walk_from(
+            Cursor::over(&LocksReadThrough(slots), quotient, Ordering::Acquire),
+            remainder
+        ))
     }
 
     /// [`walk_without_locks`](Self::walk_without_locks) from a cursor on the canonical slot
@@ -788,7 +795,7 @@ impl LocallyLockedQf {
         let slots = &self.table.slots;
         // Acquire: reads of the locked cluster; the lock's Acquire already ordered them.
         let answer = with_fixed_width!(slots => walk::lookup(
-            &mut Cursor::over(&slots, quotient, Ordering::Acquire),
+            &mut Cursor::over(&LocksReadThrough(slots), quotient, Ordering::Acquire),
             remainder
         ));
         self.unlock_read(start);
@@ -831,24 +838,33 @@ impl LocallyLockedQf {
         // Acquire: the group's content is what we build on; pairs with the Release of the
         // writer that published it.
         let word = slots.load_group(group, Ordering::Acquire);
-        let mut cursor = Cursor::in_group(&slots, quotient, word);
+        // Only an absent key can be answered in a group that holds a lock, or in one with no
+        // empty slot from the canonical one on (see below): the lookup's lane-parallel compare
+        // tells at less cost than planning a removal bound to be refused (most removals near
+        // 90% fill; planning them first made `W=removes` a quarter slower).
+        fn absent<S: GroupSource>(mut cursor: Cursor<'_, S>, remainder: u64) -> Option<bool> {
+            match walk::lookup(&mut cursor, remainder) {
+                Some((false, _)) => Some(false),
+                _ => None,
+            }
+        }
+        if self.has_lock(word) {
+            return absent(Cursor::in_group(&slots, quotient, word), remainder);
+        }
+        // The word holds no lock, so the walks need not read any through.
+        let at_rest = LocksReadThrough(&slots);
+        let mut cursor = Cursor::in_group(&at_rest, quotient, word);
         // The slots from the cluster start to the removed element are filled, so an empty slot
         // from the canonical one on lies after it: the plan's look at the next slot and the
         // shift stay in the group.
-        if self.has_lock(word) || !walk::group_has_empty_from(&cursor) {
-            // Only an absent key can be answered here: the lookup's lane-parallel compare
-            // tells at less cost than planning a removal bound to be refused (most removals
-            // near 90% fill; planning them first made `W=removes` a quarter slower).
-            return match walk::lookup(&mut cursor, remainder) {
-                Some((false, _)) => Some(false),
-                _ => None,
-            };
+        if !walk::group_has_empty_from(&cursor) {
+            return absent(cursor, remainder);
         }
         let Some(plan) = walk::plan_remove(&mut cursor, quotient, remainder)? else {
             return Some(false);
         };
-        let mut read = Cursor::in_group(&slots, plan.position + 1, word);
-        let mut occupied = Cursor::in_group(&slots, quotient, word);
+        let mut read = Cursor::in_group(&at_rest, plan.position + 1, word);
+        let mut occupied = Cursor::in_group(&at_rest, quotient, word);
         let preview = Preview::new(group, word);
         let mut rewriter =
             Rewriter::laid_out(&self.table.slots, slots.layout(), &preview, KEEP_OCCUPIED);
@@ -1022,7 +1038,7 @@ impl Filter for LocallyLockedQf {
         let slots = &self.table.slots;
         // Acquire: pairs with the Release of the writers that published the groups.
         let walk = with_fixed_width!(slots => Self::walk_from(
-            Cursor::over_prefetching(&slots, quotient, Ordering::Acquire),
+            Cursor::over_prefetching(&LocksReadThrough(slots), quotient, Ordering::Acquire),
             remainder
         ));
         self.contains_trusting(quotient, remainder, true, walk)

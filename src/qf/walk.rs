@@ -2,14 +2,15 @@
 //! the walk-throughs of paper 003, "Lookup" and "Insertion", and paper 002).
 //!
 //! Everything here reads slots through a [`Cursor`] and decodes them with [`Slot::unlocked`]
-//! (unless the cursor's source says it holds no locks, `GroupSource::MAY_HOLD_LOCKS`), so
-//! the same code serves the sequential filter (which never holds locks), the locked paths of the
-//! concurrent filter (which read through its own locks), and the lock-elision fast paths (a
-//! cursor bounded to one atomically loaded group: a walk that would leave the group returns
-//! `None` and the caller takes the locked path). Writes go through a
-//! [`Rewriter`], so shifting is also written once.
-//! [`UnlockedWalk`] is what a concurrent query may conclude from such a walk without locks, for
-//! both concurrent filters whose queries walk first (this table's and the 2-bit one's).
+//! (unless the cursor's source says it holds no locks, `GroupSource::MAY_HOLD_LOCKS`, as the
+//! sequential table and [`LocksReadThrough`], which decodes each group once as it loads it, say),
+//! so the same code serves the sequential filter (which never holds locks), the queries and locked
+//! paths of the concurrent filter (which read through its own locks), and the lock-elision fast
+//! paths (a cursor bounded to one atomically loaded group: a walk that would leave the group
+//! returns `None` and the caller takes the locked path). Writes go through a [`Rewriter`], so
+//! shifting is also written once. [`UnlockedWalk`] is what a concurrent query may conclude from
+//! such a walk without locks, for both concurrent filters whose queries walk first (this table's
+//! and the 2-bit one's).
 //!
 //! The walks step a group at a time where they can: the search back to the cluster start and
 //! over whole runs tests one status bit in every lane with one mask, and a lookup compares its
@@ -18,7 +19,10 @@
 
 use crate::hash::low_mask;
 use crate::qf::rank_select::popcount;
-use crate::storage::{shift_lanes_up, Commit, Cursor, GroupSource, LaneFields, Rewriter};
+use crate::storage::{
+    shift_lanes_up, Commit, Cursor, GroupSource, LaneFields, Rewriter, SlotLayout,
+};
+use crate::sync::Ordering;
 
 use super::slot::{Slot, CONTINUATION, OCCUPIED, READ_LOCK, SHIFTED, STATUS_BITS};
 
@@ -47,8 +51,48 @@ fn unlocked_word<S: GroupSource>(word: u64, lane_lsb: u64) -> u64 {
     if !S::MAY_HOLD_LOCKS {
         return word;
     }
+    read_locks_through(word, lane_lsb)
+}
+
+/// [`unlocked_word`] for a word that may hold locks.
+#[inline(always)]
+fn read_locks_through(word: u64, lane_lsb: u64) -> u64 {
     let locks = (word >> 1) & !(word >> 2) & lane_lsb;
     word ^ (locks | (locks << 1))
+}
+
+/// The groups of `S` read as the table at rest would hold them: every group has its locks read
+/// through once, as it is loaded ([`unlocked_word`]), so the walks over it, which then see no
+/// lock, decode nothing more (a walk over `S` itself reads the locks through at every step,
+/// several times per group). Only for walks that read: the words it gives are not the
+/// table's, so a compare-and-swap built from one would fail or, worse, erase a lock.
+#[derive(Clone, Copy)]
+pub(crate) struct LocksReadThrough<S>(pub(crate) S);
+
+impl<S: GroupSource> GroupSource for LocksReadThrough<S> {
+    const MAY_HOLD_LOCKS: bool = false;
+
+    #[inline(always)]
+    fn layout(&self) -> &SlotLayout {
+        self.0.layout()
+    }
+    #[inline(always)]
+    fn slot_count(&self) -> usize {
+        self.0.slot_count()
+    }
+    #[inline(always)]
+    fn load_group(&self, group: usize, order: Ordering) -> u64 {
+        let word = self.0.load_group(group, order);
+        if S::MAY_HOLD_LOCKS {
+            read_locks_through(word, self.0.layout().lanes(1))
+        } else {
+            word
+        }
+    }
+    #[inline(always)]
+    fn prefetch_lines_around(&self, group: usize) {
+        self.0.prefetch_lines_around(group);
+    }
 }
 
 /// What [`back_to_cluster_start`] counted on its way from a slot `x` to the start `c` of its
@@ -752,6 +796,7 @@ pub(crate) const KEEP_OCCUPIED: u64 = OCCUPIED;
 mod tests {
     use super::*;
     use crate::qf::sequential::SequentialQf;
+    use crate::qf::slot::{STATUS_MASK, WRITE_LOCK};
     use crate::storage::test_arrays::{group_words, shift_cases};
     use crate::storage::{AtRest, Exclusive, SlotArray};
     use crate::sync::Ordering;
@@ -971,6 +1016,75 @@ mod tests {
                 let mut removed = actual;
                 removed.len -= 1;
                 prop_assert!(removed.check_invariants().is_ok());
+            }
+        }
+    }
+
+    /// `array` with lock statuses put where the concurrent filter puts them: a read lock on
+    /// each cluster start whose bit in `read_locks` (by slot, modulo 64) is set, a write lock on
+    /// each empty slot whose bit in `write_locks` is set.
+    fn with_locks(array: &SlotArray, read_locks: u64, write_locks: u64) -> SlotArray {
+        let layout = array.layout();
+        let locked = SlotArray::new(layout.bits(), array.len()).unwrap();
+        let groups = layout.locate(array.len() - 1).0 + 1;
+        for group in 0..groups {
+            locked.store_group(
+                group,
+                array.load_group(group, Ordering::Relaxed),
+                Ordering::Relaxed,
+            );
+        }
+        for index in 0..array.len() {
+            let (group, offset) = layout.locate(index);
+            let shift = offset * layout.bits();
+            let word = locked.load_group(group, Ordering::Relaxed);
+            let slot = (word >> shift) & layout.slot_mask();
+            let lock = if slot & STATUS_MASK == OCCUPIED && read_locks >> (index % 64) & 1 == 1 {
+                READ_LOCK
+            } else if slot == 0 && write_locks >> (index % 64) & 1 == 1 {
+                WRITE_LOCK
+            } else {
+                continue;
+            };
+            let word = (word & !(STATUS_MASK << shift)) | (lock << shift);
+            locked.store_group(group, word, Ordering::Relaxed);
+        }
+        locked
+    }
+
+    proptest! {
+        /// A walk over [`LocksReadThrough`], which reads each group's locks through once as it
+        /// loads it, answers every lookup as the same walk over the locked table that reads
+        /// them through at every step, and as the walk over the table without the locks: on
+        /// tables of every slot width from 4 to 60 bits with read-locked cluster starts and
+        /// write-locked empty slots, for stored and absent fingerprints of every quotient.
+        #[test]
+        fn reading_locks_through_at_load_answers_as_at_every_step(
+            remainder_bits in 1u32..=57,
+            start in 0u64..128,
+            span in 1u64..=128,
+            keys in prop::collection::vec((any::<u64>(), any::<u64>()), 1..120),
+            read_locks in any::<u64>(),
+            write_locks in any::<u64>(),
+            probes in prop::collection::vec(any::<u64>(), 1..8),
+        ) {
+            let filter = removal_table(remainder_bits, start, span, &keys);
+            let at_rest = AtRest(&filter.table.slots);
+            let locked = with_locks(&filter.table.slots, read_locks, write_locks);
+            let through = LocksReadThrough(&locked);
+            let mut remainders: Vec<u64> = filter.fingerprints().map(|f| f.remainder).collect();
+            remainders.extend(probes.iter().map(|p| p & crate::hash::low_mask(remainder_bits)));
+            for quotient in 0..filter.table.slots.len() - 1 {
+                for &remainder in &remainders {
+                    let expected =
+                        lookup(&mut Cursor::over(&at_rest, quotient, Ordering::Relaxed), remainder);
+                    let per_step =
+                        lookup(&mut Cursor::over(&&locked, quotient, Ordering::Relaxed), remainder);
+                    let at_load =
+                        lookup(&mut Cursor::over(&through, quotient, Ordering::Relaxed), remainder);
+                    prop_assert_eq!(per_step, expected, "quotient {}", quotient);
+                    prop_assert_eq!(at_load, expected, "quotient {}", quotient);
+                }
             }
         }
     }
