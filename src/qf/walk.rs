@@ -968,6 +968,17 @@ mod tests {
         filter
     }
 
+    /// The arguments of [`removal_table`]: remainder bits from 1 to 57 (slots of 4 to 60 bits),
+    /// any start, spans from 1 to the whole table, up to 119 keys.
+    fn removal_tables() -> impl Strategy<Value = (u32, u64, u64, Vec<(u64, u64)>)> {
+        (
+            1u32..=57,
+            0u64..128,
+            1u64..=128,
+            prop::collection::vec((any::<u64>(), any::<u64>()), 1..120),
+        )
+    }
+
     /// Applies the removal `plan` to `array` with the slot-by-slot reference or with
     /// [`shift_out`]; returns the slot that became empty.
     fn remove_with(array: &SlotArray, plan: &RemovePlan, lock: bool, slot_by_slot: bool) -> usize {
@@ -990,10 +1001,7 @@ mod tests {
         /// new cluster starts written read-locked or not; and the table stays valid.
         #[test]
         fn the_lane_parallel_removal_writes_what_a_slot_by_slot_removal_writes(
-            remainder_bits in 1u32..=57,
-            start in 0u64..128,
-            span in 1u64..=128,
-            keys in prop::collection::vec((any::<u64>(), any::<u64>()), 1..120),
+            (remainder_bits, start, span, keys) in removal_tables(),
             pick in any::<prop::sample::Index>(),
             lock in any::<bool>(),
         ) {
@@ -1060,10 +1068,7 @@ mod tests {
         /// write-locked empty slots, for stored and absent fingerprints of every quotient.
         #[test]
         fn reading_locks_through_at_load_answers_as_at_every_step(
-            remainder_bits in 1u32..=57,
-            start in 0u64..128,
-            span in 1u64..=128,
-            keys in prop::collection::vec((any::<u64>(), any::<u64>()), 1..120),
+            (remainder_bits, start, span, keys) in removal_tables(),
             read_locks in any::<u64>(),
             write_locks in any::<u64>(),
             probes in prop::collection::vec(any::<u64>(), 1..8),
