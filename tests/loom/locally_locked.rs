@@ -388,6 +388,52 @@ fn a_removal_releases_only_its_own_read_locks() {
     });
 }
 
+/// [`a_removal_releases_only_its_own_read_locks`] across three groups, for the release a group
+/// at a time: slots 0-10 hold `(0,0) (0,1) (0,2) (1,3) (2,4) (3,5) (4,6) (5,7) (6,8) (7,9)
+/// (7,10)`. Removing `(0,0)` moves every element one slot left, and the removal's read locks
+/// span groups 0-2 (only slot 0 is its own). Once it releases group 0, the removal of `(0,2)`
+/// may lock slot 0 and land `(1,3)` to `(7,9)` home, writing read-locked cluster starts into
+/// groups 0 and 1, before it moves `(7,10)` in group 2. A first removal releasing group 1 after
+/// that (its groups left to right) would release the second one's locks, and its locked query for
+/// `(7,10)` would then walk the half-done shift from the start at slot 7 and miss it (checked:
+/// that mutant fails this model at once with `CONQF_LOOM_RMW_LOADS=1` and passes it in the plain
+/// mode; every other model passed it in both modes).
+#[test]
+fn a_removal_releases_only_its_own_read_locks_across_groups() {
+    super::check(Some(2), || {
+        let stored = [
+            (0, 0),
+            (0, 1),
+            (0, 2),
+            (1, 3),
+            (2, 4),
+            (3, 5),
+            (4, 6),
+            (5, 7),
+            (6, 8),
+            (7, 9),
+            (7, 10),
+        ];
+        let filter = filter_with(&stored.map(|(q, r)| key(q, r)));
+        super::race(
+            &filter,
+            |a| {
+                assert!(a.remove_hash(key(0, 0)).unwrap());
+                assert!(
+                    a.contains_hash_locked(key(7, 10)),
+                    "false negative for (7, 10)"
+                );
+            },
+            |b| assert!(b.remove_hash(key(0, 2)).unwrap()),
+        );
+        for (q, r) in stored.into_iter().skip(3) {
+            assert!(filter.contains_hash_locked(key(q, r)), "lost ({q}, {r})");
+        }
+        assert_eq!(filter.len(), 9);
+        filter.check_invariants().unwrap();
+    });
+}
+
 /// An insert whose write lock is not on its supercluster's end: its scan passed slot 4, the
 /// removal of (4,7) emptied it (since `a6f77e6` with one CAS of group 1, before that holding a
 /// write lock on slot 5, where the scan waited), and the insert then locked slot 5 with an
