@@ -65,7 +65,10 @@ fn read_locks_through(word: u64, lane_lsb: u64) -> u64 {
 /// through once, as it is loaded ([`unlocked_word`]), so the walks over it, which then see no
 /// lock, decode nothing more (a walk over `S` itself reads the locks through at every step,
 /// several times per group). Only for walks that read: the words it gives are not the
-/// table's, so a compare-and-swap built from one would fail or, worse, erase a lock.
+/// table's, so a compare-and-swap built from one would fail or, worse, erase a lock. A cursor
+/// bounded to a word already seen to hold no lock ([`Cursor::in_group`], the one-group insert
+/// and removal) loads nothing; over this source it only skips the decoding, which that word does
+/// not need.
 #[derive(Clone, Copy)]
 pub(crate) struct LocksReadThrough<S>(pub(crate) S);
 
@@ -1028,36 +1031,25 @@ mod tests {
         }
     }
 
-    /// `array` with lock statuses put where the concurrent filter puts them: a read lock on
-    /// each cluster start whose bit in `read_locks` (by slot, modulo 64) is set, a write lock on
-    /// each empty slot whose bit in `write_locks` is set.
-    fn with_locks(array: &SlotArray, read_locks: u64, write_locks: u64) -> SlotArray {
-        let layout = array.layout();
-        let locked = SlotArray::new(layout.bits(), array.len()).unwrap();
-        let groups = layout.locate(array.len() - 1).0 + 1;
-        for group in 0..groups {
-            locked.store_group(
-                group,
-                array.load_group(group, Ordering::Relaxed),
-                Ordering::Relaxed,
-            );
-        }
+    /// Puts lock statuses into `array` where the concurrent filter puts them: a read lock on each
+    /// cluster start whose bit in `read_locks` (by slot, modulo 64) is set, a write lock on each
+    /// empty slot whose bit in `write_locks` is set.
+    fn lock_some(array: &SlotArray, read_locks: u64, write_locks: u64) {
         for index in 0..array.len() {
-            let (group, offset) = layout.locate(index);
-            let shift = offset * layout.bits();
-            let word = locked.load_group(group, Ordering::Relaxed);
-            let slot = (word >> shift) & layout.slot_mask();
-            let lock = if slot & STATUS_MASK == OCCUPIED && read_locks >> (index % 64) & 1 == 1 {
-                READ_LOCK
-            } else if slot == 0 && write_locks >> (index % 64) & 1 == 1 {
-                WRITE_LOCK
-            } else {
-                continue;
-            };
-            let word = (word & !(STATUS_MASK << shift)) | (lock << shift);
-            locked.store_group(group, word, Ordering::Relaxed);
+            let (read, write) = (
+                read_locks >> (index % 64) & 1,
+                write_locks >> (index % 64) & 1,
+            );
+            array.update_slot(index, |slot| {
+                if slot & STATUS_MASK == OCCUPIED && read == 1 {
+                    Some((slot & !STATUS_MASK) | READ_LOCK)
+                } else if slot == 0 && write == 1 {
+                    Some(WRITE_LOCK)
+                } else {
+                    None
+                }
+            });
         }
-        locked
     }
 
     proptest! {
@@ -1075,7 +1067,8 @@ mod tests {
         ) {
             let filter = removal_table(remainder_bits, start, span, &keys);
             let at_rest = AtRest(&filter.table.slots);
-            let locked = with_locks(&filter.table.slots, read_locks, write_locks);
+            let locked = removal_table(remainder_bits, start, span, &keys).table.slots;
+            lock_some(&locked, read_locks, write_locks);
             let through = LocksReadThrough(&locked);
             let mut remainders: Vec<u64> = filter.fingerprints().map(|f| f.remainder).collect();
             remainders.extend(probes.iter().map(|p| p & crate::hash::low_mask(remainder_bits)));
