@@ -751,7 +751,10 @@ impl GroupSource for LeWords<'_> {
 /// The cursor keeps the word it loaded: slots of the current group are read from that snapshot,
 /// and the next group is loaded (with the cursor's ordering) only when the walk enters it. It
 /// tracks the slot index and the slot's bit position incrementally, so a step costs a shift, a
-/// mask and a compare: this is the inner loop of every quotient filter walk.
+/// mask and a compare: this is the inner loop of every quotient filter walk. The layout (slot
+/// width, lane masks) is not copied into the cursor but asked of the source at each use: through
+/// a [`FixedWidth`] source it is a constant, even in a walk compiled out of line that takes the
+/// cursor by reference, and the cursor stays small to build and to clone.
 pub(crate) struct Cursor<'a, S: GroupSource = SlotArray> {
     array: &'a S,
     /// Number of slots of `array`.
@@ -761,16 +764,6 @@ pub(crate) struct Cursor<'a, S: GroupSource = SlotArray> {
     group: usize,
     /// Bit position of the current slot in `word`.
     shift: u32,
-    bits: u32,
-    /// Bit position of the last slot of a group.
-    last_shift: u32,
-    mask: u64,
-    /// Bit 0 of every lane: `lanes(1)`.
-    lane_lsb: u64,
-    /// The lane holding bit `b` of a word is `(b * lane_magic) >> 16` (see [`SlotLayout`]).
-    lane_magic: u32,
-    /// Slots per group.
-    per_group: u32,
     order: Ordering,
     /// Whether the cursor stays inside its group (see [`SlotArray::cursor_in_group`]).
     bounded: bool,
@@ -830,20 +823,13 @@ impl<'a, S: GroupSource> Cursor<'a, S> {
         order: Ordering,
         bounded: bool,
     ) -> Self {
-        let layout = array.layout();
         Cursor {
             array,
             slots: array.slot_count(),
             word,
             index,
             group,
-            shift: offset * layout.bits,
-            bits: layout.bits,
-            last_shift: (layout.per_group - 1) * layout.bits,
-            mask: layout.slot_mask(),
-            lane_lsb: layout.lane_lsb,
-            lane_magic: layout.lane_magic,
-            per_group: layout.per_group,
+            shift: offset * array.layout().bits,
             order,
             bounded,
         }
@@ -866,7 +852,7 @@ impl<S: GroupSource> Cursor<'_, S> {
     /// The slot under the cursor, from the group snapshot.
     #[inline]
     pub(crate) fn slot(&self) -> u64 {
-        (self.word >> self.shift) & self.mask
+        (self.word >> self.shift) & self.array.layout().slot_mask()
     }
 
     /// Moves one slot right. Returns `false` (and stays) at the last slot.
@@ -875,7 +861,7 @@ impl<S: GroupSource> Cursor<'_, S> {
         if self.index + 1 >= self.slots {
             return false;
         }
-        if self.shift == self.last_shift {
+        if self.shift == self.last_shift() {
             if self.bounded {
                 return false;
             }
@@ -883,7 +869,7 @@ impl<S: GroupSource> Cursor<'_, S> {
             self.group += 1;
             self.word = self.array.load_group(self.group, self.order);
         } else {
-            self.shift += self.bits;
+            self.shift += self.slot_bits();
         }
         self.index += 1;
         true
@@ -912,7 +898,7 @@ impl<S: GroupSource> Cursor<'_, S> {
     /// Bit 0 of every slot lane of a group.
     #[inline]
     pub(crate) fn lane_lsb(&self) -> u64 {
-        self.lane_lsb
+        self.array.layout().lane_lsb
     }
 
     /// The layout of the array the cursor walks.
@@ -924,16 +910,29 @@ impl<S: GroupSource> Cursor<'_, S> {
     /// Width of a slot in bits.
     #[inline]
     pub(crate) fn slot_bits(&self) -> u32 {
-        self.bits
+        self.array.layout().bits
+    }
+
+    /// Bit position of the last slot of a group.
+    #[inline]
+    fn last_shift(&self) -> u32 {
+        let layout = self.array.layout();
+        (layout.per_group - 1) * layout.bits
+    }
+
+    /// The lane holding bit `bit < 64` of the current group.
+    #[inline]
+    fn lane_of_bit(&self, bit: u32) -> u32 {
+        lane_of_bit(bit, self.array.layout().lane_magic)
     }
 
     /// Moves to the slot whose lane holds bit `bit` of the current group.
     #[inline]
     pub(crate) fn jump_to_bit(&mut self, bit: u32) {
-        let lane = lane_of_bit(bit, self.lane_magic);
-        debug_assert!(lane < self.per_group && lane == bit / self.bits);
-        let shift = lane * self.bits;
-        let current = lane_of_bit(self.shift, self.lane_magic);
+        let lane = self.lane_of_bit(bit);
+        debug_assert!(lane < self.layout().per_group && lane == bit / self.slot_bits());
+        let shift = lane * self.slot_bits();
+        let current = self.lane_of_bit(self.shift);
         self.index = self.index - current as usize + lane as usize;
         self.shift = shift;
     }
@@ -956,10 +955,10 @@ impl<S: GroupSource> Cursor<'_, S> {
         if self.group == 0 || self.bounded {
             return false;
         }
-        let lane = lane_of_bit(self.shift, self.lane_magic);
+        let lane = self.lane_of_bit(self.shift);
         self.index -= lane as usize + 1;
         self.group -= 1;
-        self.shift = self.last_shift;
+        self.shift = self.last_shift();
         self.word = self.array.load_group(self.group, self.order);
         true
     }
@@ -968,8 +967,8 @@ impl<S: GroupSource> Cursor<'_, S> {
     /// past the end of the array or the cursor is bounded.
     #[inline]
     pub(crate) fn enter_next_group(&mut self) -> bool {
-        let lane = lane_of_bit(self.shift, self.lane_magic);
-        let next = self.index - lane as usize + self.per_group as usize;
+        let lane = self.lane_of_bit(self.shift);
+        let next = self.index - lane as usize + self.layout().per_group as usize;
         if self.bounded || next >= self.slots {
             return false;
         }
