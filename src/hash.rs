@@ -263,6 +263,15 @@ pub(crate) const fn low_mask_below_64(bits: u32) -> u64 {
     !(u64::MAX << bits)
 }
 
+/// [`low_mask`] for `1 <= bits <= 64`, without the branch (or conditional move) for 64: for the
+/// mask of the lanes up to and including a slot, whose end can be a group's last bit.
+#[inline(always)]
+pub(crate) const fn low_mask_nonzero(bits: u32) -> u64 {
+    debug_assert!(bits >= 1 && bits <= 64);
+    // `2 << 63` shifts the bit out, and the subtraction wraps to all ones.
+    (2u64 << (bits - 1)).wrapping_sub(1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -274,6 +283,9 @@ mod tests {
             assert_eq!(low_mask(bits).count_ones(), bits);
         }
         assert_eq!(low_mask(64), u64::MAX);
+        for bits in 1..=64 {
+            assert_eq!(low_mask_nonzero(bits), low_mask(bits));
+        }
     }
 
     #[test]

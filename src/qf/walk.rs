@@ -17,7 +17,7 @@
 //! remainder with every lane of a run at once ([`run_holds`], with the broadword comparison of
 //! [`LaneFields`] that the cuckoo table also uses).
 
-use crate::hash::low_mask;
+use crate::hash::{low_mask, low_mask_below_64, low_mask_nonzero};
 use crate::qf::rank_select::popcount;
 use crate::storage::{
     shift_lanes_up, Commit, Cursor, GroupSource, LaneFields, Rewriter, SlotLayout,
@@ -122,10 +122,11 @@ pub(crate) fn back_to_cluster_start<S: GroupSource>(
 ) -> Option<ClusterCounts> {
     let lsb = cursor.lane_lsb();
     let shifted_lanes = lsb << 2;
-    // Occupied bits are counted in lanes below `count_below`; the start is searched, and run
-    // starts are counted, at or below the current lane, i.e. below `search_below`.
-    let mut count_below = cursor.shift();
-    let mut search_below = cursor.shift() + cursor.slot_bits();
+    // Occupied bits are counted in the lanes below the current one (`count_lanes`); the start
+    // is searched, and run starts are counted, at or below it (`search_lanes`). Every lane of
+    // the groups further left.
+    let mut count_lanes = low_mask_below_64(cursor.shift());
+    let mut search_lanes = low_mask_nonzero(cursor.shift() + cursor.slot_bits());
     let mut counts = ClusterCounts {
         runs_before: 0,
         run_starts: 0,
@@ -134,24 +135,24 @@ pub(crate) fn back_to_cluster_start<S: GroupSource>(
         let word = unlocked_word::<S>(cursor.word(), lsb);
         // Every lane in the walk is filled, so a clear continuation bit marks a run start.
         let run_starts = !(word >> 1) & lsb;
-        let unshifted = !word & shifted_lanes & low_mask(search_below);
+        let unshifted = !word & shifted_lanes & search_lanes;
         if unshifted != 0 {
             let start_bit = 63 - unshifted.leading_zeros();
-            let from_start = !low_mask(start_bit - 2);
-            let occupied = word & lsb & low_mask(count_below) & from_start;
-            let starts = run_starts & low_mask(search_below) & from_start;
+            let from_start = !low_mask_below_64(start_bit - 2);
+            let occupied = word & lsb & count_lanes & from_start;
+            let starts = run_starts & search_lanes & from_start;
             counts.runs_before += popcount(occupied) as usize;
             counts.run_starts += popcount(starts) as usize;
             cursor.jump_to_bit(start_bit);
             return Some(counts);
         }
-        counts.runs_before += popcount(word & lsb & low_mask(count_below)) as usize;
-        counts.run_starts += popcount(run_starts & low_mask(search_below)) as usize;
+        counts.runs_before += popcount(word & lsb & count_lanes) as usize;
+        counts.run_starts += popcount(run_starts & search_lanes) as usize;
         if !cursor.enter_previous_group() {
             return None;
         }
-        count_below = 64;
-        search_below = 64;
+        count_lanes = u64::MAX;
+        search_lanes = u64::MAX;
     }
 }
 
@@ -166,10 +167,11 @@ pub(crate) fn skip_runs<S: GroupSource>(cursor: &mut Cursor<'_, S>, runs: usize)
     let lsb = cursor.lane_lsb();
     let continuation_lanes = lsb << 1;
     let mut remaining = runs as u32;
-    let mut after = cursor.shift() + cursor.slot_bits();
+    // The lanes after the cursor's, then every lane of the groups further right.
+    let mut after = !low_mask_nonzero(cursor.shift() + cursor.slot_bits());
     loop {
         let word = unlocked_word::<S>(cursor.word(), lsb);
-        let boundaries = !word & continuation_lanes & !low_mask(after);
+        let boundaries = !word & continuation_lanes & after;
         let found = popcount(boundaries);
         if found >= remaining {
             cursor.jump_to_nth_bit(boundaries, remaining);
@@ -179,7 +181,7 @@ pub(crate) fn skip_runs<S: GroupSource>(cursor: &mut Cursor<'_, S>, runs: usize)
         if !cursor.enter_next_group() {
             return None;
         }
-        after = 0;
+        after = u64::MAX;
     }
 }
 
@@ -360,19 +362,20 @@ pub(crate) fn run_holds<S: GroupSource>(
     let remainders = LaneFields::new(cursor.layout(), STATUS_BITS);
     let wanted = remainders.pattern(remainder, STATUS_BITS);
     let continuation_lanes = lsb << 1;
-    // Lanes of the run start at `from`; its end is searched from the next lane on (a run's
-    // first slot has its continuation bit clear).
-    let mut from = cursor.shift();
-    let mut after = from + bits;
+    // Lanes of the run start at the cursor's (`from`); its end is searched from the next lane
+    // on (`after`; a run's first slot has its continuation bit clear). Every lane of the groups
+    // further right.
+    let mut from = !low_mask_below_64(cursor.shift());
+    let mut after = !low_mask_nonzero(cursor.shift() + bits);
     loop {
         let word = unlocked_word::<S>(cursor.word(), lsb);
-        let matches = remainders.equal(word, wanted) & !low_mask(from);
-        let ends = !word & continuation_lanes & !low_mask(after);
+        let matches = remainders.equal(word, wanted) & from;
+        let ends = !word & continuation_lanes & after;
         if ends != 0 {
             // The run's last lane is the one below the lane of the first clear continuation
             // bit, which starts one bit below that bit.
             let end_lane_start = ends.trailing_zeros() - 1;
-            return Some(matches & low_mask(end_lane_start) != 0);
+            return Some(matches & low_mask_below_64(end_lane_start) != 0);
         }
         if matches != 0 {
             return Some(true);
@@ -380,8 +383,8 @@ pub(crate) fn run_holds<S: GroupSource>(
         if !cursor.enter_next_group() {
             return None;
         }
-        from = 0;
-        after = 0;
+        from = u64::MAX;
+        after = u64::MAX;
     }
 }
 
@@ -403,7 +406,7 @@ pub(crate) fn seek_empty<S: GroupSource>(cursor: &mut Cursor<'_, S>) -> Option<u
 /// not, an insert there shifts into the next group, so it cannot finish inside this one.
 #[inline]
 pub(crate) fn group_has_empty_from<S: GroupSource>(cursor: &Cursor<'_, S>) -> bool {
-    empty_lanes::<S>(cursor.word(), cursor.lane_lsb()) & !low_mask(cursor.shift()) != 0
+    empty_lanes::<S>(cursor.word(), cursor.lane_lsb()) & !low_mask_below_64(cursor.shift()) != 0
 }
 
 /// Moves the cursor to the first slot at or after it whose lane `wanted` marks, a word at a
@@ -416,9 +419,10 @@ pub(crate) fn seek_lane<S: GroupSource>(
     wanted: impl Fn(u64, u64) -> u64,
 ) -> Option<usize> {
     let lsb = cursor.lane_lsb();
-    let mut from = cursor.shift();
+    // The lanes from the cursor's on, then every lane of the groups further right.
+    let mut from = !low_mask_below_64(cursor.shift());
     loop {
-        let found = wanted(cursor.word(), lsb) & lsb & !low_mask(from);
+        let found = wanted(cursor.word(), lsb) & lsb & from;
         if found != 0 {
             cursor.jump_to_bit(found.trailing_zeros());
             return Some(cursor.index());
@@ -426,7 +430,7 @@ pub(crate) fn seek_lane<S: GroupSource>(
         if !cursor.enter_next_group() {
             return None;
         }
-        from = 0;
+        from = u64::MAX;
     }
 }
 
@@ -677,18 +681,18 @@ pub(crate) fn shift_out<S: GroupSource, C: Commit>(
         if !first {
             // The slots of this group from the cursor on, up to the first that does not move.
             let word = read.word();
-            let from = all_lanes & !low_mask(read.shift());
+            let from = all_lanes & !low_mask_below_64(read.shift());
             let stop = !word & shifted_lanes & from;
             let moving = if stop == 0 {
                 from
             } else {
-                from & low_mask(stop.trailing_zeros() - 2)
+                from & low_mask_below_64(stop.trailing_zeros() - 2)
             };
             let moves = popcount(moving & lsb);
             let heads = popcount(!word & continuation_lanes & moving);
             if moves >= 2 && heads as usize <= ahead {
                 let top = 63 - (moving & lsb).leading_zeros();
-                let passed = popcount(word & lsb & moving & low_mask(top)) as usize;
+                let passed = popcount(word & lsb & moving & low_mask_below_64(top)) as usize;
                 ahead = ahead - heads as usize + passed + usize::from(target_occupied);
                 target_occupied = (word >> top) & 1 == 1;
                 let values = word & moving & !lsb;
@@ -774,21 +778,22 @@ fn occupied_up_to<S: GroupSource>(cursor: &mut Cursor<'_, S>, to: usize) -> (usi
     let bits = cursor.slot_bits();
     let per_group = cursor.layout().per_group() as usize;
     let mut base = cursor.index() - (cursor.shift() / bits) as usize;
-    let mut after = cursor.shift() + bits;
+    // The lanes after the cursor's, then every lane of the groups further right.
+    let mut after = !low_mask_nonzero(cursor.shift() + bits);
     let mut count = 0;
     loop {
         let word = unlocked_word::<S>(cursor.word(), lsb) & lsb;
         if to < base + per_group {
             let at = (to - base) as u32 * bits;
-            let between = word & low_mask(at) & !low_mask(after);
+            let between = word & low_mask_below_64(at) & after;
             return (count + popcount(between) as usize, (word >> at) & 1 == 1);
         }
-        count += popcount(word & !low_mask(after)) as usize;
+        count += popcount(word & after) as usize;
         if !cursor.enter_next_group() {
             return (count, false);
         }
         base += per_group;
-        after = 0;
+        after = u64::MAX;
     }
 }
 
