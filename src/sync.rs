@@ -85,7 +85,7 @@ pub(crate) fn loom_loads_as_rmw() -> bool {
     *RMW.get_or_init(|| std::env::var_os("CONQF_LOOM_RMW_LOADS").is_some())
 }
 
-/// Loads a table word: a plain load, or in loom's RMW mode ([`loom_loads_as_rmw`]) a
+/// Loads a table word: a plain load, or in loom's RMW mode (`loom_loads_as_rmw`) a
 /// `fetch_or(0)` with the same or a stronger ordering. It writes back exactly the value it
 /// read, atomically, so it cannot lose a concurrent write, and loom counts it dependent on
 /// every other access to the word, so it explores the load-then-store races a plain load
@@ -105,7 +105,7 @@ pub(crate) fn load_word(word: &AtomicU64, order: Ordering) -> u64 {
 }
 
 /// Stores a table word: a plain store, or in loom's RMW mode a `swap` whose result is dropped
-/// (see [`loom_loads_as_rmw`] for why a plain store racing an RMW read misleads loom).
+/// (see `loom_loads_as_rmw` for why a plain store racing an RMW read misleads loom).
 #[inline(always)]
 pub(crate) fn store_word(word: &AtomicU64, value: u64, order: Ordering) {
     #[cfg(loom)]

@@ -108,23 +108,13 @@ pub(crate) fn merge_counted(a: (&[u64], &[u64]), b: (&[u64], &[u64])) -> (Vec<u6
     (keys, counts)
 }
 
-/// Sorts keys of `bits` bits: one radix pass scatters them into `2^k` buckets by their top `k`
-/// bits (a few tens of thousands of keys per bucket for hashed keys, at most a thousand
-/// buckets), then the buckets, each small enough for the L2 cache, are radix sorted in
-/// parallel ([`radsort`], which skips the digits a bucket's keys share). For hashes that is
-/// linear work rather than `n log n` comparisons; skewed keys only make some buckets larger.
-///
-/// Few buckets keep the scatter fast: every bucket is a separate write stream, and with
-/// thousands of them nearly every write missed the TLB. With `W=build Q=24 T=2 cargo run
-/// --release --example bulk_probe` (11.7 million keys, 2 threads), `2^13` buckets sorted by
-/// `sort_unstable` took 166 ms; `2^8` buckets sorted by `radsort` took 113-120 ms
-/// (timed by temporary instrumentation: count 17-18, scatter 43-48, bucket sorts 38-40).
+/// Sorts keys of `bits` bits ([`partition_sort_by`] with the keys as they are): for tests.
 #[cfg(test)]
 pub(crate) fn partition_sort(keys: Vec<u64>, bits: u32) -> Vec<u64> {
     partition_sort_by(&keys, bits, |key| key)
 }
 
-/// The top `bits` bits of every hash, sorted (as [`partition_sort`] sorts them): the shift is
+/// The top `bits` bits of every hash, sorted by [`partition_sort_by`]: the shift is
 /// done on the way into the buckets, so the keys are written once.
 fn top_bits_sorted<K: KeyWord>(hashes: &[u64], bits: u32) -> Vec<K> {
     let shift = 64 - bits;
@@ -137,7 +127,17 @@ const BUCKET_KEYS_LOG: u32 = 15;
 /// At most `2^MAX_BUCKET_BITS` buckets, so the scatter's write streams stay few.
 const MAX_BUCKET_BITS: u32 = 10;
 
-/// Sorts `key(x)` (of `bits` bits) for every `x` of `input`, as [`partition_sort`] describes.
+/// Sorts `key(x)` (of `bits` bits) for every `x` of `input`: one radix pass scatters them into
+/// `2^k` buckets by their top `k` bits (a few tens of thousands of keys per bucket for hashed keys,
+/// at most a thousand buckets), then the buckets, each small enough for the L2 cache, are radix
+/// sorted in parallel ([`radsort`], which skips the digits a bucket's keys share). For hashes that
+/// is linear work rather than `n log n` comparisons; skewed keys only make some buckets larger.
+///
+/// Few buckets keep the scatter fast: every bucket is a separate write stream, and with
+/// thousands of them nearly every write missed the TLB. With `W=build Q=24 T=2 cargo run
+/// --release --example bulk_probe` (11.7 million keys, 2 threads), `2^13` buckets sorted by
+/// `sort_unstable` took 166 ms; `2^8` buckets sorted by `radsort` took 113-120 ms
+/// (timed by temporary instrumentation: count 17-18, scatter 43-48, bucket sorts 38-40).
 ///
 /// The radix pass is parallel too: the input is cut into one chunk per thread, each chunk
 /// counts its keys per bucket, and each then scatters into its own piece of every bucket. The

@@ -6,9 +6,9 @@
 //!
 //! Under `--cfg loom` the epoch collector's thread-locals and atomics are invisible to the model
 //! checker, so replaced tables are kept until the filter is dropped instead. Deferred work runs
-//! at once, unless a model asks for grace periods with [`model_grace_periods`]: then every guard
-//! is registered, and deferred work runs when the last guard pinned at the time is dropped, with
-//! the happens-before edges the epoch collector gives (see [`model_grace_periods`]).
+//! at once, unless a model asks for grace periods with `model_grace_periods` (a loom build's
+//! function): then every guard is registered, and deferred work runs when the last guard pinned
+//! at the time is dropped, with the happens-before edges the epoch collector gives (see its doc).
 
 #[cfg(not(loom))]
 mod imp {
