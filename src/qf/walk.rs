@@ -1036,6 +1036,84 @@ mod tests {
         }
     }
 
+    /// The lookup of the papers' pseudocode, a slot at a time with no masks (paper 003,
+    /// "Lookup"): back to the cluster start over shifted slots, then forward one run per
+    /// occupied canonical slot passed, then along the run. The oracle the word-at-a-time walks
+    /// answer as; `(found, cluster start)` as [`lookup`] gives them.
+    fn lookup_slot_by_slot(
+        slots: &[Slot],
+        quotient: usize,
+        remainder: u64,
+    ) -> (bool, Option<usize>) {
+        if !slots[quotient].is_occupied() {
+            return (false, None);
+        }
+        let mut canonical = quotient;
+        while slots[canonical].is_shifted() {
+            canonical -= 1;
+        }
+        let cluster_start = canonical;
+        let mut run = canonical;
+        while canonical != quotient {
+            run += 1;
+            while slots[run].is_continuation() {
+                run += 1;
+            }
+            canonical += 1;
+            while !slots[canonical].is_occupied() {
+                canonical += 1;
+            }
+        }
+        loop {
+            if slots[run].remainder() == remainder {
+                return (true, Some(cluster_start));
+            }
+            run += 1;
+            if run == slots.len() || !slots[run].is_continuation() {
+                return (false, Some(cluster_start));
+            }
+        }
+    }
+
+    proptest! {
+        /// The word-at-a-time walks answer as a walk a slot at a time does, on consistent tables
+        /// of every slot width from 4 to 60 bits (so groups whose last lane ends at bit 63 and
+        /// groups with unused high bits): every lookup (answer and cluster start) against
+        /// [`lookup_slot_by_slot`], and the search for an empty slot ([`seek_empty`],
+        /// [`group_has_empty_from`]) from every slot against a scan.
+        #[test]
+        fn the_walks_answer_as_a_walk_a_slot_at_a_time(
+            (remainder_bits, start, span, keys) in removal_tables(),
+            probes in prop::collection::vec(any::<u64>(), 1..8),
+        ) {
+            let filter = removal_table(remainder_bits, start, span, &keys);
+            let array = &filter.table.slots;
+            let at_rest = AtRest(array);
+            let slots: Vec<Slot> = (0..array.len())
+                .map(|i| Slot::from_raw(array.get(i, Ordering::Relaxed)))
+                .collect();
+            let mut remainders: Vec<u64> = filter.fingerprints().map(|f| f.remainder).collect();
+            remainders.extend(probes.iter().map(|p| p & crate::hash::low_mask(remainder_bits)));
+            for quotient in 0..slots.len() - 1 {
+                for &remainder in &remainders {
+                    let walked =
+                        lookup(&mut Cursor::over(&at_rest, quotient, Ordering::Relaxed), remainder);
+                    let expected = lookup_slot_by_slot(&slots, quotient, remainder);
+                    prop_assert_eq!(walked, Some(expected), "quotient {}", quotient);
+                }
+            }
+            for index in 0..slots.len() {
+                let first_empty = (index..slots.len()).find(|&i| slots[i].is_empty());
+                let cursor = Cursor::over(&at_rest, index, Ordering::Relaxed);
+                prop_assert_eq!(seek_empty(&mut cursor.clone()), first_empty, "from {}", index);
+                let per_group = array.layout().per_group() as usize;
+                let group_end = (index / per_group + 1) * per_group;
+                let in_group = first_empty.is_some_and(|empty| empty < group_end);
+                prop_assert_eq!(group_has_empty_from(&cursor), in_group, "from {}", index);
+            }
+        }
+    }
+
     /// Puts lock statuses into `array` where the concurrent filter puts them: a read lock on each
     /// cluster start whose bit in `read_locks` (by slot, modulo 64) is set, a write lock on each
     /// empty slot whose bit in `write_locks` is set.
