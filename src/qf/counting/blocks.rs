@@ -27,7 +27,7 @@
 use std::cell::Cell;
 
 use crate::filter::Error;
-use crate::hash::{low_mask, low_mask_below_64};
+use crate::hash::{low_mask_below_64, low_mask_nonzero};
 use crate::storage::le_word;
 use crate::sync::{AtomicU64, Ordering};
 
@@ -631,10 +631,12 @@ impl<'a> BlockWriter<'a> {
     }
 }
 
-/// The bits `lo..hi` of a word (`lo <= hi <= 64`).
+/// The bits `lo..hi` of a word, a range that is not empty (`lo < hi <= 64`, so `lo < 64`):
+/// built without `low_mask`'s test for 64, as the shifts call it for every word they move.
 #[inline]
 pub(crate) fn bit_range(lo: usize, hi: usize) -> u64 {
-    low_mask(hi as u32) & !low_mask(lo as u32)
+    debug_assert!(lo < hi && hi <= 64);
+    low_mask_nonzero(hi as u32) & !low_mask_below_64(lo as u32)
 }
 
 /// The bits of word `w` of a block's remainders that lie in the bit range `start..end` of the
@@ -683,7 +685,9 @@ mod tests {
         for r in 2..=62 {
             let table = Blocks::new(3, r).expect("a 3-block table");
             let view = View::new(&table);
-            let value = |slot: usize| crate::hash::remix(slot as u64 ^ u64::from(r)) & low_mask(r);
+            let value = |slot: usize| {
+                crate::hash::remix(slot as u64 ^ u64::from(r)) & crate::hash::low_mask(r)
+            };
             for slot in 0..table.slots() {
                 view.set_remainder(slot, value(slot));
             }

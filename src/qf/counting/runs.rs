@@ -25,7 +25,7 @@ use super::blocks::{
     bit_range, BlockReader, BlockSource, BlockWriter, Blocks, View, BLOCK_SLOTS, SPILL_SATURATED,
 };
 use super::counter_code::{self, MAX_ENTRY_SLOTS};
-use crate::hash::{low_mask, low_mask_below_64};
+use crate::hash::{low_mask_below_64, low_mask_nonzero};
 use crate::qf::rank_select::{popcount, rank, select};
 
 /// The table read as inconsistent (a concurrent writer), or full.
@@ -72,10 +72,10 @@ fn last_runend_before<S: BlockSource>(
     }
     let floor_block = floor / BLOCK_SLOTS;
     let mut block = (slot - 1) / BLOCK_SLOTS;
-    let mut word = view.runends(block) & low_mask(((slot - 1) % BLOCK_SLOTS) as u32 + 1);
+    let mut word = view.runends(block) & low_mask_nonzero(((slot - 1) % BLOCK_SLOTS) as u32 + 1);
     loop {
         if block == floor_block {
-            word &= !low_mask((floor % BLOCK_SLOTS) as u32);
+            word &= !low_mask_below_64((floor % BLOCK_SLOTS) as u32);
         }
         if word != 0 {
             return Some(block * BLOCK_SLOTS + 63 - word.leading_zeros() as usize);
@@ -872,7 +872,7 @@ mod tests {
         let mut x = seed;
         for slot in 0..table.slots() {
             x = crate::hash::remix(x);
-            view.set_remainder(slot, x & low_mask(r));
+            view.set_remainder(slot, x & crate::hash::low_mask(r));
             view.set_runend(slot, x >> 63 == 1);
         }
         table
