@@ -11,6 +11,8 @@
 //! `#[target_feature]` function cannot be inlined into the hot paths, which are compiled for the
 //! baseline CPU, and the call would cost more than the instruction.
 
+use crate::hash::low_mask_nonzero;
+
 /// Whether the CPU has `popcnt` (cached by std after the first call).
 #[cfg(all(target_arch = "x86_64", not(miri)))]
 #[inline(always)]
@@ -52,9 +54,7 @@ pub(crate) fn popcount(word: u64) -> u32 {
 #[inline(always)]
 pub(crate) fn rank(word: u64, position: u32) -> u32 {
     debug_assert!(position < 64);
-    // `2 << 63` is 0 in wrapping arithmetic, so position 63 keeps every bit.
-    let mask = (2u64 << position).wrapping_sub(1);
-    popcount(word & mask)
+    popcount(word & low_mask_nonzero(position + 1))
 }
 
 /// The position of the set bit of `word` with `k` set bits below it (`k` counts from 0), or 64
