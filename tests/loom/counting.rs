@@ -169,6 +169,27 @@ fn query_racing_a_shift_inside_the_block_has_no_false_negative() {
     });
 }
 
+/// A removal inside one block: one copy of (64, 7) goes (its entry shrinks from two slots to
+/// one) on the one-block write path, shifting the run of 65 a slot down within block 1, while
+/// queries of both read that block optimistically. The query of 65 never misses, and the one of
+/// (64, 7) sees the count before or after, never 0.
+#[test]
+fn query_racing_a_removal_inside_the_block_has_no_false_negative() {
+    model(|| {
+        let filter = filter_with(&boundary_runs());
+        let (removed, seen) = super::race(
+            &filter,
+            |x| x.remove_hash(key(64, 7)).unwrap(),
+            |y| (y.count_hash(key(64, 7)), y.count_hash(key(65, 0))),
+        );
+        assert!(removed);
+        assert!(matches!(seen, (1 | 2, 1)), "saw {seen:?}");
+        assert_eq!(filter.count_hash(key(64, 7)), 1);
+        assert_eq!(filter.count_hash(key(65, 0)), 1);
+        filter.check_invariants().unwrap();
+    });
+}
+
 /// A removal at 62 shifts the runs in block 1 back left while an insert at 64 (region 1 only)
 /// shifts them right: the counts end exact and the offsets right.
 #[test]

@@ -338,8 +338,8 @@ impl<'a, S: BlockSource> View<'a, S> {
         self.load(block, 1)
     }
 
-    /// Whether slot `slot` ends a run.
-    #[inline]
+    /// Whether slot `slot` ends a run (for tests, which compare tables slot by slot).
+    #[cfg(test)]
     pub(crate) fn is_runend(&self, slot: usize) -> bool {
         self.runends(slot / BLOCK_SLOTS) >> (slot % BLOCK_SLOTS) & 1 == 1
     }
@@ -477,16 +477,53 @@ impl<'a> View<'a, Blocks> {
             .set_remainder(slot % BLOCK_SLOTS, value);
     }
 
-    /// [`BlockWriter::shift_up`] in block `block`.
-    #[inline]
-    pub(crate) fn shift_up_in_block(&self, block: usize, lo: usize, hi: usize) {
-        self.block(block).shift_up(lo, hi);
+    /// Moves the remainders and runend bits of slots `from..to` one slot up, to
+    /// `from + 1..=to` (`from < to`), across blocks: slot `to`'s old content is overwritten,
+    /// slot `from` keeps its own. Block by block from the highest, each block one
+    /// [`BlockWriter::shift_up`] whose slot 0, when the shift crosses into it, takes the block
+    /// below's slot 63 (read before that block moves).
+    pub(crate) fn shift_up(&self, from: usize, to: usize) {
+        debug_assert!(from < to && to < self.table.slots());
+        let first_block = from / BLOCK_SLOTS;
+        let mut block = to / BLOCK_SLOTS;
+        let mut hi = to % BLOCK_SLOTS;
+        while block > first_block {
+            let below = self.block(block - 1).top_edge();
+            self.block(block).shift_up(0, hi, below);
+            block -= 1;
+            hi = BLOCK_SLOTS - 1;
+        }
+        let first = from % BLOCK_SLOTS + 1;
+        if first <= hi {
+            self.block(block).shift_up(first, hi, Edge::NONE);
+        }
     }
 
-    /// [`BlockWriter::shift_down`] in block `block`.
-    #[inline]
-    pub(crate) fn shift_down_in_block(&self, block: usize, lo: usize, hi: usize) {
-        self.block(block).shift_down(lo, hi);
+    /// Moves the remainders and runend bits of slots `from + 1..=to` one slot down, to
+    /// `from..to` (`from < to`), across blocks: slot `from`'s old content is overwritten, slot
+    /// `to` keeps its own. Block by block from the lowest, each block one
+    /// [`BlockWriter::shift_down`] whose slot 63, when the shift crosses out of it, takes the
+    /// block above's slot 0 (read before that block moves).
+    pub(crate) fn shift_down(&self, from: usize, to: usize) {
+        debug_assert!(from < to && to < self.table.slots());
+        let last_block = (to - 1) / BLOCK_SLOTS;
+        let mut block = from / BLOCK_SLOTS;
+        let mut lo = from % BLOCK_SLOTS;
+        while block < last_block {
+            let above = self.block(block + 1).bottom_edge();
+            self.block(block).shift_down(lo, BLOCK_SLOTS - 1, above);
+            block += 1;
+            lo = 0;
+        }
+        // The last destination slot is `to - 1`; slot `to` is in this block or, when `to - 1`
+        // is the block's slot 63, it is the next block's slot 0.
+        let last = (to - 1) % BLOCK_SLOTS;
+        let above = if last == BLOCK_SLOTS - 1 {
+            self.block(block + 1).bottom_edge()
+        } else {
+            Edge::NONE
+        };
+        self.block(block).shift_down(lo, last, above);
     }
 
     /// Stores the spill of a block, saturated at [`SPILL_SATURATED`].
@@ -585,50 +622,116 @@ impl<'a> BlockWriter<'a> {
         }
     }
 
-    /// Moves the remainders and runend bits of the block's slots `lo..hi` one slot up, to
-    /// `lo + 1..=hi` (`lo < hi < 64`): slot `hi`'s old content is overwritten, slot `lo` keeps
-    /// its own. Works a word at a time (a shift by `r` bits across the packed remainders),
-    /// highest word first so every word is read before it is overwritten.
-    #[inline]
-    pub(crate) fn shift_up(&self, lo: usize, hi: usize) {
-        debug_assert!(lo < hi && hi < BLOCK_SLOTS);
-        let runends = self.runends();
-        let moved = (runends & bit_range(lo, hi)) << 1;
-        self.set_runends((runends & !bit_range(lo + 1, hi + 1)) | moved);
-        let r = self.remainder_bits as usize;
-        let (start, end) = ((lo + 1) * r, (hi + 1) * r);
-        let (first, last) = (start / 64, (end - 1) / 64);
-        let mut current = self.load(2 + last);
-        for w in (first..=last).rev() {
-            let below = if w > 0 { self.load(2 + w - 1) } else { 0 };
-            let shifted = (current << r) | (below >> (64 - r));
-            let mask = word_mask(start, end, w);
-            self.store(2 + w, (current & !mask) | (shifted & mask));
-            current = below;
+    /// The block's top edge, for a shift up into the next block: its runend bits and its last
+    /// remainder word, whose top `r` bits are slot 63 (a block's `64 r` remainder bits fill its
+    /// `r` words exactly).
+    #[inline(always)]
+    pub(crate) fn top_edge(&self) -> Edge {
+        Edge {
+            runends: self.runends(),
+            remainder_word: self.load(1 + self.remainder_bits as usize),
         }
     }
 
-    /// Moves the remainders and runend bits of the block's slots `lo + 1..=hi` one slot down,
-    /// to `lo..hi` (`lo < hi < 64`): slot `lo`'s old content is overwritten, slot `hi` keeps
-    /// its own. Word at a time, lowest word first.
-    #[inline]
-    pub(crate) fn shift_down(&self, lo: usize, hi: usize) {
-        debug_assert!(lo < hi && hi < BLOCK_SLOTS);
-        let runends = self.runends();
-        let moved = (runends >> 1) & bit_range(lo, hi);
-        self.set_runends((runends & !bit_range(lo, hi)) | moved);
-        let r = self.remainder_bits as usize;
-        let (start, end) = (lo * r, hi * r);
-        let (first, last) = (start / 64, (end - 1) / 64);
-        let mut current = self.load(2 + first);
-        for w in first..=last {
-            let above = if w + 1 < r { self.load(2 + w + 1) } else { 0 };
-            let shifted = (current >> r) | (above << (64 - r));
-            let mask = word_mask(start, end, w);
-            self.store(2 + w, (current & !mask) | (shifted & mask));
-            current = above;
+    /// The block's bottom edge, for a shift down into the previous block: its runend bits and
+    /// its first remainder word, whose bottom `r` bits are slot 0.
+    #[inline(always)]
+    pub(crate) fn bottom_edge(&self) -> Edge {
+        Edge {
+            runends: self.runends(),
+            remainder_word: self.load(2),
         }
     }
+
+    /// Moves the remainders and runend bits of the block's slots `first - 1..hi` one slot up,
+    /// to `first..=hi` (`first <= hi < 64`): slot `hi`'s old content is overwritten. If `first`
+    /// is 0, slot 0 takes slot 63 of the block below, whose [`top_edge`](Self::top_edge) is `below`;
+    /// otherwise `below` is not read ([`Edge::NONE`] will do).
+    ///
+    /// A word at a time, highest first so every word is read before it is overwritten: the
+    /// remainders are one run of `64 r` bits, so moving slots up is a shift by `r` bits, each
+    /// word taking the top `r` bits of the word below (for word 0, the block below's last
+    /// word, whose top `r` bits are its slot 63).
+    #[inline]
+    pub(crate) fn shift_up(&self, first: usize, hi: usize, below: Edge) {
+        debug_assert!(first <= hi && hi < BLOCK_SLOTS);
+        let runends = self.runends();
+        let moved = runends << 1 | below.runends >> (BLOCK_SLOTS - 1);
+        let mask = bit_range(first, hi + 1);
+        self.set_runends((runends & !mask) | (moved & mask));
+        let r = self.remainder_bits as usize;
+        let (start, end) = (first * r, (hi + 1) * r);
+        let (first_word, last_word) = (start / 64, (end - 1) / 64);
+        let (start_mask, end_mask) = word_masks(start, end);
+        let mut current = self.load(2 + last_word);
+        let mut mask = end_mask;
+        for w in (first_word..=last_word).rev() {
+            let lower = if w > 0 {
+                self.load(2 + w - 1)
+            } else {
+                below.remainder_word
+            };
+            let shifted = (current << r) | (lower >> (64 - r));
+            if w == first_word {
+                mask &= start_mask;
+            }
+            self.store(2 + w, (current & !mask) | (shifted & mask));
+            current = lower;
+            mask = u64::MAX;
+        }
+    }
+
+    /// Moves the remainders and runend bits of the block's slots `lo + 1..=last + 1` one slot
+    /// down, to `lo..=last` (`lo <= last < 64`): slot `lo`'s old content is overwritten. If
+    /// `last` is 63, slot 63 takes slot 0 of the block above, whose
+    /// [`bottom_edge`](Self::bottom_edge) is `above`; otherwise `above` is not read ([`Edge::NONE`] will do). A word at a time,
+    /// lowest first, as [`shift_up`](Self::shift_up) in the other direction.
+    #[inline]
+    pub(crate) fn shift_down(&self, lo: usize, last: usize, above: Edge) {
+        debug_assert!(lo <= last && last < BLOCK_SLOTS);
+        let runends = self.runends();
+        let moved = runends >> 1 | above.runends << (BLOCK_SLOTS - 1);
+        let mask = bit_range(lo, last + 1);
+        self.set_runends((runends & !mask) | (moved & mask));
+        let r = self.remainder_bits as usize;
+        let (start, end) = (lo * r, (last + 1) * r);
+        let (first_word, last_word) = (start / 64, (end - 1) / 64);
+        let (start_mask, end_mask) = word_masks(start, end);
+        let mut current = self.load(2 + first_word);
+        let mut mask = start_mask;
+        for w in first_word..=last_word {
+            let upper = if w + 1 < r {
+                self.load(2 + w + 1)
+            } else {
+                above.remainder_word
+            };
+            let shifted = (current >> r) | (upper << (64 - r));
+            if w == last_word {
+                mask &= end_mask;
+            }
+            self.store(2 + w, (current & !mask) | (shifted & mask));
+            current = upper;
+            mask = u64::MAX;
+        }
+    }
+}
+
+/// What a shift that crosses a block boundary needs of the block on the other side: its
+/// runend bits and the remainder word next to the boundary ([`BlockWriter::top_edge`],
+/// [`BlockWriter::bottom_edge`]).
+#[derive(Clone, Copy)]
+pub(crate) struct Edge {
+    runends: u64,
+    remainder_word: u64,
+}
+
+impl Edge {
+    /// For a shift that does not cross the boundary: the bits it would bring in are masked
+    /// off.
+    pub(crate) const NONE: Edge = Edge {
+        runends: 0,
+        remainder_word: 0,
+    };
 }
 
 /// The bits `lo..hi` of a word, a range that is not empty (`lo < hi <= 64`, so `lo < 64`):
@@ -639,12 +742,16 @@ pub(crate) fn bit_range(lo: usize, hi: usize) -> u64 {
     low_mask_nonzero(hi as u32) & !low_mask_below_64(lo as u32)
 }
 
-/// The bits of word `w` of a block's remainders that lie in the bit range `start..end` of the
-/// block's `64 r` remainder bits (the range must meet the word).
+/// For the bit range `start..end` (`start < end`) of a block's `64 r` remainder bits: the
+/// bits of the range's first word from `start` on and the bits of its last word below `end`
+/// (a range inside one word is the two masks' intersection; the words between are whole).
 #[inline]
-fn word_mask(start: usize, end: usize, w: usize) -> u64 {
-    let base = 64 * w;
-    bit_range(start.max(base) - base, end.min(base + 64) - base)
+fn word_masks(start: usize, end: usize) -> (u64, u64) {
+    debug_assert!(start < end);
+    (
+        !low_mask_below_64((start % 64) as u32),
+        low_mask_nonzero((end - 1) as u32 % 64 + 1),
+    )
 }
 
 #[cfg(test)]

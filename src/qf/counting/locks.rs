@@ -10,7 +10,7 @@
 //! # Writers
 //!
 //! An operation on quotient `Q` locks the region of `Q`'s block. A change that stays inside
-//! that block (the common insert into a table that is not crowded) it makes at once, reading
+//! that block (the common insert or removal in a table that is not crowded) it makes at once, reading
 //! and writing that block alone (`runs::update_in_block`). Any other change runs its walk
 //! (`runs`) through a [`View`] that records the lowest and highest block it touched outside the
 //! held regions. If it touched none, everything it read is stable and it may write (a write

@@ -179,7 +179,7 @@ impl CountingQf {
     /// # Errors
     /// None today; the `Result` matches [`Remove::remove_hash`].
     pub fn remove_all_hash(&self, hash: u64) -> Result<u64, Error> {
-        self.update(hash, |_| 0).map(|(old, _)| old)
+        self.update::<true>(hash, |_| 0).map(|(old, _)| old)
     }
 
     /// Removes every copy of a key; returns how many there were.
@@ -310,9 +310,14 @@ impl CountingQf {
     }
 
     /// Sets the count of the hash's fingerprint from `c` to `new_count(c)` under the region
-    /// locks; returns `(c, new_count(c))`.
+    /// locks; returns `(c, new_count(c))`. `SHRINKS`: whether `new_count` may lower a count
+    /// (see [`runs::update_in_block`]).
     #[inline]
-    fn update(&self, hash: u64, new_count: impl Fn(u64) -> u64) -> Result<(u64, u64), Error> {
+    fn update<const SHRINKS: bool>(
+        &self,
+        hash: u64,
+        new_count: impl Fn(u64) -> u64,
+    ) -> Result<(u64, u64), Error> {
         let (quotient, remainder) = self.fingerprint(hash);
         let block = quotient / BLOCK_SLOTS;
         // Start the likely cache misses on the table before the lock's read-modify-write, which
@@ -320,7 +325,8 @@ impl CountingQf {
         self.table.prefetch(quotient);
         let in_block = |held: &locks::Held<'_>| {
             // The first region taken is the quotient's block's.
-            let (old, new) = runs::update_in_block(&self.table, quotient, remainder, &new_count)?;
+            let (old, new) =
+                runs::update_in_block::<SHRINKS>(&self.table, quotient, remainder, &new_count)?;
             held.account(block, old, new);
             Some(Ok((old, new)))
         };
@@ -344,7 +350,7 @@ impl CountingQf {
 
 impl Filter for CountingQf {
     fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
-        self.update(hash, |count| count.saturating_add(1))
+        self.update::<false>(hash, |count| count.saturating_add(1))
             .map(|(old, _)| old == 0)
     }
 
@@ -372,7 +378,7 @@ impl Filter for CountingQf {
 
 impl Remove for CountingQf {
     fn remove_hash(&self, hash: u64) -> Result<bool, Error> {
-        self.update(hash, |count| count.saturating_sub(1))
+        self.update::<true>(hash, |count| count.saturating_sub(1))
             .map(|(old, _)| old > 0)
     }
 }
@@ -401,7 +407,7 @@ impl Count for CountingQf {
         if n == 0 {
             return Ok(());
         }
-        self.update(hash, |count| count.saturating_add(n))
+        self.update::<false>(hash, |count| count.saturating_add(n))
             .map(|_| ())
     }
 }

@@ -22,7 +22,8 @@
 //! panic and never loop forever: an inconsistent read gives `None` (a [`Fault`]).
 
 use super::blocks::{
-    bit_range, BlockReader, BlockSource, BlockWriter, Blocks, View, BLOCK_SLOTS, SPILL_SATURATED,
+    bit_range, BlockReader, BlockSource, BlockWriter, Blocks, Edge, View, BLOCK_SLOTS,
+    SPILL_SATURATED,
 };
 use super::counter_code::{self, MAX_ENTRY_SLOTS};
 use crate::hash::{low_mask_below_64, low_mask_nonzero};
@@ -129,19 +130,28 @@ fn end_after_in_block(d: u32, runends: u64, spill: u32) -> u32 {
     }
 }
 
-/// [`first_empty`] inside one block, from its words (exact spill `< 64`): the first empty
-/// slot of the block at or after `from` (an index in the block, `from >= spill`), or `None` if
-/// there is none before the block's end (or the words are inconsistent).
+/// [`first_empty`] inside one block, from its words (exact spill `< 64`): `Ok` with the first
+/// empty slot of the block at or after `from` (an index in the block), or `Err` with where the
+/// search leaves the block: 64 if the runs fill it to its end, else the last slot reached,
+/// whose run ends in a later block (or the words are inconsistent).
 #[inline(always)]
-fn first_empty_in_block(occupieds: u64, runends: u64, spill: u32, mut from: u32) -> Option<u32> {
+fn first_empty_in_block(
+    occupieds: u64,
+    runends: u64,
+    spill: u32,
+    mut from: u32,
+) -> Result<u32, u32> {
     while from < BLOCK_SLOTS as u32 {
         let after = end_after_in_block(rank(occupieds, from), runends, spill);
         if after <= from {
-            return Some(from);
+            return Ok(from);
+        }
+        if after > BLOCK_SLOTS as u32 {
+            return Err(from);
         }
         from = after;
     }
-    None
+    Err(from)
 }
 
 /// [`end_after`] for a slot of `block` with `d` occupied quotients up to it in the block, when
@@ -322,6 +332,10 @@ fn run_from<S: BlockSource>(
 }
 
 /// The first empty slot at or after `slot`; `Err(Full)` if there is none.
+///
+/// From run end to run end ([`end_after`]), a block at a time: in a block with an exact spill
+/// the jumps that stay in the block are made from its words, loaded once; the one that leaves
+/// it is made by [`end_after`].
 #[inline(always)]
 pub(crate) fn first_empty<S: BlockSource>(
     view: &View<'_, S>,
@@ -331,6 +345,22 @@ pub(crate) fn first_empty<S: BlockSource>(
         if slot >= view.table().slots() {
             return Err(Fault::Full);
         }
+        let block = slot / BLOCK_SLOTS;
+        let stored = view.stored_spill(block);
+        if stored < BLOCK_SLOTS as u64 {
+            let (occupieds, runends) = (view.occupieds(block), view.runends(block));
+            let from = (slot % BLOCK_SLOTS) as u32;
+            match first_empty_in_block(occupieds, runends, stored as u32, from) {
+                Ok(empty) => return Ok(block * BLOCK_SLOTS + empty as usize),
+                Err(left_at) => {
+                    slot = block * BLOCK_SLOTS + left_at as usize;
+                    if left_at == BLOCK_SLOTS as u32 {
+                        continue;
+                    }
+                }
+            }
+        }
+        // A saturated spill, or a run that ends in a later block.
         let end = end_after(view, slot).ok_or(Fault::Inconsistent)?;
         if end <= slot {
             return Ok(slot);
@@ -558,37 +588,77 @@ pub(crate) fn plan(
 }
 
 /// The last slot that moves when a slot of the run of `quotient` ending at `end` is removed: the
-/// end of the last run after it that is not at its canonical slot, in an unbroken row.
-fn shifted_left_until(view: &View<'_>, mut end: usize, quotient: usize) -> Result<usize, Fault> {
-    let mut current = quotient;
+/// end of the last run after it that is not at its canonical slot, in an unbroken row (the run
+/// of the next occupied quotient is shifted if that quotient is at most the end of the run
+/// before it).
+fn shifted_left_until(view: &View<'_>, end: usize, quotient: usize) -> Result<usize, Fault> {
+    let blocks = view.table().blocks();
+    let mut occupied = BitScan::new(blocks, |block| view.occupieds(block));
+    let mut runend = BitScan::new(blocks, |block| view.runends(block));
+    let (mut current, mut end) = (quotient, end);
     loop {
-        let Some(next) = next_occupied_from(view, current + 1) else {
+        let Some(next) = occupied.next(current + 1, end) else {
             return Ok(end);
         };
-        if next > end {
-            return Ok(end);
-        }
-        end = select_from(view, end + 1, 0).ok_or(Fault::Inconsistent)?;
+        end = runend
+            .next(end + 1, usize::MAX)
+            .ok_or(Fault::Inconsistent)?;
         current = next;
     }
 }
 
 /// The first occupied quotient at or after `from`, looking no further than the table's end.
 pub(crate) fn next_occupied_from<S: BlockSource>(view: &View<'_, S>, from: usize) -> Option<usize> {
-    let mut block = from / BLOCK_SLOTS;
-    if block >= view.table().blocks() {
-        return None;
-    }
-    let mut word = view.occupieds(block) & !((1u64 << (from % BLOCK_SLOTS)) - 1);
-    loop {
-        if word != 0 {
-            return Some(block * BLOCK_SLOTS + word.trailing_zeros() as usize);
+    BitScan::new(view.table().blocks(), |block| view.occupieds(block)).next(from, usize::MAX)
+}
+
+/// The set bits of one of the per-block bitmaps (`occupieds` or `runends`) in increasing
+/// order, each block's word loaded once: for walks that step from bit to bit.
+struct BitScan<F: Fn(usize) -> u64> {
+    /// The bitmap's word of a block.
+    word_of: F,
+    blocks: usize,
+    /// The block whose word `word` is (`usize::MAX` before the first).
+    block: usize,
+    word: u64,
+}
+
+impl<F: Fn(usize) -> u64> BitScan<F> {
+    fn new(blocks: usize, word_of: F) -> Self {
+        BitScan {
+            word_of,
+            blocks,
+            block: usize::MAX,
+            word: 0,
         }
-        block += 1;
-        if block >= view.table().blocks() {
+    }
+
+    /// The first set bit at or after `from` if it is at most `limit`, looking no further than
+    /// the table's end.
+    #[inline(always)]
+    fn next(&mut self, from: usize, limit: usize) -> Option<usize> {
+        let mut block = from / BLOCK_SLOTS;
+        if block >= self.blocks {
             return None;
         }
-        word = view.occupieds(block);
+        if block != self.block {
+            self.block = block;
+            self.word = (self.word_of)(block);
+        }
+        let mut bits = self.word & !low_mask_below_64((from % BLOCK_SLOTS) as u32);
+        loop {
+            if bits != 0 {
+                let bit = block * BLOCK_SLOTS + bits.trailing_zeros() as usize;
+                return (bit <= limit).then_some(bit);
+            }
+            block += 1;
+            if block >= self.blocks || block * BLOCK_SLOTS > limit {
+                return None;
+            }
+            self.block = block;
+            self.word = (self.word_of)(block);
+            bits = self.word;
+        }
     }
 }
 
@@ -638,9 +708,18 @@ pub(crate) fn apply(view: &View<'_>, plan: &Plan) {
             view.set_remainder(slot, value)
         });
         let (start, mut end) = plan.run.expect("only an existing entry shrinks");
+        // The plan found where the first removal's shift ends; each later one looks again.
+        let mut last = Some(plan.last);
         for _ in plan.new_len..plan.old_len {
-            remove_slot(view, plan.quotient, start, end, plan.at + plan.new_len);
+            remove_slot(
+                view,
+                plan.quotient,
+                (start, end),
+                plan.at + plan.new_len,
+                last,
+            );
             end = end.saturating_sub(1); // unused after the run empties
+            last = None;
         }
         // The blocks after the quotient's, up to the last slot the removal moved, get their
         // spills again, each from the one before (a saturated spill does not say what one less
@@ -660,16 +739,20 @@ pub(crate) fn apply(view: &View<'_>, plan: &Plan) {
 }
 
 /// [`plan`] and [`apply`] at once for the common change that stays inside the quotient's
-/// block: an entry that keeps its length, or grows by one slot into an empty slot of the same
-/// block. Reads and writes that block alone, its words loaded once, so the caller must hold the
-/// block's region (or have the table to itself). Returns the old and the new count, or `None`,
-/// having written nothing, when the block alone cannot make the change: a spill of 64 or more,
-/// a run that leaves the block, no empty slot after the entry in the block, or an entry that
-/// shrinks or grows by more than one slot. Then [`plan`] and [`apply`] make it.
+/// block: an entry that keeps its length, grows by one slot into an empty slot of the same
+/// block, or shrinks by one slot (a removal) with the runs it shifts down ending in the block.
+/// Reads and writes that block alone, so the caller must hold the block's region (or have the
+/// table to itself). Returns the old and the new count, or `None`, having written nothing,
+/// when the block alone cannot make the change: a spill of 64 or more, a run that leaves the
+/// block, no empty slot after the entry in the block, shifted runs that go on past it, or an
+/// entry that grows or shrinks by more than one slot. Then [`plan`] and [`apply`] make it.
 ///
 /// The spills of the blocks after it stay as they are: the shift ends in this block.
+///
+/// `SHRINKS` says whether `new_count` may lower a count: the inserts, which never do, are
+/// compiled without the removal's branch.
 #[inline(always)]
-pub(crate) fn update_in_block(
+pub(crate) fn update_in_block<const SHRINKS: bool>(
     table: &Blocks,
     quotient: usize,
     remainder: u64,
@@ -685,13 +768,13 @@ pub(crate) fn update_in_block(
     let words = BlockWriter::new(table, block);
     let (occupieds, runends) = (words.occupieds(), words.runends());
     let r = table.remainder_bits();
-    // The last slot of the quotient's run, if it has one, and where the entry starts (or goes).
-    let (run_end, at, old_count, old_len) = if occupieds >> q & 1 == 1 {
+    // The quotient's run, if it has one, and where the entry starts (or goes).
+    let (run, at, old_count, old_len) = if occupieds >> q & 1 == 1 {
         let (start, end) = run_in_block(occupieds, runends, u64::from(spill), q)?;
         let (at, count, len) = find_entry(start as usize, end as usize, r, remainder, |i| {
             words.remainder(i)
         })?;
-        (Some(end as usize), at, count, len)
+        (Some((start as usize, end as usize)), at, count, len)
     } else {
         let after = end_after_in_block(rank(occupieds, q), runends, spill).max(q);
         (None, after as usize, 0, 0)
@@ -708,18 +791,27 @@ pub(crate) fn update_in_block(
         });
         return Some((old_count, new_count));
     }
+    if SHRINKS && new_len + 1 == old_len {
+        let (start, end) = run?;
+        remove_slot_in_block(&words, q as usize, (start, end), at + new_len)?;
+        write_entry(at, remainder, new_count, r, |i, value| {
+            words.set_remainder(i, value)
+        });
+        return Some((old_count, new_count));
+    }
     if new_len != old_len + 1 {
         return None;
     }
     // The new slot: everything from `at` up to the first empty slot moves one slot up.
-    let empty = first_empty_in_block(occupieds, runends, spill, at as u32)? as usize;
+    let empty = first_empty_in_block(occupieds, runends, spill, at as u32).ok()? as usize;
     if at < empty {
-        words.shift_up(at, empty);
+        words.shift_up(at + 1, empty, Edge::NONE);
     }
     write_entry(at, remainder, new_count, r, |i, value| {
         words.set_remainder(i, value)
     });
     // As in `apply`: no runend inside the entry, and the run's end moved.
+    let run_end = run.map(|(_, end)| end);
     let (new_end, stale_end) = grown_run_end(run_end, at, new_len, 1);
     let mut runends = words.runends() & !bit_range(at, at + new_len);
     if let Some(end) = stale_end {
@@ -730,6 +822,62 @@ pub(crate) fn update_in_block(
     }
     words.set_runends(runends | 1 << new_end);
     Some((old_count, new_count))
+}
+
+/// [`remove_slot`] inside one block, from its words: removes slot `slot` of the run `start..=end`
+/// of the block's quotient `q` (indices in the block), moving the rest of the run and the
+/// shifted runs after it one slot down. `None`, having written nothing, if those runs go on
+/// past the block's end (then the spills after it may change, and [`apply`] makes it).
+///
+/// When the shift ends in the block, the blocks after it keep their spills (none of their slots
+/// moves), and so does this one (every slot that moves lies at or after `start`, past the slots
+/// its spill counts).
+#[inline(always)]
+fn remove_slot_in_block(
+    words: &BlockWriter<'_>,
+    q: usize,
+    (start, end): (usize, usize),
+    slot: usize,
+) -> Option<()> {
+    let occupieds = words.occupieds();
+    let last = shifted_end_in_block(occupieds, words.runends(), q, end)?;
+    if slot < last {
+        words.shift_down(slot, last - 1, Edge::NONE);
+    }
+    words.set_remainder(last, 0);
+    let mut runends = words.runends() & !(1 << last);
+    if slot == end {
+        if start == end {
+            words.set_occupieds(occupieds & !(1 << q));
+        } else {
+            runends |= 1 << (end - 1);
+        }
+    }
+    words.set_runends(runends);
+    Some(())
+}
+
+/// [`shifted_left_until`] inside one block, from its words: the last slot that moves when a
+/// slot of the run of quotient `q` ending at `end` is removed (indices in the block), or `None`
+/// if the shifted runs after it go on past the block's end. A later block's quotients are at
+/// least 64, past `end`, so their runs are not shifted by this one.
+#[inline(always)]
+fn shifted_end_in_block(occupieds: u64, runends: u64, q: usize, end: usize) -> Option<usize> {
+    let (mut current, mut end) = (q, end);
+    loop {
+        let later_quotients = occupieds & !low_mask_nonzero(current as u32 + 1);
+        if later_quotients == 0 || later_quotients.trailing_zeros() as usize > end {
+            return Some(end);
+        }
+        // The next occupied quotient's run starts after `end`, past its canonical slot: it is
+        // shifted, and ends at the next runend.
+        let later_ends = runends & !low_mask_nonzero(end as u32 + 1);
+        if later_ends == 0 {
+            return None;
+        }
+        current = later_quotients.trailing_zeros() as usize;
+        end = later_ends.trailing_zeros() as usize;
+    }
 }
 
 /// Where a run ends after the entry at slot `at` grew by `grow` slots to `new_len` slots,
@@ -769,8 +917,9 @@ fn add_to_spills(view: &View<'_>, quotient: usize, filled: usize) {
 }
 
 /// Writes the entry of `remainder` with `count` copies from slot `at` on, with `set(slot,
-/// value)`.
-#[inline]
+/// value)`. Inlined for the common entry, one or two copies of the remainder (the callers'
+/// inlining must not hinge on the rare counter's encoding, which is out of line).
+#[inline(always)]
 fn write_entry(
     at: usize,
     remainder: u64,
@@ -783,66 +932,56 @@ fn write_entry(
             set(at + i, remainder);
         }
     } else {
-        let entry = counter_code::encode(remainder, count, remainder_bits);
-        for (i, &value) in entry.slots().iter().enumerate() {
-            set(at + i, value);
-        }
+        write_counter_entry(at, remainder, count, remainder_bits, set);
+    }
+}
+
+/// [`write_entry`] for a count above 2: the remainder with an encoded counter.
+#[inline(never)]
+fn write_counter_entry(
+    at: usize,
+    remainder: u64,
+    count: u64,
+    remainder_bits: u32,
+    set: impl Fn(usize, u64),
+) {
+    let entry = counter_code::encode(remainder, count, remainder_bits);
+    for (i, &value) in entry.slots().iter().enumerate() {
+        set(at + i, value);
     }
 }
 
 /// Moves slots `from..to` one slot right (remainders and runend bits); `to` was empty. Slot
-/// `from` keeps its old content. Block by block from the highest, each a word-level shift plus
-/// the one slot carried over from the block below.
+/// `from` keeps its old content.
 fn shift_right(view: &View<'_>, from: usize, to: usize) {
-    if from >= to {
-        return;
-    }
-    let mut block = to / BLOCK_SLOTS;
-    loop {
-        let base = block * BLOCK_SLOTS;
-        let (lo, hi) = (from.max(base) - base, (to - base).min(BLOCK_SLOTS - 1));
-        if lo < hi {
-            view.shift_up_in_block(block, lo, hi);
-        }
-        if from >= base {
-            return;
-        }
-        // The last slot of the block below moves to this block's first (not yet changed there).
-        view.set_remainder(base, view.remainder(base - 1));
-        view.set_runend(base, view.is_runend(base - 1));
-        block -= 1;
+    if from < to {
+        view.shift_up(from, to);
     }
 }
 
 /// Moves slots `from + 1..=to` one slot left (remainders and runend bits) and empties slot
-/// `to`. Block by block from the lowest, each a word-level shift plus the one slot carried over
-/// from the block above.
+/// `to`.
 fn shift_left(view: &View<'_>, from: usize, to: usize) {
-    let last_block = to / BLOCK_SLOTS;
     if from < to {
-        for block in from / BLOCK_SLOTS..=last_block {
-            let base = block * BLOCK_SLOTS;
-            let (lo, hi) = (from.max(base) - base, (to - base).min(BLOCK_SLOTS - 1));
-            if lo < hi {
-                view.shift_down_in_block(block, lo, hi);
-            }
-            if block < last_block {
-                // The first slot of the block above moves to this block's last (not yet
-                // changed there).
-                let top = base + BLOCK_SLOTS - 1;
-                view.set_remainder(top, view.remainder(top + 1));
-                view.set_runend(top, view.is_runend(top + 1));
-            }
-        }
+        view.shift_down(from, to);
     }
     view.set_remainder(to, 0);
     view.set_runend(to, false);
 }
 
 /// Removes slot `slot` from the run of `quotient` (`start..=end`): the rest of the run and every
-/// following shifted run of the cluster move one slot left.
-fn remove_slot(view: &View<'_>, quotient: usize, start: usize, end: usize, slot: usize) {
-    let last = shifted_left_until(view, end, quotient).expect("consistent under exclusive access");
+/// following shifted run of the cluster move one slot left, up to slot `last`
+/// ([`shifted_left_until`], found here if `None`).
+fn remove_slot(
+    view: &View<'_>,
+    quotient: usize,
+    (start, end): (usize, usize),
+    slot: usize,
+    last: Option<usize>,
+) {
+    let last = last.unwrap_or_else(|| {
+        shifted_left_until(view, end, quotient).expect("consistent under exclusive access")
+    });
     if slot == end {
         if start == end {
             view.set_occupied(quotient, false);
@@ -878,17 +1017,28 @@ mod tests {
         table
     }
 
+    /// Random ranges, and every range between slots at or next to block boundaries (a shift
+    /// that ends at a block's slot 0 or starts at its slot 63 moves one slot across).
     #[test]
     fn word_level_shifts_match_moving_one_slot_at_a_time() {
+        let edges = [0, 1, 62, 63, 64, 65, 126, 127, 128, 191, 192, 255];
+        let edge_ranges = edges
+            .iter()
+            .flat_map(|&from| edges.iter().map(move |&to| (from, to)))
+            .filter(|(from, to)| from <= to);
         let mut seed = 1u64;
+        let random_ranges = std::iter::repeat_with(move || {
+            seed = crate::hash::remix(seed);
+            let from = (seed % 256) as usize;
+            (from, from + ((seed >> 20) % (256 - from as u64)) as usize)
+        })
+        .take(200);
+        let ranges: Vec<(usize, usize)> = edge_ranges.chain(random_ranges).collect();
         for r in [2, 3, 7, 8, 11, 13, 31, 32, 33, 62] {
-            for _ in 0..200 {
-                seed = crate::hash::remix(seed);
-                let table = random_table(r, seed);
+            for (i, &(from, to)) in ranges.iter().enumerate() {
+                let table = random_table(r, i as u64 ^ u64::from(r) << 32);
                 let view = View::new(&table);
-                let slots_count = table.slots();
-                let from = (seed % slots_count as u64) as usize;
-                let to = from + ((seed >> 20) % (slots_count - from) as u64) as usize;
+                assert_eq!(table.slots(), 256);
 
                 let mut want = slots(&view);
                 for slot in (from..to).rev() {
@@ -976,12 +1126,14 @@ mod tests {
 
     /// The one-block fast path writes exactly what the general plan and apply write, and gives
     /// the same counts, for inserts, multi-copy inserts and removals of present and new
-    /// fingerprints on filters filled to 50-95% with counters; it makes most of the inserts
-    /// and declines some (runs and shifts leaving their block, entries that shrink).
+    /// fingerprints on filters filled to 30-60% with counters; it makes most of the inserts
+    /// and removals and declines some (runs and shifts leaving their block, counters that
+    /// shrink by more than a slot).
     #[test]
     fn update_in_block_matches_plan_and_apply() {
         use crate::{Count, CountingQf};
         let mut seed = 11u64;
+        let mut total_removed_slots = 0;
         for (r, fill) in [(2, 0.5), (4, 0.6), (8, 0.5), (11, 0.3), (11, 0.5)] {
             let build = || CountingQf::with_bits(10, r).expect("a 1024-slot filter");
             let (fast_filter, general_filter) = (build(), build());
@@ -997,7 +1149,7 @@ mod tests {
                     .expect("the same inserts fit");
                 hashes.push(seed);
             }
-            let (mut made, mut declined) = (0, 0);
+            let (mut made, mut declined, mut removed_slots) = (0, 0, 0);
             // Few enough steps that the fill stays about where it was.
             for step in 0..400u64 {
                 seed = crate::hash::remix(seed);
@@ -1013,7 +1165,7 @@ mod tests {
                     _ => count + added,
                 };
                 let (quotient, remainder) = fast_filter.fingerprint(hash);
-                let fast = update_in_block(&fast_filter.table, quotient, remainder, change);
+                let fast = update_in_block::<true>(&fast_filter.table, quotient, remainder, change);
                 let apply_general = |filter: &CountingQf| {
                     let view = View::new(&filter.table);
                     let plan = plan(&view, quotient, remainder, change).ok()?;
@@ -1024,6 +1176,10 @@ mod tests {
                 match fast {
                     Some(answer) => {
                         made += 1;
+                        let new_len = |count| counter_code::entry_len(remainder, count, r);
+                        if new_len(answer.1) < new_len(answer.0) {
+                            removed_slots += 1;
+                        }
                         assert_eq!(Some(answer), general, "r = {r}, step {step}");
                     }
                     None => {
@@ -1041,6 +1197,13 @@ mod tests {
                 made >= 30 && declined >= 30,
                 "r = {r}: made {made}, declined {declined}"
             );
+            total_removed_slots += removed_slots;
         }
+        // 149 with these seeds: 5 and 13 for r = 2 and 4, whose long runs of counters leave
+        // their blocks, 30-63 for the others.
+        assert!(
+            total_removed_slots >= 100,
+            "the fast path removed a slot only {total_removed_slots} times"
+        );
     }
 }
