@@ -663,22 +663,34 @@ impl<'a> BlockWriter<'a> {
         let (start, end) = (first * r, (hi + 1) * r);
         let (first_word, last_word) = (start / 64, (end - 1) / 64);
         let (start_mask, end_mask) = word_masks(start, end);
-        let mut current = self.load(2 + last_word);
-        let mut mask = end_mask;
-        for w in (first_word..=last_word).rev() {
-            let lower = if w > 0 {
+        let word_below = |w: usize| {
+            if w > 0 {
                 self.load(2 + w - 1)
             } else {
                 below.remainder_word
-            };
-            let shifted = (current << r) | (lower >> (64 - r));
-            if w == first_word {
-                mask &= start_mask;
             }
-            self.store(2 + w, (current & !mask) | (shifted & mask));
-            current = lower;
-            mask = u64::MAX;
+        };
+        let mut current = self.load(2 + last_word);
+        if first_word == last_word {
+            let shifted = (current << r) | (word_below(first_word) >> (64 - r));
+            self.store(
+                2 + first_word,
+                blend(current, shifted, start_mask & end_mask),
+            );
+            return;
         }
+        // The top word (in part), the words between (whole), then the bottom word (in part).
+        let mut lower = self.load(2 + last_word - 1);
+        let shifted = (current << r) | (lower >> (64 - r));
+        self.store(2 + last_word, blend(current, shifted, end_mask));
+        for w in (first_word + 1..last_word).rev() {
+            current = lower;
+            lower = self.load(2 + w - 1);
+            self.store(2 + w, (current << r) | (lower >> (64 - r)));
+        }
+        current = lower;
+        let shifted = (current << r) | (word_below(first_word) >> (64 - r));
+        self.store(2 + first_word, blend(current, shifted, start_mask));
     }
 
     /// Moves the remainders and runend bits of the block's slots `lo + 1..=last + 1` one slot
@@ -697,22 +709,34 @@ impl<'a> BlockWriter<'a> {
         let (start, end) = (lo * r, (last + 1) * r);
         let (first_word, last_word) = (start / 64, (end - 1) / 64);
         let (start_mask, end_mask) = word_masks(start, end);
-        let mut current = self.load(2 + first_word);
-        let mut mask = start_mask;
-        for w in first_word..=last_word {
-            let upper = if w + 1 < r {
+        let word_above = |w: usize| {
+            if w + 1 < r {
                 self.load(2 + w + 1)
             } else {
                 above.remainder_word
-            };
-            let shifted = (current >> r) | (upper << (64 - r));
-            if w == last_word {
-                mask &= end_mask;
             }
-            self.store(2 + w, (current & !mask) | (shifted & mask));
-            current = upper;
-            mask = u64::MAX;
+        };
+        let mut current = self.load(2 + first_word);
+        if first_word == last_word {
+            let shifted = (current >> r) | (word_above(last_word) << (64 - r));
+            self.store(
+                2 + last_word,
+                blend(current, shifted, start_mask & end_mask),
+            );
+            return;
         }
+        // The bottom word (in part), the words between (whole), then the top word (in part).
+        let mut upper = self.load(2 + first_word + 1);
+        let shifted = (current >> r) | (upper << (64 - r));
+        self.store(2 + first_word, blend(current, shifted, start_mask));
+        for w in first_word + 1..last_word {
+            current = upper;
+            upper = self.load(2 + w + 1);
+            self.store(2 + w, (current >> r) | (upper << (64 - r)));
+        }
+        current = upper;
+        let shifted = (current >> r) | (word_above(last_word) << (64 - r));
+        self.store(2 + last_word, blend(current, shifted, end_mask));
     }
 }
 
@@ -740,6 +764,12 @@ impl Edge {
 pub(crate) fn bit_range(lo: usize, hi: usize) -> u64 {
     debug_assert!(lo < hi && hi <= 64);
     low_mask_nonzero(hi as u32) & !low_mask_below_64(lo as u32)
+}
+
+/// `new`'s bits where `mask` is set, `old`'s elsewhere.
+#[inline(always)]
+fn blend(old: u64, new: u64, mask: u64) -> u64 {
+    (old & !mask) | (new & mask)
 }
 
 /// For the bit range `start..end` (`start < end`) of a block's `64 r` remainder bits: the
