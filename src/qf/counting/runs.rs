@@ -130,28 +130,23 @@ fn end_after_in_block(d: u32, runends: u64, spill: u32) -> u32 {
     }
 }
 
-/// [`first_empty`] inside one block, from its words (exact spill `< 64`): `Ok` with the first
-/// empty slot of the block at or after `from` (an index in the block), or `Err` with where the
-/// search leaves the block: 64 if the runs fill it to its end, else the last slot reached,
-/// whose run ends in a later block (or the words are inconsistent).
+/// [`first_empty`] inside one block, from its words (exact spill `< 64`): the first empty
+/// slot of the block at or after `from` (an index in the block), or `None` if the runs fill
+/// the block from `from` to its end (or the words are inconsistent).
+///
+/// Each step goes from a slot to the slot after the run of the last occupied quotient at or
+/// before it: every slot between is used (the runs from that one's on lie end to end), so if
+/// that run ends past the block, so does the stretch of used slots.
 #[inline(always)]
-fn first_empty_in_block(
-    occupieds: u64,
-    runends: u64,
-    spill: u32,
-    mut from: u32,
-) -> Result<u32, u32> {
+fn first_empty_in_block(occupieds: u64, runends: u64, spill: u32, mut from: u32) -> Option<u32> {
     while from < BLOCK_SLOTS as u32 {
         let after = end_after_in_block(rank(occupieds, from), runends, spill);
         if after <= from {
-            return Ok(from);
-        }
-        if after > BLOCK_SLOTS as u32 {
-            return Err(from);
+            return Some(from);
         }
         from = after;
     }
-    Err(from)
+    None
 }
 
 /// [`end_after`] for a slot of `block` with `d` occupied quotients up to it in the block, when
@@ -333,9 +328,10 @@ fn run_from<S: BlockSource>(
 
 /// The first empty slot at or after `slot`; `Err(Full)` if there is none.
 ///
-/// From run end to run end ([`end_after`]), a block at a time: in a block with an exact spill
-/// the jumps that stay in the block are made from its words, loaded once; the one that leaves
-/// it is made by [`end_after`].
+/// A block at a time: in a block with an exact spill, from the later of `slot` and the block's
+/// first slot past its spill, by [`first_empty_in_block`] from the block's words; if the block
+/// has none, the search goes on in the next block, whose spill covers the runs that reach into
+/// it. Only a saturated spill makes it jump from run end to run end with [`end_after`].
 #[inline(always)]
 pub(crate) fn first_empty<S: BlockSource>(
     view: &View<'_, S>,
@@ -348,19 +344,15 @@ pub(crate) fn first_empty<S: BlockSource>(
         let block = slot / BLOCK_SLOTS;
         let stored = view.stored_spill(block);
         if stored < BLOCK_SLOTS as u64 {
+            let spill = stored as u32;
+            let from = ((slot % BLOCK_SLOTS) as u32).max(spill);
             let (occupieds, runends) = (view.occupieds(block), view.runends(block));
-            let from = (slot % BLOCK_SLOTS) as u32;
-            match first_empty_in_block(occupieds, runends, stored as u32, from) {
-                Ok(empty) => return Ok(block * BLOCK_SLOTS + empty as usize),
-                Err(left_at) => {
-                    slot = block * BLOCK_SLOTS + left_at as usize;
-                    if left_at == BLOCK_SLOTS as u32 {
-                        continue;
-                    }
-                }
+            if let Some(empty) = first_empty_in_block(occupieds, runends, spill, from) {
+                return Ok(block * BLOCK_SLOTS + empty as usize);
             }
+            slot = (block + 1) * BLOCK_SLOTS;
+            continue;
         }
-        // A saturated spill, or a run that ends in a later block.
         let end = end_after(view, slot).ok_or(Fault::Inconsistent)?;
         if end <= slot {
             return Ok(slot);
@@ -803,7 +795,7 @@ pub(crate) fn update_in_block<const SHRINKS: bool>(
         return None;
     }
     // The new slot: everything from `at` up to the first empty slot moves one slot up.
-    let empty = first_empty_in_block(occupieds, runends, spill, at as u32).ok()? as usize;
+    let empty = first_empty_in_block(occupieds, runends, spill, at as u32)? as usize;
     if at < empty {
         words.shift_up(at + 1, empty, Edge::NONE);
     }
@@ -1055,6 +1047,69 @@ mod tests {
                 assert_eq!(slots(&view), want, "shift_left r={r} {from}..{to}");
             }
         }
+    }
+
+    /// `first_empty`, which searches a block at a time and skips to the next block's spill,
+    /// finds the slot the run-end-to-run-end definition gives (the first slot `s` at or after
+    /// the start with `end_after(s) <= s`) from every slot, on tables filled to 50-98% with
+    /// counters and remainders down to 2 bits (spills of 64 and more), and on one whose runs of
+    /// block 0 spill hundreds of slots on (saturated spills).
+    #[test]
+    fn first_empty_finds_the_first_unused_slot() {
+        use crate::{Count, CountingQf};
+        let mut seed = 3u64;
+        let mut filters = Vec::new();
+        for (r, fill) in [
+            (2, 0.9),
+            (2, 0.98),
+            (4, 0.95),
+            (8, 0.5),
+            (11, 0.9),
+            (11, 0.98),
+        ] {
+            let filter = CountingQf::with_bits(10, r).expect("a 1024-slot filter");
+            let slots = 1usize << 10;
+            while filter.distinct() < (slots as f64 * fill) as usize {
+                seed = crate::hash::remix(seed);
+                if filter
+                    .insert_count_hash(seed, 1 + seed % 40 / 30 * (seed % 13))
+                    .is_err()
+                {
+                    break; // full: the counters took the slots
+                }
+            }
+            filters.push((r, fill, filter));
+        }
+        // Every 2-bit fingerprint of block 0's quotients, three copies each: their runs fill
+        // block 0 and spill hundreds of slots on, saturating the next blocks' spills.
+        let crowded = CountingQf::with_bits(10, 2).expect("a 1024-slot filter");
+        for fingerprint in 0..64u64 << 2 {
+            crowded
+                .insert_count_hash(fingerprint << (64 - 12), 3)
+                .expect("room for them");
+        }
+        filters.push((2, 0.0, crowded));
+        let mut saturated = 0;
+        for (r, fill, filter) in filters {
+            let view = View::new(&filter.table);
+            saturated += (0..filter.table.blocks())
+                .filter(|&block| view.stored_spill(block) == SPILL_SATURATED)
+                .count();
+            let unused = |slot: usize| end_after(&view, slot).expect("a consistent table") <= slot;
+            let mut want = Err(Fault::Full);
+            for slot in (0..filter.table.slots()).rev() {
+                if unused(slot) {
+                    want = Ok(slot);
+                }
+                let found = first_empty(&view, slot);
+                assert!(
+                    matches!((found, want), (Ok(a), Ok(b)) if a == b)
+                        || matches!((found, want), (Err(Fault::Full), Err(Fault::Full))),
+                    "r = {r}, fill {fill}, from slot {slot}"
+                );
+            }
+        }
+        assert!(saturated > 0, "no saturated spill was searched across");
     }
 
     /// The in-block lookup agrees with the general walk wherever it answers, and answers for
