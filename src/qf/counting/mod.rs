@@ -13,6 +13,7 @@
 pub(crate) mod blocks;
 mod check;
 pub(crate) mod counter_code;
+mod empty_slot;
 pub(crate) mod locks;
 pub(crate) mod runs;
 

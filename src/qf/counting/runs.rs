@@ -26,6 +26,7 @@ use super::blocks::{
     SPILL_SATURATED,
 };
 use super::counter_code::{self, MAX_ENTRY_SLOTS};
+use super::empty_slot::first_empty_in_block;
 use crate::hash::{low_mask_below_64, low_mask_nonzero};
 use crate::qf::rank_select::{popcount, rank, select};
 
@@ -128,25 +129,6 @@ fn end_after_in_block(d: u32, runends: u64, spill: u32) -> u32 {
         // `select` gives 64 when the block has fewer runend bits.
         d => select(runends & !low_mask_below_64(spill), d - 1) + 1,
     }
-}
-
-/// [`first_empty`] inside one block, from its words (exact spill `< 64`): the first empty
-/// slot of the block at or after `from` (an index in the block), or `None` if the runs fill
-/// the block from `from` to its end (or the words are inconsistent).
-///
-/// Each step goes from a slot to the slot after the run of the last occupied quotient at or
-/// before it: every slot between is used (the runs from that one's on lie end to end), so if
-/// that run ends past the block, so does the stretch of used slots.
-#[inline(always)]
-fn first_empty_in_block(occupieds: u64, runends: u64, spill: u32, mut from: u32) -> Option<u32> {
-    while from < BLOCK_SLOTS as u32 {
-        let after = end_after_in_block(rank(occupieds, from), runends, spill);
-        if after <= from {
-            return Some(from);
-        }
-        from = after;
-    }
-    None
 }
 
 /// [`end_after`] for a slot of `block` with `d` occupied quotients up to it in the block, when
@@ -328,10 +310,10 @@ fn run_from<S: BlockSource>(
 
 /// The first empty slot at or after `slot`; `Err(Full)` if there is none.
 ///
-/// A block at a time: in a block with an exact spill, from the later of `slot` and the block's
-/// first slot past its spill, by [`first_empty_in_block`] from the block's words; if the block
-/// has none, the search goes on in the next block, whose spill covers the runs that reach into
-/// it. Only a saturated spill makes it jump from run end to run end with [`end_after`].
+/// A block at a time: in a block with an exact spill, from the block's words
+/// (`empty_slot::first_empty_in_block`); if the block has none from `slot` on, the search goes
+/// on in the next block, whose spill covers the runs that reach into it. Only a saturated spill
+/// makes it jump from run end to run end with [`end_after`].
 #[inline(always)]
 pub(crate) fn first_empty<S: BlockSource>(
     view: &View<'_, S>,
@@ -344,10 +326,9 @@ pub(crate) fn first_empty<S: BlockSource>(
         let block = slot / BLOCK_SLOTS;
         let stored = view.stored_spill(block);
         if stored < BLOCK_SLOTS as u64 {
-            let spill = stored as u32;
-            let from = ((slot % BLOCK_SLOTS) as u32).max(spill);
+            let from = (slot % BLOCK_SLOTS) as u32;
             let (occupieds, runends) = (view.occupieds(block), view.runends(block));
-            if let Some(empty) = first_empty_in_block(occupieds, runends, spill, from) {
+            if let Some(empty) = first_empty_in_block(occupieds, runends, stored as u32, from) {
                 return Ok(block * BLOCK_SLOTS + empty as usize);
             }
             slot = (block + 1) * BLOCK_SLOTS;
