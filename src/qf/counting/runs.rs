@@ -977,6 +977,23 @@ mod tests {
             .collect()
     }
 
+    /// A 1024-slot filter of `r`-bit remainders filled to `fill` (or until full) with random
+    /// fingerprints, a quarter of them with 2 to 13 copies (counters); `seed` moves on.
+    fn filled_with_counters(r: u32, fill: f64, seed: &mut u64) -> crate::CountingQf {
+        use crate::{Count, CountingQf};
+        let filter = CountingQf::with_bits(10, r).expect("a 1024-slot filter");
+        while filter.distinct() < (1024.0 * fill) as usize {
+            *seed = crate::hash::remix(*seed);
+            if filter
+                .insert_count_hash(*seed, 1 + *seed % 40 / 30 * (*seed % 13))
+                .is_err()
+            {
+                break; // full: the counters took the slots
+            }
+        }
+        filter
+    }
+
     /// A table of 4 blocks with random remainders and runend bits.
     fn random_table(r: u32, seed: u64) -> Blocks {
         let table = Blocks::new(4, r).expect("a 4-block table");
@@ -1048,17 +1065,7 @@ mod tests {
             (11, 0.9),
             (11, 0.98),
         ] {
-            let filter = CountingQf::with_bits(10, r).expect("a 1024-slot filter");
-            let slots = 1usize << 10;
-            while filter.distinct() < (slots as f64 * fill) as usize {
-                seed = crate::hash::remix(seed);
-                if filter
-                    .insert_count_hash(seed, 1 + seed % 40 / 30 * (seed % 13))
-                    .is_err()
-                {
-                    break; // full: the counters took the slots
-                }
-            }
+            let filter = filled_with_counters(r, fill, &mut seed);
             filters.push((r, fill, filter));
         }
         // Every 2-bit fingerprint of block 0's quotients, three copies each: their runs fill
@@ -1101,20 +1108,10 @@ mod tests {
     /// fill of 90% and more (runs that end in the next block), and still agrees.
     #[test]
     fn count_in_block_agrees_with_the_general_walk() {
-        use crate::{Count, CountingQf};
         let mut seed = 7u64;
         for (r, fill) in [(2, 0.95), (4, 0.9), (8, 0.5), (11, 0.9), (11, 0.95)] {
-            let filter = CountingQf::with_bits(10, r).expect("a 1024-slot filter");
+            let filter = filled_with_counters(r, fill, &mut seed);
             let slots = 1usize << 10;
-            while filter.distinct() < (slots as f64 * fill) as usize {
-                seed = crate::hash::remix(seed);
-                if filter
-                    .insert_count_hash(seed, 1 + seed % 40 / 30 * (seed % 13))
-                    .is_err()
-                {
-                    break; // full: the counters took the slots
-                }
-            }
             let view = View::new(&filter.table);
             let blocks = filter.table.blocks();
             let (mut answered, mut answered_with_next, mut asked) = (0, 0, 0);
