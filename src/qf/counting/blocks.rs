@@ -645,8 +645,8 @@ impl<'a> BlockWriter<'a> {
 
     /// Moves the remainders and runend bits of the block's slots `first - 1..hi` one slot up,
     /// to `first..=hi` (`first <= hi < 64`): slot `hi`'s old content is overwritten. If `first`
-    /// is 0, slot 0 takes slot 63 of the block below, whose [`top_edge`](Self::top_edge) is `below`;
-    /// otherwise `below` is not read ([`Edge::NONE`] will do).
+    /// is 0, slot 0 takes slot 63 of the block below, whose [`top_edge`](Self::top_edge) is
+    /// `below`; otherwise `below` is not read ([`Edge::NONE`] will do).
     ///
     /// A word at a time, highest first so every word is read before it is overwritten: the
     /// remainders are one run of `64 r` bits, so moving slots up is a shift by `r` bits, each
@@ -657,8 +657,7 @@ impl<'a> BlockWriter<'a> {
         debug_assert!(first <= hi && hi < BLOCK_SLOTS);
         let runends = self.runends();
         let moved = runends << 1 | below.runends >> (BLOCK_SLOTS - 1);
-        let mask = bit_range(first, hi + 1);
-        self.set_runends((runends & !mask) | (moved & mask));
+        self.set_runends(blend(runends, moved, bit_range(first, hi + 1)));
         let r = self.remainder_bits as usize;
         let (start, end) = (first * r, (hi + 1) * r);
         let (first_word, last_word) = (start / 64, (end - 1) / 64);
@@ -696,15 +695,15 @@ impl<'a> BlockWriter<'a> {
     /// Moves the remainders and runend bits of the block's slots `lo + 1..=last + 1` one slot
     /// down, to `lo..=last` (`lo <= last < 64`): slot `lo`'s old content is overwritten. If
     /// `last` is 63, slot 63 takes slot 0 of the block above, whose
-    /// [`bottom_edge`](Self::bottom_edge) is `above`; otherwise `above` is not read ([`Edge::NONE`] will do). A word at a time,
-    /// lowest first, as [`shift_up`](Self::shift_up) in the other direction.
+    /// [`bottom_edge`](Self::bottom_edge) is `above`; otherwise `above` is not read
+    /// ([`Edge::NONE`] will do). A word at a time, lowest first, as [`shift_up`](Self::shift_up)
+    /// in the other direction.
     #[inline]
     pub(crate) fn shift_down(&self, lo: usize, last: usize, above: Edge) {
         debug_assert!(lo <= last && last < BLOCK_SLOTS);
         let runends = self.runends();
         let moved = runends >> 1 | above.runends << (BLOCK_SLOTS - 1);
-        let mask = bit_range(lo, last + 1);
-        self.set_runends((runends & !mask) | (moved & mask));
+        self.set_runends(blend(runends, moved, bit_range(lo, last + 1)));
         let r = self.remainder_bits as usize;
         let (start, end) = (lo * r, (last + 1) * r);
         let (first_word, last_word) = (start / 64, (end - 1) / 64);

@@ -10,8 +10,8 @@
 //! # Writers
 //!
 //! An operation on quotient `Q` locks the region of `Q`'s block. A change that stays inside
-//! that block (the common insert or removal in a table that is not crowded) it makes at once, reading
-//! and writing that block alone (`runs::update_in_block`). Any other change runs its walk
+//! that block (the common insert or removal in a table that is not crowded) it makes at once,
+//! reading and writing that block alone (`runs::update_in_block`). Any other change runs its walk
 //! (`runs`) through a [`View`] that records the lowest and highest block it touched outside the
 //! held regions. If it touched none, everything it read is stable and it may write (a write
 //! touches only blocks its plan touched). Otherwise it discards what it read and locks more:
@@ -26,8 +26,8 @@
 //! **No deadlock**: a thread waits for a lock only while it holds none, or only lower ones, so
 //! every chain of waits goes up and ends. The held-range bookkeeping and the ascending-order
 //! rules are the shared [`region_locks`] module's; this file adds the seqlock version, the
-//! per-region counts and the cache-line padding. **Linearizable**: two-phase locking; every operation
-//! reads and writes only blocks of regions it holds, all held at once.
+//! per-region counts and the cache-line padding. **Linearizable**: two-phase locking; every
+//! operation reads and writes only blocks of regions it holds, all held at once.
 //!
 //! # Readers
 //!

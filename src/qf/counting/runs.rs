@@ -566,16 +566,32 @@ pub(crate) fn plan(
 /// before it).
 fn shifted_left_until(view: &View<'_>, end: usize, quotient: usize) -> Result<usize, Fault> {
     let blocks = view.table().blocks();
-    let mut occupied = BitScan::new(blocks, |block| view.occupieds(block));
-    let mut runend = BitScan::new(blocks, |block| view.runends(block));
+    shifted_end(
+        BitScan::new(blocks, |block| view.occupieds(block)),
+        BitScan::new(blocks, |block| view.runends(block)),
+        quotient,
+        end,
+    )
+    .ok_or(Fault::Inconsistent)
+}
+
+/// The walk of [`shifted_left_until`] over scans of the occupied and the runend bits: `None` if
+/// a shifted run's end is not among the runend bits scanned.
+#[inline(always)]
+fn shifted_end<F: Fn(usize) -> u64, G: Fn(usize) -> u64>(
+    mut occupied: BitScan<F>,
+    mut runend: BitScan<G>,
+    quotient: usize,
+    end: usize,
+) -> Option<usize> {
     let (mut current, mut end) = (quotient, end);
     loop {
         let Some(next) = occupied.next(current + 1, end) else {
-            return Ok(end);
+            return Some(end);
         };
-        end = runend
-            .next(end + 1, usize::MAX)
-            .ok_or(Fault::Inconsistent)?;
+        // `next` is at most `end`: its run starts after `end`, past its canonical slot, so it
+        // is shifted, and ends at the next runend.
+        end = runend.next(end + 1, usize::MAX)?;
         current = next;
     }
 }
@@ -836,21 +852,12 @@ fn remove_slot_in_block(
 /// least 64, past `end`, so their runs are not shifted by this one.
 #[inline(always)]
 fn shifted_end_in_block(occupieds: u64, runends: u64, q: usize, end: usize) -> Option<usize> {
-    let (mut current, mut end) = (q, end);
-    loop {
-        let later_quotients = occupieds & !low_mask_nonzero(current as u32 + 1);
-        if later_quotients == 0 || later_quotients.trailing_zeros() as usize > end {
-            return Some(end);
-        }
-        // The next occupied quotient's run starts after `end`, past its canonical slot: it is
-        // shifted, and ends at the next runend.
-        let later_ends = runends & !low_mask_nonzero(end as u32 + 1);
-        if later_ends == 0 {
-            return None;
-        }
-        current = later_quotients.trailing_zeros() as usize;
-        end = later_ends.trailing_zeros() as usize;
-    }
+    shifted_end(
+        BitScan::new(1, |_| occupieds),
+        BitScan::new(1, |_| runends),
+        q,
+        end,
+    )
 }
 
 /// Where a run ends after the entry at slot `at` grew by `grow` slots to `new_len` slots,
