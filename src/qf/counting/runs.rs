@@ -782,7 +782,8 @@ pub(crate) fn update_in_block<const SHRINKS: bool>(
     }
     if SHRINKS && new_len + 1 == old_len {
         let (start, end) = run?;
-        remove_slot_in_block(&words, q as usize, (start, end), at + new_len)?;
+        let loaded = (occupieds, runends);
+        remove_slot_in_block(&words, loaded, q as usize, (start, end), at + new_len)?;
         write_entry(at, remainder, new_count, r, |i, value| {
             words.set_remainder(i, value)
         });
@@ -813,9 +814,10 @@ pub(crate) fn update_in_block<const SHRINKS: bool>(
     Some((old_count, new_count))
 }
 
-/// [`remove_slot`] inside one block, from its words: removes slot `slot` of the run `start..=end`
-/// of the block's quotient `q` (indices in the block), moving the rest of the run and the
-/// shifted runs after it one slot down. `None`, having written nothing, if those runs go on
+/// [`remove_slot`] inside one block, from its words (`occupieds` and `runends` as the caller
+/// loaded them): removes slot `slot` of the run `start..=end` of the block's quotient `q`
+/// (indices in the block), moving the rest of the run and the shifted runs after it one slot
+/// down. `None`, having written nothing, if those runs go on
 /// past the block's end (then the spills after it may change, and [`apply`] makes it).
 ///
 /// When the shift ends in the block, the blocks after it keep their spills (none of their slots
@@ -824,12 +826,12 @@ pub(crate) fn update_in_block<const SHRINKS: bool>(
 #[inline(always)]
 fn remove_slot_in_block(
     words: &BlockWriter<'_>,
+    (occupieds, runends): (u64, u64),
     q: usize,
     (start, end): (usize, usize),
     slot: usize,
 ) -> Option<()> {
-    let occupieds = words.occupieds();
-    let last = shifted_end_in_block(occupieds, words.runends(), q, end)?;
+    let last = shifted_end_in_block(occupieds, runends, q, end)?;
     if slot < last {
         words.shift_down(slot, last - 1, Edge::NONE);
     }
