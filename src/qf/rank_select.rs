@@ -9,7 +9,9 @@
 //! is asked at run time (so one binary runs everywhere; std caches the answer, so each call costs
 //! a load and a predicted branch), and the instructions are issued with inline assembly: a
 //! `#[target_feature]` function cannot be inlined into the hot paths, which are compiled for the
-//! baseline CPU, and the call would cost more than the instruction.
+//! baseline CPU, and the call would cost more than the instruction. A walk that issues several
+//! of them asks once, for a [`Bmi2`] proof whose methods ask no more (and which also packs bits
+//! with `pext`, for the counting filter's search for an empty slot).
 
 use crate::hash::low_mask_nonzero;
 
@@ -61,16 +63,69 @@ pub(crate) fn rank(word: u64, position: u32) -> u32 {
 /// if `word` has at most `k` set bits.
 #[inline(always)]
 pub(crate) fn select(word: u64, k: u32) -> u32 {
-    #[cfg(all(target_arch = "x86_64", not(miri)))]
-    {
-        if has_bmi2() {
+    match Bmi2::detect() {
+        Some(bits) => bits.select(word, k),
+        None => select_broadword(word, k),
+    }
+}
+
+/// Proof that the CPU has BMI1, BMI2 and `popcnt`, asked once by [`Bmi2::detect`]: its methods
+/// issue those instructions without asking again, for a walk that uses several of them.
+#[derive(Clone, Copy)]
+pub(crate) struct Bmi2(());
+
+impl Bmi2 {
+    /// The proof, if the CPU has the instructions (a few loads and predicted branches: std
+    /// caches the answer).
+    #[inline(always)]
+    pub(crate) fn detect() -> Option<Bmi2> {
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        {
+            #[cfg(target_feature = "popcnt")]
+            let popcnt = true;
+            #[cfg(not(target_feature = "popcnt"))]
+            let popcnt = has_popcnt();
+            if has_bmi2() && popcnt {
+                return Some(Bmi2(()));
+            }
+        }
+        None
+    }
+
+    /// [`popcount`] with `popcnt`.
+    #[inline(always)]
+    pub(crate) fn popcount(self, word: u64) -> u32 {
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        {
+            let count: u64;
+            // SAFETY: the CPU has `popcnt` (`self` proves it); the instruction only reads and
+            // writes the two registers named.
+            unsafe {
+                std::arch::asm!(
+                    "popcnt {count}, {word}",
+                    word = in(reg) word,
+                    count = lateout(reg) count,
+                    options(pure, nomem, nostack)
+                );
+            }
+            count as u32
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+        word.count_ones()
+    }
+
+    /// [`select`] with `pdep` and `tzcnt`.
+    #[inline(always)]
+    pub(crate) fn select(self, word: u64, k: u32) -> u32 {
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        {
             if k >= 64 {
                 return 64;
             }
             // `pdep` deposits the single bit `1 << k` into the set bits of `word`, landing it on
             // the `k`-th of them (0 if there are not that many); `tzcnt` of 0 is 64.
             let position: u64;
-            // SAFETY: the CPU has BMI1 and BMI2 (checked just above); the instructions only read
+            // SAFETY: the CPU has BMI1 and BMI2 (`self` proves it); the instructions only read
             // and write the registers named.
             unsafe {
                 std::arch::asm!(
@@ -82,10 +137,45 @@ pub(crate) fn select(word: u64, k: u32) -> u32 {
                     options(pure, nomem, nostack)
                 );
             }
-            return position as u32;
+            position as u32
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+        select_broadword(word, k)
+    }
+
+    /// The bits of `word` at the set bits of `mask`, packed in order into the low bits (`pext`).
+    #[inline(always)]
+    pub(crate) fn compress(self, word: u64, mask: u64) -> u64 {
+        #[cfg(all(target_arch = "x86_64", not(miri)))]
+        {
+            let packed: u64;
+            // SAFETY: the CPU has BMI2 (`self` proves it); the instruction only reads and writes
+            // the registers named.
+            unsafe {
+                std::arch::asm!(
+                    "pext {packed}, {word}, {mask}",
+                    word = in(reg) word,
+                    mask = in(reg) mask,
+                    packed = lateout(reg) packed,
+                    options(pure, nomem, nostack)
+                );
+            }
+            packed
+        }
+        #[cfg(not(all(target_arch = "x86_64", not(miri))))]
+        {
+            // Not reached (`detect` gives no proof here), but correct all the same.
+            let (mut packed, mut mask, mut bit) = (0, mask, 1u64);
+            while mask != 0 {
+                if word & mask & mask.wrapping_neg() != 0 {
+                    packed |= bit;
+                }
+                bit <<= 1;
+                mask &= mask - 1;
+            }
+            packed
         }
     }
-    select_broadword(word, k)
 }
 
 /// Portable `select`: find the byte holding the `k`-th set bit from per-byte prefix counts, then
@@ -140,6 +230,9 @@ mod tests {
         let mut word = 0x9E37_79B9_7F4A_7C15u64;
         for _ in 0..1000 {
             assert_eq!(popcount(word), word.count_ones());
+            if let Some(bits) = Bmi2::detect() {
+                assert_eq!(bits.popcount(word), word.count_ones());
+            }
             word = crate::hash::remix(word);
         }
         assert_eq!(popcount(0), 0);
@@ -162,5 +255,31 @@ mod tests {
             assert_eq!(select_broadword(1 << 63, k), if k == 0 { 63 } else { 64 });
         }
         assert_eq!(select(0, 0), 64);
+    }
+
+    #[test]
+    fn compress_packs_the_masked_bits_in_order() {
+        let naive = |word: u64, mask: u64| {
+            (0..64)
+                .filter(|&i| mask >> i & 1 == 1)
+                .enumerate()
+                .fold(0u64, |packed, (k, i)| packed | (word >> i & 1) << k)
+        };
+        let mut word = 0x9E37_79B9_7F4A_7C15u64;
+        let mut mask = 0x2545_F491_4F6C_DD1Du64;
+        for _ in 0..2000 {
+            if let Some(bits) = Bmi2::detect() {
+                assert_eq!(
+                    bits.compress(word, mask),
+                    naive(word, mask),
+                    "{word:#x} {mask:#x}"
+                );
+            }
+            word = crate::hash::remix(word);
+            mask = crate::hash::remix(mask) & crate::hash::remix(mask ^ 1);
+        }
+        if let Some(bits) = Bmi2::detect() {
+            assert_eq!(bits.compress(0b1010_0110, 0b1111_0010), 0b10101);
+        }
     }
 }

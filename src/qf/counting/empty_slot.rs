@@ -13,12 +13,16 @@
 //! ```
 //!
 //! is 0. Walking from slot to slot the level goes up by one at an occupied quotient and down by
-//! one right after a runend (both at once cancel), so the walk is read four slots at a time
-//! from a table of each nibble's net step and lowest point, and only the nibble where the level
-//! reaches 0 is read slot by slot.
+//! one right after a runend (both at once cancel), and stays put elsewhere. So only the steps
+//! matter: BMI2's `pext` packs them into one word, a bit per step (set for up), which is read
+//! eight steps at a time from a table of each byte's net fall and where it first falls how far;
+//! `pdep` then turns the step where the level reaches 0 back into its slot. A CPU without BMI2
+//! walks the slots instead, four at a time, from a table of each nibble's net step and lowest
+//! point. The packed walk reads a block in at most eight bytes, fewer when some slots hold no
+//! step, where the slot walk reads sixteen nibbles.
 
 use crate::hash::low_mask_below_64;
-use crate::qf::rank_select::popcount;
+use crate::qf::rank_select::{popcount, Bmi2};
 
 use super::blocks::BLOCK_SLOTS;
 
@@ -47,6 +51,44 @@ const fn nibble_walk() -> [(i8, i8); 256] {
     table
 }
 
+/// For each byte of steps read as a bit per step (set: up, clear: down), the net fall over its
+/// eight steps (downs minus ups).
+const BYTE_FALL: [i8; 256] = byte_fall();
+
+/// For each byte of steps as in [`BYTE_FALL`] and each depth `k` in 1..=8 (at index `k - 1`):
+/// after which of its steps the fall first reaches `k`, or 8 if it never does.
+const BYTE_FIRST_AT_DEPTH: [[u8; 8]; 256] = byte_first_at_depth();
+
+const fn byte_fall() -> [i8; 256] {
+    let mut table = [0i8; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        table[byte] = 8 - 2 * (byte as u8).count_ones() as i8;
+        byte += 1;
+    }
+    table
+}
+
+const fn byte_first_at_depth() -> [[u8; 8]; 256] {
+    let mut table = [[8u8; 8]; 256];
+    let mut byte = 0;
+    while byte < 256 {
+        let mut fall = 0i32;
+        let mut step = 0;
+        while step < 8 {
+            fall += if byte >> step & 1 == 1 { -1 } else { 1 };
+            // The fall moves by one per step, so the first time it reaches a new depth is
+            // the first time it reaches that depth.
+            if fall >= 1 && table[byte][fall as usize - 1] == 8 {
+                table[byte][fall as usize - 1] = step as u8;
+            }
+            step += 1;
+        }
+        byte += 1;
+    }
+    table
+}
+
 /// The first unused slot of a block at or after slot `from` (indices in the block; `from` may
 /// be 64 or more), given the block's `occupieds`, its `runends` and its exact spill (`< 64`):
 /// `None` if the runs use every slot from `from` to the block's end (or the words are
@@ -58,17 +100,42 @@ pub(crate) fn first_empty_in_block(
     spill: u32,
     from: u32,
 ) -> Option<u32> {
+    first_empty_in_block_by(occupieds, runends, spill, from, Walk::Steps)
+}
+
+/// How [`first_empty_in_block_by`] walks the level past the first slot.
+#[derive(Clone, Copy)]
+enum Walk {
+    /// Over the steps alone, eight at a time ([`fall_to`]), where the CPU packs them with one
+    /// instruction; over the slots otherwise.
+    Steps,
+    /// Over the slots, four at a time ([`fall_to_by_nibbles`]).
+    #[cfg_attr(not(test), allow(dead_code))]
+    Nibbles,
+}
+
+/// [`first_empty_in_block`], walking as `walk` says (the tests run both walks).
+#[inline(always)]
+fn first_empty_in_block_by(
+    occupieds: u64,
+    runends: u64,
+    spill: u32,
+    from: u32,
+    walk: Walk,
+) -> Option<u32> {
     let slots = BLOCK_SLOTS as u32;
     let mut start = from.max(spill);
     if start >= slots {
         return None;
     }
+    let bits = Bmi2::detect();
+    let count = |word: u64| bits.map_or_else(|| popcount(word), |bits| bits.popcount(word)) as i32;
     // The runs of this block's quotients end at the runends from the spill on; slot `t + 1` is
     // the first after a run ending at `t` (a run ending at slot 63 frees no slot of the block).
     let freed = (runends & !low_mask_below_64(spill)) << 1;
     let (ups, downs) = (occupieds & !freed, freed & !occupieds);
     let before = low_mask_below_64(start);
-    let mut level = popcount(ups & before) as i32 - popcount(downs & before) as i32;
+    let mut level = count(ups & before) - count(downs & before);
     if level == 0 {
         // Every run before `start` ended before it: it is unused unless a run starts there.
         if occupieds >> start & 1 == 0 {
@@ -82,10 +149,52 @@ pub(crate) fn first_empty_in_block(
     }
     let from_start = !low_mask_below_64(start);
     let (ups, downs) = (ups & from_start, downs & from_start);
-    if level > popcount(downs) as i32 {
-        // Too few runs end in the block for the level to come down to 0.
+    if level < 1 || level > count(downs) {
+        // Too few runs end in the block for the level to come down to 0 (or the words are
+        // inconsistent: a level below 0).
         return None;
     }
+    match (walk, bits) {
+        (Walk::Steps, Some(bits)) => fall_to(bits, ups, downs, level),
+        _ => fall_to_by_nibbles(ups, downs, start, level),
+    }
+}
+
+/// The slot where the level, `level >= 1` before the first of the up- and down-steps given,
+/// first comes down to 0: the walk over the steps alone (packed, a bit per step, set for up),
+/// a byte at a time.
+#[inline(always)]
+fn fall_to(bits: Bmi2, ups: u64, downs: u64, level: i32) -> Option<u32> {
+    let steps = ups | downs;
+    let rises = bits.compress(ups, steps);
+    let count = bits.popcount(steps);
+    // How far the level has come down before the byte (it moves by one per step, and stays
+    // above 0 until the answer: `level - fall >= 1`).
+    let mut fall = 0i32;
+    let mut byte = 0u32;
+    while 8 * byte < count {
+        let eight = (rises >> (8 * byte)) as u8 as usize;
+        let depth = level - fall;
+        if depth <= 8 {
+            let step = BYTE_FIRST_AT_DEPTH[eight][(depth - 1) as usize];
+            if step < 8 {
+                // The bits past the last step read as downs: a fall there is not a slot.
+                let index = 8 * byte + u32::from(step);
+                return (index < count).then(|| bits.select(steps, index));
+            }
+        }
+        fall += i32::from(BYTE_FALL[eight]);
+        byte += 1;
+    }
+    None
+}
+
+/// The slot at or after `start` (a multiple of 4 or not) where the level, `level >= 1` before
+/// it, first comes down to 0, given the up- and down-steps from `start` on: the walk over the
+/// slots, four at a time. Out of line: only CPUs without `pext` take it.
+#[inline(never)]
+fn fall_to_by_nibbles(ups: u64, downs: u64, start: u32, mut level: i32) -> Option<u32> {
+    let slots = BLOCK_SLOTS as u32;
     let mut nibble = start & !3;
     while nibble < slots {
         let index = ((ups >> nibble) & 15) | (((downs >> nibble) & 15) << 4);
@@ -159,6 +268,8 @@ mod tests {
             let (occupieds, runends, used) = block(spill, &quotients, &lengths);
             let want = (from..64).find(|&slot| !used[slot as usize]);
             prop_assert_eq!(first_empty_in_block(occupieds, runends, spill, from), want);
+            let by_nibbles = first_empty_in_block_by(occupieds, runends, spill, from, Walk::Nibbles);
+            prop_assert_eq!(by_nibbles, want);
         }
     }
 
