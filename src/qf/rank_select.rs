@@ -6,8 +6,8 @@
 //!
 //! `rank` is a masked population count and `select` a BMI2 `pdep` followed by `tzcnt`, when the
 //! CPU has `popcnt` and BMI2; otherwise a portable bit count and a broadword byte search. The CPU
-//! is asked at run time (so one binary runs everywhere; std caches the answer, so each call costs
-//! a load and a predicted branch), and the instructions are issued with inline assembly: a
+//! is asked at run time, once (so one binary runs everywhere; the answer is kept in one byte,
+//! so each call costs a load and a predicted branch), and the instructions are issued with inline assembly: a
 //! `#[target_feature]` function cannot be inlined into the hot paths, which are compiled for the
 //! baseline CPU, and the call would cost more than the instruction. A walk that issues several
 //! of them asks once, for a [`Bmi2`] proof whose methods ask no more (and which also packs bits
@@ -15,18 +15,54 @@
 
 use crate::hash::low_mask_nonzero;
 
-/// Whether the CPU has `popcnt` (cached by std after the first call).
+/// What the CPU has, asked of std once and kept as one byte, so that a walk using `popcnt`,
+/// `pdep` and `pext` tests one cached byte (a load and a predicted branch) rather than std's
+/// cache once per feature.
 #[cfg(all(target_arch = "x86_64", not(miri)))]
-#[inline(always)]
-fn has_popcnt() -> bool {
-    std::arch::is_x86_feature_detected!("popcnt")
+mod cpu {
+    use core::sync::atomic::{AtomicU8, Ordering};
+
+    /// Set once the other bits are known.
+    const KNOWN: u8 = 1;
+    /// The CPU has `popcnt`.
+    pub(super) const POPCNT: u8 = 2;
+    /// The CPU has `popcnt`, BMI1 (`tzcnt`) and BMI2 (`pdep`, `pext`).
+    pub(super) const BMI2: u8 = 4;
+
+    /// `KNOWN` and the features, or 0 before the first question.
+    static FEATURES: AtomicU8 = AtomicU8::new(0);
+
+    /// The feature bits.
+    #[inline(always)]
+    pub(super) fn features() -> u8 {
+        // Relaxed: the byte is the only data, and every thread that asks stores the same value.
+        let known = FEATURES.load(Ordering::Relaxed);
+        if known & KNOWN != 0 {
+            known
+        } else {
+            ask()
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn ask() -> u8 {
+        let popcnt = std::arch::is_x86_feature_detected!("popcnt");
+        let bmi2 = popcnt
+            && std::arch::is_x86_feature_detected!("bmi1")
+            && std::arch::is_x86_feature_detected!("bmi2");
+        let features = KNOWN | if popcnt { POPCNT } else { 0 } | if bmi2 { BMI2 } else { 0 };
+        // Relaxed: as in `features`.
+        FEATURES.store(features, Ordering::Relaxed);
+        features
+    }
 }
 
-/// Whether the CPU has BMI2 (`pdep`) and BMI1 (`tzcnt`), cached by std after the first call.
-#[cfg(all(target_arch = "x86_64", not(miri)))]
+/// Whether the CPU has `popcnt`.
+#[cfg(all(target_arch = "x86_64", not(miri), not(target_feature = "popcnt")))]
 #[inline(always)]
-fn has_bmi2() -> bool {
-    std::arch::is_x86_feature_detected!("bmi2") && std::arch::is_x86_feature_detected!("bmi1")
+fn has_popcnt() -> bool {
+    cpu::features() & cpu::POPCNT != 0
 }
 
 /// The number of set bits of `word`.
@@ -75,19 +111,12 @@ pub(crate) fn select(word: u64, k: u32) -> u32 {
 pub(crate) struct Bmi2(());
 
 impl Bmi2 {
-    /// The proof, if the CPU has the instructions (a few loads and predicted branches: std
-    /// caches the answer).
+    /// The proof, if the CPU has the instructions (a load and a predicted branch once asked).
     #[inline(always)]
     pub(crate) fn detect() -> Option<Bmi2> {
         #[cfg(all(target_arch = "x86_64", not(miri)))]
-        {
-            #[cfg(target_feature = "popcnt")]
-            let popcnt = true;
-            #[cfg(not(target_feature = "popcnt"))]
-            let popcnt = has_popcnt();
-            if has_bmi2() && popcnt {
-                return Some(Bmi2(()));
-            }
+        if cpu::features() & cpu::BMI2 != 0 {
+            return Some(Bmi2(()));
         }
         None
     }
