@@ -296,7 +296,8 @@ impl RegionLocks {
     /// `Some` (see the module doc); `None` only if `op` fails with every region held, i.e. the
     /// table is corrupt. First, holding just that region, it asks `in_block`, which may answer
     /// from block `block` alone (and must touch no other block): then no view is made and no
-    /// other region considered.
+    /// other region considered. Otherwise `op`'s first call runs under the same hold, nothing
+    /// released in between, so it sees the block as `in_block` left it.
     #[inline]
     pub(crate) fn run<T>(
         &self,

@@ -17,6 +17,7 @@ mod empty_slot;
 pub(crate) mod locks;
 pub(crate) mod runs;
 
+use std::cell::Cell;
 use std::hash::Hash;
 
 use crate::filter::{Count, Error, Filter, Remove};
@@ -254,12 +255,11 @@ impl CountingQf {
             let quotient = (fingerprint.quotient << 1) | (fingerprint.remainder >> (r - 1));
             let remainder = fingerprint.remainder & low_mask(r - 1);
             let view = View::new(&grown.table);
-            let plan = runs::plan(&view, quotient as usize, remainder, |old| old + count).map_err(
-                |fault| match fault {
+            let plan = runs::plan(&view, quotient as usize, remainder, |old| old + count, None)
+                .map_err(|fault| match fault {
                     Fault::Full => Error::Full,
                     Fault::Inconsistent => Error::Corrupt("inconsistent table".into()),
-                },
-            )?;
+                })?;
             runs::apply(&view, &plan);
             grown
                 .locks
@@ -324,15 +324,24 @@ impl CountingQf {
         // Start the likely cache misses on the table before the lock's read-modify-write, which
         // later loads cannot pass.
         self.table.prefetch(quotient);
+        // What the one-block attempt found of the entry, for the first plan only: that one runs
+        // under the same lock hold (`RegionLocks::run`), so the block is as the attempt saw it.
+        let located = Cell::new(None);
         let in_block = |held: &locks::Held<'_>| {
             // The first region taken is the quotient's block's.
-            let (old, new) =
-                runs::update_in_block::<SHRINKS>(&self.table, quotient, remainder, &new_count)?;
-            held.account(block, old, new);
-            Some(Ok((old, new)))
+            match runs::update_in_block::<SHRINKS>(&self.table, quotient, remainder, &new_count) {
+                Ok((old, new)) => {
+                    held.account(block, old, new);
+                    Some(Ok((old, new)))
+                }
+                Err(found) => {
+                    located.set(found);
+                    None
+                }
+            }
         };
         let result = self.locks.run(&self.table, block, in_block, |view, held| {
-            let planned = runs::plan(view, quotient, remainder, &new_count);
+            let planned = runs::plan(view, quotient, remainder, &new_count, located.take());
             let plan = match &planned {
                 Ok(plan) => plan,
                 Err(Fault::Full) if held.covers(view) => return Some(Err(Error::Full)),
