@@ -69,23 +69,32 @@ fn has_popcnt() -> bool {
 #[inline(always)]
 pub(crate) fn popcount(word: u64) -> u32 {
     #[cfg(all(target_arch = "x86_64", not(miri), not(target_feature = "popcnt")))]
-    {
-        if has_popcnt() {
-            let count: u64;
-            // SAFETY: the CPU has `popcnt` (checked just above); the instruction only reads and
-            // writes the two registers named.
-            unsafe {
-                std::arch::asm!(
-                    "popcnt {count}, {word}",
-                    word = in(reg) word,
-                    count = lateout(reg) count,
-                    options(pure, nomem, nostack)
-                );
-            }
-            return count as u32;
-        }
+    if has_popcnt() {
+        // SAFETY: the CPU has `popcnt` (checked just above).
+        return unsafe { popcnt(word) };
     }
     word.count_ones()
+}
+
+/// `word`'s set bits counted by the `popcnt` instruction.
+///
+/// # Safety
+/// The CPU must have `popcnt`.
+#[cfg(all(target_arch = "x86_64", not(miri)))]
+#[inline(always)]
+unsafe fn popcnt(word: u64) -> u32 {
+    let count: u64;
+    // SAFETY: the caller vouches for `popcnt`; the instruction only reads and writes the two
+    // registers named.
+    unsafe {
+        std::arch::asm!(
+            "popcnt {count}, {word}",
+            word = in(reg) word,
+            count = lateout(reg) count,
+            options(pure, nomem, nostack)
+        );
+    }
+    count as u32
 }
 
 /// The number of set bits of `word` at positions `0..=position` (`position < 64`).
@@ -124,21 +133,9 @@ impl Bmi2 {
     /// [`popcount`] with `popcnt`.
     #[inline(always)]
     pub(crate) fn popcount(self, word: u64) -> u32 {
+        // SAFETY: the CPU has `popcnt` (`self` proves it).
         #[cfg(all(target_arch = "x86_64", not(miri)))]
-        {
-            let count: u64;
-            // SAFETY: the CPU has `popcnt` (`self` proves it); the instruction only reads and
-            // writes the two registers named.
-            unsafe {
-                std::arch::asm!(
-                    "popcnt {count}, {word}",
-                    word = in(reg) word,
-                    count = lateout(reg) count,
-                    options(pure, nomem, nostack)
-                );
-            }
-            count as u32
-        }
+        return unsafe { popcnt(word) };
         #[cfg(not(all(target_arch = "x86_64", not(miri))))]
         word.count_ones()
     }
