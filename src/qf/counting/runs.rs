@@ -16,7 +16,8 @@
 //! stretch the write will touch, before [`apply`] writes: the concurrent filter checks between
 //! the two that it holds every region the plan touched. The common change that stays inside
 //! the quotient's block, [`update_in_block`] makes at once from that block's words, and the
-//! general two steps run only when it declines.
+//! general two steps run only when it declines; when it declines for want of an empty slot in
+//! the block, the plan starts from the entry it [`Located`].
 //!
 //! Functions that read a table another thread may be changing (outside the caller's locks) never
 //! panic and never loop forever: an inconsistent read gives `None` (a [`Fault`]).
