@@ -127,6 +127,52 @@ fn large_table_default_regions() {
     hammer(CountingQf::with_bits(16, 8).unwrap(), 1 << 16, 5000, 16, 4);
 }
 
+/// Threads fill a table to 90% of its slots, each with keys of its own (one copy each, so one
+/// slot each), checking each key right after its insert, then empty it again: at that fill
+/// most inserts shift runs into later blocks and regions, the path where an insert goes on
+/// from the entry its one-block try located, and removals shift them back. Every count is
+/// exact at the top and at the end.
+#[test]
+fn filling_to_ninety_percent_and_emptying_again() {
+    let threads = 4;
+    for (round, region_blocks) in [1, 2, 4].into_iter().enumerate() {
+        let filter = CountingQf::with_bits_and_region(12, 8, region_blocks).unwrap();
+        let keys = distinct_hashes(12, 8, 1 << 12, 4096 * 9 / 10, 20 + round as u64);
+        let per_thread = keys.len().div_ceil(threads);
+        let barrier = Barrier::new(threads);
+        let run = |body: &(dyn Fn(usize, &[u64]) + Sync)| {
+            std::thread::scope(|s| {
+                for (t, mine) in keys.chunks(per_thread).enumerate() {
+                    let barrier = &barrier;
+                    s.spawn(move || {
+                        barrier.wait();
+                        body(t, mine);
+                    });
+                }
+            });
+        };
+        run(&|t, mine| {
+            for (i, &h) in mine.iter().enumerate() {
+                assert!(filter.insert_hash(h).unwrap(), "thread {t} key {i}");
+                assert_eq!(filter.count_hash(h), 1, "thread {t} key {i}");
+            }
+            for (i, &h) in mine.iter().enumerate() {
+                assert_eq!(filter.count_hash(h), 1, "thread {t} key {i} later");
+            }
+        });
+        assert_eq!(filter.len(), keys.len());
+        filter.check_invariants().unwrap();
+        run(&|t, mine| {
+            for (i, &h) in mine.iter().enumerate() {
+                assert!(filter.remove_hash(h).unwrap(), "thread {t} key {i}");
+                assert_eq!(filter.count_hash(h), 0, "thread {t} key {i}");
+            }
+        });
+        assert!(filter.is_empty());
+        filter.check_invariants().unwrap();
+    }
+}
+
 /// `merge` through `&self` while another thread keeps inserting and removing other keys of the
 /// same filter, shifting its runs: every merge holds every fingerprint stored before it began
 /// and still stored, with its count. An unlocked read of the filter used to end early when a
