@@ -10,7 +10,9 @@
 //! optimistically (the seqlock check) while the writer shifts their runs, across the boundary
 //! or (the one-block write path) inside block 1. One model puts both blocks in one region, so a
 //! query of 63, whose run ends in block 1, reads the two blocks under one version check while
-//! an insert shifts that run. Another merges the filter (reading it under all its region locks)
+//! an insert shifts that run; in another two inserts into one run there plan from the entry
+//! their one-block try located, which holds only while the lock is not let go in between.
+//! Another merges the filter (reading it under all its region locks)
 //! while an insert shifts across the boundary. After every interleaving: no lost insert
 //! or increment, no false negative, exact counts, the table's invariants, no region left
 //! locked and (loom checks it) no deadlock.
@@ -107,6 +109,29 @@ fn inserts_across_the_block_boundary_lose_nothing() {
             assert_eq!(filter.count_hash(k), 1, "lost {k:#x}");
         }
         assert_eq!(filter.count_hash(key(64, 7)), 2);
+        assert_eq!(filter.len(), 9);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// Two inserts into the run of 62 with both blocks in one region: each finds no empty slot
+/// after its entry in block 0, so its general plan starts from the entry its one-block try
+/// located, under the same hold of the one lock, and shifts the cluster into block 1. Had the
+/// lock been let go between the try and the plan, the other insert could move the run under
+/// the located entry. Neither is lost, and the run keeps its order.
+#[test]
+fn inserts_planned_from_a_located_entry_lose_nothing() {
+    model(|| {
+        let filter = filter_in_regions_of(2, &boundary_runs());
+        let (first, second) = super::race(
+            &filter,
+            |x| x.insert_hash(key(62, 5)).unwrap(),
+            |y| y.insert_hash(key(62, 7)).unwrap(),
+        );
+        assert!(first && second);
+        for k in [key(62, 3), key(62, 5), key(62, 7), key(62, 9), key(65, 0)] {
+            assert_eq!(filter.count_hash(k), 1, "lost {k:#x}");
+        }
         assert_eq!(filter.len(), 9);
         filter.check_invariants().unwrap();
     });
