@@ -12,10 +12,10 @@
 //! query of 63, whose run ends in block 1, reads the two blocks under one version check while
 //! an insert shifts that run; in another two inserts into one run there plan from the entry
 //! their one-block try located, which holds only while the lock is not let go in between.
-//! Another merges the filter (reading it under all its region locks)
-//! while an insert shifts across the boundary. After every interleaving: no lost insert
-//! or increment, no false negative, exact counts, the table's invariants, no region left
-//! locked and (loom checks it) no deadlock.
+//! Another merges the filter (reading it under all its region locks) while an insert shifts
+//! across the boundary. After every interleaving: no lost insert or increment, no false
+//! negative, exact counts, the table's invariants, no region left locked and (loom checks it)
+//! no deadlock.
 //!
 //! The last three models use a second table ([`saturated_filter`]): six blocks of 2-bit
 //! remainders in which the runs of block 0's quotients spill 288 slots into block 1, so block
