@@ -32,16 +32,13 @@ mod cpu {
     /// `KNOWN` and the features, or 0 before the first question.
     static FEATURES: AtomicU8 = AtomicU8::new(0);
 
-    /// The feature bits.
+    /// Whether the CPU has every feature of `wanted` (one of the bits above). A feature bit is
+    /// set only once everything is known, so the common answer is one load and one test.
     #[inline(always)]
-    pub(super) fn features() -> u8 {
+    pub(super) fn has(wanted: u8) -> bool {
         // Relaxed: the byte is the only data, and every thread that asks stores the same value.
         let known = FEATURES.load(Ordering::Relaxed);
-        if known & KNOWN != 0 {
-            known
-        } else {
-            ask()
-        }
+        known & wanted != 0 || (known & KNOWN == 0 && ask() & wanted != 0)
     }
 
     #[cold]
@@ -52,7 +49,7 @@ mod cpu {
             && std::arch::is_x86_feature_detected!("bmi1")
             && std::arch::is_x86_feature_detected!("bmi2");
         let features = KNOWN | if popcnt { POPCNT } else { 0 } | if bmi2 { BMI2 } else { 0 };
-        // Relaxed: as in `features`.
+        // Relaxed: as in `has`.
         FEATURES.store(features, Ordering::Relaxed);
         features
     }
@@ -62,7 +59,7 @@ mod cpu {
 #[cfg(all(target_arch = "x86_64", not(miri), not(target_feature = "popcnt")))]
 #[inline(always)]
 fn has_popcnt() -> bool {
-    cpu::features() & cpu::POPCNT != 0
+    cpu::has(cpu::POPCNT)
 }
 
 /// The number of set bits of `word`.
@@ -124,7 +121,7 @@ impl Bmi2 {
     #[inline(always)]
     pub(crate) fn detect() -> Option<Bmi2> {
         #[cfg(all(target_arch = "x86_64", not(miri)))]
-        if cpu::features() & cpu::BMI2 != 0 {
+        if cpu::has(cpu::BMI2) {
             return Some(Bmi2(()));
         }
         None
