@@ -7,9 +7,9 @@
 //! `rank` is a masked population count and `select` a BMI2 `pdep` followed by `tzcnt`, when the
 //! CPU has `popcnt` and BMI2; otherwise a portable bit count and a broadword byte search. The CPU
 //! is asked at run time, once (so one binary runs everywhere; the answer is kept in one byte,
-//! so each call costs a load and a predicted branch), and the instructions are issued with inline assembly: a
-//! `#[target_feature]` function cannot be inlined into the hot paths, which are compiled for the
-//! baseline CPU, and the call would cost more than the instruction. A walk that issues several
+//! so each call costs a load and a predicted branch), and the instructions are issued with
+//! inline assembly: a `#[target_feature]` function cannot be inlined into the hot paths, which
+//! are compiled for the baseline CPU, and the call would cost more than the instruction. A walk that issues several
 //! of them asks once, for a [`Bmi2`] proof whose methods ask no more (and which also packs bits
 //! with `pext`, for the counting filter's search for an empty slot).
 
@@ -185,20 +185,24 @@ impl Bmi2 {
             }
             packed
         }
+        // Not reached (`detect` gives no proof here), but correct all the same.
         #[cfg(not(all(target_arch = "x86_64", not(miri))))]
-        {
-            // Not reached (`detect` gives no proof here), but correct all the same.
-            let (mut packed, mut mask, mut bit) = (0, mask, 1u64);
-            while mask != 0 {
-                if word & mask & mask.wrapping_neg() != 0 {
-                    packed |= bit;
-                }
-                bit <<= 1;
-                mask &= mask - 1;
-            }
-            packed
-        }
+        compress_portable(word, mask)
     }
+}
+
+/// Portable [`Bmi2::compress`]: one step per set bit of `mask`.
+#[cfg_attr(all(target_arch = "x86_64", not(miri), not(test)), allow(dead_code))]
+fn compress_portable(word: u64, mut mask: u64) -> u64 {
+    let (mut packed, mut bit) = (0, 1u64);
+    while mask != 0 {
+        if word & mask & mask.wrapping_neg() != 0 {
+            packed |= bit;
+        }
+        bit <<= 1;
+        mask &= mask - 1;
+    }
+    packed
 }
 
 /// Portable `select`: find the byte holding the `k`-th set bit from per-byte prefix counts, then
@@ -291,6 +295,11 @@ mod tests {
         let mut word = 0x9E37_79B9_7F4A_7C15u64;
         let mut mask = 0x2545_F491_4F6C_DD1Du64;
         for _ in 0..2000 {
+            assert_eq!(
+                compress_portable(word, mask),
+                naive(word, mask),
+                "{word:#x} {mask:#x}"
+            );
             if let Some(bits) = Bmi2::detect() {
                 assert_eq!(
                     bits.compress(word, mask),
@@ -301,6 +310,7 @@ mod tests {
             word = crate::hash::remix(word);
             mask = crate::hash::remix(mask) & crate::hash::remix(mask ^ 1);
         }
+        assert_eq!(compress_portable(0b1010_0110, 0b1111_0010), 0b10101);
         if let Some(bits) = Bmi2::detect() {
             assert_eq!(bits.compress(0b1010_0110, 0b1111_0010), 0b10101);
         }

@@ -260,17 +260,41 @@ mod tests {
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(4096))]
 
-        /// The nibble walk finds the first unused slot a slot-by-slot scan of the layout finds,
-        /// from any start, at every spill, for runs of one to four slots (dense blocks and runs
-        /// that leave the block included).
+        /// Both walks (over the packed steps where the CPU has BMI2, and over the nibbles) find
+        /// the first unused slot a slot-by-slot scan of the layout finds, from any start, at
+        /// every spill, for runs of one to four slots (dense blocks and runs that leave the
+        /// block included).
         #[test]
         fn the_walk_finds_the_first_unused_slot((spill, quotients, lengths, from) in layouts()) {
             let (occupieds, runends, used) = block(spill, &quotients, &lengths);
             let want = (from..64).find(|&slot| !used[slot as usize]);
             prop_assert_eq!(first_empty_in_block(occupieds, runends, spill, from), want);
-            let by_nibbles = first_empty_in_block_by(occupieds, runends, spill, from, Walk::Nibbles);
+            let by_nibbles =
+                first_empty_in_block_by(occupieds, runends, spill, from, Walk::Nibbles);
             prop_assert_eq!(by_nibbles, want);
         }
+    }
+
+    /// The byte tables against a step-by-step walk of every byte.
+    #[test]
+    fn the_byte_tables_have_each_bytes_fall_and_first_depths() {
+        for byte in 0..256usize {
+            let mut fall = 0i32;
+            let mut first = [8u8; 8];
+            for step in 0..8 {
+                fall += if byte >> step & 1 == 1 { -1 } else { 1 };
+                if (1..=8).contains(&fall) && first[fall as usize - 1] == 8 {
+                    first[fall as usize - 1] = step as u8;
+                }
+            }
+            assert_eq!(i32::from(BYTE_FALL[byte]), fall, "{byte:#010b}");
+            assert_eq!(BYTE_FIRST_AT_DEPTH[byte], first, "{byte:#010b}");
+        }
+        // Eight downs reach every depth, one per step; eight ups reach none.
+        assert_eq!(BYTE_FIRST_AT_DEPTH[0], [0, 1, 2, 3, 4, 5, 6, 7]);
+        assert_eq!(BYTE_FIRST_AT_DEPTH[0xFF], [8; 8]);
+        // Down, up, down, down: depths 1, 0, 1, 2, then ups.
+        assert_eq!(BYTE_FIRST_AT_DEPTH[0b1111_0010][..3], [0, 3, 8]);
     }
 
     /// The table against its definition for a few nibbles.
