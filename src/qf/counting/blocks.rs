@@ -383,6 +383,14 @@ pub(crate) struct BlockReader<'a, S: BlockSource> {
     first_word: usize,
 }
 
+// Not derived: a derive would ask `S: Copy`, where only the reference is copied.
+impl<S: BlockSource> Clone for BlockReader<'_, S> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<S: BlockSource> Copy for BlockReader<'_, S> {}
+
 impl<'a, S: BlockSource> BlockReader<'a, S> {
     /// A reader of block `block` (`< table.blocks()`).
     #[inline(always)]

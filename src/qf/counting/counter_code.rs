@@ -22,6 +22,8 @@
 //! `0 0 0` here rules out (a later entry's slots are never all three zero: it starts above 0).
 //! A count of `2^64 - 1` takes at most [`MAX_ENTRY_SLOTS`] slots (`r >= 2`).
 
+use std::num::NonZeroU64;
+
 /// The most slots one entry takes: 4 fixed slots and 41 base-3 digits for `r = 2`.
 pub(crate) const MAX_ENTRY_SLOTS: usize = 48;
 
@@ -141,7 +143,10 @@ pub(crate) fn decode(
         if next == x {
             return Some((x, 2, 2));
         }
-        decode_counter(x, start, start + 1, run_end, remainder_bits, slot)
+        counted(
+            x,
+            decode_counter(x, start, start + 1, run_end, remainder_bits, slot),
+        )
     } else {
         if next != 0 {
             return Some((0, 1, 1));
@@ -149,13 +154,23 @@ pub(crate) fn decode(
         if start + 2 > run_end || slot(start + 2) != 0 {
             return Some((0, 2, 2));
         }
-        decode_counter(0, start, start + 3, run_end, remainder_bits, slot)
+        counted(
+            0,
+            decode_counter(0, start, start + 3, run_end, remainder_bits, slot),
+        )
     }
+}
+
+/// [`decode`]'s answer for an entry of remainder `x` whose counter [`decode_counter`] read.
+#[inline(always)]
+fn counted(x: u64, counter: Option<(NonZeroU64, usize)>) -> Option<(u64, u64, usize)> {
+    counter.map(|(count, len)| (x, count.get(), len))
 }
 
 /// The count of the entry of remainder `x` that starts at slot `start` and whose counter's
 /// digits start at slot `digits` and end before the next slot holding `x` (see the module doc):
-/// `(x, count, slots it takes)`, or `None` if the slots are not a valid entry.
+/// `(count, slots it takes)`, or `None` if the slots are not a valid entry. (Two words, returned
+/// in registers: the lookup's walk around the call keeps its state out of memory.)
 #[inline(never)]
 fn decode_counter(
     x: u64,
@@ -164,7 +179,7 @@ fn decode_counter(
     run_end: usize,
     remainder_bits: u32,
     mut slot: impl FnMut(usize) -> u64,
-) -> Option<(u64, u64, usize)> {
+) -> Option<(NonZeroU64, usize)> {
     let base = (1u64 << remainder_bits) - 1;
     let mut value = 0u64;
     let mut at = digits;
@@ -181,7 +196,7 @@ fn decode_counter(
         value = value.checked_mul(base)?.checked_add(digit)?;
         at += 1;
     }
-    Some((x, value.checked_add(3)?, at - start + 1))
+    Some((NonZeroU64::new(value.checked_add(3)?)?, at - start + 1))
 }
 
 #[cfg(test)]

@@ -384,7 +384,8 @@ pub(crate) fn count_in_block<S: BlockSource>(
         }
         return count_in_two_blocks(table, quotient, remainder, occupieds, runends, stored_spill);
     };
-    let (_, count, _) = find_entry(start as usize, end as usize, r, remainder, |i| {
+    // `move`: see `find_entry`.
+    let (_, count, _) = find_entry(start as usize, end as usize, r, remainder, move |i| {
         block.remainder(i)
     })?;
     Some(count)
@@ -442,17 +443,22 @@ fn count_in_two_blocks<S: BlockSource>(
 /// `(its first slot, its count, its slots)`, or where it would go if absent, with count and slots
 /// 0 (slot `end + 1` if every entry is below it). Entries are in increasing order, so the scan
 /// stops at the first one not below `remainder`. `None` if the slots are not a valid run.
+///
+/// `slot` is `Copy` and handed to each decode by value: a reader copied into it (`move`) then
+/// never has its address passed to the out-of-line counter decode, so the walk keeps it in
+/// registers (LLVM takes a relaxed atomic load for a possible write to any memory whose address
+/// escaped, and reloads such values after every table read: about 10 instructions a lookup).
 #[inline(always)]
 fn find_entry(
     start: usize,
     end: usize,
     remainder_bits: u32,
     remainder: u64,
-    slot: impl Fn(usize) -> u64,
+    slot: impl Fn(usize) -> u64 + Copy,
 ) -> Option<(usize, u64, usize)> {
     let mut at = start;
     while at <= end {
-        let (x, count, len) = counter_code::decode(at, end, remainder_bits, &slot)?;
+        let (x, count, len) = counter_code::decode(at, end, remainder_bits, slot)?;
         if x >= remainder {
             return Some(if x == remainder {
                 (at, count, len)
