@@ -555,6 +555,7 @@ impl<'a> View<'a, Blocks> {
 ///
 /// All accesses are `Relaxed`: only the holder of the block's region writes it (see `locks`),
 /// or the owner of `&mut` to the filter.
+#[derive(Clone, Copy)]
 pub(crate) struct BlockWriter<'a> {
     /// The block's `2 + r` words.
     words: &'a [AtomicU64],

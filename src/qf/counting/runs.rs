@@ -791,7 +791,7 @@ pub(crate) fn update_in_block<const SHRINKS: bool>(
     // The quotient's run, if it has one, and where the entry starts (or goes).
     let (run, at, old_count, old_len) = if occupieds >> q & 1 == 1 {
         let (start, end) = run_in_block(occupieds, runends, u64::from(spill), q).ok_or(None)?;
-        let (at, count, len) = find_entry(start as usize, end as usize, r, remainder, |i| {
+        let (at, count, len) = find_entry(start as usize, end as usize, r, remainder, move |i| {
             words.remainder(i)
         })
         .ok_or(None)?;
