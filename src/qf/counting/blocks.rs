@@ -368,11 +368,19 @@ impl<'a, S: BlockSource> View<'a, S> {
 /// remainders straddle two words.
 #[inline(always)]
 fn packed_remainder(i: usize, r: u32, load: impl Fn(usize) -> u64) -> u64 {
+    packed_bits(i, r, load) & low_mask_below_64(r)
+}
+
+/// The 64 remainder bits of a block from the first bit of slot `i` (`< 64`) on: slots `i`,
+/// `i + 1`, ... in `r`-bit lanes, lowest first, as far as they are in the block (the bits past
+/// the block's last remainder are meaningless). Reads as [`packed_remainder`] does.
+#[inline(always)]
+fn packed_bits(i: usize, r: u32, load: impl Fn(usize) -> u64) -> u64 {
     let bit = i * r as usize;
     let (index, offset) = (2 + bit / 64, bit % 64);
     let last = block_words(r) - 1;
     let pair = u128::from(load((index + 1).min(last))) << 64 | u128::from(load(index));
-    (pair >> offset) as u64 & low_mask_below_64(r)
+    (pair >> offset) as u64
 }
 
 /// One block's words, read without recording a reach: for the lookup's fast path
@@ -426,6 +434,14 @@ impl<'a, S: BlockSource> BlockReader<'a, S> {
     pub(crate) fn remainder(&self, i: usize) -> u64 {
         let r = self.table.remainder_bits();
         packed_remainder(i, r, |index| self.table.load_word(self.first_word + index))
+    }
+
+    /// The block's remainder bits from slot `i` (`< 64`) on: slots `i`, `i + 1`, ... in `r`-bit
+    /// lanes, lowest first, as far as they lie in the block and in 64 bits.
+    #[inline(always)]
+    pub(crate) fn remainders_from(&self, i: usize) -> u64 {
+        let r = self.table.remainder_bits();
+        packed_bits(i, r, |index| self.table.load_word(self.first_word + index))
     }
 
     /// The remainder of slot `i < 128` counted from the block's first: of the block, or for
@@ -613,6 +629,13 @@ impl<'a> BlockWriter<'a> {
     #[inline(always)]
     pub(crate) fn remainder(&self, i: usize) -> u64 {
         packed_remainder(i, self.remainder_bits, |index| self.load(index))
+    }
+
+    /// The block's remainder bits from slot `i` (`< 64`) on, as
+    /// [`BlockReader::remainders_from`] reads them.
+    #[inline(always)]
+    pub(crate) fn remainders_from(&self, i: usize) -> u64 {
+        packed_bits(i, self.remainder_bits, |index| self.load(index))
     }
 
     /// Stores `value` (`< 2^r`) as the remainder of the block's slot `i` (`< 64`).
