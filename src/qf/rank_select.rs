@@ -9,9 +9,9 @@
 //! is asked at run time, once (so one binary runs everywhere; the answer is kept in one byte,
 //! so each call costs a load and a predicted branch), and the instructions are issued with
 //! inline assembly: a `#[target_feature]` function cannot be inlined into the hot paths, which
-//! are compiled for the baseline CPU, and the call would cost more than the instruction. A walk that issues several
-//! of them asks once, for a [`Bmi2`] proof whose methods ask no more (and which also packs bits
-//! with `pext`, for the counting filter's search for an empty slot).
+//! are compiled for the baseline CPU, and the call would cost more than the instruction. A walk
+//! that issues several of them asks once, for a [`Bmi2`] proof whose methods ask no more (and
+//! which also packs bits with `pext`, for the counting filter's search for an empty slot).
 
 use crate::hash::low_mask_nonzero;
 

@@ -385,14 +385,29 @@ pub(crate) fn count_in_block<S: BlockSource>(
         return count_in_two_blocks(table, quotient, remainder, occupieds, runends, stored_spill);
     };
     let lanes = block.remainders_from(start as usize);
-    if let Some((_, count)) = find_in_short_run(lanes, end - start + 1, r, remainder) {
-        return Some(count);
-    }
     // `move`: see `find_entry`.
-    let (_, count, _) = find_entry(start as usize, end as usize, r, remainder, move |i| {
+    let (_, count, _) = find_entry_in_block((start, end), r, remainder, lanes, move |i| {
         block.remainder(i)
     })?;
     Some(count)
+}
+
+/// [`find_entry`] in a run `start..=end` that lies in one block, given the block's remainder
+/// bits from `start` on (`lanes`, as `remainders_from` reads them): a short run without a
+/// counter from `lanes` alone ([`find_in_short_run`]), any other by the entry walk over `slot`.
+#[inline(always)]
+fn find_entry_in_block(
+    (start, end): (u32, u32),
+    r: u32,
+    remainder: u64,
+    lanes: u64,
+    slot: impl Fn(usize) -> u64 + Copy,
+) -> Option<(usize, u64, usize)> {
+    match find_in_short_run(lanes, end - start + 1, r, remainder) {
+        // An entry found there takes as many slots as its count.
+        Some((offset, count)) => Some(((start + offset) as usize, count, count as usize)),
+        None => find_entry(start as usize, end as usize, r, remainder, slot),
+    }
 }
 
 /// The most slots of a run [`find_in_short_run`] reads at once.
@@ -403,9 +418,9 @@ const SHORT_RUN: u32 = 4;
 /// would go with count 0; read with no branch that depends on the slots (where a walk over the
 /// entries stops varies from lookup to lookup, a branch the CPU often mispredicts; see the
 /// performance history, "Short runs without branches"). An entry found here takes as many
-/// slots as its count. `None` when it cannot tell: a run longer than
-/// [`SHORT_RUN`] slots, remainders wider than 16 bits (four lanes no longer fit in a word), or
-/// a run that holds a counter.
+/// slots as its count. `None` when it cannot tell: a run longer than [`SHORT_RUN`] slots,
+/// remainders wider than 16 bits (four lanes no longer fit in a word), or a run that holds a
+/// counter.
 ///
 /// Without counters, a run's slots do not decrease (entries are in increasing order, and an
 /// entry of count 2 is its remainder twice), while nearly every counter makes them decrease (a
@@ -833,14 +848,10 @@ pub(crate) fn update_in_block<const SHRINKS: bool>(
     let (run, at, old_count, old_len) = if occupieds >> q & 1 == 1 {
         let (start, end) = run_in_block(occupieds, runends, u64::from(spill), q).ok_or(None)?;
         let lanes = words.remainders_from(start as usize);
-        let (at, count, len) = match find_in_short_run(lanes, end - start + 1, r, remainder) {
-            // An entry found there takes as many slots as its count.
-            Some((offset, count)) => ((start + offset) as usize, count, count as usize),
-            None => find_entry(start as usize, end as usize, r, remainder, move |i| {
-                words.remainder(i)
-            })
-            .ok_or(None)?,
-        };
+        let (at, count, len) = find_entry_in_block((start, end), r, remainder, lanes, move |i| {
+            words.remainder(i)
+        })
+        .ok_or(None)?;
         (Some((start as usize, end as usize)), at, count, len)
     } else {
         let after = end_after_in_block(rank(occupieds, q), runends, spill).max(q);
