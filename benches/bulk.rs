@@ -25,26 +25,11 @@ use common::bulk::{
     build_name, build_time, builds_with_and_without_dedupe, contains_batch_time, contains_time,
     insert_batch_time, one_by_one_time, pool, BULK_FILLS, BULK_LOOKUP_FILL, BULK_REMAINDER_BITS,
 };
-use common::{items_at, key_hashes, parallel_random_reads, ReadArray, Scale, NEGATIVE_KEYS};
+use common::{
+    items_at, key_hashes, parallel_random_reads, thread_counts, ReadArray, Scale, NEGATIVE_KEYS,
+};
 use conqf::{BatchInsert, BuildMethod, SequentialQf};
 use criterion::{BenchmarkGroup, BenchmarkId, Criterion, SamplingMode, Throughput};
-
-/// The thread counts from `CONQF_THREADS` (comma-separated), else `1..=available_parallelism`.
-fn thread_counts() -> Vec<usize> {
-    match std::env::var("CONQF_THREADS") {
-        Ok(text) => text
-            .split(',')
-            .map(|part| match part.trim().parse::<usize>() {
-                Ok(threads) if threads > 0 => threads,
-                _ => panic!("CONQF_THREADS={text:?}: expected positive integers like 1,2,4"),
-            })
-            .collect(),
-        Err(_) => {
-            let available = std::thread::available_parallelism().map_or(1, |n| n.get());
-            (1..=available).collect()
-        }
-    }
-}
 
 /// A group whose iterations are whole runs (a build, a batch): few flat samples suffice.
 fn group<'a>(

@@ -22,25 +22,8 @@ use std::time::Duration;
 
 use common::cuckoo_lookup::{LookupFilter, LookupWorkload, LOOKUP_FILTERS};
 use common::cuckoo_mix::{run_mix_named, MixWorkload, MIX_FILTERS};
-use common::Scale;
+use common::{thread_counts, Scale};
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
-
-/// The thread counts from `CONQF_THREADS` (comma-separated), else `1..=available_parallelism`.
-fn thread_counts() -> Vec<usize> {
-    match std::env::var("CONQF_THREADS") {
-        Ok(text) => text
-            .split(',')
-            .map(|part| match part.trim().parse::<usize>() {
-                Ok(threads) if threads > 0 => threads,
-                _ => panic!("CONQF_THREADS={text:?}: expected positive integers like 1,2,4"),
-            })
-            .collect(),
-        Err(_) => {
-            let available = std::thread::available_parallelism().map_or(1, |n| n.get());
-            (1..=available).collect()
-        }
-    }
-}
 
 fn mix(c: &mut Criterion, bucket_bits: u32) {
     let ops = 4usize << bucket_bits;

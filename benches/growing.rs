@@ -1,8 +1,8 @@
 //! Growing filters, paper 000 Figure 4: bounded growing (the growable `LocallyLockedQf`) and the
 //! fully expandable filter without and with cascading inserts start at `2^16` slots (default;
 //! `CONQF_SCALE=paper`: `2^19`, `quick`: `2^10`) and take 50 segments of twice that many keys
-//! (`quick`: 10) at a false-positive target of `2^-10`, with `CONQF_THREADS` threads (default:
-//! the available parallelism).
+//! (`quick`: 10) at a false-positive target of `2^-10`, on the largest count of `CONQF_THREADS`
+//! (comma-separated, as the other benches read it; default: the available parallelism).
 //!
 //! Beside them, the growable filters users pick today at the same target, each behind a
 //! `Mutex`: `growable-bloom-filter` (a scalable Bloom filter) and `scalable_cuckoo_filter`.
@@ -23,16 +23,13 @@ use std::time::{Duration, Instant};
 use common::fig4::{
     fig4_filter, fig4_peer, fig4_run, Fig4Keys, Fig4Size, FIG4_FILTERS, FIG4_PEERS,
 };
-use common::{count_hits, insert_all, parallel, per_second, piece, Scale};
+use common::{count_hits, insert_all, parallel, per_second, piece, thread_counts, Scale};
 use criterion::{BenchmarkId, Criterion, SamplingMode, Throughput};
 
+/// The largest of the thread counts the other benches take (`CONQF_THREADS=1,2,4` runs this one
+/// on 4): Figure 4 grows with one thread count.
 fn threads() -> usize {
-    match std::env::var("CONQF_THREADS") {
-        Ok(text) => text
-            .parse()
-            .unwrap_or_else(|_| panic!("CONQF_THREADS={text:?} is not a number")),
-        Err(_) => std::thread::available_parallelism().map_or(1, |n| n.get()),
-    }
+    thread_counts().into_iter().max().unwrap_or(1)
 }
 
 /// One of the Figure 4 filters or a peer, by name.

@@ -26,8 +26,8 @@ use std::time::{Duration, Instant};
 use common::removes::{removes_concurrent, removes_sequential};
 use common::{
     count_hits, insert_all, items_at, key_hashes, parallel, parallel_random_reads, piece,
-    table_count_hits, table_insert_all, FastBloom, Locked, ReadArray, Scale, FIG2_FILL,
-    REMAINDER_BITS,
+    table_count_hits, table_insert_all, thread_counts, FastBloom, Locked, ReadArray, Scale,
+    FIG2_FILL, REMAINDER_BITS,
 };
 use conqf::{
     AtomicBloomFilter, CountingQf, Error, ExternallyLockedQf, Filter, LinearProbingQf,
@@ -41,23 +41,6 @@ struct Setup {
     positives: Vec<u64>,
     negatives: Vec<u64>,
     threads: Vec<usize>,
-}
-
-/// The thread counts from `CONQF_THREADS` (comma-separated), else `1..=available_parallelism`.
-fn thread_counts() -> Vec<usize> {
-    match std::env::var("CONQF_THREADS") {
-        Ok(text) => text
-            .split(',')
-            .map(|part| match part.trim().parse::<usize>() {
-                Ok(threads) if threads > 0 => threads,
-                _ => panic!("CONQF_THREADS={text:?}: expected positive integers like 1,2,4"),
-            })
-            .collect(),
-        Err(_) => {
-            let available = std::thread::available_parallelism().map_or(1, |n| n.get());
-            (1..=available).collect()
-        }
-    }
 }
 
 /// A benchmark group with the settings of this file: one iteration is a whole phase (millions of

@@ -99,6 +99,23 @@ impl Scale {
     }
 }
 
+/// The thread counts from `CONQF_THREADS` (comma-separated), else `1..=available_parallelism`.
+pub(crate) fn thread_counts() -> Vec<usize> {
+    match std::env::var("CONQF_THREADS") {
+        Ok(text) => text
+            .split(',')
+            .map(|part| match part.trim().parse::<usize>() {
+                Ok(threads) if threads > 0 => threads,
+                _ => panic!("CONQF_THREADS={text:?}: expected positive integers like 1,2,4"),
+            })
+            .collect(),
+        Err(_) => {
+            let available = std::thread::available_parallelism().map_or(1, |n| n.get());
+            (1..=available).collect()
+        }
+    }
+}
+
 /// How many keys fill `2^q` slots to `fill`.
 pub(crate) fn items_at(quotient_bits: u32, fill: f64) -> usize {
     ((1u64 << quotient_bits) as f64 * fill) as usize
