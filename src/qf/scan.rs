@@ -24,6 +24,16 @@ pub struct Fingerprints<'a> {
     done: bool,
 }
 
+impl std::fmt::Debug for Fingerprints<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Fingerprints")
+            .field("next_slot", &self.cursor.index())
+            .field("end", &self.end)
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
 impl<'a> Fingerprints<'a> {
     pub(crate) fn new(array: &'a SlotArray, order: Ordering) -> Self {
         Self::range(array, 0, array.len(), order)

@@ -422,6 +422,18 @@ impl Count for CountingQf {
     }
 }
 
+impl std::fmt::Debug for CountingQf {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CountingQf")
+            .field("quotient_bits", &self.quotient_bits)
+            .field("remainder_bits", &self.remainder_bits)
+            .field("region_blocks", &self.region_blocks())
+            .field("distinct", &self.distinct())
+            .field("len", &self.len())
+            .finish_non_exhaustive()
+    }
+}
+
 /// The `(fingerprint, count)` pairs of a [`CountingQf`] in increasing order; see
 /// [`CountingQf::counts`].
 pub struct Counts<'a> {
@@ -433,6 +445,15 @@ pub struct Counts<'a> {
     at: usize,
     end: usize,
     limit: usize,
+}
+
+impl std::fmt::Debug for Counts<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Counts")
+            .field("next_quotient", &self.next_quotient)
+            .field("limit", &self.limit)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Iterator for Counts<'_> {

@@ -1,0 +1,76 @@
+//! The public types' standard traits, checked at compile time: every public type prints with
+//! `Debug`, every filter that takes `&self` can be shared across threads (`Send + Sync`, so an
+//! `Arc<F>` works), and `Error` is a `std::error::Error` that crosses threads. A type that loses
+//! one of these makes this file fail to compile.
+
+use conqf::{Count, Filter};
+
+fn debug<T: std::fmt::Debug + ?Sized>() {}
+fn shared<T: Send + Sync + ?Sized>() {}
+
+#[test]
+fn every_public_type_is_debug() {
+    debug::<conqf::SequentialQf>();
+    debug::<conqf::LocallyLockedQf>();
+    debug::<conqf::ExternallyLockedQf>();
+    debug::<conqf::TwoBitQf>();
+    debug::<conqf::LinearProbingQf>();
+    debug::<conqf::LinearProbingBuilder>();
+    debug::<conqf::CountingQf>();
+    debug::<conqf::GrowableQf>();
+    debug::<conqf::GrowableBuilder>();
+    debug::<conqf::ExpandableQf>();
+    debug::<conqf::ExpandableBuilder>();
+    debug::<conqf::AtomicBloomFilter>();
+    debug::<conqf::LockFreeCuckooFilter>();
+    debug::<conqf::LockedCuckooFilter>();
+    debug::<conqf::Counts<'static>>();
+    debug::<conqf::Fingerprints<'static>>();
+    debug::<conqf::SequentialQfRef<'static>>();
+    debug::<conqf::CountingQfRef<'static>>();
+    debug::<conqf::Fingerprint>();
+    debug::<conqf::Error>();
+    debug::<conqf::BuildMethod>();
+    debug::<conqf::BatchLookup>();
+    debug::<conqf::Dedupe>();
+}
+
+#[test]
+fn every_shared_filter_is_send_and_sync() {
+    shared::<conqf::LocallyLockedQf>();
+    shared::<conqf::ExternallyLockedQf>();
+    shared::<conqf::TwoBitQf>();
+    shared::<conqf::LinearProbingQf>();
+    shared::<conqf::CountingQf>();
+    shared::<conqf::GrowableQf>();
+    shared::<conqf::ExpandableQf>();
+    shared::<conqf::AtomicBloomFilter>();
+    shared::<conqf::LockFreeCuckooFilter>();
+    shared::<conqf::LockedCuckooFilter>();
+    shared::<dyn Filter>();
+    shared::<dyn Count>();
+    shared::<conqf::SequentialQf>();
+}
+
+#[test]
+fn errors_cross_threads_as_std_errors() {
+    fn std_error<E: std::error::Error + Send + Sync + 'static>() {}
+    std_error::<conqf::Error>();
+}
+
+#[test]
+fn a_counting_filter_prints_its_shape_and_contents() {
+    let filter = conqf::CountingQf::with_bits(10, 8).unwrap();
+    filter.insert_count(&"pear", 3).unwrap();
+    let printed = format!("{filter:?}");
+    for part in [
+        "quotient_bits: 10",
+        "remainder_bits: 8",
+        "distinct: 1",
+        "len: 3",
+    ] {
+        assert!(printed.contains(part), "{printed:?} lacks {part:?}");
+    }
+    let counts = format!("{:?}", filter.counts());
+    assert!(counts.starts_with("Counts"), "{counts:?}");
+}
