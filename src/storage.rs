@@ -174,6 +174,12 @@ impl SlotLayout {
         pattern.wrapping_mul(self.lane_lsb)
     }
 
+    /// The lane holding bit `bit < 64` of a group (`bit / bits`, without dividing).
+    #[inline(always)]
+    pub(crate) const fn lane_of_bit(&self, bit: u32) -> u32 {
+        (bit * self.lane_magic) >> 16
+    }
+
     /// The mask of the slots at offsets `from..to` inside a group (`to <= per_group`).
     #[cfg(test)]
     pub(crate) fn range_mask(&self, from: u32, to: u32) -> u64 {

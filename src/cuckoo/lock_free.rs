@@ -80,7 +80,10 @@ use std::fmt;
 use crate::filter::{Error, Filter, Remove};
 use crate::sync::{AtomicU64, Ordering, Waiter};
 
-use super::table::{insert_with_relocations, BucketWords, CuckooTable, Entry, Relocation, State};
+use super::table::{
+    insert_with_relocations, BucketWords, CuckooTable, Entry, Lanes, Placement, Relocation, State,
+};
+use crate::storage::{with_fixed_width, GroupSource};
 
 /// The most version stripes (8 KiB of counters, which stay in cache).
 pub(crate) const VERSION_STRIPES: usize = 1024;
@@ -259,12 +262,38 @@ impl LockFreeCuckooFilter {
         self.version(bucket).load(Ordering::Acquire)
     }
 
+    /// [`contains_hash`](Filter::contains_hash) through `entries`, the table's entries seen as a
+    /// [`GroupSource`]: compiled per entry width (`with_fixed_width!`), so the lanes' masks and
+    /// the bucket's group are constants and multiplications, not computed from the layout.
+    #[inline(always)]
+    fn contains_in<S: GroupSource>(&self, entries: S, place: Placement) -> bool {
+        let lanes = Lanes::new(entries.layout());
+        let visible = |bucket: &BucketWords| Self::visible_in(&lanes, bucket, place.fingerprint);
+        loop {
+            let version = self.load_version(place.primary);
+            // Both buckets are loaded, `primary` first, before either is searched, so the two
+            // loads overlap; the order of the reads is the one the module docs' argument uses.
+            // Acquire: the entries were published by `Release` CASes; see the module docs.
+            let primary = self
+                .table
+                .load_bucket_from(&entries, place.primary, Ordering::Acquire);
+            let alternate =
+                self.table
+                    .load_bucket_from(&entries, place.alternate, Ordering::Acquire);
+            if visible(&primary) || visible(&alternate) {
+                return true;
+            }
+            if self.load_version(place.primary) == version {
+                return false;
+            }
+        }
+    }
+
     /// Whether `bucket` (loaded) shows a copy of `fingerprint` a query counts (any state but
-    /// `Vacated`).
-    #[inline]
-    fn visible_in(&self, bucket: &BucketWords, fingerprint: u64) -> bool {
-        self.table
-            .search(bucket, fingerprint, |state| state != State::Vacated)
+    /// `Vacated`), with `lanes` the constants of the table's layout.
+    #[inline(always)]
+    fn visible_in(lanes: &Lanes, bucket: &BucketWords, fingerprint: u64) -> bool {
+        CuckooTable::search_with(lanes, bucket, fingerprint, |state| state != State::Vacated)
             .is_some()
     }
 
@@ -384,22 +413,8 @@ impl Filter for LockFreeCuckooFilter {
 
     fn contains_hash(&self, hash: u64) -> bool {
         let place = self.table.placement(hash);
-        loop {
-            let version = self.load_version(place.primary);
-            // Both buckets are loaded, `primary` first, before either is searched, so the two
-            // loads overlap; the order of the reads is the one the module docs' argument uses.
-            // Acquire: the entries were published by `Release` CASes; see the module docs.
-            let primary = self.table.load_bucket(place.primary, Ordering::Acquire);
-            let alternate = self.table.load_bucket(place.alternate, Ordering::Acquire);
-            if self.visible_in(&primary, place.fingerprint)
-                || self.visible_in(&alternate, place.fingerprint)
-            {
-                return true;
-            }
-            if self.load_version(place.primary) == version {
-                return false;
-            }
-        }
+        let entries = &self.table.entries;
+        with_fixed_width!(entries => self.contains_in(entries, place))
     }
 
     fn len(&self) -> usize {

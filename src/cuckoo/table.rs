@@ -79,7 +79,7 @@
 use crate::counter::StripedCounter;
 use crate::filter::Error;
 use crate::hash::{low_mask, remix, Fingerprint};
-use crate::storage::{LaneFields, SlotArray, SlotLayout};
+use crate::storage::{GroupSource, LaneFields, SlotArray, SlotLayout};
 use crate::sync::Ordering;
 
 /// Entries per bucket (the 4-way buckets of paper 001 §2.1).
@@ -258,22 +258,21 @@ pub(crate) struct BucketWords {
 /// ([`LaneFields`] over the fingerprint field). A *lane* is one entry's bits in a group; a
 /// lane's top bit is its *flag*.
 #[derive(Debug, Clone, Copy)]
-struct Lanes {
-    /// Entry width `f + 2`.
-    bits: u32,
+pub(crate) struct Lanes {
+    /// The entries' layout.
+    layout: SlotLayout,
     /// The fingerprint field of every lane, above the state bits.
     fields: LaneFields,
-    /// `ceil(2^20 / bits)`, for [`Lanes::lane_of`].
-    reciprocal: u32,
 }
 
 impl Lanes {
-    fn new(layout: &SlotLayout) -> Self {
-        let bits = layout.bits();
+    /// The constants of `layout`: computed once per table, or folded into the code where the
+    /// layout is a constant (a lookup compiled per entry width, `with_fixed_width!`).
+    #[inline(always)]
+    pub(crate) fn new(layout: &SlotLayout) -> Self {
         Lanes {
-            bits,
+            layout: *layout,
             fields: LaneFields::new(layout, STATE_BITS),
-            reciprocal: (1u32 << 20).div_ceil(bits),
         }
     }
 
@@ -293,15 +292,14 @@ impl Lanes {
     /// The flags of `count` lanes from lane `first` on (`first + count <= per_group`).
     #[inline]
     fn span(&self, first: u32, count: u32) -> u64 {
-        (self.fields.flags() & low_mask(count * self.bits)) << (first * self.bits)
+        let bits = self.layout.bits();
+        (self.fields.flags() & low_mask(count * bits)) << (first * bits)
     }
 
-    /// The lane whose flag is bit `bit`: `bit / bits`, as a multiplication by the rounded-up
-    /// reciprocal `ceil(2^20 / bits)`, exact for `bit < 64` (the error `bit · bits / 2^20`
-    /// stays below `1 / bits`).
+    /// The lane whose flag is bit `bit` ([`SlotLayout::lane_of_bit`]).
     #[inline]
     fn lane_of(&self, bit: u32) -> u32 {
-        (bit * self.reciprocal) >> 20
+        self.layout.lane_of_bit(bit)
     }
 }
 
@@ -490,7 +488,19 @@ impl CuckooTable {
     /// good as reading them one by one.
     #[inline(always)]
     pub(crate) fn load_bucket(&self, bucket: usize, order: Ordering) -> BucketWords {
-        let layout = self.entries.layout();
+        self.load_bucket_from(&self.entries, bucket, order)
+    }
+
+    /// [`load_bucket`](Self::load_bucket) through `entries`, this table's entries seen as a
+    /// [`GroupSource`] (of a fixed width, for a lookup compiled per width).
+    #[inline(always)]
+    pub(crate) fn load_bucket_from<S: GroupSource>(
+        &self,
+        entries: &S,
+        bucket: usize,
+        order: Ordering,
+    ) -> BucketWords {
+        let layout = entries.layout();
         let (group, offset) = layout.locate(bucket * ENTRIES_PER_BUCKET);
         let first = (layout.per_group() - offset).min(ENTRIES_PER_BUCKET as u32);
         // The group after the last one is never needed (the last bucket ends in the last
@@ -498,8 +508,8 @@ impl CuckooTable {
         let next = (group + 1).min(self.last_group);
         BucketWords {
             words: [
-                self.entries.load_group(group, order),
-                self.entries.load_group(next, order),
+                entries.load_group(group, order),
+                entries.load_group(next, order),
             ],
             offset,
             first,
@@ -516,8 +526,19 @@ impl CuckooTable {
         fingerprint: u64,
         accept: impl Fn(State) -> bool,
     ) -> Option<usize> {
-        let layout = self.entries.layout();
-        let lanes = &self.lanes;
+        Self::search_with(&self.lanes, bucket, fingerprint, accept)
+    }
+
+    /// [`search`](Self::search) with the lanes' constants given: [`CuckooTable::lanes`], or
+    /// those of a constant layout.
+    #[inline(always)]
+    pub(crate) fn search_with(
+        lanes: &Lanes,
+        bucket: &BucketWords,
+        fingerprint: u64,
+        accept: impl Fn(State) -> bool,
+    ) -> Option<usize> {
+        let layout = &lanes.layout;
         let pattern = lanes.pattern(fingerprint);
         let (words, offset, first) = (bucket.words, bucket.offset, bucket.first);
         let hits = [
