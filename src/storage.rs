@@ -174,7 +174,8 @@ impl SlotLayout {
         pattern.wrapping_mul(self.lane_lsb)
     }
 
-    /// The lane holding bit `bit < 64` of a group (`bit / bits`, without dividing).
+    /// The lane holding bit `bit < 64` of a group, from `lane_magic`: a multiply and a shift
+    /// instead of `bit / bits`. The cursors and the cuckoo table's search use it.
     #[inline(always)]
     pub(crate) const fn lane_of_bit(&self, bit: u32) -> u32 {
         (bit * self.lane_magic) >> 16
@@ -783,13 +784,6 @@ impl<S: GroupSource> Clone for Cursor<'_, S> {
     }
 }
 
-/// The lane holding bit `bit < 64` of a word, from the layout's `lane_magic` (see
-/// [`SlotLayout`]): a multiply and a shift instead of `bit / bits`.
-#[inline]
-fn lane_of_bit(bit: u32, lane_magic: u32) -> u32 {
-    (bit * lane_magic) >> 16
-}
-
 impl<'a, S: GroupSource> Cursor<'a, S> {
     /// A cursor on slot `index` of `array`, holding a snapshot of its group.
     #[inline]
@@ -929,7 +923,7 @@ impl<S: GroupSource> Cursor<'_, S> {
     /// The lane holding bit `bit < 64` of the current group.
     #[inline]
     fn lane_of_bit(&self, bit: u32) -> u32 {
-        lane_of_bit(bit, self.array.layout().lane_magic)
+        self.array.layout().lane_of_bit(bit)
     }
 
     /// Moves to the slot whose lane holds bit `bit` of the current group.
@@ -1524,7 +1518,7 @@ mod tests {
             let layout = SlotLayout::new(bits);
             for bit in 0..64 {
                 assert_eq!(
-                    lane_of_bit(bit, layout.lane_magic),
+                    layout.lane_of_bit(bit),
                     bit / bits,
                     "bit {bit} of {bits}-bit lanes"
                 );
