@@ -137,6 +137,15 @@ proptest! {
         run::<LockFreeCuckooFilter>(12, &seq)?;
     }
 
+    /// Every fingerprint width: the lookup is compiled once per entry width for 8 to 19 bits
+    /// and generic for the others, so each width is its own code.
+    #[test]
+    fn lock_free_matches_the_model_at_every_width(
+        (bits, seq) in (4u32..=30).prop_flat_map(|bits| (Just(bits), ops(bits, 60, 80)))
+    ) {
+        run::<LockFreeCuckooFilter>(bits, &seq)?;
+    }
+
     #[test]
     fn locked_matches_the_model_with_4_bit_fingerprints(seq in ops(4, 40, 120)) {
         run::<LockedCuckooFilter>(4, &seq)?;
