@@ -40,6 +40,15 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
+    fn every_slot_width_matches_the_model(
+        (r, sequence) in (1u32..=30).prop_flat_map(|r| (Just(r), ops(5, r, 12, 16, 120)))
+    ) {
+        // Remainders of 7 to 18 bits make slots `with_fixed_width!` compiles the walks for,
+        // the others take the generic walks: each width is its own code.
+        run_model::<ExternallyLockedQf>(5, r, &sequence)?;
+    }
+
+    #[test]
     fn dense_small_table_matches_the_model(sequence in ops(4, 3, 16, 8, 120)) {
         run_model::<ExternallyLockedQf>(4, 3, &sequence)?;
     }

@@ -31,6 +31,15 @@ proptest! {
     }
 
     #[test]
+    fn every_slot_width_matches_the_model(
+        (r, sequence) in (1u32..=30).prop_flat_map(|r| (Just(r), ops(5, r, 12, 16, 120)))
+    ) {
+        // Remainders of 7 to 18 bits make slots `with_fixed_width!` compiles the walks for,
+        // the others take the generic walks: each width is its own code.
+        run_model::<LocallyLockedQf>(5, r, &sequence)?;
+    }
+
+    #[test]
     fn widths_walked_by_compiled_walks_match_the_model(sequence in ops(5, 10, 12, 8, 200)) {
         // 13-bit slots (4 per group), a width `with_fixed_width!` compiles the walks, the lookups
         // and the one-group inserts for; 12 quotients of 32 make clusters span groups.

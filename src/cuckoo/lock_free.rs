@@ -414,15 +414,8 @@ impl Filter for LockFreeCuckooFilter {
     fn contains_hash(&self, hash: u64) -> bool {
         let place = self.table.placement(hash);
         let entries = &self.table.entries;
-        // Entries of fingerprints of 8 to 19 bits and the 2 state bits: what `new` picks for
-        // any false-positive rate down to about 1e-5, and the usual 8, 12 and 16 bits.
-        // The quotient filters' default list (10 to 17) would leave 16-bit fingerprints to the
-        // generic lookup, which ran 26% more instructions (performance history, "Cuckoo lookups
-        // of 16-bit fingerprints").
-        with_fixed_width!(
-            @widths [10 11 12 13 14 15 16 17 18 19 20 21]
-            entries => self.contains_in(entries, place)
-        )
+        // Compiled per entry width for fingerprints of 8 to 19 bits (`with_fixed_width!`).
+        with_fixed_width!(entries => self.contains_in(entries, place))
     }
 
     fn len(&self) -> usize {
