@@ -175,6 +175,15 @@ fn large_table_at_seventy_percent() {
     hammer(locally_locked, 16, 10, 1 << 16, 15_000, 1_000, 3, 3);
 }
 
+#[test]
+fn three_slots_per_group_at_a_compiled_width() {
+    // 17-bit remainders in 20-bit slots, 3 per group with 4 bits spare: a width the walks are
+    // compiled for (`with_fixed_width!`), under the long superclusters of the small table above.
+    for _ in 0..20 {
+        hammer(locally_locked, 8, 17, 16, 50, 20, 4, 50);
+    }
+}
+
 fn locally_locked(q: u32, r: u32) -> LocallyLockedQf {
     LocallyLockedQf::with_bits(q, r).unwrap()
 }
@@ -235,6 +244,14 @@ fn two_bit_one_slot_per_group() {
     // 34-bit slots: every walk past the canonical slot leaves its group and locks.
     for _ in 0..40 {
         hammer(two_bit, 7, 32, 8, 30, 10, 4, 50);
+    }
+}
+
+#[test]
+fn two_bit_three_slots_per_group_at_a_compiled_width() {
+    // 18-bit remainders in 20-bit slots, 3 per group: a width the walks are compiled for.
+    for _ in 0..20 {
+        hammer(two_bit, 8, 18, 16, 50, 20, 4, 50);
     }
 }
 
