@@ -173,6 +173,13 @@ proptest! {
         run(6, 3, 1, &ops)?;
     }
 
+    /// Remainders of 18 bits, crowded: short runs read three lanes to a word, longer ones and
+    /// counters take the entry walk.
+    #[test]
+    fn crowded_runs_of_wide_remainders_match_the_model(ops in ops(7, 18, 6, 6, 300)) {
+        run(7, 18, 1, &ops)?;
+    }
+
     /// Wider remainders and a bigger table.
     #[test]
     fn spread_keys_match_the_model(ops in ops(10, 9, 200, 40, 400)) {

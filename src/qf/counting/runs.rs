@@ -413,14 +413,18 @@ fn find_entry_in_block(
 /// The most slots of a run [`find_in_short_run`] reads at once.
 const SHORT_RUN: u32 = 4;
 
+/// The widest remainders [`find_in_short_run`] reads: its loop shifts `lanes` by up to
+/// `(SHORT_RUN - 1) r` bits, which must stay below 64 (three lanes of 21 bits fit a word).
+const SHORT_RUN_MAX_BITS: u32 = 63 / (SHORT_RUN - 1);
+
 /// Where the entry of `remainder` is in a run of `len` slots whose remainders are the `r`-bit
 /// lanes of `lanes`, lowest first: `(its first slot's offset in the run, its count)`, or where it
 /// would go with count 0; read with no branch that depends on the slots (where a walk over the
 /// entries stops varies from lookup to lookup, a branch the CPU often mispredicts; see the
 /// performance history, "Short runs without branches"). An entry found here takes as many
-/// slots as its count. `None` when it cannot tell: a run longer than [`SHORT_RUN`] slots,
-/// remainders wider than 16 bits (four lanes no longer fit in a word), or a run that holds a
-/// counter.
+/// slots as its count. `None` when it cannot tell: a run longer than [`SHORT_RUN`] slots or
+/// than fit one word (three lanes for 17 to 21 bits), remainders wider than
+/// [`SHORT_RUN_MAX_BITS`], or a run that holds a counter.
 ///
 /// Without counters, a run's slots do not decrease (entries are in increasing order, and an
 /// entry of count 2 is its remainder twice), while nearly every counter makes them decrease (a
@@ -431,7 +435,7 @@ const SHORT_RUN: u32 = 4;
 /// hold it, and the slots below it are those of the smaller entries.
 #[inline(always)]
 fn find_in_short_run(lanes: u64, len: u32, r: u32, remainder: u64) -> Option<(u32, u64)> {
-    if len > SHORT_RUN || r > 64 / SHORT_RUN {
+    if len > SHORT_RUN || r > SHORT_RUN_MAX_BITS || len * r > 64 {
         return None;
     }
     let mask = low_mask_below_64(r);
@@ -1287,8 +1291,8 @@ mod tests {
     /// The branch-free search of a short run agrees with the entries it was encoded from on
     /// random runs of up to six entries, counters among them (from `0 0 0 0`, count 3 of 0, to
     /// counts in the millions), with random bits in the lanes past the run; and it answers
-    /// whenever it should: every run of at most four slots without a counter, asked for any
-    /// remainder, at every width up to 16 bits.
+    /// whenever it should: every run without a counter whose slots fit one word (four of up to
+    /// 16 bits, three of 17 to 21), asked for any remainder; wider remainders it declines.
     #[test]
     fn a_short_run_is_searched_as_its_entries_say() {
         let mut seed = 11u64;
@@ -1297,7 +1301,7 @@ mod tests {
             seed
         };
         let (mut answered, mut must_answer) = (0, 0);
-        for r in [2, 3, 5, 8, 11, 16, 17] {
+        for r in [2, 3, 5, 8, 11, 16, 17, 19, 21, 22, 30] {
             let top = 1u64 << r;
             for _ in 0..3000 {
                 // Distinct remainders in increasing order, the low ones (0 among them) often.
@@ -1347,7 +1351,7 @@ mod tests {
                         assert_eq!(found, truth, "r = {r}, run {run:?}, asked {remainder}");
                         answered += 1;
                     }
-                    if counter_free && len <= SHORT_RUN && r <= 16 {
+                    if counter_free && len <= SHORT_RUN && len * r <= 64 && r <= 21 {
                         must_answer += 1;
                         assert!(fast.is_some(), "r = {r}, run {run:?}, asked {remainder}");
                     }
