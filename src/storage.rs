@@ -625,13 +625,16 @@ impl<S: GroupSource, const BITS: u32> GroupSource for FixedWidth<S, BITS> {
 /// to 18 remainder bits (false-positive rates of about 2^-7 to 2^-18 at full load),
 /// `LinearProbingQf` with the same slots, `TwoBitQf` with 8 to 19 remainder bits, and
 /// `LockFreeCuckooFilter`'s entries of 8- to 19-bit fingerprints (what its `new` picks for any
-/// rate down to about 1e-5, and the usual 8, 12 and 16 bits). `$body` is compiled once per width, so keep it
-/// to the call of one walk. (Widths 18 to 21 were added later: they cut a `SequentialQf` lookup
-/// with 17 remainder bits from 177 to 153 instructions and a 16-bit-fingerprint cuckoo lookup
-/// from 286 to 227; performance history, "Walks compiled for wider slots".)
+/// rate down to about 1e-5, and the usual 8, 12 and 16 bits). `$body` is compiled once per
+/// width, so keep it to the call of one walk. (Widths 18 to 21 were added later: they cut a
+/// `SequentialQf` lookup with 17 remainder bits from 177 to 153 instructions and a
+/// 16-bit-fingerprint cuckoo lookup from 286 to 227; performance history, "Walks compiled for
+/// wider slots". Widths 8 and 9 made `SequentialQf`'s inserts slower and were left out.)
 macro_rules! with_fixed_width {
     ($source:ident => $body:expr) => {
-        $crate::storage::with_fixed_width!(@widths [10 11 12 13 14 15 16 17 18 19 20 21] $source => $body)
+        $crate::storage::with_fixed_width!(
+            @widths [10 11 12 13 14 15 16 17 18 19 20 21] $source => $body
+        )
     };
     (@widths [$($bits:literal)*] $source:ident => $body:expr) => {
         match $crate::storage::GroupSource::layout(&$source).bits() {
