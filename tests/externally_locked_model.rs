@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{ops, run_model, UnderTest};
+use common::{ops, ops_at_every_width, run_model, UnderTest};
 use conqf::{ExternallyLockedQf, Filter, Fingerprint, Remove};
 use proptest::prelude::*;
 
@@ -40,11 +40,7 @@ proptest! {
     #![proptest_config(ProptestConfig::with_cases(512))]
 
     #[test]
-    fn every_slot_width_matches_the_model(
-        (r, sequence) in (1u32..=30).prop_flat_map(|r| (Just(r), ops(5, r, 12, 16, 120)))
-    ) {
-        // Remainders of 7 to 18 bits make slots `with_fixed_width!` compiles the walks for,
-        // the others take the generic walks: each width is its own code.
+    fn every_slot_width_matches_the_model((r, sequence) in ops_at_every_width(5, 12, 16, 120)) {
         run_model::<ExternallyLockedQf>(5, r, &sequence)?;
     }
 

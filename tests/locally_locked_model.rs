@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{ops, run_model};
+use common::{ops, ops_at_every_width, run_model};
 use conqf::LocallyLockedQf;
 use proptest::prelude::*;
 
@@ -31,11 +31,7 @@ proptest! {
     }
 
     #[test]
-    fn every_slot_width_matches_the_model(
-        (r, sequence) in (1u32..=30).prop_flat_map(|r| (Just(r), ops(5, r, 12, 16, 120)))
-    ) {
-        // Remainders of 7 to 18 bits make slots `with_fixed_width!` compiles the walks for,
-        // the others take the generic walks: each width is its own code.
+    fn every_slot_width_matches_the_model((r, sequence) in ops_at_every_width(5, 12, 16, 120)) {
         run_model::<LocallyLockedQf>(5, r, &sequence)?;
     }
 

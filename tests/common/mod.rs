@@ -61,13 +61,46 @@ pub(crate) fn ops(
     remainders: u64,
     len: usize,
 ) -> impl Strategy<Value = Vec<Op>> {
+    let hash = (
+        quotients_of(q, quotients),
+        0..remainders.min(1 << r),
+        any::<u64>(),
+    )
+        .prop_map(move |(qu, re, noise)| hash_of(qu, re, q, r, noise));
+    ops_on(hash, len)
+}
+
+/// A remainder width from 1 to 30 bits, and operations as [`ops`] makes them at that width but
+/// with remainders drawn from both ends of the width's range, so the top bits of every lane are
+/// used too: every width the walks are compiled for (`with_fixed_width!`) and the generic ones
+/// on either side, each its own code.
+pub(crate) fn ops_at_every_width(
+    q: u32,
+    quotients: u64,
+    remainders: u64,
+    len: usize,
+) -> impl Strategy<Value = (u32, Vec<Op>)> {
+    (1u32..=30).prop_flat_map(move |r| {
+        let values = remainders.min(1 << r);
+        let top = (1u64 << r) - 1;
+        let remainder = prop_oneof![0..values, (top + 1 - values)..=top];
+        let hash = (quotients_of(q, quotients), remainder, any::<u64>())
+            .prop_map(move |(qu, re, noise)| hash_of(qu, re, q, r, noise));
+        (Just(r), ops_on(hash, len))
+    })
+}
+
+/// `quotients` canonical slots of `2^q` at each end of the table.
+fn quotients_of(q: u32, quotients: u64) -> impl Strategy<Value = u64> + Clone {
     let slots = 1u64 << q;
-    let quotient = prop_oneof![
+    prop_oneof![
         0..quotients.min(slots),
         (slots - quotients.min(slots))..slots
-    ];
-    let hash = (quotient, 0..remainders.min(1 << r), any::<u64>())
-        .prop_map(move |(qu, re, noise)| hash_of(qu, re, q, r, noise));
+    ]
+}
+
+/// Up to `len` inserts, removals and queries of hashes drawn from `hash`.
+fn ops_on(hash: impl Strategy<Value = u64> + Clone, len: usize) -> impl Strategy<Value = Vec<Op>> {
     let op = prop_oneof![
         4 => hash.clone().prop_map(Op::Insert),
         2 => hash.clone().prop_map(Op::Remove),
