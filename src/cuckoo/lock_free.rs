@@ -414,7 +414,7 @@ impl Filter for LockFreeCuckooFilter {
     fn contains_hash(&self, hash: u64) -> bool {
         let place = self.table.placement(hash);
         let entries = &self.table.entries;
-        // Compiled per entry width for fingerprints of 8 to 19 bits (`with_fixed_width!`).
+        // Compiled per entry width for the widths `with_fixed_width!` lists.
         with_fixed_width!(entries => self.contains_in(entries, place))
     }
 

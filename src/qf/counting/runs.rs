@@ -1351,7 +1351,8 @@ mod tests {
                         assert_eq!(found, truth, "r = {r}, run {run:?}, asked {remainder}");
                         answered += 1;
                     }
-                    if counter_free && len <= SHORT_RUN && len * r <= 64 && r <= 21 {
+                    if counter_free && len <= SHORT_RUN && len * r <= 64 && r <= SHORT_RUN_MAX_BITS
+                    {
                         must_answer += 1;
                         assert!(fast.is_some(), "r = {r}, run {run:?}, asked {remainder}");
                     }
