@@ -1759,6 +1759,9 @@ fn snapshot_while_removing<F: Filter + Remove + Sync>(
     // Set when the checking thread stops (also by a failed check), so the remover never waits
     // for a snapshot that will not come: the test fails instead of hanging.
     let checker_done = AtomicBool::new(false);
+    // Set when the remover stops (also by a failed assertion), so the checker does not wait for
+    // removals that will not come.
+    let remover_done = AtomicBool::new(false);
     struct SetOnDrop<'a>(&'a AtomicBool);
     impl Drop for SetOnDrop<'_> {
         fn drop(&mut self) {
@@ -1767,6 +1770,7 @@ fn snapshot_while_removing<F: Filter + Remove + Sync>(
     }
     std::thread::scope(|s| {
         s.spawn(|| {
+            let _stopped = SetOnDrop(&remover_done);
             for (i, &h) in hashes.iter().enumerate() {
                 while i % BATCH == 0
                     && started.load(Ordering::SeqCst) <= i / BATCH
@@ -1782,6 +1786,8 @@ fn snapshot_while_removing<F: Filter + Remove + Sync>(
         let _done = SetOnDrop(&checker_done);
         let mut snapshots = 0;
         loop {
+            // Read before `returned`: once the remover has stopped, `removed` is its last count.
+            let remover_stopped = remover_done.load(Ordering::SeqCst);
             let removed = returned.load(Ordering::SeqCst);
             started.fetch_add(1, Ordering::SeqCst);
             let bytes = snapshot(filter);
@@ -1797,7 +1803,7 @@ fn snapshot_while_removing<F: Filter + Remove + Sync>(
                 panic!("snapshot {snapshots}: {h:#x} was never removed, yet is missing");
             }
             snapshots += 1;
-            if removed == hashes.len() {
+            if removed == hashes.len() || remover_stopped {
                 break;
             }
         }

@@ -11,9 +11,9 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use common::{distinct_hashes, UnderTest};
+use common::{distinct_hashes, join_writers, UnderTest};
 use conqf::{ExternallyLockedQf, Filter, Fingerprint, LocallyLockedQf, Remove, TwoBitQf};
 use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
@@ -46,14 +46,14 @@ fn hammer<F: Filter + Remove + UnderTest>(
     let (own, common_keys) = all.split_at(per_thread * threads);
     let published: Vec<AtomicUsize> = (0..threads).map(|_| AtomicUsize::new(0)).collect();
     let first_inserts = AtomicUsize::new(0);
-    let writers_done = AtomicUsize::new(0);
+    let writers_done = AtomicBool::new(false);
 
     std::thread::scope(|s| {
+        let mut writers = Vec::with_capacity(threads);
         for t in 0..threads {
             let keys = &own[t * per_thread..(t + 1) * per_thread];
-            let (filter, published, first_inserts, writers_done) =
-                (&filter, &published, &first_inserts, &writers_done);
-            s.spawn(move || {
+            let (filter, published, first_inserts) = (&filter, &published, &first_inserts);
+            writers.push(s.spawn(move || {
                 let mut shared_order = common_keys.to_vec();
                 shared_order.shuffle(&mut rand::rngs::StdRng::seed_from_u64(t as u64));
                 let mut shared_iter = shared_order.iter();
@@ -109,19 +109,27 @@ fn hammer<F: Filter + Remove + UnderTest>(
                     let found = filter.contains_without_misread(key);
                     assert_eq!(found, i % 3 != 0, "thread {t} key {i}");
                 }
-                writers_done.fetch_add(1, Ordering::Release);
-            });
+            }));
         }
         // The checker: every published key that is never removed must be found, whatever the
-        // writers are doing.
+        // writers are doing. It stops once the writers are done (or one of them panicked:
+        // `join_writers` sets the flag before passing the panic on) and it made 10,000 checks.
         let (filter, published, writers_done) = (&filter, &published, &writers_done);
         s.spawn(move || {
             let mut rng = rand::rngs::StdRng::seed_from_u64(7);
             let mut checks = 0u64;
-            while writers_done.load(Ordering::Acquire) < threads || checks < 10_000 {
+            loop {
+                let done = writers_done.load(Ordering::Acquire);
+                if done && checks >= 10_000 {
+                    break;
+                }
                 let t = rng.random_range(0..threads);
                 let upto = published[t].load(Ordering::Acquire);
                 if upto == 0 {
+                    if done {
+                        // A writer that published nothing panicked before its first key.
+                        break;
+                    }
                     std::thread::yield_now();
                     continue;
                 }
@@ -136,6 +144,7 @@ fn hammer<F: Filter + Remove + UnderTest>(
                 checks += 1;
             }
         });
+        join_writers(writers, &writers_done);
     });
 
     assert_eq!(first_inserts.load(Ordering::Relaxed), shared);
