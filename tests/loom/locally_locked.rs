@@ -335,6 +335,47 @@ fn racing_removals_of_two_copies_take_one_each() {
     });
 }
 
+/// The one copy of a fingerprint removed by two threads at once, in a cluster that crosses
+/// from group 0 into group 1 (both removals take the locked path): exactly one takes it, the
+/// other answers `false`, and the cluster's other elements stay.
+#[test]
+fn racing_removals_of_one_copy_across_groups_take_it_once() {
+    model(|| {
+        let filter = filter_with(&[key(2, 4), key(2, 5), key(2, 6), key(3, 1)]);
+        let (first, second) = super::race(
+            &filter,
+            |a| a.remove_hash(key(2, 5)).unwrap(),
+            |b| b.remove_hash(key(2, 5)).unwrap(),
+        );
+        assert!(first != second, "removals answered {first} and {second}");
+        assert!(!filter.contains_hash(key(2, 5)));
+        for k in [key(2, 4), key(2, 6), key(3, 1)] {
+            assert!(filter.contains_hash(k));
+        }
+        assert_eq!(filter.len(), 3);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// The same inside group 0, whose slot 3 stays empty (both removals can take the lock-free
+/// path): exactly one takes the copy.
+#[test]
+fn racing_removals_of_one_copy_in_one_group_take_it_once() {
+    model(|| {
+        let filter = filter_with(&[key(0, 1), key(0, 2), key(1, 3)]);
+        let (first, second) = super::race(
+            &filter,
+            |a| a.remove_hash(key(0, 2)).unwrap(),
+            |b| b.remove_hash(key(0, 2)).unwrap(),
+        );
+        assert!(first != second, "removals answered {first} and {second}");
+        assert!(!filter.contains_hash(key(0, 2)));
+        assert!(filter.contains_hash(key(0, 1)) && filter.contains_hash(key(1, 3)));
+        assert_eq!(filter.len(), 2);
+        filter.check_invariants().unwrap();
+    });
+}
+
 /// A query for a fingerprint stored twice while one copy is removed: the other copy is found
 /// in every interleaving, and an insert of it stores nothing.
 #[test]
