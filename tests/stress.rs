@@ -22,8 +22,9 @@ use rand::{Rng, SeedableRng};
 /// right after its insert, removes every third one, checks again. All threads also insert the
 /// same shared keys (exactly one insert of each may return `Ok(true)`), and one more thread
 /// keeps querying the stable keys that writers have published as inserted. `churn` rounds of
-/// removing and re-inserting the removable keys keep the writers busy meanwhile. `make` builds
-/// the filter from `(q, r)`.
+/// removing and re-inserting the removable keys keep the writers busy meanwhile. Then all
+/// threads race to remove every shared key (exactly one removal of each may return `Ok(true)`).
+/// `make` builds the filter from `(q, r)`.
 #[allow(clippy::too_many_arguments)]
 fn hammer<F: Filter + Remove + UnderTest>(
     make: impl Fn(u32, u32) -> F,
@@ -149,12 +150,32 @@ fn hammer<F: Filter + Remove + UnderTest>(
 
     assert_eq!(first_inserts.load(Ordering::Relaxed), shared);
     filter.check().unwrap();
+
+    // Then every thread removes every shared key, each in its own order: exactly one removal
+    // of each may return `Ok(true)`, and the key is gone once it has.
+    let removals = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for t in 0..threads {
+            let (filter, removals) = (&filter, &removals);
+            s.spawn(move || {
+                let mut order = common_keys.to_vec();
+                order.shuffle(&mut rand::rngs::StdRng::seed_from_u64(100 + t as u64));
+                for &k in &order {
+                    if filter.remove_hash(k).unwrap() {
+                        removals.fetch_add(1, Ordering::Relaxed);
+                    }
+                    assert!(!filter.contains_without_misread(k), "removed shared key found");
+                }
+            });
+        }
+    });
+    assert_eq!(removals.load(Ordering::Relaxed), shared);
+    filter.check().unwrap();
     let mut expected: Vec<Fingerprint> = own
         .iter()
         .enumerate()
         .filter(|(i, _)| (i % per_thread) % 3 != 0)
         .map(|(_, &h)| F::fingerprint(h, q, r))
-        .chain(common_keys.iter().map(|&h| F::fingerprint(h, q, r)))
         .collect();
     expected.sort_unstable();
     let stored: Vec<Fingerprint> = filter.fingerprints();
