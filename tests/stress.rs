@@ -145,7 +145,7 @@ fn hammer<F: Filter + Remove + UnderTest>(
                 checks += 1;
             }
         });
-        join_writers(writers, &writers_done);
+        join_writers(writers, writers_done);
     });
 
     assert_eq!(first_inserts.load(Ordering::Relaxed), shared);
@@ -164,7 +164,10 @@ fn hammer<F: Filter + Remove + UnderTest>(
                     if filter.remove_hash(k).unwrap() {
                         removals.fetch_add(1, Ordering::Relaxed);
                     }
-                    assert!(!filter.contains_without_misread(k), "removed shared key found");
+                    assert!(
+                        !filter.contains_without_misread(k),
+                        "removed shared key found"
+                    );
                 }
             });
         }
