@@ -188,13 +188,17 @@ impl Fingerprint {
     /// let f = Fingerprint::split(0xABCD << 48, 8, 8);
     /// assert_eq!((f.quotient, f.remainder), (0xAB, 0xCD));
     /// assert_eq!(Fingerprint::split(7, 0, 64).remainder, 7); // all 64 bits
+    /// // Past the hash's 64 bits, the bits read as zeros (widths are capped at 64):
+    /// assert_eq!(Fingerprint::split(u64::MAX, 60, 8).remainder, 0b1111_0000);
     /// ```
     ///
-    /// Callers guarantee `quotient_bits + remainder_bits <= 64` (the constructors validate it);
-    /// past that the result is meaningless, and debug builds panic.
+    /// Every filter splits with `quotient_bits + remainder_bits <= 64` (their constructors
+    /// check it); any other widths are accepted too, with the hash read as followed by zeros.
     #[inline]
     pub fn split(hash: u64, quotient_bits: u32, remainder_bits: u32) -> Self {
-        debug_assert!(u64::from(quotient_bits) + u64::from(remainder_bits) <= 64);
+        if u64::from(quotient_bits) + u64::from(remainder_bits) > 64 {
+            return Self::split_past_the_hash(hash, quotient_bits, remainder_bits);
+        }
         let fingerprint_bits = quotient_bits + remainder_bits;
         // Keep the top `q + r` bits, right-aligned; shifting a u64 by 64 is not allowed, so the
         // empty fingerprint is a special case.
@@ -210,16 +214,38 @@ impl Fingerprint {
         }
     }
 
+    /// [`split`](Self::split) for widths that add up to more than 64 bits: the hash as the top
+    /// half of a 128-bit word whose low half is zeros, each width capped at 64.
+    #[cold]
+    fn split_past_the_hash(hash: u64, quotient_bits: u32, remainder_bits: u32) -> Self {
+        let (q, r) = (quotient_bits.min(64), remainder_bits.min(64));
+        let wide = u128::from(hash) << 64;
+        // The top `bits` bits of `word`, right-aligned (none for 0 bits).
+        let top = |word: u128, bits: u32| word.checked_shr(128 - bits).unwrap_or(0) as u64;
+        Fingerprint {
+            quotient: top(wide, q),
+            remainder: top(wide << q, r),
+        }
+    }
+
     /// Like [`split`](Self::split), but re-mixes the hash until the remainder is non-zero, as the
     /// 2-status-bit and linear-probing filters need (their empty slot is remainder 0).
     ///
     /// The result is a pure function of the hash. After 64 unlucky rounds (probability
-    /// `2^-(64 r)`) the remainder is forced to 1, so the loop always ends. Callers guarantee
-    /// what [`split`](Self::split) needs and `remainder_bits >= 1`; past that the result is
-    /// meaningless, and debug builds panic.
+    /// `2^-(64 r)`) the remainder is forced to 1, so the loop always ends. With
+    /// `remainder_bits == 0` no remainder is non-zero: the result is then `split`'s (remainder
+    /// 0), as no filter splits that way.
+    ///
+    /// ```
+    /// use conqf::Fingerprint;
+    /// assert_ne!(Fingerprint::nonzero(0, 10, 4).remainder, 0);
+    /// assert_eq!(Fingerprint::nonzero(0, 10, 0).remainder, 0);
+    /// ```
     #[inline]
     pub fn nonzero(hash: u64, quotient_bits: u32, remainder_bits: u32) -> Self {
-        debug_assert!(remainder_bits >= 1);
+        if remainder_bits == 0 {
+            return Self::split(hash, quotient_bits, 0);
+        }
         let mut mixed = hash;
         for _ in 0..64 {
             let fingerprint = Self::split(mixed, quotient_bits, remainder_bits);
@@ -338,6 +364,31 @@ mod tests {
         let whole = Fingerprint::split(hash, 20, 44);
         assert_eq!(whole.quotient, hash >> 44);
         assert_eq!(whole.remainder, hash & low_mask(44));
+    }
+
+    #[test]
+    fn widths_past_the_hash_read_zeros() {
+        let hash = 0xABCD_EF01_2345_6789;
+        // 60 + 8 bits: the remainder is the hash's last 4 bits followed by 4 zeros.
+        let f = Fingerprint::split(hash, 60, 8);
+        assert_eq!(f.quotient, hash >> 4);
+        assert_eq!(f.remainder, 0x90);
+        // 64 + 64 bits: the whole hash, then nothing.
+        assert_eq!(Fingerprint::split(hash, 64, 64).quotient, hash);
+        assert_eq!(Fingerprint::split(hash, 64, 64).remainder, 0);
+        // Widths over 64 count as 64.
+        assert_eq!(
+            Fingerprint::split(hash, u32::MAX, u32::MAX),
+            Fingerprint::split(hash, 64, 64)
+        );
+        assert_eq!(Fingerprint::split(hash, 0, 100).remainder, hash);
+        // The widths that fit agree with the general rule at the boundary.
+        for q in 0..=64 {
+            let r = 64 - q;
+            let wide = Fingerprint::split_past_the_hash(hash, q, r);
+            assert_eq!(Fingerprint::split(hash, q, r), wide, "q = {q}");
+        }
+        assert_eq!(Fingerprint::nonzero(hash, 70, 0).remainder, 0);
     }
 
     #[test]
