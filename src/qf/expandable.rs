@@ -22,9 +22,19 @@
 //! remainder bit per slot. (With the `δ_grow` rule alone, a cascading filter for `p̄ = 0.0008`
 //! reaches about `0.93 · 2 · 2^-11 ≈ 9e-4`.)
 //!
-//! The hash has 64 bits, so the levels end when a fingerprint would not fit: about
-//! `(64 - k_0) / 2` levels, each twice the last (far beyond any memory). Past that, inserts
-//! return [`Error::Full`].
+//! # Capped levels
+//!
+//! The hash has 64 bits, so after about `(64 - k_0) / 2` levels a fingerprint two bits longer
+//! would not fit. For most bounds that level is far beyond any memory, but not for a small
+//! capacity with a tiny bound (`new(1000, 1e-9)` has `k_0 = 42`, so level 11, of `2^22` slots,
+//! is the last one whose fingerprint grows). From there on each new level is *capped*: it still
+//! doubles, but keeps 64-bit fingerprints (one remainder bit fewer than the level before), so
+//! the filter keeps taking keys until memory runs out (or level 32, or `2^40` slots, whichever
+//! comes first; then inserts return [`Error::Full`]). A capped level holding `n_i` keys adds
+//! `n_i 2^-64` to the rate instead of a halving share, so with `N` keys in capped levels the
+//! rate is below `p̄ + N 2^-64` (`p̄ + 5.4e-10` at ten billion keys), and
+//! [`false_positive_rate`](Filter::false_positive_rate) reports it. No hash of 64 bits can do
+//! better: two keys with the same hash are never told apart.
 //!
 //! # Cascading inserts (paper 000 §4.2)
 //!
@@ -91,10 +101,12 @@ use crate::filter::{Error, Filter, Remove};
 use crate::hash::hash_key;
 use crate::qf::growing::{self, GrowableBuilder, GrowableQf, Guard};
 use crate::qf::level_reads::LevelReads;
+use crate::qf::slot::STATUS_BITS;
 use crate::sizing;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, Waiter};
 
-/// The most levels a filter can have: fingerprints grow by 2 bits a level and must fit 64.
+/// The most levels a filter can have: level 31 has `2^31` times level 0's slots, past any
+/// memory for all but the smallest level 0 (module doc, "Capped levels").
 pub(crate) const MAX_LEVELS: usize = 32;
 
 /// `((q_0, r_0), delta_grow, cascading)`: what fixes every level's shape.
@@ -159,9 +171,9 @@ impl ExpandableBuilder {
                     self.fpr_bound
                 ))
             })?;
-        // A filter that could never open a second level would be a bounded one that reports
-        // `Full` after a few keys (found by a review of the public API).
-        if ExpandableQf::level_shape((q0, r0), 1, 0).is_none() {
+        // A filter whose second level could not have the paper's fingerprint would leave the
+        // bound after a few keys (module doc, capped levels).
+        if !ExpandableQf::is_uncapped((q0, r0), 1) {
             return Err(Error::InvalidParameters(format!(
                 "false-positive bound {} needs {r0} remainder bits at {q0} quotient bits, which \
                  leaves no room in a 64-bit hash for a second level",
@@ -207,7 +219,7 @@ impl GrowableQf {
 ///
 /// let filter = ExpandableQf::new(1000, 0.01)?; // expected capacity, FPR bound
 /// for k in 0..50_000u64 {
-///     filter.insert(&k)?; // never Full
+///     filter.insert(&k)?; // levels are added as needed
 /// }
 /// assert!((0..50_000u64).all(|k| filter.contains(&k)));
 /// assert!(filter.levels() > 1);
@@ -240,9 +252,20 @@ unsafe impl Sync for ExpandableQf {}
 
 impl ExpandableQf {
     /// A filter expecting about `expected_capacity` keys whose false-positive rate stays below
-    /// `fpr_bound`. It takes any number of keys up to the last level that fits a 64-bit hash
-    /// (each level's fingerprints are two bits longer, so about `(64 - q0 - r0) / 2` levels,
-    /// each twice the last; module docs), and then returns [`Error::Full`].
+    /// `fpr_bound`. It takes keys until memory runs out, adding levels each twice the last; once
+    /// the fingerprints fill the 64-bit hash (only for small capacities with tiny bounds) the
+    /// rate may pass the bound by `N 2^-64` for the `N` keys stored from then on (module docs,
+    /// "Capped levels").
+    ///
+    /// ```
+    /// use conqf::{ExpandableQf, Filter};
+    /// let filter = ExpandableQf::new(100, 1e-4)?;
+    /// for k in 0..10_000u64 {
+    ///     filter.insert(&k)?;
+    /// }
+    /// assert!(filter.levels() > 1 && filter.false_positive_rate() < 1e-4);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
     ///
     /// # Errors
     /// As [`ExpandableBuilder::build`].
@@ -320,15 +343,30 @@ impl ExpandableQf {
 
     /// The quotient and remainder bits of level `level` after `doublings_done` doublings, and
     /// the doublings it has in all; `None` past the last level, or for a level above 0 whose
-    /// final fingerprint or starting slots would not fit 64 bits (no such level is opened; level
-    /// 0's shape is the constructor's to check).
+    /// slots could not be addressed (no such level is opened; level 0's shape is the
+    /// constructor's to check).
+    ///
+    /// Level `i` has `q_0 + i` quotient bits at its final size and `r_0 + i` remainder bits,
+    /// until the fingerprint would pass the hash's 64 bits: from then on it takes
+    /// `64 - q_0 - i` (a *capped* level, module doc), and no more than a slot of 64 bits holds
+    /// at the level's start.
     pub(crate) fn level_shape(
         (q0, r0): (u32, u32),
         level: usize,
         doublings_done: u32,
     ) -> Option<(u32, u32, u32)> {
-        let (q, r) = (q0 + level as u32, r0 + level as u32);
-        if level >= MAX_LEVELS || (level > 0 && (q + r > 64 || r + LEVEL_DOUBLINGS + 3 > 64)) {
+        let q = q0 + level as u32;
+        if level >= MAX_LEVELS || (level > 0 && q > sizing::MAX_QUOTIENT_BITS) {
+            return None;
+        }
+        let r = if level == 0 {
+            r0
+        } else {
+            (r0 + level as u32)
+                .min(64 - q)
+                .min(64 - STATUS_BITS - LEVEL_DOUBLINGS)
+        };
+        if r == 0 {
             return None;
         }
         let doublings = if level == 0 {
@@ -343,6 +381,13 @@ impl ExpandableQf {
                 doublings,
             )
         })
+    }
+
+    /// Whether level `level` has the fingerprint of the paper's rule, `q_0 + r_0 + 2 level`
+    /// bits, rather than a capped one ([`level_shape`](Self::level_shape)).
+    fn is_uncapped((q0, r0): (u32, u32), level: usize) -> bool {
+        Self::level_shape((q0, r0), level, 0)
+            .is_some_and(|(q, r, _)| q + r == q0 + r0 + 2 * level as u32)
     }
 
     /// How many levels exist.
@@ -714,6 +759,41 @@ mod tests {
             filter.insert(&key).unwrap();
         }
         assert!(filter.levels() > 1);
+    }
+
+    /// A tiny bound at a tiny capacity: level 0 takes 52 fingerprint bits, so levels 1 to 6 grow
+    /// their fingerprints by two bits each and the later ones are capped at the hash's 64 bits.
+    /// The filter keeps taking keys past the level where it used to return `Full`, finds them
+    /// all, and reports the rate below `p̄ + N 2^-64`.
+    #[test]
+    fn capped_levels_keep_taking_keys_at_64_bit_fingerprints() {
+        let bound = 1e-15;
+        let filter = ExpandableQf::new(1, bound).unwrap();
+        let (q0, r0) = (filter.q0, filter.r0);
+        assert_eq!((q0, r0), (1, 51), "the shape this test was written for");
+        let mut uncapped = 0;
+        for level in 1..super::MAX_LEVELS {
+            let Some((q, r, d)) = ExpandableQf::level_shape((q0, r0), level, 0) else {
+                break;
+            };
+            let final_q = q + d;
+            assert_eq!(final_q, q0 + level as u32);
+            if ExpandableQf::is_uncapped((q0, r0), level) {
+                uncapped = level;
+                assert!(q + r <= 64);
+            } else {
+                assert_eq!(q + r, 64, "level {level}");
+            }
+        }
+        assert_eq!(uncapped, 6);
+        let keys = 60_000u64;
+        for key in 0..keys {
+            filter.insert(&key).unwrap();
+        }
+        assert!(filter.levels() > uncapped + 2, "{} levels", filter.levels());
+        assert!((0..keys).all(|key| filter.contains(&key)));
+        assert!(filter.false_positive_rate() < bound + keys as f64 * (-64f64).exp2());
+        filter.check_invariants().unwrap();
     }
 
     /// Lower levels get sealed for lock-free reads once the grace period after the next level's
