@@ -1,5 +1,7 @@
-//! Bulk build, batch insert and merge of [`CountingQf`], the rank-and-select layout with counters
-//! (paper 004 §III-B and §V-C, the extension point of [`batch`](super)).
+//! Bulk build, batch insert, removal and lookup, and merge of [`CountingQf`], the rank-and-select
+//! layout with counters (paper 004 §III-B and §V-C, the extension point of [`batch`](super)).
+//! Batch lookups share [`lookup`]'s prefetching and sorted orders; batch inserts and removals
+//! without a merge go one by one in table order (no supercluster rounds on this layout).
 //!
 //! The elements sit in the same slots as in the 3-bit layout, except that a fingerprint with
 //! count `c` takes the slots of its counter-coded entry (`counter_code`), so the saturating scan
@@ -20,7 +22,8 @@ use crate::sizing::MAX_QUOTIENT_BITS;
 
 use super::keys::{counted_keys, merge_counted};
 use super::layout::{run_heads, run_starts};
-use super::{par, BatchInsert, BuildMethod};
+use super::lookup::{self, BatchTable};
+use super::{par, BatchInsert, BatchLookup, BuildMethod};
 
 /// The fill [`Merge`] sizes the result for (as [`CountingQf::new`]).
 const MERGE_LOAD: f64 = 0.95;
@@ -282,6 +285,100 @@ impl CountingQf {
             }
         }
         Ok(self.distinct() - before)
+    }
+}
+
+impl CountingQf {
+    /// Removes one copy per hash (a hash named `k` times removes up to `k` copies), in table
+    /// order; returns how many copies it removed. Takes `&self`: the removals are the one-by-one
+    /// [`remove_hash`](crate::Remove::remove_hash)es of the sorted batch, with their locks and
+    /// guarantees, as this layout has no supercluster deletes here (see
+    /// [`insert_batch_with`](Self::insert_batch_with)).
+    ///
+    /// ```
+    /// use conqf::{Count, CountingQf, Filter};
+    /// let filter = CountingQf::with_bits(12, 10)?;
+    /// filter.insert_count(&1u64, 3)?;
+    /// filter.insert(&2u64)?;
+    /// let h = |k: u64| conqf::hash_key(&k);
+    /// // Two copies of 1, one of 2, and 9, which is not there.
+    /// assert_eq!(filter.remove_batch(&[h(1), h(2), h(1), h(9)])?, 3);
+    /// assert_eq!((filter.count(&1u64), filter.count(&2u64)), (1, 0));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// None today; the `Result` matches [`Remove::remove_hash`](crate::Remove::remove_hash).
+    pub fn remove_batch(&self, hashes: &[u64]) -> Result<u64, Error> {
+        let bits = self.quotient_bits() + self.remainder_bits();
+        let (keys, counts) = counted_keys(hashes, bits);
+        let mut removed = 0;
+        for (&key, &count) in keys.iter().zip(&counts) {
+            // The key is the hash's top `q + r` bits: shifted back, it splits the same.
+            removed += self.remove_count_hash(key << (64 - bits), count)?;
+        }
+        Ok(removed)
+    }
+
+    /// Answers [`contains_hash`](crate::Filter::contains_hash) for every hash into `out`,
+    /// prefetching a window of queries ahead and splitting the batch over threads (paper 004
+    /// §IV-A). Takes `&self`; each query is a `contains_hash`, with its guarantees.
+    ///
+    /// ```
+    /// use conqf::{CountingQf, Filter};
+    /// let filter = CountingQf::with_bits(12, 10)?;
+    /// filter.insert(&7u64)?;
+    /// let queries = [conqf::hash_key(&7u64), conqf::hash_key(&8u64)];
+    /// let mut found = [false; 2];
+    /// filter.contains_batch(&queries, &mut found)?;
+    /// assert!(found[0]);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if `hashes` and `out` differ in length.
+    pub fn contains_batch(&self, hashes: &[u64], out: &mut [bool]) -> Result<(), Error> {
+        self.contains_batch_with(hashes, out, BatchLookup::Auto)
+    }
+
+    /// [`contains_batch`](Self::contains_batch) in a chosen order: prefetching in the caller's
+    /// order, or radix-partitioned by quotient to read the table in order ([`BatchLookup`]).
+    ///
+    /// ```
+    /// use conqf::{BatchLookup, BuildMethod, CountingQf};
+    /// let hashes: Vec<u64> = (0..5000u64).map(|k| conqf::hash_key(&k)).collect();
+    /// let filter = CountingQf::bulk_build(14, 8, &hashes, BuildMethod::default())?;
+    /// let mut found = vec![false; hashes.len()];
+    /// filter.contains_batch_with(&hashes, &mut found, BatchLookup::Sorted)?;
+    /// assert!(found.iter().all(|&f| f));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if `hashes` and `out` differ in length.
+    pub fn contains_batch_with(
+        &self,
+        hashes: &[u64],
+        out: &mut [bool],
+        order: BatchLookup,
+    ) -> Result<(), Error> {
+        lookup::contains_batch(self, hashes, out, order, |quotient, remainder| {
+            self.count_fingerprint(quotient, remainder) > 0
+        })
+    }
+}
+
+impl BatchTable for CountingQf {
+    fn split(&self, hash: u64) -> (usize, u64) {
+        self.fingerprint(hash)
+    }
+
+    fn prefetch_quotient(&self, quotient: usize) {
+        self.table.prefetch(quotient);
+    }
+
+    fn slot_count(&self) -> usize {
+        1 << self.quotient_bits()
     }
 }
 

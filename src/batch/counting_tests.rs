@@ -4,11 +4,11 @@
 
 use proptest::prelude::*;
 
-use crate::filter::{Count, Error, Filter, Merge};
+use crate::filter::{Count, Error, Filter, Merge, Remove};
 use crate::qf::counting::CountingQf;
 
 use super::tests::workload;
-use super::{BatchInsert, BuildMethod};
+use super::{BatchInsert, BatchLookup, BuildMethod};
 
 /// One-by-one inserts; `Err(Full)` if any insert found no room.
 fn insert_each(filter: &CountingQf, hashes: &[u64]) -> Result<usize, Error> {
@@ -101,6 +101,49 @@ proptest! {
             prop_assert_eq!(filter.insert_batch_with(second, strategy), Ok(new), "{:?}", strategy);
             same(&filter, &expected)?;
         }
+    }
+
+    #[test]
+    fn batch_removals_equal_one_by_one_removals(
+        (q, r, hashes) in workload(),
+        split in 0.0f64..1.0,
+        seed: u64,
+    ) {
+        let r = r.max(2);
+        let Ok(filter) = CountingQf::bulk_build(q, r, &hashes, BuildMethod::default()) else {
+            return Ok(());
+        };
+        // Some stored hashes (repeats included), and some that are likely absent.
+        let mut removals = hashes[..(hashes.len() as f64 * split) as usize].to_vec();
+        removals.extend((0..50u64).map(|i| crate::hash::remix(seed ^ i)));
+        let expected = CountingQf::bulk_build(q, r, &hashes, BuildMethod::default()).unwrap();
+        let mut copies = 0;
+        for &hash in &removals {
+            copies += u64::from(expected.remove_hash(hash).unwrap());
+        }
+        prop_assert_eq!(filter.remove_batch(&removals), Ok(copies));
+        same(&filter, &expected)?;
+    }
+
+    #[test]
+    fn contains_batch_equals_contains((q, r, hashes) in workload(), seed: u64) {
+        let Ok(filter) = CountingQf::bulk_build(q, r.max(2), &hashes, BuildMethod::default()) else {
+            return Ok(());
+        };
+        let mut queries: Vec<u64> = hashes.clone();
+        queries.extend((0..200u64).map(|i| crate::hash::remix(seed ^ i)));
+        for order in [BatchLookup::Auto, BatchLookup::Prefetch, BatchLookup::Sorted] {
+            let mut found = vec![false; queries.len()];
+            filter.contains_batch_with(&queries, &mut found, order).unwrap();
+            for (&query, &answer) in queries.iter().zip(&found) {
+                prop_assert_eq!(answer, filter.contains_hash(query), "{:?}", order);
+            }
+        }
+        let mut short = vec![false; queries.len().saturating_sub(1)];
+        prop_assert!(matches!(
+            filter.contains_batch(&queries, &mut short),
+            Err(Error::InvalidParameters(_))
+        ) || queries.len() <= 1);
     }
 
     #[test]

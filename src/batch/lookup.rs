@@ -59,13 +59,38 @@ pub enum BatchLookup {
     Sorted,
 }
 
+/// What a batch lookup needs of a filter's table: the split of a hash, a prefetch of the slot
+/// of a quotient, and how many slots there are (how finely a sorted batch is partitioned).
+pub(crate) trait BatchTable: Sync {
+    /// `(quotient, remainder)` of `hash`.
+    fn split(&self, hash: u64) -> (usize, u64);
+    /// Prefetches what a lookup of `quotient` reads first.
+    fn prefetch_quotient(&self, quotient: usize);
+    /// The number of slots.
+    fn slot_count(&self) -> usize;
+}
+
+impl BatchTable for QfTable {
+    fn split(&self, hash: u64) -> (usize, u64) {
+        self.fingerprint(hash)
+    }
+
+    fn prefetch_quotient(&self, quotient: usize) {
+        self.slots.prefetch(quotient);
+    }
+
+    fn slot_count(&self) -> usize {
+        self.slots.len()
+    }
+}
+
 /// Answers whether each `hashes[i]` is stored in `table` into `out[i]`, in the order `order`
 /// picks; `contains(quotient, remainder)` is the filter's own lookup of one fingerprint.
 ///
 /// # Errors
 /// [`Error::InvalidParameters`] if the slices differ in length; `out` is then unchanged.
-pub(crate) fn contains_batch(
-    table: &QfTable,
+pub(crate) fn contains_batch<T: BatchTable>(
+    table: &T,
     hashes: &[u64],
     out: &mut [bool],
     order: BatchLookup,
@@ -81,7 +106,7 @@ pub(crate) fn contains_batch(
     let chunk = hashes.len().div_ceil(par::threads()).max(4096);
     let pieces: Vec<_> = hashes.chunks(chunk).zip(out.chunks_mut(chunk)).collect();
     let contains = |hash| {
-        let (quotient, remainder) = table.fingerprint(hash);
+        let (quotient, remainder) = table.split(hash);
         contains(quotient, remainder)
     };
     par::for_each(pieces, |(hashes, out)| match order {
@@ -92,7 +117,12 @@ pub(crate) fn contains_batch(
 }
 
 /// One chunk in the caller's order, prefetching the canonical group of `hashes[i + window]`.
-fn prefetched(hashes: &[u64], out: &mut [bool], table: &QfTable, contains: &impl Fn(u64) -> bool) {
+fn prefetched(
+    hashes: &[u64],
+    out: &mut [bool],
+    table: &impl BatchTable,
+    contains: &impl Fn(u64) -> bool,
+) {
     for &hash in hashes.iter().take(PREFETCH_DISTANCE) {
         prefetch_canonical(table, hash);
     }
@@ -112,7 +142,12 @@ const SORT_BATCH: usize = 1 << 14;
 /// One chunk, `SORT_BATCH` queries at a time, each radix-partitioned by the top hash bits (one
 /// counting pass, one scatter of the hashes and their positions), then answered in that order
 /// with the prefetch window: the table is read in increasing address order, page by page.
-fn sorted(hashes: &[u64], out: &mut [bool], table: &QfTable, contains: &impl Fn(u64) -> bool) {
+fn sorted(
+    hashes: &[u64],
+    out: &mut [bool],
+    table: &impl BatchTable,
+    contains: &impl Fn(u64) -> bool,
+) {
     let batch = hashes.len().min(SORT_BATCH);
     // A bucket per few queries, and no finer than the table's slots.
     let bucket_bits = batch
@@ -120,7 +155,7 @@ fn sorted(hashes: &[u64], out: &mut [bool], table: &QfTable, contains: &impl Fn(
         .ilog2()
         .saturating_sub(2)
         .clamp(1, MAX_BUCKET_BITS)
-        .min(table.slots.len().max(2).ilog2());
+        .min(table.slot_count().max(2).ilog2());
     let shift = 64 - bucket_bits;
     let mut next = vec![0u32; (1 << bucket_bits) + 1];
     let mut sorted = vec![0u64; batch];
@@ -154,8 +189,8 @@ fn sorted(hashes: &[u64], out: &mut [bool], table: &QfTable, contains: &impl Fn(
     }
 }
 
-/// Prefetches the group of `hash`'s canonical slot.
+/// Prefetches what a lookup of `hash` reads first.
 #[inline]
-fn prefetch_canonical(table: &QfTable, hash: u64) {
-    table.slots.prefetch(table.fingerprint(hash).0);
+fn prefetch_canonical(table: &impl BatchTable, hash: u64) {
+    table.prefetch_quotient(table.split(hash).0);
 }

@@ -184,6 +184,12 @@ impl CountingQf {
         self.update::<true>(hash, |_| 0).map(|(old, _)| old)
     }
 
+    /// Removes up to `n` copies of the hash's fingerprint; returns how many it removed.
+    pub(crate) fn remove_count_hash(&self, hash: u64, n: u64) -> Result<u64, Error> {
+        self.update::<true>(hash, |count| count.saturating_sub(n))
+            .map(|(old, new)| old - new)
+    }
+
     /// Removes every copy of a key; returns how many there were.
     ///
     /// ```
@@ -305,8 +311,27 @@ impl CountingQf {
             .unwrap_or(0)
     }
 
+    /// The count of fingerprint `(quotient, remainder)` ([`Count::count_hash`] after the split).
     #[inline]
-    fn fingerprint(&self, hash: u64) -> (usize, u64) {
+    pub(crate) fn count_fingerprint(&self, quotient: usize, remainder: u64) -> u64 {
+        // The block's metadata and the run's remainders are often on different cache lines (a
+        // block of r = 11 spans 104 bytes, and the run may start in the next block): start all
+        // those misses now, so the walk does not wait for one after the other.
+        self.table.prefetch(quotient);
+        let block = quotient / BLOCK_SLOTS;
+        // The next block is read only if the same version check covers it.
+        let may_read_next =
+            || block + 1 < self.table.blocks() && self.locks.same_region(block, block + 1);
+        if let Some(count) = self.locks.read_in_block(block, || {
+            runs::count_in_block(&self.table, quotient, remainder, may_read_next)
+        }) {
+            return count;
+        }
+        self.count_slow(quotient, remainder)
+    }
+
+    #[inline]
+    pub(crate) fn fingerprint(&self, hash: u64) -> (usize, u64) {
         self.splitter.split(hash)
     }
 
@@ -396,20 +421,7 @@ impl Remove for CountingQf {
 impl Count for CountingQf {
     fn count_hash(&self, hash: u64) -> u64 {
         let (quotient, remainder) = self.fingerprint(hash);
-        // The block's metadata and the run's remainders are often on different cache lines (a
-        // block of r = 11 spans 104 bytes, and the run may start in the next block): start all
-        // those misses now, so the walk does not wait for one after the other.
-        self.table.prefetch(quotient);
-        let block = quotient / BLOCK_SLOTS;
-        // The next block is read only if the same version check covers it.
-        let may_read_next =
-            || block + 1 < self.table.blocks() && self.locks.same_region(block, block + 1);
-        if let Some(count) = self.locks.read_in_block(block, || {
-            runs::count_in_block(&self.table, quotient, remainder, may_read_next)
-        }) {
-            return count;
-        }
-        self.count_slow(quotient, remainder)
+        self.count_fingerprint(quotient, remainder)
     }
 
     /// Adds `n` copies (the count saturates at `u64::MAX`).
