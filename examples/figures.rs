@@ -30,7 +30,9 @@
 //!   `ExpandableQf` without and with cascading inserts start at 1/64 of the scale's slots and
 //!   take 50 segments of 1/32 of them (10 at the quick scale) with the most threads given; per
 //!   segment the insert and lookup throughput and the measured false-positive rate, in rounds
-//!   as `fig2` (every filter's whole run once per round; since 2026-11-26).
+//!   as `fig2` (every filter's whole run once per round; since 2026-11-26). Beside them, the
+//!   growable filters users pick today at the same target, behind a `Mutex`:
+//!   `growable-bloom-filter` and `scalable_cuckoo_filter` (since 2026-11-28).
 //!
 //! * `removes`: removals against threads, which the papers do not plot: Figure 2's table filled
 //!   to 72% untimed, then every key removed once, each thread its own piece; `SequentialQf` and
@@ -62,7 +64,8 @@ use common::cuckoo_lookup::{
 };
 use common::cuckoo_mix::{run_mix_named, MixRun, MixWorkload, MIX_FILTERS, MIX_LOAD};
 use common::fig4::{
-    fig4_filter, fig4_run, Fig4Keys, Fig4Segment, Fig4Size, FIG4_FILTERS, FIG4_FPR,
+    fig4_filter, fig4_peer, fig4_run, Fig4Keys, Fig4Segment, Fig4Size, FIG4_FILTERS, FIG4_FPR,
+    FIG4_PEERS,
 };
 use common::{
     fig2_concurrent, fig2_sequential, items_at, key_hashes, median, parallel,
@@ -1848,7 +1851,8 @@ fn fig4_segments(scale: Scale) -> usize {
     }
 }
 
-/// Figure 4: the three growing filters, segment by segment, with the most threads given.
+/// Figure 4: the three growing filters and the two peers, segment by segment, with the most
+/// threads given.
 fn fig4(options: &Options, report: &mut Report) -> PlotFn {
     let size = Fig4Size::for_quotient_bits(options.quotient_bits, fig4_segments(options.scale));
     let threads = options.threads.iter().copied().max().unwrap_or(1);
@@ -1863,11 +1867,20 @@ fn fig4(options: &Options, report: &mut Report) -> PlotFn {
     // times the median over the rounds; the false-positive rate, failures and memory of a
     // segment are from the last round, keys missed from any.
     let rounds = options.repetitions;
-    let mut runs: Vec<Vec<Vec<Fig4Segment>>> = vec![Vec::new(); FIG4_FILTERS.len()];
-    let mut skipped = [false; FIG4_FILTERS.len()];
+    // Our three filters, then the peers users pick today (each behind a `Mutex`).
+    let names: Vec<&str> = FIG4_FILTERS.into_iter().chain(FIG4_PEERS).collect();
+    let build = |name: &str| {
+        if FIG4_PEERS.contains(&name) {
+            Ok(fig4_peer(name, &size))
+        } else {
+            fig4_filter(name, &size)
+        }
+    };
+    let mut runs: Vec<Vec<Vec<Fig4Segment>>> = vec![Vec::new(); names.len()];
+    let mut skipped = vec![false; names.len()];
     for round in 1..=rounds {
-        for i in round_order(round, FIG4_FILTERS.len()) {
-            let name = FIG4_FILTERS[i];
+        for i in round_order(round, names.len()) {
+            let name = names[i];
             if skipped[i] {
                 continue;
             }
@@ -1876,7 +1889,7 @@ fn fig4(options: &Options, report: &mut Report) -> PlotFn {
                 plural(threads, "thread"),
                 size.segments
             ));
-            match fig4_filter(name, &size) {
+            match build(name) {
                 Ok(filter) => runs[i].push(fig4_run(&*filter, &size, &keys, threads)),
                 Err(error) => {
                     eprintln!("fig4: {name} could not be built: {error}; skipped");
@@ -1885,7 +1898,7 @@ fn fig4(options: &Options, report: &mut Report) -> PlotFn {
             }
         }
     }
-    for (name, runs) in FIG4_FILTERS.into_iter().zip(&runs) {
+    for (&name, runs) in names.iter().zip(&runs) {
         let Some(last) = runs.last() else { continue };
         for (i, segment) in last.iter().enumerate() {
             let missed = runs.iter().map(|run| run[i].missed).max().unwrap_or(0);
@@ -1915,7 +1928,9 @@ fn fig4(options: &Options, report: &mut Report) -> PlotFn {
                     ops_per_sec: per_second(size.segment_keys, time),
                     speedup: None,
                     fpr: (phase == "lookup_negative").then_some(segment.fpr),
-                    bits_per_item: Some(segment.memory as f64 * 8.0 / keys_so_far as f64),
+                    // A peer that does not tell its size reports 0 bytes: shown as "-".
+                    bits_per_item: (segment.memory > 0)
+                        .then(|| segment.memory as f64 * 8.0 / keys_so_far as f64),
                     failed_inserts: (phase == "insert").then_some(segment.failed),
                 });
             }
