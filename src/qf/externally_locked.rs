@@ -141,6 +141,14 @@ impl ExternallyLockedQf {
     /// As [`with_bits`](Self::with_bits), with one lock per `region_slots` slots, rounded up to
     /// a power-of-two number of whole groups (see [`region_slots`](Self::region_slots)).
     ///
+    /// ```
+    /// use conqf::ExternallyLockedQf;
+    /// let filter = ExternallyLockedQf::with_bits_and_region(16, 10, 1024)?;
+    /// assert_eq!(filter.region_slots(), 1024); // 256 groups of four 13-bit slots
+    /// assert!(ExternallyLockedQf::with_bits_and_region(16, 10, 0).is_err());
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
     /// # Errors
     /// As [`SequentialQf::with_bits`], and [`Error::InvalidParameters`] if `region_slots` is 0.
     pub fn with_bits_and_region(
@@ -171,6 +179,15 @@ impl ExternallyLockedQf {
     }
 
     /// [`from_sequential`](Self::from_sequential) with one lock per `region_slots` slots.
+    ///
+    /// ```
+    /// use conqf::{ExternallyLockedQf, Filter, SequentialQf};
+    /// let mut sequential = SequentialQf::with_bits(12, 10)?;
+    /// sequential.insert(&7u64)?;
+    /// let filter = ExternallyLockedQf::from_sequential_with_region(sequential, 256)?;
+    /// assert!(filter.contains(&7u64));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
     ///
     /// # Errors
     /// [`Error::InvalidParameters`] if `region_slots` is 0 or the lock array cannot be

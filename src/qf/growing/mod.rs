@@ -99,6 +99,18 @@ impl GrowableBuilder {
 
     /// How many times the table may double (also never below one remainder bit). After the last
     /// doubling the table fills like a fixed-size one and returns [`Error::Full`] when full.
+    ///
+    /// ```
+    /// use conqf::{Filter, LocallyLockedQf};
+    /// let filter = LocallyLockedQf::growable(100, 0.01).max_doublings(2).build()?;
+    /// let mut k = 0u64;
+    /// while filter.insert(&k).is_ok() {
+    ///     k += 1;
+    /// }
+    /// assert_eq!(filter.doublings(), 2);
+    /// assert!((0..k).all(|key| filter.contains(&key))); // a `Full` keeps what it had
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
     pub fn max_doublings(mut self, max_doublings: u32) -> Self {
         self.max_doublings = max_doublings;
         self
@@ -106,6 +118,13 @@ impl GrowableBuilder {
 
     /// Old slots per block of the migration (default 4096): each helping thread claims one
     /// block at a time. At least 1.
+    ///
+    /// ```
+    /// use conqf::LocallyLockedQf;
+    /// let builder = LocallyLockedQf::growable(1000, 0.01);
+    /// assert!(builder.clone().migration_block_slots(512).build().is_ok());
+    /// assert!(builder.migration_block_slots(0).build().is_err());
+    /// ```
     pub fn migration_block_slots(mut self, slots: usize) -> Self {
         self.block_slots = slots;
         self
