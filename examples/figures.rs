@@ -2412,9 +2412,9 @@ mod tests {
                 assert_eq!(row.speedup, Some(1.0));
             }
         }
-        // Figure 4: every filter, every segment, every phase, at the most threads given; an
-        // FPR with every unsuccessful-lookup row.
-        for filter in FIG4_FILTERS {
+        // Figure 4: every filter and peer, every segment, every phase, at the most threads
+        // given; an FPR with every unsuccessful-lookup row.
+        for filter in FIG4_FILTERS.into_iter().chain(FIG4_PEERS) {
             for phase in FIG2_PHASES {
                 let segments: Vec<&str> = parsed
                     .iter()
@@ -2443,7 +2443,11 @@ mod tests {
                         || LOOKUP_FILTERS.contains(&cells[1])
                         || cells[1] == "limit"
                 }
-                "fig4" => FIG4_FILTERS.contains(&cells[1]) || cells[1] == "limit",
+                "fig4" => {
+                    FIG4_FILTERS.contains(&cells[1])
+                        || FIG4_PEERS.contains(&cells[1])
+                        || cells[1] == "limit"
+                }
                 _ => false,
             };
             assert!(known, "{cells:?}");
@@ -2462,7 +2466,11 @@ mod tests {
             .chain(FIG2_CONCURRENT.iter().map(|filter| filter.to_string()))
             .collect();
         let fig3_labels: Vec<String> = FIG3.iter().map(|(filter, _)| filter.to_string()).collect();
-        let fig4_labels: Vec<String> = FIG4_FILTERS.iter().map(|f| f.to_string()).collect();
+        let fig4_labels: Vec<String> = FIG4_FILTERS
+            .iter()
+            .chain(&FIG4_PEERS)
+            .map(|f| f.to_string())
+            .collect();
         let [fig2_svg, fig3_svg, fig4_svg, cuckoo_svg] = &svgs[..] else {
             panic!("four plots, one per figure");
         };
