@@ -293,3 +293,73 @@ fn two_bit_large_table_at_seventy_percent() {
     // 2^16 canonical slots filled to ~70% with random quotients: mostly lock-free fast paths.
     hammer(two_bit, 16, 10, 1 << 16, 15_000, 1_000, 3, 3);
 }
+
+#[test]
+fn concurrent_batch_writes_from_several_threads() {
+    // `insert_batch_concurrent`, then `remove_batch_concurrent`, from four threads at once, in
+    // batches of 64, on a table of 2^12 slots filled to about 70%: every thread's own keys, and
+    // shared keys that every thread inserts and then removes (exactly one insert and one removal
+    // of each may count). The two phases are two scopes, so no removal meets a later insert.
+    let (q, r, threads, per_thread, shared) = (12, 10, 4, 600, 400);
+    for round in 0..10u64 {
+        let filter = locally_locked(q, r);
+        let all = distinct_hashes(q, r, 1 << q, threads * per_thread + shared, 300 + round);
+        let (own, common_keys) = all.split_at(threads * per_thread);
+        let mine = |t: usize| &own[t * per_thread..(t + 1) * per_thread];
+        let shuffled = |keys: Vec<u64>, t: usize| {
+            let mut keys = keys;
+            keys.shuffle(&mut rand::rngs::StdRng::seed_from_u64(
+                round * 10 + t as u64,
+            ));
+            keys
+        };
+        let (stored, removed) = (AtomicUsize::new(0), AtomicUsize::new(0));
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let (filter, stored) = (&filter, &stored);
+                let keys = shuffled(mine(t).iter().chain(common_keys).copied().collect(), t);
+                s.spawn(move || {
+                    for batch in keys.chunks(64) {
+                        let new = filter.insert_batch_concurrent(batch).unwrap();
+                        stored.fetch_add(new, Ordering::Relaxed);
+                        assert!(batch.iter().all(|&k| filter.contains_hash(k)));
+                    }
+                });
+            }
+        });
+        assert_eq!(
+            stored.load(Ordering::Relaxed),
+            threads * per_thread + shared
+        );
+        std::thread::scope(|s| {
+            for t in 0..threads {
+                let (filter, removed) = (&filter, &removed);
+                // The even-indexed own keys and every shared key leave.
+                let own_leaving = mine(t).iter().step_by(2).copied();
+                let keys = shuffled(own_leaving.chain(common_keys.iter().copied()).collect(), t);
+                s.spawn(move || {
+                    for batch in keys.chunks(64) {
+                        let gone = filter.remove_batch_concurrent(batch).unwrap();
+                        removed.fetch_add(gone, Ordering::Relaxed);
+                    }
+                    for (i, &k) in mine(t).iter().enumerate() {
+                        assert_eq!(filter.contains_without_misread(k), i % 2 == 1, "key {i}");
+                    }
+                });
+            }
+        });
+        assert_eq!(
+            removed.load(Ordering::Relaxed),
+            threads * per_thread.div_ceil(2) + shared
+        );
+        filter.check().unwrap();
+        let mut expected: Vec<Fingerprint> = own
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| (i % per_thread) % 2 == 1)
+            .map(|(_, &h)| LocallyLockedQf::fingerprint(h, q, r))
+            .collect();
+        expected.sort_unstable();
+        assert_eq!(UnderTest::fingerprints(&filter), expected);
+    }
+}

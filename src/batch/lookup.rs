@@ -134,6 +134,29 @@ fn prefetched(
     }
 }
 
+/// Runs `op` on each hash in order on the calling thread, first prefetching what the operation
+/// of the hash [`PREFETCH_DISTANCE`] places ahead reads first, so the cache misses of
+/// consecutive operations overlap (the batch writes of a concurrent filter: each write's
+/// read-modify-write otherwise waits for its own miss before the next one can start). Returns
+/// how many `op`s returned `Ok(true)`; stops at the first error.
+pub(crate) fn each_prefetched(
+    table: &impl BatchTable,
+    hashes: &[u64],
+    mut op: impl FnMut(u64) -> Result<bool, Error>,
+) -> Result<usize, Error> {
+    for &hash in hashes.iter().take(PREFETCH_DISTANCE) {
+        prefetch_canonical(table, hash);
+    }
+    let mut count = 0;
+    for (i, &hash) in hashes.iter().enumerate() {
+        if let Some(&ahead) = hashes.get(i + PREFETCH_DISTANCE) {
+            prefetch_canonical(table, ahead);
+        }
+        count += usize::from(op(hash)?);
+    }
+    Ok(count)
+}
+
 /// Queries a sorted chunk takes at a time: their answers (and the partition's two arrays)
 /// stay in the L2 cache, so writing the answers back in the caller's order costs no misses,
 /// and the arrays are allocated once per chunk.

@@ -150,6 +150,44 @@ proptest! {
     }
 
     #[test]
+    fn concurrent_batch_writes_equal_one_by_one_writes((q, r, hashes) in workload(), seed: u64) {
+        // One thread: the same table as the one-by-one operations, up to the first `Full`.
+        let mut expected = SequentialQf::with_bits(q, r).unwrap();
+        let filter = crate::LocallyLockedQf::with_bits(q, r).unwrap();
+        let mut stored = 0;
+        let mut full_at = None;
+        for (i, &hash) in hashes.iter().enumerate() {
+            match expected.insert_hash(hash) {
+                Ok(new) => stored += usize::from(new),
+                Err(Error::Full) => {
+                    full_at = Some(i);
+                    break;
+                }
+                Err(other) => return Err(TestCaseError::fail(other.to_string())),
+            }
+        }
+        let batch = filter.insert_batch_concurrent(&hashes);
+        match full_at {
+            None => prop_assert_eq!(batch, Ok(stored)),
+            Some(_) => prop_assert_eq!(batch, Err(Error::Full)),
+        }
+        let expected = crate::LocallyLockedQf::from_sequential(expected);
+        let same = |a: &crate::LocallyLockedQf, b: &crate::LocallyLockedQf| {
+            a.fingerprints().collect::<Vec<_>>() == b.fingerprints().collect::<Vec<_>>()
+        };
+        prop_assert!(same(&filter, &expected));
+        let mut gone: Vec<u64> = hashes.iter().step_by(2).copied().collect();
+        gone.extend((0..hashes.len() as u64 / 4).map(|i| crate::hash::remix(seed ^ i)));
+        let removed_each = gone
+            .iter()
+            .filter(|&&h| crate::Remove::remove_hash(&expected, h).unwrap())
+            .count();
+        prop_assert_eq!(filter.remove_batch_concurrent(&gone), Ok(removed_each));
+        prop_assert!(same(&filter, &expected));
+        filter.check_invariants().map_err(TestCaseError::fail)?;
+    }
+
+    #[test]
     fn contains_batch_equals_contains((q, r, hashes) in workload(), seed: u64) {
         let mut filter = SequentialQf::with_bits(q, r).unwrap();
         let _ = insert_each(&mut filter, &hashes);
