@@ -7,8 +7,8 @@ use proptest::prelude::*;
 use crate::filter::{Count, Error, Filter, Merge, Remove};
 use crate::qf::counting::CountingQf;
 
-use super::tests::workload;
-use super::{BatchInsert, BatchLookup, BuildMethod};
+use super::tests::{batch_lookups_equal_lookups, workload};
+use super::{BatchInsert, BuildMethod};
 
 /// One-by-one inserts; `Err(Full)` if any insert found no room.
 fn insert_each(filter: &CountingQf, hashes: &[u64]) -> Result<usize, Error> {
@@ -130,20 +130,12 @@ proptest! {
         let Ok(filter) = CountingQf::bulk_build(q, r.max(2), &hashes, BuildMethod::default()) else {
             return Ok(());
         };
-        let mut queries: Vec<u64> = hashes.clone();
-        queries.extend((0..200u64).map(|i| crate::hash::remix(seed ^ i)));
-        for order in [BatchLookup::Auto, BatchLookup::Prefetch, BatchLookup::Sorted] {
-            let mut found = vec![false; queries.len()];
-            filter.contains_batch_with(&queries, &mut found, order).unwrap();
-            for (&query, &answer) in queries.iter().zip(&found) {
-                prop_assert_eq!(answer, filter.contains_hash(query), "{:?}", order);
-            }
-        }
-        let mut short = vec![false; queries.len().saturating_sub(1)];
-        prop_assert!(matches!(
-            filter.contains_batch(&queries, &mut short),
-            Err(Error::InvalidParameters(_))
-        ) || queries.len() <= 1);
+        batch_lookups_equal_lookups(
+            &hashes,
+            seed,
+            |queries, found, order| filter.contains_batch_with(queries, found, order),
+            |query| filter.contains_hash(query),
+        )?;
     }
 
     #[test]

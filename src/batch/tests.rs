@@ -191,16 +191,43 @@ proptest! {
     fn contains_batch_equals_contains((q, r, hashes) in workload(), seed: u64) {
         let mut filter = SequentialQf::with_bits(q, r).unwrap();
         let _ = insert_each(&mut filter, &hashes);
-        let mut queries: Vec<u64> = hashes.clone();
-        queries.extend((0..200u64).map(|i| crate::hash::remix(seed ^ i)));
-        for order in [BatchLookup::Auto, BatchLookup::Prefetch, BatchLookup::Sorted] {
-            let mut found = vec![false; queries.len()];
-            filter.contains_batch_with(&queries, &mut found, order).unwrap();
-            for (&query, &answer) in queries.iter().zip(&found) {
-                prop_assert_eq!(answer, filter.contains_hash(query), "{:?}", order);
-            }
+        batch_lookups_equal_lookups(
+            &hashes,
+            seed,
+            |queries, found, order| filter.contains_batch_with(queries, found, order),
+            |query| filter.contains_hash(query),
+        )?;
+    }
+}
+
+/// Asks `batch` (a filter's `contains_batch_with`) about `stored` and 200 hashes drawn from
+/// `seed`, in every [`BatchLookup`] order, and compares every answer with `contains`; a batch
+/// with one answer too few must be refused.
+pub(super) fn batch_lookups_equal_lookups(
+    stored: &[u64],
+    seed: u64,
+    batch: impl Fn(&[u64], &mut [bool], BatchLookup) -> Result<(), Error>,
+    contains: impl Fn(u64) -> bool,
+) -> Result<(), TestCaseError> {
+    let mut queries = stored.to_vec();
+    queries.extend((0..200u64).map(|i| crate::hash::remix(seed ^ i)));
+    for order in [
+        BatchLookup::Auto,
+        BatchLookup::Prefetch,
+        BatchLookup::Sorted,
+    ] {
+        let mut found = vec![false; queries.len()];
+        batch(&queries, &mut found, order).unwrap();
+        for (&query, &answer) in queries.iter().zip(&found) {
+            prop_assert_eq!(answer, contains(query), "{:?}", order);
         }
     }
+    let mut short = vec![false; queries.len() - 1];
+    prop_assert!(matches!(
+        batch(&queries, &mut short, BatchLookup::Auto),
+        Err(Error::InvalidParameters(_))
+    ));
+    Ok(())
 }
 
 /// The raw slots of the table a build without dedupe must give for `hashes`, computed apart
