@@ -2,12 +2,14 @@
 //! keys never inserted and keys inserted, with 1, 2, ... threads; throughput per element.
 //!
 //! `SequentialQf` called directly on one thread is the baseline every speedup is measured
-//! against. The concurrent part is written once, generically over `conqf::Filter`
+//! against; `qfilter` (one remainder bit more, the same false-positive rate) runs the same way
+//! beside it. The concurrent part is written once, generically over `conqf::Filter`
 //! ([`concurrent`]), so each concurrent filter joins with one line in [`benches`]:
-//! `SequentialQf` behind a global `Mutex`, `LocallyLockedQf`, `TwoBitQf`, `LinearProbingQf` (the paper's
-//! r = 10 + 3 bits, its load cap raised to the figure's 72%), `AtomicBloomFilter` and the
-//! `fastbloom` crate's atomic Bloom filter (both with the r = 10 table's memory and 4 hash
-//! functions, as paper 000 §5). The random-read limit is measured at every thread count too.
+//! `SequentialQf` and `qfilter` behind a global `Mutex`, `LocallyLockedQf`,
+//! `ExternallyLockedQf`, `TwoBitQf`, `CountingQf`, `LinearProbingQf` (the paper's r = 10 + 3
+//! bits, its load cap raised to the figure's 72%), `AtomicBloomFilter` and the `fastbloom`
+//! crate's atomic Bloom filter (both with the r = 10 table's memory and 4 hash functions, as
+//! paper 000 §5). The random-read limit is measured at every thread count too.
 //! The group `fig2/remove` times the removal of every inserted key (the workload of
 //! `benches/common/removes.rs`, the figures runner's `removes`) for this file's filters that
 //! remove.
@@ -26,8 +28,8 @@ use std::time::{Duration, Instant};
 use common::removes::{removes_concurrent, removes_sequential};
 use common::{
     count_hits, insert_all, items_at, key_hashes, parallel, parallel_random_reads, piece,
-    table_count_hits, table_insert_all, thread_counts, FastBloom, Locked, ReadArray, Scale,
-    FIG2_FILL, REMAINDER_BITS,
+    qfilter_like, table_count_hits, table_insert_all, thread_counts, FastBloom, Locked, ReadArray,
+    Scale, SeqTable, FIG2_FILL, REMAINDER_BITS,
 };
 use conqf::{
     AtomicBloomFilter, CountingQf, Error, ExternallyLockedQf, Filter, LinearProbingQf,
@@ -60,15 +62,15 @@ fn group<'a>(
     group
 }
 
-/// The baseline: `SequentialQf` on one thread, called directly (no lock, no spawned thread).
-fn sequential_baseline(c: &mut Criterion, setup: &Setup) {
-    let new = || SequentialQf::with_bits(setup.quotient_bits, REMAINDER_BITS).expect("valid");
+/// A table on one thread, called directly (no lock, no spawned thread): `SequentialQf`, the
+/// baseline, and `qfilter`, the rank-select filter users pick today. `make` builds it empty.
+fn sequential<T: SeqTable>(c: &mut Criterion, setup: &Setup, name: &str, make: impl Fn() -> T) {
     let mut g = group(c, "insert", setup.positives.len());
-    g.bench_function(BenchmarkId::new("SequentialQf", 1), |b| {
+    g.bench_function(BenchmarkId::new(name, 1), |b| {
         b.iter_custom(|iters| {
             let mut total = Duration::ZERO;
             for _ in 0..iters {
-                let mut filter = new();
+                let mut filter = make();
                 let start = Instant::now();
                 black_box(table_insert_all(&mut filter, &setup.positives));
                 total += start.elapsed();
@@ -78,14 +80,14 @@ fn sequential_baseline(c: &mut Criterion, setup: &Setup) {
     });
     g.finish();
 
-    let mut filter = new();
+    let mut filter = make();
     assert_eq!(table_insert_all(&mut filter, &setup.positives), 0);
     for (phase, hashes) in [
         ("lookup_negative", &setup.negatives),
         ("lookup_positive", &setup.positives),
     ] {
         let mut g = group(c, phase, hashes.len());
-        g.bench_function(BenchmarkId::new("SequentialQf", 1), |b| {
+        g.bench_function(BenchmarkId::new(name, 1), |b| {
             b.iter(|| table_count_hits(&filter, hashes))
         });
         g.finish();
@@ -242,7 +244,11 @@ fn benches(c: &mut Criterion) {
         setup.threads
     );
 
-    sequential_baseline(c, &setup);
+    sequential(c, &setup, "SequentialQf", || {
+        SequentialQf::with_bits(q, r).expect("valid")
+    });
+    // `qfilter` with one remainder bit more (`qfilter_like`: the same false-positive rate).
+    sequential(c, &setup, "qfilter", || qfilter_like(q, r));
 
     // The Bloom filters get the memory of the r = 10 quotient filter and 4 hash functions.
     let bytes = SequentialQf::with_bits(q, r).expect("valid").memory_bytes();
@@ -250,6 +256,9 @@ fn benches(c: &mut Criterion) {
     // The concurrent filters: one line each.
     concurrent(c, &setup, "SequentialQf+Mutex", || {
         SequentialQf::with_bits(q, r).map(Locked::new)
+    });
+    concurrent(c, &setup, "qfilter+Mutex", || {
+        Ok(Locked::new(qfilter_like(q, r)))
     });
     concurrent(c, &setup, "LocallyLockedQf", || {
         LocallyLockedQf::with_bits(q, r)
