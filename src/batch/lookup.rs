@@ -13,6 +13,8 @@
 //! Each thread takes one contiguous chunk of the batch (and of the answers), so no two threads
 //! write the same answer.
 
+use std::convert::Infallible;
+
 use crate::filter::Error;
 use crate::qf::table::QfTable;
 
@@ -116,6 +118,26 @@ pub(crate) fn contains_batch<T: BatchTable>(
     Ok(())
 }
 
+/// Calls `visit(i, hashes[i])` for every hash in order, first prefetching what the operation on
+/// the hash [`PREFETCH_DISTANCE`] places ahead reads first, so up to a window of cache misses
+/// are in flight at once. Stops at the first error.
+fn try_each_prefetching<E>(
+    table: &impl BatchTable,
+    hashes: &[u64],
+    mut visit: impl FnMut(usize, u64) -> Result<(), E>,
+) -> Result<(), E> {
+    for &hash in hashes.iter().take(PREFETCH_DISTANCE) {
+        prefetch_canonical(table, hash);
+    }
+    for (i, &hash) in hashes.iter().enumerate() {
+        if let Some(&ahead) = hashes.get(i + PREFETCH_DISTANCE) {
+            prefetch_canonical(table, ahead);
+        }
+        visit(i, hash)?;
+    }
+    Ok(())
+}
+
 /// One chunk in the caller's order, prefetching the canonical group of `hashes[i + window]`.
 fn prefetched(
     hashes: &[u64],
@@ -123,15 +145,11 @@ fn prefetched(
     table: &impl BatchTable,
     contains: &impl Fn(u64) -> bool,
 ) {
-    for &hash in hashes.iter().take(PREFETCH_DISTANCE) {
-        prefetch_canonical(table, hash);
-    }
-    for (i, answer) in out.iter_mut().enumerate() {
-        if let Some(&ahead) = hashes.get(i + PREFETCH_DISTANCE) {
-            prefetch_canonical(table, ahead);
-        }
-        *answer = contains(hashes[i]);
-    }
+    let answered = try_each_prefetching(table, hashes, |i, hash| {
+        out[i] = contains(hash);
+        Ok::<(), Infallible>(())
+    });
+    let Ok(()) = answered;
 }
 
 /// Runs `op` on each hash in order on the calling thread, first prefetching what the operation
@@ -144,16 +162,11 @@ pub(crate) fn each_prefetched(
     hashes: &[u64],
     mut op: impl FnMut(u64) -> Result<bool, Error>,
 ) -> Result<usize, Error> {
-    for &hash in hashes.iter().take(PREFETCH_DISTANCE) {
-        prefetch_canonical(table, hash);
-    }
     let mut count = 0;
-    for (i, &hash) in hashes.iter().enumerate() {
-        if let Some(&ahead) = hashes.get(i + PREFETCH_DISTANCE) {
-            prefetch_canonical(table, ahead);
-        }
+    try_each_prefetching(table, hashes, |_, hash| {
         count += usize::from(op(hash)?);
-    }
+        Ok::<(), Error>(())
+    })?;
     Ok(count)
 }
 
@@ -199,16 +212,11 @@ fn sorted(
             position[at] = i as u32;
             next[bucket] += 1;
         }
-        let sorted = &sorted[..hashes.len()];
-        for &hash in sorted.iter().take(PREFETCH_DISTANCE) {
-            prefetch_canonical(table, hash);
-        }
-        for (j, (&hash, &i)) in sorted.iter().zip(&position).enumerate() {
-            if let Some(&ahead) = sorted.get(j + PREFETCH_DISTANCE) {
-                prefetch_canonical(table, ahead);
-            }
-            out[i as usize] = contains(hash);
-        }
+        let answered = try_each_prefetching(table, &sorted[..hashes.len()], |j, hash| {
+            out[position[j] as usize] = contains(hash);
+            Ok::<(), Infallible>(())
+        });
+        let Ok(()) = answered;
     }
 }
 

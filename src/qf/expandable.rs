@@ -29,7 +29,7 @@
 //! capacity with a tiny bound (`new(1000, 1e-9)` has `k_0 = 42`, so level 11, of `2^22` slots,
 //! is the last one whose fingerprint grows). From there on each new level is *capped*: it still
 //! doubles, but keeps 64-bit fingerprints (one remainder bit fewer than the level before), so
-//! the filter keeps taking keys until memory runs out (or level 32, or `2^40` slots, whichever
+//! the filter keeps taking keys until memory runs out (or 32 levels, or `2^40` slots, whichever
 //! comes first; then inserts return [`Error::Full`]). A capped level holding `n_i` keys adds
 //! `n_i 2^-64` to the rate instead of a halving share, so with `N` keys in capped levels the
 //! rate is below `p̄ + N 2^-64` (`p̄ + 5.4e-10` at ten billion keys), and
