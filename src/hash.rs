@@ -232,7 +232,8 @@ impl Fingerprint {
     /// 2-status-bit and linear-probing filters need (their empty slot is remainder 0).
     ///
     /// The result is a pure function of the hash. After 64 unlucky rounds (probability
-    /// `2^-(64 r)`) the remainder is forced to 1, so the loop always ends. With
+    /// `2^-(64 r)` while `q + r <= 64`; always when `q >= 64` leaves the remainder no hash bits)
+    /// the remainder is forced to 1, so the loop always ends. With
     /// `remainder_bits == 0` no remainder is non-zero: the result is then `split`'s (remainder
     /// 0), as no filter splits that way.
     ///

@@ -232,6 +232,10 @@ impl ExpandableQf {
             return Err(corrupt("reserved parameter is not zero"));
         }
         sizing::check_bits(q0, r0, STATUS_BITS, 1).map_err(bad_parameters)?;
+        if !ExpandableQf::fingerprints_grow_to_64_bits((q0, r0)) {
+            // No constructor makes these (their levels would leave the bound).
+            return Err(corrupt(format!("level 0 of ({q0}, {r0}) bits")));
+        }
         if !(1..=MAX_LEVELS).contains(&count) {
             return Err(corrupt(format!("{count} levels")));
         }

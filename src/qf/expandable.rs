@@ -28,7 +28,9 @@
 //! would not fit. For most bounds that level is far beyond any memory, but not for a small
 //! capacity with a tiny bound (`new(1000, 1e-9)` has `k_0 = 42`, so level 11, of `2^22` slots,
 //! is the last one whose fingerprint grows). From there on each new level is *capped*: it still
-//! doubles, but keeps 64-bit fingerprints (one remainder bit fewer than the level before), so
+//! doubles, but keeps 64-bit fingerprints (its quotient takes one bit more, its remainder one
+//! fewer, than the capped level before it; the constructor refuses the few tiny-bound
+//! parameters whose remainders would outgrow a slot before the fingerprints reach 64 bits), so
 //! the filter keeps taking keys until memory runs out (or 32 levels, or `2^40` slots, whichever
 //! comes first; then inserts return [`Error::Full`]). A capped level holding `n_i` keys adds
 //! `n_i 2^-64` to the rate instead of a halving share, so with `N` keys in capped levels the
@@ -171,12 +173,10 @@ impl ExpandableBuilder {
                     self.fpr_bound
                 ))
             })?;
-        // A filter whose second level could not have the paper's fingerprint would leave the
-        // bound after a few keys (module doc, capped levels).
-        if !ExpandableQf::is_uncapped((q0, r0), 1) {
+        if !ExpandableQf::fingerprints_grow_to_64_bits((q0, r0)) {
             return Err(Error::InvalidParameters(format!(
                 "false-positive bound {} needs {r0} remainder bits at {q0} quotient bits, which \
-                 leaves no room in a 64-bit hash for a second level",
+                 leaves no room in a 64-bit hash for the longer fingerprints of later levels",
                 self.fpr_bound
             )));
         }
@@ -388,6 +388,23 @@ impl ExpandableQf {
     fn is_uncapped((q0, r0): (u32, u32), level: usize) -> bool {
         Self::level_shape((q0, r0), level, 0)
             .is_some_and(|(q, r, _)| q + r == q0 + r0 + 2 * level as u32)
+    }
+
+    /// Whether levels built from `(q_0, r_0)` keep Theorem 2's bound until their fingerprints
+    /// fill the hash: level 1's fingerprint is two bits longer than level 0's, and so is every
+    /// later one's while it fits 64 bits (and its slots can be addressed). Otherwise the bound
+    /// fails after a few keys: a level whose remainder would pass 58 bits (then its slots could
+    /// not start at 1/8 of its size) would get a fingerprint of fewer bits, and a rate share
+    /// above its half of the last. The constructor and the decoder refuse such parameters; past
+    /// them, every capped level has 64-bit fingerprints (module doc).
+    pub(crate) fn fingerprints_grow_to_64_bits((q0, r0): (u32, u32)) -> bool {
+        let fits = |level: usize| {
+            q0 + r0 + 2 * level as u32 <= 64 && q0 + level as u32 <= sizing::MAX_QUOTIENT_BITS
+        };
+        q0 + r0 + 2 <= 64
+            && (1..MAX_LEVELS)
+                .take_while(|&level| fits(level))
+                .all(|level| Self::is_uncapped((q0, r0), level))
     }
 
     /// How many levels exist.
@@ -794,6 +811,38 @@ mod tests {
         assert!((0..keys).all(|key| filter.contains(&key)));
         assert!(filter.false_positive_rate() < bound + keys as f64 * (-64f64).exp2());
         filter.check_invariants().unwrap();
+    }
+
+    /// For every level-0 shape the constructor accepts, every level's fingerprint is two bits
+    /// longer than the one before until it reaches 64 bits, and exactly 64 bits after that: the
+    /// premise of the rate bound in the module doc. A review found `new(1, 1.05e-17)` (`r_0 =
+    /// 57`) with levels of 61 to 63 bits between; it is refused now.
+    #[test]
+    fn accepted_shapes_grow_their_fingerprints_to_exactly_64_bits() {
+        let mut accepted = 0;
+        use crate::qf::slot::STATUS_BITS;
+        use crate::sizing::MAX_QUOTIENT_BITS;
+        for q0 in 1..=MAX_QUOTIENT_BITS {
+            for r0 in 1..=61u32.min(64 - q0) {
+                if !ExpandableQf::fingerprints_grow_to_64_bits((q0, r0)) {
+                    continue;
+                }
+                accepted += 1;
+                for level in 1..super::MAX_LEVELS {
+                    let Some((q, r, d)) = ExpandableQf::level_shape((q0, r0), level, 0) else {
+                        break;
+                    };
+                    let expected = (q0 + r0 + 2 * level as u32).min(64);
+                    assert_eq!(q + r, expected, "q0 {q0}, r0 {r0}, level {level}");
+                    assert!(r + STATUS_BITS <= 64 && (1..=MAX_QUOTIENT_BITS).contains(&(q + d)));
+                }
+            }
+        }
+        assert!(accepted > 1000, "{accepted}");
+        assert!(matches!(
+            ExpandableQf::new(1, 1.05e-17),
+            Err(crate::Error::InvalidParameters(_))
+        ));
     }
 
     /// Lower levels get sealed for lock-free reads once the grace period after the next level's
