@@ -290,10 +290,10 @@ impl CountingQf {
 
 impl CountingQf {
     /// Removes one copy per hash (a hash named `k` times removes up to `k` copies), in table
-    /// order; returns how many copies it removed. Takes `&self`: the removals are the one-by-one
-    /// [`remove_hash`](crate::Remove::remove_hash)es of the sorted batch, with their locks and
-    /// guarantees, as this layout has no supercluster deletes here (see
-    /// [`insert_batch_with`](Self::insert_batch_with)).
+    /// order; returns how many copies it removed. Takes `&self`: each distinct fingerprint of
+    /// the sorted batch loses its copies in one update, under the locks and with the guarantees
+    /// of [`remove_hash`](crate::Remove::remove_hash), as this layout has no supercluster
+    /// deletes here (see [`insert_batch_with`](Self::insert_batch_with)).
     ///
     /// ```
     /// use conqf::{Count, CountingQf, Filter};
