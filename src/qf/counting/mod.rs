@@ -181,7 +181,7 @@ impl CountingQf {
     /// # Errors
     /// None today; the `Result` matches [`Remove::remove_hash`].
     pub fn remove_all_hash(&self, hash: u64) -> Result<u64, Error> {
-        self.update::<true>(hash, |_| 0).map(|(old, _)| old)
+        self.remove_count_hash(hash, u64::MAX)
     }
 
     /// Removes up to `n` copies of the hash's fingerprint; returns how many it removed.
