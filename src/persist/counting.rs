@@ -1,6 +1,6 @@
 //! Persistence of [`CountingQf`], the rank-and-select counting quotient filter (paper 004
 //! §III-B, paper 000 §2.2), and [`CountingQfRef`], a read-only filter over borrowed bytes that
-//! answers [`count`](CountingQfRef::count) with the filter's own lookup (`runs::count` through a
+//! answers [`count`](CountingQfRef::count) with the filter's own lookup (`lookup::count` through a
 //! [`View`] of the little-endian words, [`LeBlocks`]).
 //!
 //! Parameters: `q`, `r`, blocks per region lock. Payload: every block's `2 + r` words
@@ -23,7 +23,7 @@ use std::io::{Read, Write};
 use crate::filter::Error;
 use crate::hash::{hash_key, Fingerprint};
 use crate::qf::counting::blocks::{BlockSource, LeBlocks, View, BLOCK_SLOTS};
-use crate::qf::counting::runs;
+use crate::qf::counting::lookup;
 use crate::qf::counting::CountingQf;
 use crate::sizing;
 
@@ -217,7 +217,7 @@ impl<'a> CountingQfRef<'a> {
         );
         let view = View::new(&self.decoded.table);
         // A validated table is consistent, so the lookup never reports a fault.
-        runs::count(&view, f.quotient as usize, f.remainder).unwrap_or(0)
+        lookup::count(&view, f.quotient as usize, f.remainder).unwrap_or(0)
     }
 
     /// How many copies of a key are stored (never fewer than inserted), as

@@ -384,7 +384,7 @@ fn packed_bits(i: usize, r: u32, load: impl Fn(usize) -> u64) -> u64 {
 }
 
 /// One block's words, read without recording a reach: for the lookup's fast path
-/// (`runs::count_in_block`), which reads nothing outside the block, so its reach is known.
+/// (`lookup::count_in_block`), which reads nothing outside the block, so its reach is known.
 pub(crate) struct BlockReader<'a, S: BlockSource> {
     table: &'a S,
     block: usize,
@@ -567,7 +567,7 @@ impl<'a> View<'a, Blocks> {
 
 /// One block of a live table, read and written in place without recording a reach: the
 /// word-level steps every write of a [`View`] is made of, and the whole of a change that stays
-/// inside one block (`runs::update_in_block`), whose reach is that block.
+/// inside one block (`update::update_in_block`), whose reach is that block.
 ///
 /// All accesses are `Relaxed`: only the holder of the block's region writes it (see `locks`),
 /// or the owner of `&mut` to the filter.

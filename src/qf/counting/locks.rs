@@ -11,7 +11,7 @@
 //!
 //! An operation on quotient `Q` locks the region of `Q`'s block. A change that stays inside
 //! that block (the common insert or removal in a table that is not crowded) it makes at once,
-//! reading and writing that block alone (`runs::update_in_block`). Any other change runs its walk
+//! reading and writing that block alone (`update::update_in_block`). Any other change runs its walk
 //! (`runs`) through a [`View`] that records the lowest and highest block it touched outside the
 //! held regions. If it touched none, everything it read is stable and it may write (a write
 //! touches only blocks its plan touched). Otherwise it discards what it read and locks more:

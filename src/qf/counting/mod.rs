@@ -5,7 +5,9 @@
 //! * [`blocks`]: blocks of 64 slots (`occupieds`, `runends`, 64 packed remainders) and their
 //!   8-bit offsets; the [`View`] that records which blocks an operation touched.
 //! * [`counter_code`]: how a remainder and its count are stored in consecutive slots.
-//! * [`runs`]: finding runs by rank and select, and changing one fingerprint's count.
+//! * [`runs`]: finding runs by rank and select.
+//! * [`lookup`]: the count stored for a fingerprint.
+//! * [`update`]: changing one fingerprint's count.
 //! * [`locks`]: the region locks and the protocol that runs an operation under them.
 //! * [`check`]: the invariant checker for tests.
 //! * this file: the public filter.
@@ -15,7 +17,9 @@ mod check;
 pub(crate) mod counter_code;
 mod empty_slot;
 pub(crate) mod locks;
+pub(crate) mod lookup;
 pub(crate) mod runs;
+mod update;
 
 use std::cell::Cell;
 use std::hash::Hash;
@@ -261,12 +265,12 @@ impl CountingQf {
             let quotient = (fingerprint.quotient << 1) | (fingerprint.remainder >> (r - 1));
             let remainder = fingerprint.remainder & low_mask(r - 1);
             let view = View::new(&grown.table);
-            let plan = runs::plan(&view, quotient as usize, remainder, |old| old + count, None)
+            let plan = update::plan(&view, quotient as usize, remainder, |old| old + count, None)
                 .map_err(|fault| match fault {
-                    Fault::Full => Error::Full,
-                    Fault::Inconsistent => Error::Corrupt("inconsistent table".into()),
-                })?;
-            runs::apply(&view, &plan);
+                Fault::Full => Error::Full,
+                Fault::Inconsistent => Error::Corrupt("inconsistent table".into()),
+            })?;
+            update::apply(&view, &plan);
             grown
                 .locks
                 .account(quotient as usize / BLOCK_SLOTS, 0, count);
@@ -306,7 +310,7 @@ impl CountingQf {
     fn count_slow(&self, quotient: usize, remainder: u64) -> u64 {
         self.locks
             .read(&self.table, quotient / BLOCK_SLOTS, |view| {
-                runs::count(view, quotient, remainder)
+                lookup::count(view, quotient, remainder)
             })
             .unwrap_or(0)
     }
@@ -323,7 +327,7 @@ impl CountingQf {
         let may_read_next =
             || block + 1 < self.table.blocks() && self.locks.same_region(block, block + 1);
         if let Some(count) = self.locks.read_in_block(block, || {
-            runs::count_in_block(&self.table, quotient, remainder, may_read_next)
+            lookup::count_in_block(&self.table, quotient, remainder, may_read_next)
         }) {
             return count;
         }
@@ -337,7 +341,7 @@ impl CountingQf {
 
     /// Sets the count of the hash's fingerprint from `c` to `new_count(c)` under the region
     /// locks; returns `(c, new_count(c))`. `SHRINKS`: whether `new_count` may lower a count
-    /// (see [`runs::update_in_block`]).
+    /// (see [`update::update_in_block`]).
     #[inline]
     fn update<const SHRINKS: bool>(
         &self,
@@ -354,7 +358,7 @@ impl CountingQf {
         let located = Cell::new(None);
         let in_block = |held: &locks::Held<'_>| {
             // The first region taken is the quotient's block's.
-            match runs::update_in_block::<SHRINKS>(&self.table, quotient, remainder, &new_count) {
+            match update::update_in_block::<SHRINKS>(&self.table, quotient, remainder, &new_count) {
                 Ok((old, new)) => {
                     held.account(block, old, new);
                     Some(Ok((old, new)))
@@ -366,7 +370,7 @@ impl CountingQf {
             }
         };
         let result = self.locks.run(&self.table, block, in_block, |view, held| {
-            let planned = runs::plan(view, quotient, remainder, &new_count, located.take());
+            let planned = update::plan(view, quotient, remainder, &new_count, located.take());
             let plan = match &planned {
                 Ok(plan) => plan,
                 Err(Fault::Full) if held.covers(view) => return Some(Err(Error::Full)),
@@ -375,7 +379,7 @@ impl CountingQf {
             if !held.covers(view) {
                 return None;
             }
-            runs::apply(view, plan);
+            update::apply(view, plan);
             held.account(block, plan.old_count, plan.new_count);
             Some(Ok((plan.old_count, plan.new_count)))
         });
