@@ -363,7 +363,7 @@ impl CountingQf {
         order: BatchLookup,
     ) -> Result<(), Error> {
         lookup::contains_batch(self, hashes, out, order, |quotient, remainder| {
-            self.count_fingerprint(quotient, remainder) > 0
+            self.count_prefetched(quotient, remainder) > 0
         })
     }
 }

@@ -322,6 +322,13 @@ impl CountingQf {
         // block of r = 11 spans 104 bytes, and the run may start in the next block): start all
         // those misses now, so the walk does not wait for one after the other.
         self.table.prefetch(quotient);
+        self.count_prefetched(quotient, remainder)
+    }
+
+    /// [`count_fingerprint`](Self::count_fingerprint) of a quotient whose lines the caller has
+    /// already prefetched (the batch lookups, some keys ahead).
+    #[inline]
+    pub(crate) fn count_prefetched(&self, quotient: usize, remainder: u64) -> u64 {
         let block = quotient / BLOCK_SLOTS;
         // The next block is read only if the same version check covers it.
         let may_read_next =
