@@ -1,7 +1,10 @@
 //! Bulk build, batch insert, removal and lookup, and merge of [`CountingQf`], the rank-and-select
 //! layout with counters (paper 004 §III-B and §V-C, the extension point of [`batch`](super)).
-//! Batch lookups share [`lookup`]'s prefetching and sorted orders; batch inserts and removals
-//! without a merge go one by one in table order (no supercluster rounds on this layout).
+//! Batch lookups share [`lookup`]'s prefetching and sorted orders. Batch inserts and removals
+//! without a merge have no supercluster rounds on this layout: the sorted batch is cut into
+//! about one range per thread, and each thread makes its range's updates in table order with
+//! the filter's own region-locked update, so the threads work in disjoint stretches of the
+//! table and only updates near a range's edge ever wait for each other.
 //!
 //! The elements sit in the same slots as in the 3-bit layout, except that a fingerprint with
 //! count `c` takes the slots of its counter-coded entry (`counter_code`), so the saturating scan
@@ -234,14 +237,16 @@ impl CountingQf {
     ///
     /// # Errors
     /// [`Error::Full`] if the entries do not fit. A merge-insert then leaves the filter
-    /// unchanged; one-by-one inserts keep the ones that fitted.
+    /// unchanged; the range inserts keep the ones that fitted (with several threads, which ones
+    /// depends on the threads' timing).
     pub fn insert_batch(&mut self, hashes: &[u64]) -> Result<usize, Error> {
         self.insert_batch_with(hashes, BatchInsert::Auto)
     }
 
     /// [`insert_batch`](Self::insert_batch) with a chosen strategy. The rank-and-select layout
-    /// has no supercluster rounds here: [`BatchInsert::Superclusters`] inserts the sorted batch
-    /// one by one (in table order, so consecutive inserts touch nearby blocks), and
+    /// has no supercluster rounds here: [`BatchInsert::Superclusters`] cuts the sorted batch
+    /// into about one range per thread and inserts each range in table order (consecutive
+    /// inserts touch nearby blocks) under the region locks, the ranges at once, and
     /// [`BatchInsert::Merge`] extracts the stored entries, adds the batch's counts and bulk
     /// builds a new table (paper 004 §IV-E). `Auto` picks as [`BatchInsert::choose`] does (a
     /// rule measured on the 3-bit filters, not yet on this one).
@@ -278,10 +283,10 @@ impl CountingQf {
                 *self = rebuilt(q, r, self.region_blocks(), &union, &union_counts, method)?;
             }
             BatchInsert::Superclusters | BatchInsert::Auto => {
-                for (&key, &count) in keys.iter().zip(&counts) {
-                    // The key is the hash's top `q + r` bits: shifted back, it splits the same.
-                    self.insert_count_hash(key << (64 - q - r), count)?;
-                }
+                let filter = &*self;
+                update_in_ranges(&keys, &counts, q + r, |hash, count| {
+                    filter.insert_count_hash(hash, count).map(|()| 0)
+                })?;
             }
         }
         Ok(self.distinct() - before)
@@ -289,11 +294,12 @@ impl CountingQf {
 }
 
 impl CountingQf {
-    /// Removes one copy per hash (a hash named `k` times removes up to `k` copies), in table
-    /// order; returns how many copies it removed. Takes `&self`: each distinct fingerprint of
-    /// the sorted batch loses its copies in one update, under the locks and with the guarantees
-    /// of [`remove_hash`](crate::Remove::remove_hash), as this layout has no supercluster
-    /// deletes here (see [`insert_batch_with`](Self::insert_batch_with)).
+    /// Removes one copy per hash (a hash named `k` times removes up to `k` copies); returns how
+    /// many copies it removed. Takes `&self`: each distinct fingerprint of the sorted batch
+    /// loses its copies in one update, under the locks and with the guarantees of
+    /// [`remove_hash`](crate::Remove::remove_hash), the batch cut into about one range per
+    /// thread, each removed in table order, the ranges at once (this layout has no supercluster
+    /// deletes here; see [`insert_batch_with`](Self::insert_batch_with)).
     ///
     /// ```
     /// use conqf::{Count, CountingQf, Filter};
@@ -312,12 +318,9 @@ impl CountingQf {
     pub fn remove_batch(&self, hashes: &[u64]) -> Result<u64, Error> {
         let bits = self.quotient_bits() + self.remainder_bits();
         let (keys, counts) = counted_keys(hashes, bits);
-        let mut removed = 0;
-        for (&key, &count) in keys.iter().zip(&counts) {
-            // The key is the hash's top `q + r` bits: shifted back, it splits the same.
-            removed += self.remove_count_hash(key << (64 - bits), count)?;
-        }
-        Ok(removed)
+        update_in_ranges(&keys, &counts, bits, |hash, count| {
+            self.remove_count_hash(hash, count)
+        })
     }
 
     /// Answers [`contains_hash`](crate::Filter::contains_hash) for every hash into `out`,
@@ -366,6 +369,34 @@ impl CountingQf {
             self.count_prefetched(quotient, remainder) > 0
         })
     }
+}
+
+/// Entries of a sorted batch each thread takes at least: an update costs hundreds of
+/// nanoseconds, so a few hundred of them pay for a thread's start.
+const MIN_RANGE: usize = 512;
+
+/// Calls `update(hash, count)` for every entry of the sorted, distinct fingerprint `keys` of
+/// `bits` bits (with their `counts`) and adds up what it returns: about one contiguous range of
+/// the batch per thread, each in table order, so the threads work in disjoint stretches of the
+/// table and the filter's region locks keep apart only the few updates near a range's edge.
+/// The concurrent updates are the filter's own, with their guarantees. Stops a range at its
+/// first error and returns the first range's error; the updates made before it stay.
+fn update_in_ranges(
+    keys: &[u64],
+    counts: &[u64],
+    bits: u32,
+    update: impl Fn(u64, u64) -> Result<u64, Error> + Sync,
+) -> Result<u64, Error> {
+    debug_assert_eq!(keys.len(), counts.len());
+    let ranges = par::map_chunks(keys.len(), MIN_RANGE, |range| {
+        range
+            .map(|i| {
+                // The key is the hash's top `bits` bits: shifted back, it splits the same.
+                update(keys[i] << (64 - bits), counts[i])
+            })
+            .sum::<Result<u64, Error>>()
+    });
+    ranges.into_iter().sum()
 }
 
 impl BatchTable for CountingQf {

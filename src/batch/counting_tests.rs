@@ -193,3 +193,44 @@ fn a_full_build_is_an_error_and_different_lengths_do_not_merge() {
     );
     assert!(matches!(a.merge(&b), Err(Error::Incompatible(_))));
 }
+
+#[test]
+#[cfg(feature = "parallel")]
+fn large_batch_writes_split_into_concurrent_ranges_as_one_by_one_writes() {
+    // A pool of 4 threads (whatever the machine has) splits batches this large into 4 ranges
+    // that update the filter at once: the tables must end as one-by-one writes leave them.
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .unwrap();
+    let q = 16;
+    let stored: Vec<u64> = (0..(1u64 << q) / 2).map(crate::hash::remix).collect();
+    // New keys, a tenth of them twice, and stored keys again (their counts grow).
+    let mut batch: Vec<u64> = (0..(1u64 << q) / 4)
+        .map(|i| crate::hash::remix(i + (1 << 40)))
+        .collect();
+    batch.extend(batch[..batch.len() / 10].to_vec());
+    batch.extend(&stored[..1000]);
+    let expected = CountingQf::with_bits(q, 9).unwrap();
+    insert_each(&expected, &stored).unwrap();
+    let new = insert_each(&expected, &batch).unwrap();
+    let mut filter = CountingQf::bulk_build(q, 9, &stored, BuildMethod::default()).unwrap();
+    let inserted = pool.install(|| filter.insert_batch_with(&batch, BatchInsert::Superclusters));
+    assert_eq!(inserted, Ok(new));
+    assert!(filter.table.raw() == expected.table.raw(), "inserts");
+    assert_eq!(filter.check_invariants(), Ok(()));
+    // Remove the batch again, plus keys never stored.
+    let mut removals = batch.clone();
+    removals.extend((0..500u64).map(|i| crate::hash::remix(i + (1 << 50))));
+    let mut copies = 0;
+    for &hash in &removals {
+        copies += u64::from(expected.remove_hash(hash).unwrap());
+    }
+    assert_eq!(pool.install(|| filter.remove_batch(&removals)), Ok(copies));
+    assert!(filter.table.raw() == expected.table.raw(), "removals");
+    assert_eq!(
+        (filter.len(), filter.distinct()),
+        (expected.len(), expected.distinct())
+    );
+    assert_eq!(filter.check_invariants(), Ok(()));
+}
