@@ -220,8 +220,8 @@ impl CountingQf {
         Ok(filter)
     }
 
-    /// Inserts one copy per hash, choosing the strategy by the batch's size against the free
-    /// slots ([`BatchInsert::Auto`]). Returns how many fingerprints were not stored before (what
+    /// Inserts one copy per hash ([`BatchInsert::Auto`], which on this filter is the parallel
+    /// ranges of [`insert_batch_with`](Self::insert_batch_with)). Returns how many fingerprints were not stored before (what
     /// the one-by-one [`insert_hash`](crate::Filter::insert_hash)es would count as `true`).
     ///
     /// ```
@@ -248,8 +248,13 @@ impl CountingQf {
     /// into about one range per thread and inserts each range in table order (consecutive
     /// inserts touch nearby blocks) under the region locks, the ranges at once, and
     /// [`BatchInsert::Merge`] extracts the stored entries, adds the batch's counts and bulk
-    /// builds a new table (paper 004 §IV-E). `Auto` picks as [`BatchInsert::choose`] does (a
-    /// rule measured on the 3-bit filters, not yet on this one).
+    /// builds a new table (paper 004 §IV-E). `Auto` always takes the ranges, unlike
+    /// [`BatchInsert::choose`]'s rule for the 3-bit filters: at `2^22` slots of r = 11, in
+    /// milliseconds as ranges / merge (medians of 3, 2 threads, throwaway program, 2026-11-28;
+    /// batch as a share of the empty slots), 30% full: 10 / 118 (1/8), 42 / 157 (0.71); 50%: 6 /
+    /// 85, 33 / 150; 70%: 4 / 138, 25 / 168; 90%: 3 / 175, 22 / 210; empty: 35 / 92 (1/2), 68 /
+    /// 161 (0.9 of the slots), and on one thread 65 / 113 and 129 / 207. A merge rewrites the
+    /// whole table; the ranges' work grows with the batch alone.
     ///
     /// ```
     /// use conqf::{BatchInsert, BuildMethod, Count, CountingQf};
@@ -271,7 +276,8 @@ impl CountingQf {
         let (q, r) = (self.quotient_bits(), self.remainder_bits());
         let (keys, counts) = counted_keys(hashes, q + r);
         let strategy = match strategy {
-            BatchInsert::Auto => BatchInsert::choose(keys.len(), self.distinct(), 1 << q),
+            // The ranges won at every fill and batch size measured (method doc).
+            BatchInsert::Auto => BatchInsert::Superclusters,
             chosen => chosen,
         };
         let before = self.distinct();
