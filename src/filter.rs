@@ -61,7 +61,9 @@ impl From<Full> for Error {
 /// An approximate membership query filter that many threads may use at once.
 ///
 /// `contains` never returns a false negative: once `insert(k)` has returned `Ok`, every
-/// `contains(k)` that starts later returns `true` until `k` is removed. It may return a false
+/// `contains(k)` that starts later returns `true` until `k` is removed (or, in a filter that
+/// stores each fingerprint once, another key with the same fingerprint: see [`Remove`]). It may
+/// return a false
 /// positive for a key that is not stored, with probability about [`false_positive_rate`] (and,
 /// for some filters, a little more while other threads shift that key's cluster: crate docs,
 /// "Consistency").
@@ -73,8 +75,13 @@ impl From<Full> for Error {
 pub trait Filter: Send + Sync {
     /// Inserts the fingerprint of a hash.
     ///
-    /// Returns `Ok(true)` if it was stored and `Ok(false)` if the same fingerprint was already
-    /// present (nothing is stored then, except in counting filters, which count it).
+    /// Returns `Ok(true)` if it stored the fingerprint and `Ok(false)` if nothing new was
+    /// stored. The quotient filters other than `CountingQf` store a fingerprint once and return
+    /// `Ok(false)` when it is already there; `CountingQf` counts every copy and returns
+    /// `Ok(false)` when the fingerprint was already counted; the cuckoo filters store a copy per
+    /// insert and return `Ok(true)` for each (one fingerprint has eight entries, its two buckets
+    /// of four, so a ninth copy of one key is [`Error::Full`] even in an empty table);
+    /// `AtomicBloomFilter` returns `Ok(false)` when every bit of the key was set already.
     ///
     /// # Errors
     /// [`Error::Full`] if there is no room; the filter is unchanged.
@@ -130,6 +137,32 @@ pub trait Remove: Filter {
     /// Returns `Ok(true)` if a copy was removed and `Ok(false)` if none was stored. Removing a key
     /// that was never inserted but shares a fingerprint with one that was removes that one: only
     /// remove keys you inserted.
+    ///
+    /// **Shared fingerprints.** A filter that stores each fingerprint once (every quotient filter
+    /// but `CountingQf`) keeps one copy for all the keys that share it: the insert of the second
+    /// returned `Ok(false)`, and removing either key removes the copy, so the other then answers
+    /// `false`, a false negative the filter cannot avoid. A kept key loses its copy so with about
+    /// the chance that it is a false positive of the removed keys alone, which grows with every
+    /// doubling of a growing filter (its fingerprints get shorter). `CountingQf` and the cuckoo
+    /// filters keep a count or a copy per insert, so removing one key leaves the others: use one
+    /// of them when removed and kept keys must not interfere.
+    ///
+    /// ```
+    /// use conqf::{CountingQf, Filter, Remove, SequentialQf};
+    /// // Two keys whose hashes share a fingerprint (the same top bits).
+    /// let (a, b) = (0xABCD_0000_0000_0001u64, 0xABCD_0000_0000_0002u64);
+    /// let mut set = SequentialQf::with_bits(8, 8)?;
+    /// assert_eq!(set.insert_hash(a)?, true);
+    /// assert_eq!(set.insert_hash(b)?, false); // already there: one copy for both
+    /// set.remove_hash(a)?;
+    /// assert!(!set.contains_hash(b)); // b went with a
+    /// let multiset = CountingQf::with_bits(8, 8)?;
+    /// multiset.insert_hash(a)?;
+    /// multiset.insert_hash(b)?;
+    /// multiset.remove_hash(a)?;
+    /// assert!(multiset.contains_hash(b)); // one copy of two left
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
     ///
     /// # Errors
     /// Only variants that need room to remove (none today) return an error.

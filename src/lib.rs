@@ -76,11 +76,13 @@
 //!   each of two levels, while the next level opens or (with cascading inserts) while a removal
 //!   empties the key's slot on a lower level (see its docs). A `remove` deletes one stored copy;
 //!   removing a key that was never inserted but shares a fingerprint with one that was removes
-//!   that one. Among the set filters a bulk build without deduplication ([`Dedupe::Off`]) is
+//!   that one, and removing a key whose fingerprint another inserted key shares (that key's
+//!   insert returned `Ok(false)`) removes it for both ([`Remove`], "Shared fingerprints"). Among the set filters a bulk build without deduplication ([`Dedupe::Off`]) is
 //!   the one way to hold several copies of a fingerprint: each remove then takes one copy.
 //!   The others are multisets or have no copies: [`CountingQf`] counts copies (`Ok(true)` for
 //!   the first, to exactly one of racing inserts of a new key), both cuckoo filters store a copy
-//!   per insert (every insert that stores one returns `Ok(true)`, as in paper 001 §1.1), and
+//!   per insert (every insert that stores one returns `Ok(true)`, as in paper 001 §1.1; eight
+//!   copies of one fingerprint fill its two buckets, and the ninth insert is `Full`), and
 //!   [`AtomicBloomFilter`]'s `Ok(true)` means the insert set a bit that was clear, which two
 //!   racing inserts of one new key can both do (each then counts in `len`).
 //! * **`len`, `false_positive_rate`** are statistics: with concurrent writers they may lag

@@ -95,7 +95,9 @@ pub(crate) const VERSION_STRIPES: usize = 1024;
 /// already there (cuckoo filters keep duplicates, paper 001 §1.1), so `insert` returns
 /// `Ok(true)` whenever it stored one; `remove` removes one copy. Removing a key that was never
 /// inserted may remove another key's fingerprint that shares its fingerprint and buckets, as in
-/// every cuckoo filter: only remove keys you inserted.
+/// every cuckoo filter: only remove keys you inserted. A fingerprint has eight entries (its two
+/// buckets of four), so the ninth copy of one key returns [`Error::Full`] however empty the
+/// table is.
 ///
 /// ```
 /// use conqf::{Filter, LockFreeCuckooFilter, Remove};

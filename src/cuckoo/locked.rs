@@ -32,8 +32,8 @@ const STRIPES_PER_THREAD: usize = 8;
 /// A cuckoo filter behind striped reader/writer locks (paper 001 §1.3), writers not starved.
 ///
 /// Same semantics as [`LockFreeCuckooFilter`](crate::LockFreeCuckooFilter): every insert
-/// stores a copy (duplicates too), `remove` removes one copy, and removing a key never inserted
-/// may remove another key's fingerprint.
+/// stores a copy (duplicates too, up to eight of one fingerprint, then `Full`), `remove` removes
+/// one copy, and removing a key never inserted may remove another key's fingerprint.
 ///
 /// ```
 /// use conqf::{Filter, LockedCuckooFilter, Remove};
