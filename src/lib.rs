@@ -77,8 +77,9 @@
 //!   empties the key's slot on a lower level (see its docs). A `remove` deletes one stored copy;
 //!   removing a key that was never inserted but shares a fingerprint with one that was removes
 //!   that one, and removing a key whose fingerprint another inserted key shares (that key's
-//!   insert returned `Ok(false)`) removes it for both ([`Remove`], "Shared fingerprints"). Among the set filters a bulk build without deduplication ([`Dedupe::Off`]) is
-//!   the one way to hold several copies of a fingerprint: each remove then takes one copy.
+//!   insert returned `Ok(false)`) removes it for both ([`Remove`], "Shared fingerprints").
+//!   Among the set filters a bulk build without deduplication ([`Dedupe::Off`]) is the one way
+//!   to hold several copies of a fingerprint: each remove then takes one copy.
 //!   The others are multisets or have no copies: [`CountingQf`] counts copies (`Ok(true)` for
 //!   the first, to exactly one of racing inserts of a new key), both cuckoo filters store a copy
 //!   per insert (every insert that stores one returns `Ok(true)`, as in paper 001 §1.1; eight
