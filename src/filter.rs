@@ -69,7 +69,22 @@ impl From<Full> for Error {
 /// "Consistency").
 ///
 /// The methods on `u64` hashes are the object-safe core; the generic methods hash the key with
-/// [`hash_key`] and call them.
+/// [`hash_key`] and call them. They need `Self: Sized` (so that `dyn Filter` exists), so a
+/// trait object takes the hash methods, with the same hash:
+///
+/// ```
+/// use conqf::{hash_key, Filter, LocallyLockedQf, LockFreeCuckooFilter};
+/// let filters: Vec<Box<dyn Filter>> = vec![
+///     Box::new(LocallyLockedQf::new(1000, 0.01)?),
+///     Box::new(LockFreeCuckooFilter::new(1000, 0.01)?),
+/// ];
+/// for filter in &filters {
+///     assert!(filter.is_empty());
+///     filter.insert_hash(hash_key("apple"))?;
+///     assert!(filter.contains_hash(hash_key("apple")) && !filter.is_empty());
+/// }
+/// # Ok::<(), conqf::Error>(())
+/// ```
 ///
 /// [`false_positive_rate`]: Filter::false_positive_rate
 pub trait Filter: Send + Sync {
@@ -103,10 +118,7 @@ pub trait Filter: Send + Sync {
     fn false_positive_rate(&self) -> f64;
 
     /// Whether no fingerprint is stored.
-    fn is_empty(&self) -> bool
-    where
-        Self: Sized,
-    {
+    fn is_empty(&self) -> bool {
         self.len() == 0
     }
 
