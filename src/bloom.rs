@@ -75,11 +75,20 @@ impl AtomicBloomFilter {
     /// or up, at most 64).
     ///
     /// # Errors
-    /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
-    /// would be too large.
+    /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)` or below
+    /// `capacity 2^-64` (what keys hashed to 64 bits allow), or the table would be too large.
     pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
         sizing::check_capacity_and_fpr(capacity, fpr)?;
         let n = capacity as f64;
+        // Every bit position comes from the key's 64-bit hash, so a query whose hash equals a
+        // stored key's is a false positive whatever the table: about `n 2^-64` of them.
+        let floor = n * (-64f64).exp2();
+        if fpr < floor {
+            return Err(Error::InvalidParameters(format!(
+                "a false-positive rate of {fpr:e} is below what 64-bit hashes of {capacity} keys \
+                 allow (about {floor:e})"
+            )));
+        }
         let ideal = (1.0 / fpr).log2();
         let (mut best_k, mut best_bits) = (0, f64::INFINITY);
         for k in [ideal.floor(), ideal.ceil()] {
@@ -93,7 +102,7 @@ impl AtomicBloomFilter {
         let bits = best_bits.ceil().max(64.0);
         if !bits.is_finite() || bits > MAX_BITS as f64 {
             return Err(Error::InvalidParameters(format!(
-                "{capacity} keys at a false-positive rate of {fpr} need more than 2^48 bits"
+                "{capacity} keys at a false-positive rate of {fpr:e} need more than 2^48 bits"
             )));
         }
         let words = (bits as u64).div_ceil(64) as usize;

@@ -23,7 +23,7 @@ pub(crate) fn check_capacity_and_fpr(capacity: usize, fpr: f64) -> Result<(), Er
     }
     if !(fpr > 0.0 && fpr < 1.0) {
         return Err(Error::InvalidParameters(format!(
-            "false-positive rate {fpr} is not in the open interval (0, 1)"
+            "false-positive rate {fpr:e} is not in the open interval (0, 1)"
         )));
     }
     Ok(())
@@ -94,7 +94,7 @@ pub(crate) fn smallest_remainder(
         .find(|&r| fpr_at(r) <= target)
         .ok_or_else(|| {
             Error::InvalidParameters(format!(
-                "false-positive rate {target} needs more than {max_r} remainder bits"
+                "false-positive rate {target:e} needs more than {max_r} remainder bits"
             ))
         })
 }

@@ -118,6 +118,9 @@ fn bad_parameters_are_errors_not_panics() {
         AtomicBloomFilter::new(100, f64::NAN),
         AtomicBloomFilter::new(100, f64::INFINITY),
         AtomicBloomFilter::new(usize::MAX, 0.01),
+        // Below what 64-bit hashes of the keys allow (1000 2^-64 = 5.4e-17): once 389 MB.
+        AtomicBloomFilter::new(1000, 1e-300),
+        AtomicBloomFilter::new(1000, 5e-17),
         AtomicBloomFilter::with_memory(7, 4),
         AtomicBloomFilter::with_memory(1024, 0),
         AtomicBloomFilter::with_memory(1024, 65),
@@ -134,6 +137,12 @@ fn bad_parameters_are_errors_not_panics() {
     assert_eq!((tiny.bits(), tiny.memory_bytes()), (64, 8));
     assert_eq!(tiny.insert(&1u8), Ok(true));
     assert!(tiny.contains(&1u8));
-    assert!(AtomicBloomFilter::new(1, 1e-300).is_ok());
+    assert!(AtomicBloomFilter::new(1, 1e-19).is_ok());
+    assert!(AtomicBloomFilter::new(1000, 6e-17).is_ok());
+    // Rates print in scientific notation, not as 300 digits.
+    let Err(Error::InvalidParameters(message)) = AtomicBloomFilter::new(1000, 1e-300) else {
+        panic!("accepted");
+    };
+    assert!(message.contains("1e-300"), "{message}");
     assert!(AtomicBloomFilter::new(1, 0.999).is_ok());
 }

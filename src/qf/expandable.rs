@@ -169,13 +169,13 @@ impl ExpandableBuilder {
             .find(|&r| 2.0 * fill * (-(r as f64)).exp2() < self.fpr_bound)
             .ok_or_else(|| {
                 Error::InvalidParameters(format!(
-                    "false-positive bound {} needs too many remainder bits",
+                    "false-positive bound {:e} needs too many remainder bits",
                     self.fpr_bound
                 ))
             })?;
         if !ExpandableQf::fingerprints_grow_to_64_bits((q0, r0)) {
             return Err(Error::InvalidParameters(format!(
-                "false-positive bound {} needs {r0} remainder bits at {q0} quotient bits, which \
+                "false-positive bound {:e} needs {r0} remainder bits at {q0} quotient bits, which \
                  leaves no room in a 64-bit hash for the longer fingerprints of later levels",
                 self.fpr_bound
             )));
