@@ -108,7 +108,12 @@ pub trait Filter: Send + Sync {
     /// How many fingerprints are stored (each stored copy counts once).
     fn len(&self) -> usize;
 
-    /// How many fingerprints fit at the filter's maximum load factor.
+    /// How many fingerprints fit at the filter's maximum load factor: the planned load.
+    /// `LinearProbingQf` stops there; the other quotient filters take fingerprints past it until
+    /// their last slot, but their operations slow down sharply in the last few percent (a lookup
+    /// about 20 times slower at 99% of the slots than at 90%, a thousand times at 100%; the
+    /// README's quick-start section has the numbers). The cuckoo filters refuse an insert when
+    /// no relocation path finds a free entry, which their tests never saw before `capacity`.
     fn capacity(&self) -> usize;
 
     /// The heap memory the filter's table takes, in bytes.
