@@ -43,15 +43,18 @@ fn one_thread_grows_and_keeps_every_key() {
         .build()
         .unwrap();
     let start_q = filter.quotient_bits();
+    assert_eq!(filter.doublings_possible(), 5);
     let hashes = random_hashes(6000, 1);
     for (i, &h) in hashes.iter().enumerate() {
         filter.insert_hash(h).unwrap();
+        assert_eq!(filter.doublings() + filter.doublings_possible(), 5);
         // Every key so far, after each growth step too.
         if i % 97 == 0 {
             assert!(hashes[..=i].iter().all(|&k| filter.contains_hash(k)));
         }
     }
     assert_eq!(filter.doublings(), 5);
+    assert_eq!(filter.doublings_possible(), 0);
     assert_eq!(filter.quotient_bits(), start_q + 5);
     assert!(hashes.iter().all(|&k| filter.contains_hash(k)));
     let (set, bits) = stored(filter);

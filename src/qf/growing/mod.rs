@@ -97,8 +97,9 @@ impl GrowableBuilder {
         self
     }
 
-    /// How many times the table may double (also never below one remainder bit). After the last
-    /// doubling the table fills like a fixed-size one and returns [`Error::Full`] when full.
+    /// How many times the table may double (also never below one remainder bit:
+    /// [`GrowableQf::doublings_possible`] says how many are left). After the last doubling the
+    /// table fills like a fixed-size one and returns [`Error::Full`] when full.
     ///
     /// ```
     /// use conqf::{Filter, LocallyLockedQf};
@@ -366,6 +367,26 @@ impl GrowableQf {
     pub fn doublings(&self) -> u32 {
         let guard = reclaim::pin();
         self.generation(&guard).doublings_done
+    }
+
+    /// How many more times the table can double: what the builder's
+    /// [`max_doublings`](GrowableBuilder::max_doublings) leaves, but never more than the
+    /// remainder bits minus one (each doubling moves a remainder bit into the quotient) nor past
+    /// `2^40` slots, and 0 once a doubling failed (memory). When it reaches 0 the table fills like
+    /// a fixed-size one; every doubling before that roughly doubles the false-positive rate at
+    /// the same fill ([`false_positive_rate`](Filter::false_positive_rate) reports it).
+    ///
+    /// ```
+    /// use conqf::LocallyLockedQf;
+    /// // 0.001 at 100 keys takes 9 remainder bits, so 8 doublings at most, not 12.
+    /// let filter = LocallyLockedQf::growable(100, 0.001).max_doublings(12).build()?;
+    /// assert_eq!(filter.remainder_bits(), 9);
+    /// assert_eq!(filter.doublings_possible(), 8);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn doublings_possible(&self) -> u32 {
+        let guard = reclaim::pin();
+        self.generation(&guard).doublings_possible()
     }
 
     /// Quotient bits of the current table.
