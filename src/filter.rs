@@ -200,7 +200,7 @@ pub trait Remove: Filter {
 /// Filters that count how often each fingerprint was inserted.
 pub trait Count: Filter {
     /// How many times the hash's fingerprint is stored (0 if absent; may overcount through
-    /// fingerprint collisions, never undercounts).
+    /// fingerprint collisions, never undercounts, except that a count stops at `u64::MAX`).
     fn count_hash(&self, hash: u64) -> u64;
 
     /// Adds `n` occurrences of the hash's fingerprint.
