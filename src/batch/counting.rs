@@ -221,8 +221,9 @@ impl CountingQf {
     }
 
     /// Inserts one copy per hash ([`BatchInsert::Auto`], which on this filter is the parallel
-    /// ranges of [`insert_batch_with`](Self::insert_batch_with)). Returns how many fingerprints were not stored before (what
-    /// the one-by-one [`insert_hash`](crate::Filter::insert_hash)es would count as `true`).
+    /// ranges of [`insert_batch_with`](Self::insert_batch_with)). Returns how many fingerprints
+    /// were not stored before (what the one-by-one [`insert_hash`](crate::Filter::insert_hash)es
+    /// would count as `true`).
     ///
     /// ```
     /// use conqf::{Count, CountingQf, Filter};
