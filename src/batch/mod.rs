@@ -145,7 +145,9 @@ impl Dedupe {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum BatchInsert {
     /// [`Superclusters`](BatchInsert::Superclusters) for batches small against the free slots,
-    /// [`Merge`](BatchInsert::Merge) otherwise (see [`BatchInsert::choose`]).
+    /// [`Merge`](BatchInsert::Merge) otherwise (see [`BatchInsert::choose`]); `CountingQf`
+    /// always takes its parallel ranges (see its
+    /// [`insert_batch_with`](crate::CountingQf::insert_batch_with)).
     #[default]
     Auto,
     /// Rounds in which each supercluster (a stretch of the table ending in an empty slot) takes
