@@ -76,7 +76,7 @@ impl AtomicBloomFilter {
     ///
     /// # Errors
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)` or below
-    /// `capacity 2^-64` (what keys hashed to 64 bits allow), or the table would be too large.
+    /// `capacity · 2^-64` (what keys hashed to 64 bits allow), or the table would be too large.
     pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
         sizing::check_capacity_and_fpr(capacity, fpr)?;
         let n = capacity as f64;

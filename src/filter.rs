@@ -63,10 +63,9 @@ impl From<Full> for Error {
 /// `contains` never returns a false negative: once `insert(k)` has returned `Ok`, every
 /// `contains(k)` that starts later returns `true` until `k` is removed (or, in a filter that
 /// stores each fingerprint once, another key with the same fingerprint: see [`Remove`]). It may
-/// return a false
-/// positive for a key that is not stored, with probability about [`false_positive_rate`] (and,
-/// for some filters, a little more while other threads shift that key's cluster: crate docs,
-/// "Consistency").
+/// return a false positive for a key that is not stored, with probability about
+/// [`false_positive_rate`] (and, for some filters, a little more while other threads shift that
+/// key's cluster: crate docs, "Consistency").
 ///
 /// The methods on `u64` hashes are the object-safe core; the generic methods hash the key with
 /// [`hash_key`] and call them. They need `Self: Sized` (so that `dyn Filter` exists), so a
@@ -92,7 +91,7 @@ pub trait Filter: Send + Sync {
     ///
     /// Returns `Ok(true)` if it stored the fingerprint and `Ok(false)` if nothing new was
     /// stored. The quotient filters other than `CountingQf` store a fingerprint once and return
-    /// `Ok(false)` when it is already there; `CountingQf` counts every copy and returns
+    /// `Ok(false)` when it is already there (two exceptions: crate docs, "Set semantics"); `CountingQf` counts every copy and returns
     /// `Ok(false)` when the fingerprint was already counted; the cuckoo filters store a copy per
     /// insert and return `Ok(true)` for each (one fingerprint has eight entries, its two buckets
     /// of four, so a ninth copy of one key is [`Error::Full`] even in an empty table);
@@ -109,11 +108,14 @@ pub trait Filter: Send + Sync {
     fn len(&self) -> usize;
 
     /// How many fingerprints fit at the filter's maximum load factor: the planned load.
-    /// `LinearProbingQf` stops there; the other quotient filters take fingerprints past it until
-    /// their last slot, but their operations slow down sharply in the last few percent (a lookup
-    /// about 20 times slower at 99% of the slots than at 90%, a thousand times at 100%; the
-    /// README's quick-start section has the numbers). The cuckoo filters refuse an insert when
-    /// no relocation path finds a free entry, which their tests never saw before `capacity`.
+    /// `LinearProbingQf` stops there and `ExpandableQf` opens a new level; the other quotient
+    /// filters take fingerprints past it until their last slot, but their operations slow down
+    /// sharply in the last few percent (a `LocallyLockedQf` lookup about 20 times slower at 99%
+    /// of the slots than at 90%, a thousand times at 100%; the README's quick-start section has
+    /// the numbers). The cuckoo filters refuse an insert when no relocation path finds a free
+    /// entry: with `new`'s fingerprints of 8 bits or more and distinct keys, not before
+    /// `capacity` in their tests (short fingerprints fill less far, and eight copies of one key
+    /// fill its buckets at any load).
     fn capacity(&self) -> usize;
 
     /// The heap memory the filter's table takes, in bytes.
@@ -156,7 +158,7 @@ pub trait Remove: Filter {
     /// remove keys you inserted.
     ///
     /// **Shared fingerprints.** A filter that stores each fingerprint once (every quotient filter
-    /// but `CountingQf`) keeps one copy for all the keys that share it: the insert of the second
+    /// with `Remove` but `CountingQf`) keeps one copy for all the keys that share it: the insert of the second
     /// returned `Ok(false)`, and removing either key removes the copy, so the other then answers
     /// `false`, a false negative the filter cannot avoid. A kept key loses its copy so with about
     /// the chance that it is a false positive of the removed keys alone, which grows with every
@@ -165,10 +167,10 @@ pub trait Remove: Filter {
     /// of them when removed and kept keys must not interfere.
     ///
     /// ```
-    /// use conqf::{CountingQf, Filter, Remove, SequentialQf};
+    /// use conqf::{CountingQf, Filter, LocallyLockedQf, Remove};
     /// // Two keys whose hashes share a fingerprint (the same top bits).
     /// let (a, b) = (0xABCD_0000_0000_0001u64, 0xABCD_0000_0000_0002u64);
-    /// let mut set = SequentialQf::with_bits(8, 8)?;
+    /// let set = LocallyLockedQf::with_bits(8, 8)?;
     /// assert_eq!(set.insert_hash(a)?, true);
     /// assert_eq!(set.insert_hash(b)?, false); // already there: one copy for both
     /// set.remove_hash(a)?;

@@ -382,12 +382,13 @@ impl CountingQf {
 /// slots half full), so 512 of them, some 20 us, pay for handing a range to another thread.
 const MIN_RANGE: usize = 512;
 
-/// Calls `update(hash, count)` for every entry of the sorted, distinct fingerprint `keys` of
+/// Calls `update(hash, count)` for the entries of the sorted, distinct fingerprint `keys` of
 /// `bits` bits (with their `counts`) and adds up what it returns: about one contiguous range of
 /// the batch per thread, each in table order, so the threads work in disjoint stretches of the
 /// table and the filter's region locks keep apart only the few updates near a range's edge.
-/// The concurrent updates are the filter's own, with their guarantees. Stops a range at its
-/// first error and returns the first range's error; the updates made before it stay.
+/// The concurrent updates are the filter's own, with their guarantees. A range stops at its
+/// first error, the others go on; the error of the lowest range that failed is returned, and
+/// every update made stays.
 fn update_in_ranges(
     keys: &[u64],
     counts: &[u64],

@@ -234,3 +234,31 @@ fn large_batch_writes_split_into_concurrent_ranges_as_one_by_one_writes() {
     );
     assert_eq!(filter.check_invariants(), Ok(()));
 }
+
+#[test]
+#[cfg(feature = "parallel")]
+fn a_batch_too_large_for_the_table_is_full_in_concurrent_ranges_and_keeps_what_fitted() {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .unwrap();
+    let stored: Vec<u64> = (0..300u64).map(crate::hash::remix).collect();
+    let mut filter = CountingQf::bulk_build(10, 6, &stored, BuildMethod::default()).unwrap();
+    // Three times the table's 1,024 slots, so every range of the batch runs into `Full`.
+    let batch: Vec<u64> = (0..3000u64)
+        .map(|i| crate::hash::remix(i + (1 << 40)))
+        .collect();
+    let result = pool.install(|| filter.insert_batch_with(&batch, BatchInsert::Superclusters));
+    assert_eq!(result, Err(Error::Full));
+    assert_eq!(filter.check_invariants(), Ok(()));
+    assert!(
+        filter.distinct() > stored.len(),
+        "the ranges stored what fitted"
+    );
+    assert!(stored.iter().all(|&hash| filter.contains_hash(hash)));
+    let inserted = batch
+        .iter()
+        .filter(|&&hash| filter.contains_hash(hash))
+        .count();
+    assert!(inserted >= filter.distinct() - stored.len());
+}

@@ -7,7 +7,7 @@
 //! panic and never loop forever: an inconsistent read gives `None`.
 
 use super::blocks::{BlockReader, BlockSource, View, BLOCK_SLOTS};
-use super::counter_code::{self};
+use super::counter_code;
 use super::runs::{run_in_block, run_of};
 use crate::hash::low_mask_below_64;
 use crate::qf::rank_select::{popcount, rank, select};

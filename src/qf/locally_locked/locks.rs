@@ -5,7 +5,7 @@
 use super::{LocallyLockedQf, Migrating};
 use crate::hash::low_mask;
 use crate::qf::slot::{LockView, OCCUPIED, READ_LOCK, STATUS_MASK, WRITE_LOCK};
-use crate::qf::walk::{self};
+use crate::qf::walk;
 use crate::storage::{Commit, Cursor, GroupSource, SlotArray, SlotLayout};
 use crate::sync::{Ordering, Waiter};
 
