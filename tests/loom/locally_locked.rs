@@ -335,45 +335,39 @@ fn racing_removals_of_two_copies_take_one_each() {
     });
 }
 
+/// Two threads remove the only copy of `target` from a filter holding `stored` (`target`
+/// among them) at once: exactly one takes it, the other answers `false`, and every other key
+/// stays.
+fn removals_of_the_only_copy_race(stored: &[u64], target: u64) {
+    let filter = filter_with(stored);
+    let (first, second) = super::race(
+        &filter,
+        move |a| a.remove_hash(target).unwrap(),
+        move |b| b.remove_hash(target).unwrap(),
+    );
+    assert!(first != second, "removals answered {first} and {second}");
+    assert!(!filter.contains_hash(target));
+    for &k in stored.iter().filter(|&&k| k != target) {
+        assert!(filter.contains_hash(k));
+    }
+    assert_eq!(filter.len(), stored.len() - 1);
+    filter.check_invariants().unwrap();
+}
+
 /// The one copy of a fingerprint removed by two threads at once, in a cluster that crosses
-/// from group 0 into group 1 (both removals take the locked path): exactly one takes it, the
-/// other answers `false`, and the cluster's other elements stay.
+/// from group 0 into group 1 (both removals take the locked path).
 #[test]
 fn racing_removals_of_one_copy_across_groups_take_it_once() {
     model(|| {
-        let filter = filter_with(&[key(2, 4), key(2, 5), key(2, 6), key(3, 1)]);
-        let (first, second) = super::race(
-            &filter,
-            |a| a.remove_hash(key(2, 5)).unwrap(),
-            |b| b.remove_hash(key(2, 5)).unwrap(),
-        );
-        assert!(first != second, "removals answered {first} and {second}");
-        assert!(!filter.contains_hash(key(2, 5)));
-        for k in [key(2, 4), key(2, 6), key(3, 1)] {
-            assert!(filter.contains_hash(k));
-        }
-        assert_eq!(filter.len(), 3);
-        filter.check_invariants().unwrap();
+        removals_of_the_only_copy_race(&[key(2, 4), key(2, 5), key(2, 6), key(3, 1)], key(2, 5));
     });
 }
 
 /// The same inside group 0, whose slot 3 stays empty (both removals can take the lock-free
-/// path): exactly one takes the copy.
+/// path).
 #[test]
 fn racing_removals_of_one_copy_in_one_group_take_it_once() {
-    model(|| {
-        let filter = filter_with(&[key(0, 1), key(0, 2), key(1, 3)]);
-        let (first, second) = super::race(
-            &filter,
-            |a| a.remove_hash(key(0, 2)).unwrap(),
-            |b| b.remove_hash(key(0, 2)).unwrap(),
-        );
-        assert!(first != second, "removals answered {first} and {second}");
-        assert!(!filter.contains_hash(key(0, 2)));
-        assert!(filter.contains_hash(key(0, 1)) && filter.contains_hash(key(1, 3)));
-        assert_eq!(filter.len(), 2);
-        filter.check_invariants().unwrap();
-    });
+    model(|| removals_of_the_only_copy_race(&[key(0, 1), key(0, 2), key(1, 3)], key(0, 2)));
 }
 
 /// A query for a fingerprint stored twice while one copy is removed: the other copy is found
