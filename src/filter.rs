@@ -113,9 +113,9 @@ pub trait Filter: Send + Sync {
     /// sharply in the last few percent (a `LocallyLockedQf` lookup about 20 times slower at 99%
     /// of the slots than at 90%, a thousand times at 100%; the README's quick-start section has
     /// the numbers). The cuckoo filters refuse an insert when no relocation path finds a free
-    /// entry: with `new`'s fingerprints of 8 bits or more and distinct keys, not before
-    /// `capacity` in their tests (short fingerprints fill less far, and eight copies of one key
-    /// fill its buckets at any load).
+    /// entry: in their tests, with fingerprints of 8 to 16 bits and distinct keys, not before
+    /// `capacity` (with 4-bit ones the first `Full` came at 60-68% of the entries of `2^18` to
+    /// `2^22` buckets, and eight copies of one key fill its buckets at any load).
     fn capacity(&self) -> usize;
 
     /// The heap memory the filter's table takes, in bytes.
