@@ -63,10 +63,11 @@ impl StripedCounter {
         }
     }
 
-    /// Adds one.
+    /// Adds one; returns the new value of the stripe it added to (not the sum), which a caller
+    /// may use to act on every `k`-th add of a thread ([`LoadCap`](crate::qf::load_cap::LoadCap)).
     #[inline]
-    pub(crate) fn increment(&self) {
-        self.add(1);
+    pub(crate) fn increment(&self) -> usize {
+        self.add(1)
     }
 
     /// Subtracts one (a stripe may wrap below zero when another thread's stripe holds the
@@ -76,9 +77,9 @@ impl StripedCounter {
         self.add(usize::MAX);
     }
 
-    /// Adds `n`, wrapping (so adding `usize::MAX` subtracts one).
+    /// Adds `n`, wrapping (so adding `usize::MAX` subtracts one); returns the stripe's new value.
     #[inline]
-    pub(crate) fn add(&self, n: usize) {
+    pub(crate) fn add(&self, n: usize) -> usize {
         match ownership::owned_stripe() {
             Some(own) => self.add_owned(own, n),
             None => self.add_shared(n),
@@ -87,24 +88,25 @@ impl StripedCounter {
 
     /// Adds `n` to stripe `own`, whose number the calling thread holds ([`StripeClaims`]).
     #[inline]
-    fn add_owned(&self, own: usize, n: usize) {
+    fn add_owned(&self, own: usize, n: usize) -> usize {
         let stripe = &self.stripes[own];
         // Relaxed load and store, no read-modify-write: while this thread holds the stripe's
         // number no other thread writes the stripe, and the claim's Acquire ordered the
         // previous holder's last store before this load (module doc). Readers only sum a
         // statistic (`Filter::len` may lag).
-        stripe.store(
-            stripe.load(Ordering::Relaxed).wrapping_add(n),
-            Ordering::Relaxed,
-        );
+        let value = stripe.load(Ordering::Relaxed).wrapping_add(n);
+        stripe.store(value, Ordering::Relaxed);
+        value
     }
 
     /// Adds `n` to the calling thread's shared stripe, with a read-modify-write.
     #[inline]
-    fn add_shared(&self, n: usize) {
+    fn add_shared(&self, n: usize) -> usize {
         // Relaxed: the count orders nothing; `len` is a statistic that may lag concurrent
         // operations (documented on `Filter::len`).
-        self.stripes[shared_stripe()].fetch_add(n, Ordering::Relaxed);
+        self.stripes[shared_stripe()]
+            .fetch_add(n, Ordering::Relaxed)
+            .wrapping_add(n)
     }
 
     /// The sum of the stripes, or 0 if it is below zero. A removal can count itself before the

@@ -39,7 +39,9 @@
 //! # Errors, never panics
 //!
 //! Constructors validate their arguments and return [`Error::InvalidParameters`]; an insert into
-//! a full table returns [`Error::Full`] and leaves the filter unchanged and usable.
+//! a full table returns [`Error::Full`] and leaves the filter unchanged and usable. "Full" comes
+//! before the last slot: the shifting quotient filters stop at a load cap of 31/32 of their
+//! slots, where their clusters would start to span the table ([`Filter::capacity`]).
 //!
 //! # Consistency
 //!

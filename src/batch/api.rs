@@ -31,7 +31,8 @@ impl SequentialQf {
     ///
     /// # Errors
     /// [`Error::InvalidParameters`] as for [`with_bits`](Self::with_bits); [`Error::Full`] if
-    /// the fingerprints do not fit.
+    /// the fingerprints do not fit in the table or pass its load cap (see
+    /// [`insert_hash`](Self::insert_hash)).
     pub fn bulk_build(
         quotient_bits: u32,
         remainder_bits: u32,
@@ -94,9 +95,10 @@ impl SequentialQf {
     /// ```
     ///
     /// # Errors
-    /// [`Error::Full`] if the fingerprints do not fit. A merge-insert then leaves the filter
-    /// unchanged; supercluster rounds keep what earlier rounds inserted. Either way the filter
-    /// stays usable and keeps every fingerprint it held.
+    /// [`Error::Full`] if the fingerprints do not fit in the table or under its load cap (see
+    /// [`insert_hash`](Self::insert_hash)). A merge-insert then leaves the filter unchanged;
+    /// supercluster rounds keep what earlier rounds inserted, up to the cap. Either way the
+    /// filter stays usable and keeps every fingerprint it held.
     pub fn insert_batch(&mut self, hashes: &[u64]) -> Result<usize, Error> {
         self.insert_batch_with(hashes, BatchInsert::Auto)
     }
@@ -277,6 +279,7 @@ impl LocallyLockedQf {
         let mut len = self.len.sum();
         let result = insert_batch(&mut self.table, &mut len, hashes, strategy);
         self.len.reset(len);
+        self.cap.recount(&self.len);
         result
     }
 
@@ -294,6 +297,7 @@ impl LocallyLockedQf {
     pub fn remove_batch(&mut self, hashes: &[u64]) -> usize {
         let removed = remove_batch(&mut self.table, hashes);
         self.len.reset(self.len.sum() - removed);
+        self.cap.recount(&self.len);
         removed
     }
 

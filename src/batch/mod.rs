@@ -202,8 +202,9 @@ impl BatchInsert {
 /// stored.
 ///
 /// # Errors
-/// [`Error::Full`] if the last run would reach the table's last slot (which stays empty); the
-/// table is then unchanged.
+/// [`Error::Full`] if the fingerprints to store pass the table's load cap
+/// ([`QfTable::load_cap`]) or the last run would reach the table's last slot (which stays
+/// empty); the table is then unchanged.
 pub(crate) fn build(
     table: &QfTable,
     mut keys: Vec<u64>,
@@ -219,6 +220,7 @@ pub(crate) fn build(
     if dedupe == Dedupe::On {
         keys.dedup();
     }
+    within_load_cap(table, keys.len())?;
     let layout = layout::layout(&keys, table.quotient_bits, table.remainder_bits, method);
     let last_run = layout.first.len() - 1;
     let end = layout.first[last_run] + (keys.len() - layout.heads[last_run]);
@@ -235,6 +237,11 @@ pub(crate) fn build_segmented<K: KeyWord>(
     keys: &[K],
     dedupe: Dedupe,
 ) -> Result<usize, Error> {
+    let stored = match dedupe {
+        Dedupe::Off => keys.len(),
+        Dedupe::On => 1 + keys.windows(2).filter(|pair| pair[0] != pair[1]).count(),
+    };
+    within_load_cap(table, stored)?;
     scatter::segmented_scatter(
         &table.slots,
         keys,
@@ -243,6 +250,14 @@ pub(crate) fn build_segmented<K: KeyWord>(
         dedupe,
     )
     .ok_or(Error::Full)
+}
+
+/// `Ok` if `table` takes `stored` fingerprints under its load cap, else [`Error::Full`].
+fn within_load_cap(table: &QfTable, stored: usize) -> Result<(), Error> {
+    if stored > table.load_cap() {
+        return Err(Error::Full);
+    }
+    Ok(())
 }
 
 /// A new table with the given parameters and at least `min_slots` slots (those of the table

@@ -39,21 +39,27 @@ pub(crate) enum Claim<P> {
 /// `stored` the number newly stored.
 ///
 /// # Errors
-/// [`Error::Full`] if an insert would reach the table's last slot: the elements of earlier rounds
-/// stay inserted (and counted), the rest of the batch is not.
+/// [`Error::Full`] if an insert would reach the table's last slot or `stored` would pass the
+/// table's load cap ([`QfTable::load_cap`]): the elements of earlier rounds stay inserted (and
+/// counted), the rest of the batch is not.
 pub(crate) fn insert(table: &mut QfTable, keys: &[u64], stored: &mut usize) -> Result<(), Error> {
     let table = &*table;
     let r = table.remainder_bits;
     // An element waits if its canonical slot lies in the supercluster claimed before it, i.e.
     // at or before that supercluster's end.
     let same_region = |key: u64, end: usize| (key >> r) as usize <= end;
-    rounds(
+    let all_written = rounds(
         keys,
         |key| plan_insertion(table, key),
         same_region,
-        stored,
+        (stored, table.load_cap()),
         |plan| write_insertion(&table.slots, &plan),
-    )
+    )?;
+    if all_written {
+        Ok(())
+    } else {
+        Err(Error::Full)
+    }
 }
 
 /// Plans the insert of one key: done if stored already, else a write in the supercluster that
@@ -91,10 +97,14 @@ pub(crate) fn remove(table: &mut QfTable, keys: &[u64]) -> usize {
     let same_region = |_key: u64, _start: usize| false;
     let mut removed = 0;
     let plan = |key| Ok::<_, Infallible>(plan_removal(table, key));
-    match rounds(keys, plan, same_region, &mut removed, |plan| {
-        write_removal(&table.slots, &plan)
-    }) {
-        Ok(()) => removed,
+    match rounds(
+        keys,
+        plan,
+        same_region,
+        (&mut removed, usize::MAX),
+        |plan| write_removal(&table.slots, &plan),
+    ) {
+        Ok(_) => removed,
         Err(never) => match never {},
     }
 }
@@ -129,16 +139,20 @@ pub(crate) fn write_removal(array: &SlotArray, plan: &RemovePlan) {
 /// The round loop shared by inserts and removes: plan the pending elements (in parallel chunks,
 /// skipping those `same_region` as the chunk's last claim), keep one claim per region, write the
 /// claims in parallel, repeat with the elements that waited. Adds the claims written to
-/// `written`.
+/// `written` and writes no claim once it reaches `limit` (an insert's load cap); `Ok(false)`
+/// if claims were left unwritten for that reason.
 fn rounds<P: Send + Sync, E: Send>(
     keys: &[u64],
     plan: impl Fn(u64) -> Result<Claim<P>, E> + Sync,
     same_region: impl Fn(u64, usize) -> bool + Sync,
-    written: &mut usize,
+    (written, limit): (&mut usize, usize),
     write: impl Fn(P) + Sync + Send,
-) -> Result<(), E> {
+) -> Result<bool, E> {
     let mut pending = keys.to_vec();
     while !pending.is_empty() {
+        if *written >= limit {
+            return Ok(false);
+        }
         let chunks = par::map_chunks(pending.len(), 1024, |range| {
             let mut claims = Vec::new();
             let mut last_region = None;
@@ -168,8 +182,10 @@ fn rounds<P: Send + Sync, E: Send>(
                     Some((region, _)) if last_region == Some(region) => {}
                     Some((region, plan)) => {
                         last_region = Some(region);
-                        finished[index] = true;
-                        writes.push(plan);
+                        if writes.len() < limit - *written {
+                            finished[index] = true;
+                            writes.push(plan);
+                        }
                     }
                 }
             }
@@ -182,5 +198,5 @@ fn rounds<P: Send + Sync, E: Send>(
             !finished[index - 1]
         });
     }
-    Ok(())
+    Ok(true)
 }

@@ -75,9 +75,7 @@ impl TwoBitQf {
         let len = check_slots(&words, quotient_bits, remainder_bits).map_err(corrupt)?;
         let table = TwoBitTable::with_bits(quotient_bits, remainder_bits)?;
         fill_array(&words, &table.slots);
-        let filter = TwoBitQf::from_table(table);
-        filter.len.reset(len);
-        Ok(filter)
+        Ok(TwoBitQf::from_table(table, len))
     }
 
     /// Reads one filter from a stream, consuming exactly its bytes.

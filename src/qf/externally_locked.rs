@@ -70,6 +70,7 @@ use crate::filter::{Error, Filter, Remove};
 use crate::storage::{try_boxed, with_fixed_width, AtRest, Commit, Cursor, Rewriter, SlotArray};
 use crate::sync::{AtomicBool, Ordering};
 
+use super::load_cap::LoadCap;
 use super::region_locks;
 use super::scan::Fingerprints;
 use super::sequential::SequentialQf;
@@ -108,6 +109,8 @@ pub struct ExternallyLockedQf {
     /// Slots per region (after rounding to whole groups).
     region_slots: usize,
     len: StripedCounter,
+    /// Refuses inserts past about 31/32 of the slots.
+    cap: LoadCap,
 }
 
 impl ExternallyLockedQf {
@@ -217,12 +220,14 @@ impl ExternallyLockedQf {
     fn build(filter: SequentialQf, shape: RegionShape) -> Result<Self, Error> {
         let len = StripedCounter::new();
         len.reset(filter.len);
+        let cap = LoadCap::new(filter.table.quotient_bits, &len);
         Ok(ExternallyLockedQf {
             table: filter.table,
             locks: try_boxed(shape.regions, || AtomicBool::new(false))?,
             region_shift: shape.region_groups.trailing_zeros(),
             region_slots: shape.region_slots,
             len,
+            cap,
         })
     }
 
@@ -386,6 +391,9 @@ impl Commit for UnderLock {
 
 impl Filter for ExternallyLockedQf {
     fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
+        if !self.cap.admits(&self.len) {
+            return Err(Error::Full);
+        }
         let (quotient, remainder) = self.fingerprint(hash);
         // Before the region lock's read-modify-write, which later loads cannot pass.
         self.table.slots.prefetch_neighbour_lines(quotient);
@@ -417,7 +425,7 @@ impl Filter for ExternallyLockedQf {
             let mut rewriter = Rewriter::new(&self.table.slots, UnderLock, KEEP_OCCUPIED);
             walk::shift_in(&mut read, &mut rewriter, &plan, None);
             rewriter.finish();
-            self.len.increment();
+            self.cap.count_insert(&self.len);
             Walked::Done(Ok(true))
         })
     }

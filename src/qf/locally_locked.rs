@@ -100,6 +100,7 @@ use crate::hash::hash_key;
 use crate::storage::{with_fixed_width, Cursor};
 use crate::sync::Ordering;
 
+use super::load_cap::LoadCap;
 use super::scan::Fingerprints;
 use super::sequential::SequentialQf;
 use super::slot::{CONTINUATION, OCCUPIED, READ_LOCK, SHIFTED, STATUS_BITS, WRITE_LOCK};
@@ -132,6 +133,8 @@ use super::walk::{self, LocksReadThrough, UnlockedWalk};
 pub struct LocallyLockedQf {
     pub(crate) table: QfTable,
     pub(crate) len: StripedCounter,
+    /// Refuses inserts past about 31/32 of the slots.
+    pub(crate) cap: LoadCap,
     /// The continuation bit of every lane: finds lock statuses in a word at once.
     continuation_lanes: u64,
 }
@@ -180,9 +183,11 @@ impl LocallyLockedQf {
         let continuation_lanes = filter.table.slots.layout().lanes(CONTINUATION);
         let len = StripedCounter::new();
         len.reset(filter.len);
+        let cap = LoadCap::new(filter.table.quotient_bits, &len);
         LocallyLockedQf {
             table: filter.table,
             len,
+            cap,
             continuation_lanes,
         }
     }
@@ -368,6 +373,9 @@ impl LocallyLockedQf {
     /// changed anything.
     #[inline]
     pub(crate) fn insert_or_migrating(&self, hash: u64) -> Result<Result<bool, Full>, Migrating> {
+        if !self.cap.admits(&self.len) {
+            return Ok(Err(Full));
+        }
         let (quotient, remainder) = self.fingerprint(hash);
         self.table.slots.prefetch_neighbour_lines(quotient);
         loop {

@@ -7,6 +7,7 @@ pub(crate) mod externally_locked;
 pub(crate) mod growing;
 pub(crate) mod level_reads;
 pub(crate) mod linear_probing;
+pub(crate) mod load_cap;
 pub(crate) mod locally_locked;
 pub(crate) mod rank_select;
 pub(crate) mod region_locks;

@@ -21,6 +21,9 @@ pub(crate) struct QfTable {
     pub(crate) quotient_bits: u32,
     pub(crate) remainder_bits: u32,
     splitter: Splitter,
+    /// [`load_cap`](super::load_cap::load_cap) of the table, kept so the sequential insert's
+    /// check is one compare.
+    load_cap: usize,
 }
 
 impl QfTable {
@@ -49,6 +52,7 @@ impl QfTable {
             quotient_bits,
             remainder_bits,
             splitter: Splitter::new(quotient_bits, remainder_bits),
+            load_cap: super::load_cap::load_cap(quotient_bits),
         })
     }
 
@@ -84,6 +88,13 @@ impl QfTable {
     /// How many fingerprints fit at [`MAX_LOAD`].
     pub(crate) fn capacity(&self) -> usize {
         ((1u64 << self.quotient_bits) as f64 * MAX_LOAD) as usize
+    }
+
+    /// How many fingerprints the table takes before inserts are refused
+    /// ([`load_cap`](super::load_cap::load_cap)).
+    #[inline]
+    pub(crate) fn load_cap(&self) -> usize {
+        self.load_cap
     }
 
     /// The expected false-positive rate with `len` fingerprints stored: `len / 2^(q + r)`.

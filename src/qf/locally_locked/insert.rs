@@ -61,7 +61,7 @@ impl LocallyLockedQf {
             .slots
             .compare_exchange_group(group, word, new, Ordering::Release, Ordering::Relaxed)
             .ok()?;
-        self.len.increment();
+        self.cap.count_insert(&self.len);
         Some(Ok(true))
     }
 
@@ -98,7 +98,7 @@ impl LocallyLockedQf {
             let element = Slot::element(remainder, false, false).raw() | OCCUPIED;
             let stored = self.update_slot(end, |now| (now == WRITE_LOCK).then_some(element));
             debug_assert!(stored, "we hold the write lock");
-            self.len.increment();
+            self.cap.count_insert(&self.len);
             return Some(Ok(true));
         }
         // Block D, planned on the frozen stretch (see `plan_frozen`).
@@ -150,7 +150,7 @@ impl LocallyLockedQf {
         rewriter.finish();
         // The shift filled the write-locked slot, which released it.
         self.unlock_read(start);
-        self.len.increment();
+        self.cap.count_insert(&self.len);
         Some(Ok(true))
     }
 }

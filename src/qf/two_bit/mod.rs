@@ -97,6 +97,7 @@ use crate::hash::{hash_key, low_mask, Fingerprint};
 use crate::storage::{with_fixed_width, Cursor, Guarded, Preview, Recorder, Rewriter};
 use crate::sync::{Ordering, Waiter};
 
+use crate::qf::load_cap::LoadCap;
 use crate::qf::walk::UnlockedWalk;
 use table::{element, is_filled, TwoBitTable, LOCK, OCCUPIED};
 use walk::{InsertPlan, InsertStep, RunSearch};
@@ -133,6 +134,8 @@ use walk::{InsertPlan, InsertStep, RunSearch};
 pub struct TwoBitQf {
     pub(crate) table: TwoBitTable,
     pub(crate) len: StripedCounter,
+    /// Refuses inserts past about 31/32 of the slots.
+    cap: LoadCap,
 }
 
 impl TwoBitQf {
@@ -150,7 +153,7 @@ impl TwoBitQf {
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
     /// would be too large.
     pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
-        Ok(Self::from_table(TwoBitTable::new(capacity, fpr)?))
+        Ok(Self::from_table(TwoBitTable::new(capacity, fpr)?, 0))
     }
 
     /// A filter with `2^quotient_bits` canonical slots of `remainder_bits` remainder bits each
@@ -169,16 +172,18 @@ impl TwoBitQf {
     /// `quotient_bits + remainder_bits <= 64` and `remainder_bits + 2 <= 64`, or if the table
     /// cannot be allocated.
     pub fn with_bits(quotient_bits: u32, remainder_bits: u32) -> Result<Self, Error> {
-        Ok(Self::from_table(TwoBitTable::with_bits(
-            quotient_bits,
-            remainder_bits,
-        )?))
+        let table = TwoBitTable::with_bits(quotient_bits, remainder_bits)?;
+        Ok(Self::from_table(table, 0))
     }
 
-    pub(crate) fn from_table(table: TwoBitTable) -> Self {
+    /// The filter over `table`, which holds `len` fingerprints.
+    pub(crate) fn from_table(table: TwoBitTable, len: usize) -> Self {
+        let counter = StripedCounter::new();
+        counter.reset(len);
         TwoBitQf {
+            cap: LoadCap::new(table.quotient_bits, &counter),
             table,
-            len: StripedCounter::new(),
+            len: counter,
         }
     }
 
@@ -273,8 +278,7 @@ impl TwoBitQf {
         // Twice the canonical slots at half the fill cannot overflow where the smaller table
         // did not.
         let stored = table::build_sorted(&mut grown.slots, refined)?;
-        self.table = grown;
-        self.len.reset(stored);
+        *self = Self::from_table(grown, stored);
         Ok(())
     }
 
@@ -353,7 +357,7 @@ impl TwoBitQf {
             Ordering::Acquire,
         ) {
             Ok(_) => {
-                self.len.increment();
+                self.cap.count_insert(&self.len);
                 Some(Ok(Ok(true)))
             }
             Err(actual) => Some(Err(Lost {
@@ -512,7 +516,7 @@ impl TwoBitQf {
                 .slots
                 .update_slot(left, |now| (now == LOCK).then_some(slot));
             debug_assert!(stored, "we hold the lock");
-            self.len.increment();
+            self.cap.count_insert(&self.len);
             return Some(Ok(true));
         }
         let plan = match self.plan_locked(left, quotient, remainder) {
@@ -556,7 +560,7 @@ impl TwoBitQf {
         self.shift_in_locked(&plan);
         // The shift filled the right lock's slot, which released it.
         self.unlock(left);
-        self.len.increment();
+        self.cap.count_insert(&self.len);
         Some(Ok(true))
     }
 
@@ -663,6 +667,9 @@ impl TwoBitQf {
 
 impl Filter for TwoBitQf {
     fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
+        if !self.cap.admits(&self.len) {
+            return Err(Error::Full);
+        }
         let (quotient, remainder) = self.table.fingerprint(hash);
         self.table.slots.prefetch_neighbour_lines(quotient);
         loop {

@@ -1,0 +1,234 @@
+//! The load cap of the shifting quotient filters: from `2^10` slots on, `SequentialQf`,
+//! `LocallyLockedQf`, `ExternallyLockedQf`, `TwoBitQf` (and so `GrowableQf` at its last size)
+//! refuse inserts with `Full` once they hold 31/32 of their `2^q` slots, instead of taking keys
+//! into a cluster that spans the table. One thread and the batch writes stop at the cap exactly;
+//! concurrent inserts sample the count and may stop a little past it.
+
+mod common;
+
+use common::distinct_hashes;
+use conqf::{
+    BatchInsert, BuildMethod, Error, ExternallyLockedQf, Filter, LocallyLockedQf, Remove,
+    SequentialQf, TwoBitQf,
+};
+
+const Q: u32 = 12;
+const R: u32 = 10;
+
+/// The documented cap: 31/32 of the `2^q` slots.
+fn cap(q: u32) -> usize {
+    (1 << q) - (1 << q) / 32
+}
+
+/// How far past the cap the concurrent filters may go: a quarter of the room above it, what
+/// the documentation promises for up to 16 threads.
+fn slack(q: u32) -> usize {
+    ((1 << q) / 32) / 4
+}
+
+/// Inserts `hashes` one by one until the first `Full`; returns how many went in.
+fn fill_until_full(filter: &impl Filter, hashes: &[u64]) -> usize {
+    for (index, &hash) in hashes.iter().enumerate() {
+        match filter.insert_hash(hash) {
+            Ok(true) => {}
+            Ok(false) => panic!("the hashes have distinct fingerprints"),
+            Err(Error::Full) => return index,
+            Err(other) => panic!("{other}"),
+        }
+    }
+    panic!("{} keys went into 2^{Q} slots", hashes.len());
+}
+
+/// One thread fills the filter until it refuses: the refusal comes at the cap, leaves the
+/// filter unchanged (every key found, the same length, the invariants hold),
+/// refuses a key already stored as well, and lifts once removals bring the count below the cap.
+fn one_thread_stops_at_the_cap<F: Filter + Remove>(
+    make: impl Fn(u32, u32) -> F,
+    check: impl Fn(&F) -> Result<(), String>,
+) {
+    let filter = make(Q, R);
+    let hashes = distinct_hashes(Q, R, 1 << Q, 1 << Q, 7);
+    let stored = fill_until_full(&filter, &hashes);
+    assert_eq!(stored, cap(Q), "one thread stops exactly at the cap");
+    assert_eq!(filter.len(), stored);
+    assert_eq!(filter.insert_hash(hashes[stored + 1]), Err(Error::Full));
+    assert_eq!(
+        filter.insert_hash(hashes[0]),
+        Err(Error::Full),
+        "a stored key too"
+    );
+    assert_eq!(filter.len(), stored);
+    assert!(hashes[..stored].iter().all(|&h| filter.contains_hash(h)));
+    check(&filter).unwrap();
+    assert_eq!(filter.remove_hash(hashes[0]), Ok(true));
+    assert_eq!(
+        filter.insert_hash(hashes[stored]),
+        Ok(true),
+        "below the cap again"
+    );
+    check(&filter).unwrap();
+}
+
+#[test]
+fn locally_locked_stops_at_the_cap() {
+    one_thread_stops_at_the_cap(
+        |q, r| LocallyLockedQf::with_bits(q, r).unwrap(),
+        LocallyLockedQf::check_invariants,
+    );
+}
+
+#[test]
+fn externally_locked_stops_at_the_cap() {
+    one_thread_stops_at_the_cap(
+        |q, r| ExternallyLockedQf::with_bits(q, r).unwrap(),
+        ExternallyLockedQf::check_invariants,
+    );
+}
+
+#[test]
+fn two_bit_stops_at_the_cap() {
+    one_thread_stops_at_the_cap(
+        |q, r| TwoBitQf::with_bits(q, r).unwrap(),
+        TwoBitQf::check_invariants,
+    );
+}
+
+/// Threads (a parameter: `CONQF_CAP_THREADS`, 4 by default) fill one filter from disjoint key
+/// sets until each is refused: the filter then holds at least the cap and at most the slack
+/// past it, and every key whose insert returned `Ok(true)` is found.
+fn threads_stop_near_the_cap<F: Filter>(make: impl Fn(u32, u32) -> F) {
+    let threads: usize = std::env::var("CONQF_CAP_THREADS")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(4);
+    let q = 14;
+    let filter = make(q, R);
+    let hashes = distinct_hashes(q, R, 1 << q, 1 << q, 11);
+    let share = hashes.len().div_ceil(threads);
+    let stored: Vec<&[u64]> = std::thread::scope(|s| {
+        let workers: Vec<_> = hashes
+            .chunks(share)
+            .map(|mine| {
+                let filter = &filter;
+                s.spawn(move || &mine[..fill_until_full_or_end(filter, mine)])
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap()).collect()
+    });
+    let total: usize = stored.iter().map(|keys| keys.len()).sum();
+    assert_eq!(filter.len(), total);
+    assert!(
+        (cap(q)..=cap(q) + slack(q)).contains(&total),
+        "{threads} threads stored {total}, cap {}",
+        cap(q)
+    );
+    assert!(stored
+        .iter()
+        .flat_map(|keys| keys.iter())
+        .all(|&h| filter.contains_hash(h)));
+}
+
+/// [`fill_until_full`] that may also run out of keys.
+fn fill_until_full_or_end(filter: &impl Filter, hashes: &[u64]) -> usize {
+    hashes
+        .iter()
+        .position(|&hash| match filter.insert_hash(hash) {
+            Ok(stored) => {
+                assert!(stored, "the hashes have distinct fingerprints");
+                false
+            }
+            Err(error) => {
+                assert_eq!(error, Error::Full);
+                true
+            }
+        })
+        .unwrap_or(hashes.len())
+}
+
+#[test]
+fn concurrent_inserts_stop_near_the_cap() {
+    threads_stop_near_the_cap(|q, r| LocallyLockedQf::with_bits(q, r).unwrap());
+    threads_stop_near_the_cap(|q, r| ExternallyLockedQf::with_bits(q, r).unwrap());
+    threads_stop_near_the_cap(|q, r| TwoBitQf::with_bits(q, r).unwrap());
+}
+
+#[test]
+fn sequential_stops_at_the_cap_exactly() {
+    let mut filter = SequentialQf::with_bits(Q, R).unwrap();
+    let hashes = distinct_hashes(Q, R, 1 << Q, cap(Q) + 1, 3);
+    for &hash in &hashes[..cap(Q)] {
+        assert_eq!(filter.insert_hash(hash), Ok(true));
+    }
+    assert_eq!(filter.insert_hash(hashes[cap(Q)]), Err(Error::Full));
+    assert_eq!(filter.len(), cap(Q));
+    filter.remove_hash(hashes[0]).unwrap();
+    assert_eq!(filter.insert_hash(hashes[cap(Q)]), Ok(true));
+    filter.check_invariants().unwrap();
+}
+
+/// Tables below `2^10` slots take keys into their overflow tail, as before the cap.
+#[test]
+fn small_tables_are_not_capped() {
+    let filter = LocallyLockedQf::with_bits(9, R).unwrap();
+    let hashes = distinct_hashes(9, R, 1 << 9, 1 << 10, 5);
+    let stored = fill_until_full_or_end(&filter, &hashes);
+    assert!(stored >= 1 << 9, "only {stored} keys in 512 slots");
+}
+
+/// Batch writes stop at the cap exactly: a bulk build of more distinct keys than the cap and a
+/// merge-insert past it are `Full` and change nothing; supercluster rounds keep what fitted,
+/// which is the cap.
+#[test]
+fn batch_writes_stop_at_the_cap() {
+    let hashes = distinct_hashes(Q, R, 1 << Q, cap(Q) + 10, 9);
+    for method in [
+        BuildMethod::ParallelMerging,
+        BuildMethod::SequentialShifting,
+        BuildMethod::SegmentedLayouts,
+    ] {
+        assert!(matches!(
+            SequentialQf::bulk_build(Q, R, &hashes, method),
+            Err(Error::Full)
+        ));
+        let at_cap = SequentialQf::bulk_build(Q, R, &hashes[..cap(Q)], method).unwrap();
+        assert_eq!(at_cap.len(), cap(Q));
+    }
+    let half = cap(Q) / 2;
+    let mut merged =
+        SequentialQf::bulk_build(Q, R, &hashes[..half], BuildMethod::default()).unwrap();
+    let merge = BatchInsert::Merge(BuildMethod::default());
+    assert_eq!(
+        merged.insert_batch_with(&hashes[half..], merge),
+        Err(Error::Full)
+    );
+    assert_eq!(merged.len(), half, "a refused merge-insert changes nothing");
+    let mut rounds =
+        LocallyLockedQf::bulk_build(Q, R, &hashes[..half], BuildMethod::default()).unwrap();
+    let result = rounds.insert_batch_with(&hashes[half..], BatchInsert::Superclusters);
+    assert_eq!(result, Err(Error::Full));
+    assert_eq!(rounds.len(), cap(Q), "the rounds fill up to the cap");
+    assert!(hashes.iter().filter(|&&h| rounds.contains_hash(h)).count() >= cap(Q));
+    rounds.check_invariants().unwrap();
+    // The flag of the concurrent filter follows the batch: single inserts are refused too.
+    assert_eq!(rounds.insert_hash(hashes[0] ^ 1), Err(Error::Full));
+    assert_eq!(rounds.remove_batch(&hashes[..1]), 1);
+    assert!(rounds.insert_hash(hashes[0]).is_ok());
+}
+
+/// A growable filter that may not double any more is capped like its table.
+#[test]
+fn a_growable_filter_at_its_last_size_stops_at_the_cap() {
+    let filter = LocallyLockedQf::growable(2000, 1e-3)
+        .max_doublings(0)
+        .build()
+        .unwrap();
+    let (q, r) = (filter.quotient_bits(), filter.remainder_bits());
+    assert!(q >= 10, "a table the cap applies to");
+    let hashes = distinct_hashes(q, r, 1 << q, 1 << q, 13);
+    let stored = fill_until_full(&filter, &hashes);
+    assert!(
+        (cap(q)..=cap(q) + slack(q)).contains(&stored),
+        "{stored} keys"
+    );
+    assert!(hashes[..stored].iter().all(|&h| filter.contains_hash(h)));
+}
