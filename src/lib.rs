@@ -40,8 +40,9 @@
 //!
 //! Constructors validate their arguments and return [`Error::InvalidParameters`]; an insert into
 //! a full table returns [`Error::Full`] and leaves the filter unchanged and usable. "Full" comes
-//! before the last slot: the shifting quotient filters stop at a load cap of 31/32 of their
-//! slots, where their clusters would start to span the table ([`Filter::capacity`]).
+//! before the last slot in most quotient filters: `SequentialQf`, `LocallyLockedQf`,
+//! `ExternallyLockedQf` and `TwoBitQf` stop at a load cap of 31/32 of their slots, before the
+//! last few percent where their operations slow down most ([`Filter::capacity`]).
 //!
 //! # Consistency
 //!

@@ -9,8 +9,8 @@ use crate::sync::Ordering;
 
 use super::keys::{merge_sorted, sorted_keys, sorted_keys_with_repeats, table_keys};
 use super::{
-    build, build_segmented, build_table, lookup, supercluster, BatchInsert, BatchLookup,
-    BuildMethod, Dedupe,
+    build, build_segmented, build_table, lookup, supercluster, within_load_cap, BatchInsert,
+    BatchLookup, BuildMethod, Dedupe,
 };
 
 impl SequentialQf {
@@ -78,6 +78,7 @@ impl SequentialQf {
                 dedupe,
             )?
         };
+        let len = within_load_cap(&table, len)?;
         Ok(SequentialQf { table, len })
     }
 

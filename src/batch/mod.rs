@@ -201,10 +201,12 @@ impl BatchInsert {
 /// stored once or as often as it occurs, as `dedupe` says. Returns how many fingerprints it
 /// stored.
 ///
+/// Knows no load cap: growing a table copies what it holds, whatever its fill; the public
+/// builds check the cap on the result ([`within_load_cap`]).
+///
 /// # Errors
-/// [`Error::Full`] if the fingerprints to store pass the table's load cap
-/// ([`QfTable::load_cap`]) or the last run would reach the table's last slot (which stays
-/// empty); the table is then unchanged.
+/// [`Error::Full`] if the last run would reach the table's last slot (which stays empty); the
+/// table is then unchanged.
 pub(crate) fn build(
     table: &QfTable,
     mut keys: Vec<u64>,
@@ -220,7 +222,6 @@ pub(crate) fn build(
     if dedupe == Dedupe::On {
         keys.dedup();
     }
-    within_load_cap(table, keys.len())?;
     let layout = layout::layout(&keys, table.quotient_bits, table.remainder_bits, method);
     let last_run = layout.first.len() - 1;
     let end = layout.first[last_run] + (keys.len() - layout.heads[last_run]);
@@ -237,11 +238,6 @@ pub(crate) fn build_segmented<K: KeyWord>(
     keys: &[K],
     dedupe: Dedupe,
 ) -> Result<usize, Error> {
-    let stored = match dedupe {
-        Dedupe::Off => keys.len(),
-        Dedupe::On => 1 + keys.windows(2).filter(|pair| pair[0] != pair[1]).count(),
-    };
-    within_load_cap(table, stored)?;
     scatter::segmented_scatter(
         &table.slots,
         keys,
@@ -252,12 +248,15 @@ pub(crate) fn build_segmented<K: KeyWord>(
     .ok_or(Error::Full)
 }
 
-/// `Ok` if `table` takes `stored` fingerprints under its load cap, else [`Error::Full`].
-fn within_load_cap(table: &QfTable, stored: usize) -> Result<(), Error> {
+/// `stored`, the count of a build into `table`, if it is within the table's load cap
+/// ([`QfTable::load_cap`]), else [`Error::Full`]: a bulk build or merge must not hand out a
+/// filter that its own inserts would refuse. Checked after the build, which deduplicates; the
+/// caller then drops the table.
+pub(crate) fn within_load_cap(table: &QfTable, stored: usize) -> Result<usize, Error> {
     if stored > table.load_cap() {
         return Err(Error::Full);
     }
-    Ok(())
+    Ok(stored)
 }
 
 /// A new table with the given parameters and at least `min_slots` slots (those of the table
@@ -276,5 +275,6 @@ pub(crate) fn build_table(
 ) -> Result<(QfTable, usize), Error> {
     let table = QfTable::with_slots(quotient_bits, remainder_bits, min_slots)?;
     let len = build(&table, keys, method, Dedupe::Off)?;
+    let len = within_load_cap(&table, len)?;
     Ok((table, len))
 }

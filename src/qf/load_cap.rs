@@ -15,7 +15,9 @@
 //! interval, and a sum at the cap raises a flag that every insert reads first (one load of a
 //! line that is only written when the flag flips). While the flag is up, each insert sums again
 //! and is refused unless the sum has dropped below the cap (keys were removed meanwhile), which
-//! lowers the flag. No insert is refused below the cap.
+//! lowers the flag. The sum is not a snapshot (it may read one stripe before a removal and
+//! another after a later insert), so inserts racing removals near the cap may be refused a few
+//! keys below it or let a few past it; inserts alone are never refused below it.
 //!
 //! A sum reads a cache line per stripe, some of them just written by other threads, so it is
 //! done rarely while the count is far below the cap: each check sets the interval to the
@@ -72,9 +74,10 @@ pub(crate) struct LoadCap {
 impl LoadCap {
     /// The cap of a table with `2^quotient_bits` canonical slots holding the `len` counts.
     pub(crate) fn new(quotient_bits: u32, len: &StripedCounter) -> Self {
+        let cap = load_cap(quotient_bits);
         let load_cap = LoadCap {
-            cap: load_cap(quotient_bits),
-            check_mask: AtomicUsize::new(0),
+            cap,
+            check_mask: AtomicUsize::new(MAX_CHECK_EVERY - 1),
             reached: AtomicBool::new(false),
         };
         load_cap.recount(len);
@@ -82,8 +85,13 @@ impl LoadCap {
     }
 
     /// Sets the flag and the interval from the sum, after `len` was set rather than counted
-    /// insert by insert (a batch write with `&mut` access).
+    /// insert by insert (a batch write with `&mut` access, a migration's bulk count). Nothing
+    /// to do for an uncapped table, whose flag stays down (and the loom models' tables, all
+    /// uncapped, touch no atomic here).
     pub(crate) fn recount(&self, len: &StripedCounter) {
+        if self.cap == usize::MAX {
+            return;
+        }
         let sum = len.sum();
         // Relaxed: as in `admits`.
         self.reached.store(sum >= self.cap, Ordering::Relaxed);

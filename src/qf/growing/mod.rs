@@ -646,6 +646,9 @@ impl GrowableQf {
         while migration.done_blocks.load(Ordering::Acquire) < migration.blocks {
             waiter.wait();
         }
+        // The copies were added to the count in bulk: the cap's check interval, set for the
+        // empty table, follows the count now (each helper may do it; it sets the same values).
+        next.filter.cap.recount(&next.filter.len);
         let old_ptr = generation as *const Generation as *mut Generation;
         // AcqRel: Release publishes the new table (and, transitively, all blocks' writes) to
         // every later `generation` load; Acquire on failure orders nothing we rely on.
