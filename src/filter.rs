@@ -239,6 +239,11 @@ pub trait Count: Filter {
 }
 
 /// Filters that can absorb another filter of the same parameters without rehashing.
+///
+/// Implemented by `SequentialQf`, `ExternallyLockedQf` and `CountingQf` (the concurrent two
+/// read each input under all of its locks, so other threads may keep using them).
+/// `LocallyLockedQf` merges through an inherent `merge(&mut self, &mut other)` instead: a
+/// whole-table read needs every writer stopped, which its in-table locks cannot do.
 pub trait Merge: Sized {
     /// A new filter holding the fingerprints of both.
     ///

@@ -65,15 +65,16 @@
 //! regions not held are only used to decide which regions to lock (their results are then
 //! discarded).
 
+use crate::batch::keys::table_keys;
 use crate::counter::StripedCounter;
-use crate::filter::{Error, Filter, Remove};
+use crate::filter::{Error, Filter, Merge, Remove};
 use crate::storage::{try_boxed, with_fixed_width, AtRest, Commit, Cursor, Rewriter, SlotArray};
 use crate::sync::{AtomicBool, Ordering};
 
 use super::load_cap::LoadCap;
 use super::region_locks;
 use super::scan::Fingerprints;
-use super::sequential::SequentialQf;
+use super::sequential::{merge_tables, SequentialQf};
 use super::table::QfTable;
 use super::walk::{self, InsertStep, KEEP_OCCUPIED};
 
@@ -278,6 +279,15 @@ impl ExternallyLockedQf {
         copy
     }
 
+    /// The sorted fingerprint keys of the table, read while every region lock is held (as in
+    /// [`snapshot_groups`](Self::snapshot_groups)): the table between two operations.
+    fn locked_keys(&self) -> Vec<u64> {
+        let _all = region_locks::Held::lock(&self.locks, 0, self.locks.len() - 1);
+        // Relaxed: every region is held, so no thread writes the table, and the locks'
+        // Acquire ordered the previous holders' stores before these loads.
+        table_keys(&self.table, Ordering::Relaxed)
+    }
+
     /// Checks that no region is locked and the table's invariants (status bits, run order, the
     /// count). Only meaningful while no thread works on the filter; for tests and debugging.
     pub fn check_invariants(&self) -> Result<(), String> {
@@ -386,6 +396,37 @@ impl Commit for UnderLock {
         // discard what they read.
         let word = array.load_group(group, Ordering::Relaxed);
         array.store_group(group, compose(word), Ordering::Relaxed);
+    }
+}
+
+/// Merging without rehashing, as [`SequentialQf`]'s merge does (paper 004 §IV-E; the same
+/// result shape and the same [`Error::Incompatible`] rule). The result's regions are this
+/// filter's [`region_slots`](Self::region_slots), rounded to its groups as
+/// [`from_sequential_with_region`](Self::from_sequential_with_region) rounds them.
+///
+/// Other threads may keep using both filters: each is read whole while the merge holds all of
+/// its region locks (first this filter, then `other`, never both at once), so the result holds
+/// every fingerprint stored in a filter before the merge began and not removed during it.
+/// Meanwhile that filter's operations wait for the read.
+///
+/// ```
+/// use conqf::{ExternallyLockedQf, Filter, Merge};
+/// let a = ExternallyLockedQf::with_bits(10, 10)?;
+/// let b = ExternallyLockedQf::with_bits(10, 10)?;
+/// a.insert(&1u64)?;
+/// b.insert(&2u64)?;
+/// let union = a.merge(&b)?;
+/// assert!(union.contains(&1u64) && union.contains(&2u64));
+/// assert_eq!(union.len(), 2);
+/// # Ok::<(), conqf::Error>(())
+/// ```
+impl Merge for ExternallyLockedQf {
+    fn merge(&self, other: &Self) -> Result<Self, Error> {
+        let merged = merge_tables(
+            (&self.table, || self.locked_keys()),
+            (&other.table, || other.locked_keys()),
+        )?;
+        Self::from_sequential_with_region(merged, self.region_slots)
     }
 }
 

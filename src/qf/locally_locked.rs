@@ -94,6 +94,7 @@ mod remove;
 
 use std::hash::Hash;
 
+use crate::batch::keys::table_keys;
 use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter, Full, Remove};
 use crate::hash::hash_key;
@@ -102,7 +103,7 @@ use crate::sync::Ordering;
 
 use super::load_cap::LoadCap;
 use super::scan::Fingerprints;
-use super::sequential::SequentialQf;
+use super::sequential::{merge_tables, SequentialQf};
 use super::slot::{CONTINUATION, OCCUPIED, READ_LOCK, SHIFTED, STATUS_BITS, WRITE_LOCK};
 use super::table::QfTable;
 use super::walk::{self, LocksReadThrough, UnlockedWalk};
@@ -199,6 +200,41 @@ impl LocallyLockedQf {
             table: self.table,
             len,
         }
+    }
+
+    /// A new filter holding the fingerprints of both, merged without rehashing as
+    /// [`SequentialQf`]'s [`Merge`](crate::Merge) does (paper 004 §IV-E; the same result shape
+    /// and the same [`Error::Incompatible`] rule).
+    ///
+    /// It takes `&mut` access to both filters, not the `&self` of the `Merge` trait, for the
+    /// reason [`write_to`](Self::write_to) does: a reader that must see every stored
+    /// fingerprint has to stop every writer, and this filter's locks (per cluster, inside the
+    /// table) have no way to. With `&mut`, no operation is in flight. Filters shared in an
+    /// `Arc` merge once the other threads are done ([`Arc::get_mut`](std::sync::Arc::get_mut)),
+    /// or use [`ExternallyLockedQf`](crate::ExternallyLockedQf) or
+    /// [`CountingQf`](crate::CountingQf), whose `Merge` runs beside other threads.
+    ///
+    /// ```
+    /// use conqf::{Filter, LocallyLockedQf};
+    /// let mut a = LocallyLockedQf::with_bits(10, 10)?;
+    /// let mut b = LocallyLockedQf::with_bits(10, 10)?;
+    /// a.insert(&1u64)?;
+    /// b.insert(&2u64)?;
+    /// let union = a.merge(&mut b)?;
+    /// assert!(union.contains(&1u64) && union.contains(&2u64));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Incompatible`] if the fingerprint lengths differ; [`Error::Full`] if the union
+    /// does not fit.
+    pub fn merge(&mut self, other: &mut Self) -> Result<Self, Error> {
+        // Relaxed: `&mut` access to both tables, so no other thread writes them.
+        let merged = merge_tables(
+            (&self.table, || table_keys(&self.table, Ordering::Relaxed)),
+            (&other.table, || table_keys(&other.table, Ordering::Relaxed)),
+        )?;
+        Ok(Self::from_sequential(merged))
     }
 
     /// Quotient bits `q`: the table has `2^q` canonical slots.

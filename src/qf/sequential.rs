@@ -318,44 +318,61 @@ impl SequentialQf {
 /// ```
 impl Merge for SequentialQf {
     fn merge(&self, other: &Self) -> Result<Self, Error> {
-        let bits = self.table.quotient_bits + self.table.remainder_bits;
-        if bits != other.table.quotient_bits + other.table.remainder_bits {
-            return Err(Error::Incompatible(format!(
-                "fingerprints of {bits} and {} bits",
-                other.table.quotient_bits + other.table.remainder_bits
-            )));
-        }
-        let total = self.len + other.len;
-        let mut q = self.table.quotient_bits.max(other.table.quotient_bits);
-        while ((1u64 << q) as f64) * MAX_LOAD < total as f64
-            && bits - q > 1
-            && q < sizing::MAX_QUOTIENT_BITS
-        {
-            q += 1;
-        }
         // Relaxed: reads of tables no other thread writes (`&self` excludes `&mut` writers).
-        let a = batch::keys::table_keys(&self.table, Ordering::Relaxed);
-        let b = batch::keys::table_keys(&other.table, Ordering::Relaxed);
-        let union = batch::keys::merge_sorted(&a, &b);
-        // A grown or read-back input may have more slots than `with_bits` gives its shape (its
-        // overflow tail in use): then at least its slots, doubled for every quotient bit the
-        // union gained, since doubling a table's slots keeps every supercluster within twice
-        // its old range, as in `QfTable::doubled`, so its keys alone always fit. Inputs of the
-        // usual size ask for nothing more than the union's own shape (doubling their overflow
-        // tails too once asked for gigabytes more than either input; found in review).
-        let min_slots = [&self.table, &other.table]
-            .into_iter()
-            .filter(|table| table.slots.len() > usual_slots(table.quotient_bits))
-            .map(|table| {
-                let doublings = q - table.quotient_bits;
-                table.slots.len().saturating_mul(1 << doublings)
-            })
-            .max()
-            .unwrap_or(0);
-        let (table, len) =
-            batch::build_table(q, bits - q, min_slots, union, BuildMethod::default())?;
-        Ok(SequentialQf { table, len })
+        merge_tables(
+            (&self.table, || {
+                batch::keys::table_keys(&self.table, Ordering::Relaxed)
+            }),
+            (&other.table, || {
+                batch::keys::table_keys(&other.table, Ordering::Relaxed)
+            }),
+        )
     }
+}
+
+/// The merge of two 3-status-bit tables ([`SequentialQf`]'s `Merge`), shared with the
+/// concurrent filters over the same table: each side is a table and how to read its sorted
+/// fingerprint keys (under whatever locks that filter needs), read first `a`, then `b`, after
+/// the parameters are checked.
+pub(crate) fn merge_tables(
+    (a, a_keys): (&QfTable, impl FnOnce() -> Vec<u64>),
+    (b, b_keys): (&QfTable, impl FnOnce() -> Vec<u64>),
+) -> Result<SequentialQf, Error> {
+    let bits = a.quotient_bits + a.remainder_bits;
+    if bits != b.quotient_bits + b.remainder_bits {
+        return Err(Error::Incompatible(format!(
+            "fingerprints of {bits} and {} bits",
+            b.quotient_bits + b.remainder_bits
+        )));
+    }
+    let (a_keys, b_keys) = (a_keys(), b_keys());
+    // Sized from what was read: a concurrent filter's count may have moved since.
+    let total = a_keys.len() + b_keys.len();
+    let mut q = a.quotient_bits.max(b.quotient_bits);
+    while ((1u64 << q) as f64) * MAX_LOAD < total as f64
+        && bits - q > 1
+        && q < sizing::MAX_QUOTIENT_BITS
+    {
+        q += 1;
+    }
+    let union = batch::keys::merge_sorted(&a_keys, &b_keys);
+    // A grown or read-back input may have more slots than `with_bits` gives its shape (its
+    // overflow tail in use): then at least its slots, doubled for every quotient bit the union
+    // gained, since doubling a table's slots keeps every supercluster within twice its old
+    // range, as in `QfTable::doubled`, so its keys alone always fit. Inputs of the usual size
+    // ask for nothing more than the union's own shape (doubling their overflow tails too once
+    // asked for gigabytes more than either input; found in review).
+    let min_slots = [a, b]
+        .into_iter()
+        .filter(|table| table.slots.len() > usual_slots(table.quotient_bits))
+        .map(|table| {
+            let doublings = q - table.quotient_bits;
+            table.slots.len().saturating_mul(1 << doublings)
+        })
+        .max()
+        .unwrap_or(0);
+    let (table, len) = batch::build_table(q, bits - q, min_slots, union, BuildMethod::default())?;
+    Ok(SequentialQf { table, len })
 }
 
 /// The refusal of an insert at the load cap, out of the insert's way: with the error built in

@@ -237,3 +237,32 @@ fn shift_into_the_next_region_with_five_slots_per_group() {
         filter.check_invariants().unwrap();
     });
 }
+
+/// `merge` (through `&self`, under every region lock of each filter in turn) while an insert
+/// from region 0 shifts the cluster across the boundary into region 1: the union holds every
+/// key stored before, whichever side of the insert the merge's read falls, and the insert's
+/// key if the insert finished first; the result is a valid table. A merge that read the
+/// table without the locks could see region 0 after the shift and region 1 before it, and
+/// lose (4, 1): planted, only the read-modify-write pass (`CONQF_LOOM_RMW_LOADS=1`) catches
+/// that, since the read's loads come before the insert's stores (`check`'s doc).
+#[test]
+fn merge_during_a_shift_across_regions_keeps_every_key() {
+    use conqf::Merge;
+    model(|| {
+        let stored = [key(2, 1), key(2, 2), key(2, 3), key(4, 1)];
+        let filter = filter_with(&stored);
+        let empty = ExternallyLockedQf::with_bits(Q, R).unwrap();
+        let (union, inserted) = super::race(
+            &filter,
+            move |merging| merging.merge(&empty).unwrap(),
+            |writer| writer.insert_hash(key(2, 0)).unwrap(),
+        );
+        assert!(inserted);
+        for k in stored {
+            assert!(union.contains_hash(k), "the merge lost {k:#x}");
+        }
+        assert!(union.len() == 4 || union.len() == 5);
+        union.check_invariants().unwrap();
+        filter.check_invariants().unwrap();
+    });
+}

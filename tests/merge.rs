@@ -1,0 +1,136 @@
+//! `Merge` of the concurrent 3-status-bit filters: `ExternallyLockedQf` (`&self`, under its
+//! region locks, beside other threads) and `LocallyLockedQf::merge` (`&mut`). Both give the
+//! table `SequentialQf`'s merge gives for the same contents, and an `ExternallyLockedQf` merge
+//! that runs while other threads shift the filter's runs keeps every key stored before it.
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use common::distinct_hashes;
+use conqf::{Error, ExternallyLockedQf, Filter, LocallyLockedQf, Merge, Remove, SequentialQf};
+use proptest::prelude::*;
+
+/// The stored fingerprints as `quotient << r | remainder`, in order.
+fn keys(fingerprints: impl Iterator<Item = conqf::Fingerprint>, r: u32) -> Vec<u64> {
+    fingerprints
+        .map(|f| (f.quotient << r) | f.remainder)
+        .collect()
+}
+
+proptest! {
+    /// Random hash sets in filters of random shapes with the same fingerprint length: the
+    /// concurrent filters' merges hold exactly the fingerprints of `SequentialQf`'s merge, in
+    /// the same table shape.
+    #[test]
+    fn concurrent_merges_equal_the_sequential_merge(
+        a in proptest::collection::vec(any::<u64>(), 0..400),
+        b in proptest::collection::vec(any::<u64>(), 0..400),
+        qa in 6u32..10,
+        qb in 6u32..10,
+    ) {
+        let bits = 22;
+        let sequential = |q: u32, hashes: &[u64]| {
+            let mut filter = SequentialQf::with_bits(q, bits - q).unwrap();
+            for &h in hashes {
+                let _ = filter.insert_hash(h);
+            }
+            filter
+        };
+        let (sa, sb) = (sequential(qa, &a), sequential(qb, &b));
+        let expected = sa.merge(&sb).unwrap();
+        let r = expected.remainder_bits();
+        let expected_keys = keys(expected.fingerprints(), r);
+
+        let external = |filter: &SequentialQf| {
+            let copy = SequentialQf::from_bytes(&filter.to_bytes()).unwrap();
+            ExternallyLockedQf::from_sequential_with_region(copy, 64).unwrap()
+        };
+        let first = external(&sa);
+        let union = first.merge(&external(&sb)).unwrap();
+        union.check_invariants().map_err(TestCaseError::fail)?;
+        prop_assert_eq!(union.quotient_bits(), expected.quotient_bits());
+        let shaped = ExternallyLockedQf::from_sequential_with_region(
+            SequentialQf::from_bytes(&expected.to_bytes()).unwrap(),
+            first.region_slots(),
+        )
+        .unwrap();
+        prop_assert_eq!(union.region_slots(), shaped.region_slots(), "the first filter's regions");
+        prop_assert_eq!(keys(union.fingerprints(), r), expected_keys.clone());
+
+        let locally = |filter: &SequentialQf| {
+            LocallyLockedQf::from_sequential(SequentialQf::from_bytes(&filter.to_bytes()).unwrap())
+        };
+        let union = locally(&sa).merge(&mut locally(&sb)).unwrap();
+        union.check_invariants().map_err(TestCaseError::fail)?;
+        prop_assert_eq!(union.quotient_bits(), expected.quotient_bits());
+        prop_assert_eq!(union.len(), expected.len());
+        prop_assert_eq!(keys(union.fingerprints(), r), expected_keys);
+    }
+}
+
+#[test]
+fn fingerprints_of_other_lengths_are_incompatible() {
+    let a = ExternallyLockedQf::with_bits(10, 10).unwrap();
+    let b = ExternallyLockedQf::with_bits(10, 11).unwrap();
+    assert!(matches!(a.merge(&b), Err(Error::Incompatible(_))));
+    let mut a = LocallyLockedQf::with_bits(10, 10).unwrap();
+    let mut b = LocallyLockedQf::with_bits(11, 10).unwrap();
+    assert!(matches!(a.merge(&mut b), Err(Error::Incompatible(_))));
+}
+
+/// `merge` through `&self` while other threads keep inserting and removing other keys of both
+/// filters, shifting their runs: every merge holds every fingerprint stored in either before it
+/// began and still stored. (Read without the region locks, the merge loses keys here.)
+#[test]
+fn external_merges_during_writes_keep_every_stored_key() {
+    /// Stops the writers when the merging thread ends, also by a failed assertion.
+    struct StopOnDrop<'a>(&'a AtomicBool);
+    impl Drop for StopOnDrop<'_> {
+        fn drop(&mut self) {
+            // Relaxed: only a stop signal; the scope's join orders everything else.
+            self.0.store(true, Ordering::Relaxed);
+        }
+    }
+    let (q, r) = (8, 8);
+    let a = ExternallyLockedQf::with_bits_and_region(q, r, 16).unwrap();
+    let b = ExternallyLockedQf::with_bits_and_region(q, r, 16).unwrap();
+    let all = distinct_hashes(q, r, 200, 400, 23);
+    let (stable, churn) = all.split_at(200);
+    let (stable_a, stable_b) = stable.split_at(100);
+    for &h in stable_a {
+        a.insert_hash(h).unwrap();
+    }
+    for &h in stable_b {
+        b.insert_hash(h).unwrap();
+    }
+    let (churn_a, churn_b) = churn.split_at(100);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for (filter, churn) in [(&a, churn_a), (&b, churn_b)] {
+            let stop = &stop;
+            s.spawn(move || {
+                for &h in churn.iter().cycle().take(10_000_000) {
+                    // Relaxed: as in `StopOnDrop`.
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                    filter.insert_hash(h).unwrap();
+                    assert!(filter.remove_hash(h).unwrap());
+                }
+            });
+        }
+        let _stop = StopOnDrop(&stop);
+        for _ in 0..300 {
+            let union = a.merge(&b).unwrap();
+            union.check_invariants().unwrap();
+            for &h in stable {
+                assert!(union.contains_hash(h), "a merge lost a stored key");
+            }
+            let extra = union.len() - stable.len();
+            assert!(extra <= churn.len(), "{extra} keys that were never stored");
+        }
+    });
+    a.check_invariants().unwrap();
+    b.check_invariants().unwrap();
+}
