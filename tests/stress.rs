@@ -294,15 +294,50 @@ fn two_bit_large_table_at_seventy_percent() {
     hammer(two_bit, 16, 10, 1 << 16, 15_000, 1_000, 3, 3);
 }
 
+/// The `&self` batch writes of the concurrent filters, for [`batch_writes`].
+trait BatchWrites {
+    fn insert_batch(&self, hashes: &[u64]) -> Result<usize, conqf::Error>;
+    fn remove_batch(&self, hashes: &[u64]) -> Result<usize, conqf::Error>;
+}
+
+macro_rules! batch_writes_of {
+    ($($filter:ty),*) => {$(
+        impl BatchWrites for $filter {
+            fn insert_batch(&self, hashes: &[u64]) -> Result<usize, conqf::Error> {
+                self.insert_batch_concurrent(hashes)
+            }
+            fn remove_batch(&self, hashes: &[u64]) -> Result<usize, conqf::Error> {
+                self.remove_batch_concurrent(hashes)
+            }
+        }
+    )*};
+}
+
+batch_writes_of!(LocallyLockedQf, ExternallyLockedQf, TwoBitQf);
+
 #[test]
 fn concurrent_batch_writes_from_several_threads() {
-    // `insert_batch_concurrent`, then `remove_batch_concurrent`, from four threads at once, in
-    // batches of 64, on a table of 2^12 slots filled to about 70%: every thread's own keys, and
-    // shared keys that every thread inserts and then removes (exactly one insert and one removal
-    // of each may count). The two phases are two scopes, so no removal meets a later insert.
+    batch_writes(locally_locked);
+}
+
+#[test]
+fn externally_locked_concurrent_batch_writes_from_several_threads() {
+    batch_writes(externally_locked(64));
+}
+
+#[test]
+fn two_bit_concurrent_batch_writes_from_several_threads() {
+    batch_writes(two_bit);
+}
+
+/// `insert_batch_concurrent`, then `remove_batch_concurrent`, from four threads at once, in
+/// batches of 64, on a table of 2^12 slots filled to about 70%: every thread's own keys, and
+/// shared keys that every thread inserts and then removes (exactly one insert and one removal
+/// of each may count). The two phases are two scopes, so no removal meets a later insert.
+fn batch_writes<F: Filter + UnderTest + BatchWrites>(make: impl Fn(u32, u32) -> F) {
     let (q, r, threads, per_thread, shared) = (12, 10, 4, 600, 400);
     for round in 0..10u64 {
-        let filter = locally_locked(q, r);
+        let filter = make(q, r);
         let all = distinct_hashes(q, r, 1 << q, threads * per_thread + shared, 300 + round);
         let (own, common_keys) = all.split_at(threads * per_thread);
         let mine = |t: usize| &own[t * per_thread..(t + 1) * per_thread];
@@ -320,7 +355,7 @@ fn concurrent_batch_writes_from_several_threads() {
                 let keys = shuffled(mine(t).iter().chain(common_keys).copied().collect(), t);
                 s.spawn(move || {
                     for batch in keys.chunks(64) {
-                        let new = filter.insert_batch_concurrent(batch).unwrap();
+                        let new = filter.insert_batch(batch).unwrap();
                         stored.fetch_add(new, Ordering::Relaxed);
                         assert!(batch.iter().all(|&k| filter.contains_hash(k)));
                     }
@@ -339,7 +374,7 @@ fn concurrent_batch_writes_from_several_threads() {
                 let keys = shuffled(own_leaving.chain(common_keys.iter().copied()).collect(), t);
                 s.spawn(move || {
                     for batch in keys.chunks(64) {
-                        let gone = filter.remove_batch_concurrent(batch).unwrap();
+                        let gone = filter.remove_batch(batch).unwrap();
                         removed.fetch_add(gone, Ordering::Relaxed);
                     }
                     for (i, &k) in mine(t).iter().enumerate() {
@@ -357,7 +392,7 @@ fn concurrent_batch_writes_from_several_threads() {
             .iter()
             .enumerate()
             .filter(|(i, _)| (i % per_thread) % 2 == 1)
-            .map(|(_, &h)| LocallyLockedQf::fingerprint(h, q, r))
+            .map(|(_, &h)| F::fingerprint(h, q, r))
             .collect();
         expected.sort_unstable();
         assert_eq!(UnderTest::fingerprints(&filter), expected);

@@ -1,5 +1,7 @@
 //! The batch API of [`SequentialQf`] and [`LocallyLockedQf`]: bulk build, batch insert, remove
-//! and lookup (paper 004 §IV), over the 3-status-bit table both share.
+//! and lookup (paper 004 §IV), over the 3-status-bit table both share. `LocallyLockedQf`'s
+//! `&self` batch methods are in [`shared_api`](super::shared_api), with those of the other
+//! concurrent filters.
 
 use crate::filter::Error;
 use crate::qf::locally_locked::LocallyLockedQf;
@@ -300,103 +302,6 @@ impl LocallyLockedQf {
         self.len.reset(self.len.sum() - removed);
         self.cap.recount(&self.len);
         removed
-    }
-
-    /// Inserts every hash with [`insert_hash`](crate::Filter::insert_hash), in order on the
-    /// calling thread, prefetching the group of the key a window ahead so the cache misses of
-    /// consecutive inserts overlap. Takes `&self`: each insert is an `insert_hash`, with its
-    /// locks and guarantees, so other threads may use the filter meanwhile (and call this too).
-    /// Returns how many were newly stored. Where no other thread uses the filter,
-    /// [`insert_batch`](Self::insert_batch) may be faster still.
-    ///
-    /// ```
-    /// use conqf::{Filter, LocallyLockedQf};
-    /// let filter = LocallyLockedQf::with_bits(12, 20)?;
-    /// let hashes: Vec<u64> = (0..500u64).map(|k| conqf::hash_key(&k)).collect();
-    /// std::thread::scope(|s| {
-    ///     let (low, high) = hashes.split_at(250);
-    ///     s.spawn(|| filter.insert_batch_concurrent(low));
-    ///     s.spawn(|| filter.insert_batch_concurrent(high));
-    /// });
-    /// assert!((0..500u64).all(|k| filter.contains(&k)));
-    /// # Ok::<(), conqf::Error>(())
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::Full`] as [`insert_hash`](crate::Filter::insert_hash): the hashes before the one
-    /// that found no room are inserted, it and the later ones are not.
-    pub fn insert_batch_concurrent(&self, hashes: &[u64]) -> Result<usize, Error> {
-        use crate::Filter;
-        lookup::each_prefetched(&self.table, hashes, |hash| self.insert_hash(hash))
-    }
-
-    /// Removes every hash with [`remove_hash`](crate::Remove::remove_hash), in order on the
-    /// calling thread, prefetching a window ahead as
-    /// [`insert_batch_concurrent`](Self::insert_batch_concurrent) does; `&self`, safe beside
-    /// other threads. Returns how many were stored and are now removed.
-    ///
-    /// ```
-    /// use conqf::{Filter, LocallyLockedQf};
-    /// let filter = LocallyLockedQf::with_bits(12, 20)?;
-    /// let hashes: Vec<u64> = (0..500u64).map(|k| conqf::hash_key(&k)).collect();
-    /// assert_eq!(filter.insert_batch_concurrent(&hashes)?, 500);
-    /// assert_eq!(filter.remove_batch_concurrent(&hashes[..100])?, 100);
-    /// assert_eq!(filter.len(), 400);
-    /// # Ok::<(), conqf::Error>(())
-    /// ```
-    ///
-    /// # Errors
-    /// None today; the `Result` matches [`remove_hash`](crate::Remove::remove_hash).
-    pub fn remove_batch_concurrent(&self, hashes: &[u64]) -> Result<usize, Error> {
-        use crate::Remove;
-        lookup::each_prefetched(&self.table, hashes, |hash| self.remove_hash(hash))
-    }
-
-    /// Answers [`contains_hash`](crate::Filter::contains_hash) for every hash into `out`, prefetching
-    /// a window ahead. Takes `&self` and is safe while other threads insert and remove: every
-    /// query is [`contains_hash`](crate::Filter::contains_hash), with its guarantees (crate
-    /// docs, "Consistency").
-    ///
-    /// ```
-    /// use conqf::{Filter, LocallyLockedQf};
-    /// let filter = LocallyLockedQf::with_bits(12, 20)?;
-    /// filter.insert(&7u64)?;
-    /// let mut found = [false];
-    /// filter.contains_batch(&[conqf::hash_key(&7u64)], &mut found)?;
-    /// assert!(found[0]);
-    /// # Ok::<(), conqf::Error>(())
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::InvalidParameters`] if `hashes` and `out` differ in length.
-    pub fn contains_batch(&self, hashes: &[u64], out: &mut [bool]) -> Result<(), Error> {
-        self.contains_batch_with(hashes, out, BatchLookup::Auto)
-    }
-
-    /// [`contains_batch`](Self::contains_batch) in a chosen order: prefetching in the caller's
-    /// order, or radix-partitioned by quotient to read the table in order ([`BatchLookup`]).
-    ///
-    /// ```
-    /// use conqf::{BatchLookup, Filter, LocallyLockedQf};
-    /// let hashes: Vec<u64> = (0..5000u64).map(|k| conqf::hash_key(&k)).collect();
-    /// let filter = LocallyLockedQf::bulk_build(14, 8, &hashes, Default::default())?;
-    /// let mut found = vec![false; hashes.len()];
-    /// filter.contains_batch_with(&hashes, &mut found, BatchLookup::Sorted)?;
-    /// assert!(found.iter().all(|&f| f));
-    /// # Ok::<(), conqf::Error>(())
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::InvalidParameters`] if `hashes` and `out` differ in length.
-    pub fn contains_batch_with(
-        &self,
-        hashes: &[u64],
-        out: &mut [bool],
-        order: BatchLookup,
-    ) -> Result<(), Error> {
-        lookup::contains_batch(&self.table, hashes, out, order, |quotient, remainder| {
-            self.contains_fingerprint(quotient, remainder)
-        })
     }
 }
 

@@ -17,6 +17,7 @@ use std::convert::Infallible;
 
 use crate::filter::Error;
 use crate::qf::table::QfTable;
+use crate::qf::two_bit::table::TwoBitTable;
 
 use super::par;
 
@@ -72,19 +73,27 @@ pub(crate) trait BatchTable: Sync {
     fn slot_count(&self) -> usize;
 }
 
-impl BatchTable for QfTable {
-    fn split(&self, hash: u64) -> (usize, u64) {
-        self.fingerprint(hash)
-    }
+/// [`BatchTable`] for a table with a `fingerprint` split and a `slots` array: the
+/// 3-status-bit and the 2-status-bit tables.
+macro_rules! batch_table_over_slots {
+    ($($table:ty),*) => {$(
+        impl BatchTable for $table {
+            fn split(&self, hash: u64) -> (usize, u64) {
+                self.fingerprint(hash)
+            }
 
-    fn prefetch_quotient(&self, quotient: usize) {
-        self.slots.prefetch(quotient);
-    }
+            fn prefetch_quotient(&self, quotient: usize) {
+                self.slots.prefetch(quotient);
+            }
 
-    fn slot_count(&self) -> usize {
-        self.slots.len()
-    }
+            fn slot_count(&self) -> usize {
+                self.slots.len()
+            }
+        }
+    )*};
 }
+
+batch_table_over_slots!(QfTable, TwoBitTable);
 
 /// Answers whether each `hashes[i]` is stored in `table` into `out[i]`, in the order `order`
 /// picks; `contains(quotient, remainder)` is the filter's own lookup of one fingerprint.

@@ -12,7 +12,8 @@
 //! * batch lookups that prefetch the groups a window ahead, after sorting the queries by quotient
 //!   when the batch is dense in the table ([`lookup`], §IV-A);
 //! * the API on [`SequentialQf`](crate::SequentialQf) and
-//!   [`LocallyLockedQf`](crate::LocallyLockedQf) ([`api`]).
+//!   [`LocallyLockedQf`](crate::LocallyLockedQf) ([`api`]), and the `&self` batch writes and
+//!   lookups of the concurrent 3- and 2-status-bit filters ([`shared_api`]).
 //!
 //! The rank-select layout of paper 004 §III-B ([`CountingQf`](crate::CountingQf)) is built by
 //! [`counting`]: its elements sit in the same slots as here (§V-C), so it reuses [`keys`]
@@ -32,6 +33,7 @@ pub(crate) mod lookup;
 pub mod loom_hooks;
 pub(crate) mod par;
 pub(crate) mod scatter;
+mod shared_api;
 pub(crate) mod supercluster;
 #[cfg(test)]
 mod tests;

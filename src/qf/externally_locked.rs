@@ -306,6 +306,26 @@ impl ExternallyLockedQf {
         self.table.fingerprint(hash)
     }
 
+    /// [`Filter::contains_hash`] of a split hash: the walk under the region locks of its stretch.
+    #[inline]
+    pub(crate) fn contains_fingerprint(&self, quotient: usize, remainder: u64) -> bool {
+        self.locked(quotient, |held| {
+            // Relaxed: as in `insert_hash`.
+            let slots = self.slots();
+            let lookup = with_fixed_width!(slots => {
+                let mut cursor = Cursor::over(&slots, quotient, Ordering::Relaxed);
+                walk::lookup(&mut cursor, remainder).map(|(found, start)| (found, start, cursor.index()))
+            });
+            match lookup {
+                Some((found, start, stopped)) => {
+                    let to = stopped.max(quotient);
+                    held.answer(start.unwrap_or(quotient), to, found)
+                }
+                None => held.failed(false),
+            }
+        })
+    }
+
     /// The region holding slot `index`.
     #[inline]
     fn region_of(&self, index: usize) -> usize {
@@ -475,21 +495,7 @@ impl Filter for ExternallyLockedQf {
         let (quotient, remainder) = self.fingerprint(hash);
         // Before the region lock's read-modify-write, which later loads cannot pass.
         self.table.slots.prefetch_neighbour_lines(quotient);
-        self.locked(quotient, |held| {
-            // Relaxed: as in `insert_hash`.
-            let slots = self.slots();
-            let lookup = with_fixed_width!(slots => {
-                let mut cursor = Cursor::over(&slots, quotient, Ordering::Relaxed);
-                walk::lookup(&mut cursor, remainder).map(|(found, start)| (found, start, cursor.index()))
-            });
-            match lookup {
-                Some((found, start, stopped)) => {
-                    let to = stopped.max(quotient);
-                    held.answer(start.unwrap_or(quotient), to, found)
-                }
-                None => held.failed(false),
-            }
-        })
+        self.contains_fingerprint(quotient, remainder)
     }
 
     fn len(&self) -> usize {

@@ -408,7 +408,12 @@ impl TwoBitQf {
     /// The query: the walk without locks answers if it read one group, or if it found the
     /// remainder and `unlocked_hits` trusts that; otherwise the locked query does.
     #[inline(always)]
-    fn contains_trusting(&self, quotient: usize, remainder: u64, unlocked_hits: bool) -> bool {
+    pub(crate) fn contains_trusting(
+        &self,
+        quotient: usize,
+        remainder: u64,
+        unlocked_hits: bool,
+    ) -> bool {
         loop {
             let recorder = Recorder::new(&self.table.slots);
             let walk = self.walk_without_locks(&recorder, quotient, remainder);

@@ -1,0 +1,250 @@
+//! The `&self` batch API of the concurrent 3- and 2-status-bit filters ([`LocallyLockedQf`],
+//! [`ExternallyLockedQf`], [`TwoBitQf`]): batch inserts, removals and lookups that other threads
+//! may run beside (paper 004 §IV-A's prefetching window). Each hash goes through the filter's
+//! own single operation, with its locks and guarantees; the batch only prefetches a window of
+//! hashes ahead so that consecutive cache misses overlap (a write's read-modify-write otherwise
+//! waits for its own miss before the next one can start). Written once, as a macro over the
+//! three filters, which differ only in where their table is and how a split hash is looked up.
+
+use crate::filter::{Error, Filter, Remove};
+use crate::qf::externally_locked::ExternallyLockedQf;
+use crate::qf::locally_locked::LocallyLockedQf;
+use crate::qf::two_bit::TwoBitQf;
+
+use super::lookup::{self, BatchLookup};
+
+/// The four methods for `$filter`: `$this` names the filter in `$table`, its table (a
+/// [`BatchTable`](super::lookup::BatchTable)), and in `$contains`, its lookup of a split hash;
+/// `$more` is a last sentence for the insert's doc.
+macro_rules! concurrent_batch_api {
+    (
+        $filter:ident,
+        |$this:ident| table: $table:expr,
+        contains: |$q:ident, $r:ident| $contains:expr,
+        insert_doc: $more:literal
+    ) => {
+        impl $filter {
+            /// Inserts every hash with [`insert_hash`](Filter::insert_hash), in order on the
+            /// calling thread, prefetching the group of the key a window ahead. Takes `&self`:
+            /// each insert is an `insert_hash`, with its locks and guarantees, so other threads
+            /// may use the filter meanwhile (and call this too). Returns how many were newly
+            /// stored.
+            #[doc = $more]
+            ///
+            /// ```
+            #[doc = concat!("use conqf::{Filter, ", stringify!($filter), "};")]
+            #[doc = concat!("let filter = ", stringify!($filter), "::with_bits(12, 20)?;")]
+            /// let hashes: Vec<u64> = (0..500u64).map(|k| conqf::hash_key(&k)).collect();
+            /// std::thread::scope(|s| {
+            ///     let (low, high) = hashes.split_at(250);
+            ///     s.spawn(|| filter.insert_batch_concurrent(low));
+            ///     s.spawn(|| filter.insert_batch_concurrent(high));
+            /// });
+            /// assert!((0..500u64).all(|k| filter.contains(&k)));
+            /// # Ok::<(), conqf::Error>(())
+            /// ```
+            ///
+            /// # Errors
+            /// [`Error::Full`] as [`insert_hash`](Filter::insert_hash): the hashes before the
+            /// one that found no room are inserted, it and the later ones are not.
+            pub fn insert_batch_concurrent(&self, hashes: &[u64]) -> Result<usize, Error> {
+                let $this = self;
+                lookup::each_prefetched($table, hashes, |hash| self.insert_hash(hash))
+            }
+
+            /// Removes every hash with [`remove_hash`](Remove::remove_hash), in order on the
+            /// calling thread, prefetching a window ahead as
+            /// [`insert_batch_concurrent`](Self::insert_batch_concurrent) does; `&self`, safe
+            /// beside other threads. Returns how many were stored and are now removed.
+            ///
+            /// ```
+            #[doc = concat!("use conqf::{Filter, ", stringify!($filter), "};")]
+            #[doc = concat!("let filter = ", stringify!($filter), "::with_bits(12, 20)?;")]
+            /// let hashes: Vec<u64> = (0..500u64).map(|k| conqf::hash_key(&k)).collect();
+            /// assert_eq!(filter.insert_batch_concurrent(&hashes)?, 500);
+            /// assert_eq!(filter.remove_batch_concurrent(&hashes[..100])?, 100);
+            /// assert_eq!(filter.len(), 400);
+            /// # Ok::<(), conqf::Error>(())
+            /// ```
+            ///
+            /// # Errors
+            /// None today; the `Result` matches [`remove_hash`](Remove::remove_hash).
+            pub fn remove_batch_concurrent(&self, hashes: &[u64]) -> Result<usize, Error> {
+                let $this = self;
+                lookup::each_prefetched($table, hashes, |hash| self.remove_hash(hash))
+            }
+
+            /// Answers [`contains_hash`](Filter::contains_hash) for every hash into `out`,
+            /// prefetching a window ahead and splitting the batch over threads. Takes `&self`
+            /// and is safe while other threads insert and remove: every query is a
+            /// `contains_hash`, with its guarantees (crate docs, "Consistency").
+            ///
+            /// ```
+            #[doc = concat!("use conqf::{Filter, ", stringify!($filter), "};")]
+            #[doc = concat!("let filter = ", stringify!($filter), "::with_bits(12, 20)?;")]
+            /// filter.insert(&7u64)?;
+            /// let mut found = [false, true];
+            /// let hashes = [conqf::hash_key(&7u64), conqf::hash_key(&8u64)];
+            /// filter.contains_batch(&hashes, &mut found)?;
+            /// assert_eq!(found, [true, false]);
+            /// # Ok::<(), conqf::Error>(())
+            /// ```
+            ///
+            /// # Errors
+            /// [`Error::InvalidParameters`] if `hashes` and `out` differ in length.
+            pub fn contains_batch(&self, hashes: &[u64], out: &mut [bool]) -> Result<(), Error> {
+                self.contains_batch_with(hashes, out, BatchLookup::Auto)
+            }
+
+            /// [`contains_batch`](Self::contains_batch) in a chosen order: prefetching in the
+            /// caller's order, or radix-partitioned by quotient to read the table in order
+            /// ([`BatchLookup`]).
+            ///
+            /// ```
+            #[doc = concat!("use conqf::{BatchLookup, Filter, ", stringify!($filter), "};")]
+            #[doc = concat!("let filter = ", stringify!($filter), "::with_bits(14, 8)?;")]
+            /// let hashes: Vec<u64> = (0..5000u64).map(|k| conqf::hash_key(&k)).collect();
+            /// filter.insert_batch_concurrent(&hashes)?;
+            /// let mut found = vec![false; hashes.len()];
+            /// filter.contains_batch_with(&hashes, &mut found, BatchLookup::Sorted)?;
+            /// assert!(found.iter().all(|&f| f));
+            /// # Ok::<(), conqf::Error>(())
+            /// ```
+            ///
+            /// # Errors
+            /// As [`contains_batch`](Self::contains_batch).
+            pub fn contains_batch_with(
+                &self,
+                hashes: &[u64],
+                out: &mut [bool],
+                order: BatchLookup,
+            ) -> Result<(), Error> {
+                let $this = self;
+                lookup::contains_batch($table, hashes, out, order, |$q, $r| $contains)
+            }
+        }
+    };
+}
+
+concurrent_batch_api!(
+    LocallyLockedQf,
+    |filter| table: &filter.table,
+    contains: |quotient, remainder| filter.contains_fingerprint(quotient, remainder),
+    insert_doc: "Where no other thread uses the filter, [`insert_batch`](Self::insert_batch) \
+        may be faster still."
+);
+
+concurrent_batch_api!(
+    ExternallyLockedQf,
+    |filter| table: filter.table(),
+    contains: |quotient, remainder| filter.contains_fingerprint(quotient, remainder),
+    insert_doc: ""
+);
+
+concurrent_batch_api!(
+    TwoBitQf,
+    |filter| table: &filter.table,
+    contains: |quotient, remainder| filter.contains_trusting(quotient, remainder, true),
+    insert_doc: ""
+);
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::super::tests::{batch_lookups_equal_lookups, workload};
+    use super::*;
+    use crate::hash::Fingerprint;
+
+    /// On one thread, the batch writes of a filter give the table the same filter's one-by-one
+    /// writes give: the same count up to the first `Full` (then `Full`), the same fingerprints,
+    /// and the same removals, of stored hashes and of hashes never inserted.
+    fn writes_equal_one_by_one<F: Filter + Remove>(
+        make: impl Fn() -> F,
+        batch: (
+            impl Fn(&F, &[u64]) -> Result<usize, Error>,
+            impl Fn(&F, &[u64]) -> Result<usize, Error>,
+        ),
+        fingerprints: impl Fn(&F) -> Vec<Fingerprint>,
+        hashes: &[u64],
+        seed: u64,
+    ) -> Result<(), TestCaseError> {
+        let (insert_batch, remove_batch) = batch;
+        let (expected, filter) = (make(), make());
+        let mut stored = 0;
+        let mut full = false;
+        for &hash in hashes {
+            match expected.insert_hash(hash) {
+                Ok(new) => stored += usize::from(new),
+                Err(Error::Full) => {
+                    full = true;
+                    break;
+                }
+                Err(other) => return Err(TestCaseError::fail(other.to_string())),
+            }
+        }
+        let result = insert_batch(&filter, hashes);
+        if full {
+            prop_assert_eq!(result, Err(Error::Full));
+        } else {
+            prop_assert_eq!(result, Ok(stored));
+        }
+        prop_assert_eq!(fingerprints(&filter), fingerprints(&expected));
+        let mut gone: Vec<u64> = hashes.iter().step_by(2).copied().collect();
+        gone.extend((0..hashes.len() as u64 / 4).map(|i| crate::hash::remix(seed ^ i)));
+        let removed = gone
+            .iter()
+            .filter(|&&h| expected.remove_hash(h).unwrap())
+            .count();
+        prop_assert_eq!(remove_batch(&filter, &gone), Ok(removed));
+        prop_assert_eq!(fingerprints(&filter), fingerprints(&expected));
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn externally_locked_batches_equal_one_by_one((q, r, hashes) in workload(), seed: u64) {
+            let make = || ExternallyLockedQf::with_bits_and_region(q, r, 16).unwrap();
+            writes_equal_one_by_one(
+                make,
+                (
+                    ExternallyLockedQf::insert_batch_concurrent,
+                    ExternallyLockedQf::remove_batch_concurrent,
+                ),
+                |f| f.fingerprints().collect(),
+                &hashes,
+                seed,
+            )?;
+            let filter = make();
+            let _ = filter.insert_batch_concurrent(&hashes);
+            batch_lookups_equal_lookups(
+                &hashes,
+                seed,
+                |queries, found, order| filter.contains_batch_with(queries, found, order),
+                |query| filter.contains_hash(query),
+            )?;
+            filter.check_invariants().map_err(TestCaseError::fail)?;
+        }
+
+        #[test]
+        fn two_bit_batches_equal_one_by_one((q, r, hashes) in workload(), seed: u64) {
+            let make = || TwoBitQf::with_bits(q, r).unwrap();
+            writes_equal_one_by_one(
+                make,
+                (TwoBitQf::insert_batch_concurrent, TwoBitQf::remove_batch_concurrent),
+                |f| f.fingerprints().collect(),
+                &hashes,
+                seed,
+            )?;
+            let filter = make();
+            let _ = filter.insert_batch_concurrent(&hashes);
+            batch_lookups_equal_lookups(
+                &hashes,
+                seed,
+                |queries, found, order| filter.contains_batch_with(queries, found, order),
+                |query| filter.contains_hash(query),
+            )?;
+            filter.check_invariants().map_err(TestCaseError::fail)?;
+        }
+    }
+}
