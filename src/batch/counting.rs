@@ -16,7 +16,7 @@
 //! the same multiset inserted one by one gives (the layout of a quotient filter depends only on
 //! what it holds, and the counter code of a count is unique).
 
-use crate::filter::{Count, Error, Merge};
+use crate::filter::{Error, Merge};
 use crate::hash::low_mask;
 use crate::qf::counting::blocks::{BlockSource, View, BLOCK_SLOTS};
 use crate::qf::counting::counter_code;
@@ -290,13 +290,53 @@ impl CountingQf {
                 *self = rebuilt(q, r, self.region_blocks(), &union, &union_counts, method)?;
             }
             BatchInsert::Superclusters | BatchInsert::Auto => {
-                let filter = &*self;
-                update_in_ranges(&keys, &counts, q + r, |hash, count| {
-                    filter.insert_count_hash(hash, count).map(|()| 0)
-                })?;
+                self.insert_ranges(&keys, &counts)?;
             }
         }
         Ok(self.distinct() - before)
+    }
+
+    /// Inserts every hash (a hash named `k` times adds `k` copies) as
+    /// [`insert_batch_with`](Self::insert_batch_with)`(.., BatchInsert::Superclusters)` does,
+    /// through `&self`: the sorted batch cut into about one range per thread, each range
+    /// inserted in table order, every distinct fingerprint's copies in one update under the
+    /// region locks, with the guarantees of [`insert_count_hash`](crate::Count::insert_count_hash).
+    /// Other threads may use the filter meanwhile (and call this too). Returns how many
+    /// fingerprints were not stored before: each update sees whether its fingerprint was new,
+    /// so of racing batches holding one new fingerprint, exactly one counts it.
+    ///
+    /// ```
+    /// use conqf::{Count, CountingQf};
+    /// let filter = CountingQf::with_bits(12, 10)?;
+    /// let hashes: Vec<u64> = (0..1000u64).map(|k| conqf::hash_key(&(k % 500))).collect();
+    /// let (low, high) = hashes.split_at(500);
+    /// let new = std::thread::scope(|s| {
+    ///     let a = s.spawn(|| filter.insert_batch_concurrent(low));
+    ///     let b = s.spawn(|| filter.insert_batch_concurrent(high));
+    ///     a.join().unwrap().unwrap() + b.join().unwrap().unwrap()
+    /// });
+    /// assert_eq!(new, 500);
+    /// assert_eq!(filter.count(&7u64), 2);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Full`] if the entries do not fit: the ranges keep the ones that fitted (with
+    /// several threads, which ones depends on the threads' timing).
+    pub fn insert_batch_concurrent(&self, hashes: &[u64]) -> Result<usize, Error> {
+        let (keys, counts) = counted_keys(hashes, self.quotient_bits() + self.remainder_bits());
+        self.insert_ranges(&keys, &counts)
+    }
+
+    /// The range inserts of the sorted, distinct fingerprint `keys` with their `counts`;
+    /// returns how many were new.
+    fn insert_ranges(&self, keys: &[u64], counts: &[u64]) -> Result<usize, Error> {
+        let bits = self.quotient_bits() + self.remainder_bits();
+        let new = update_in_ranges(keys, counts, bits, |hash, count| {
+            let (old, _) = self.update::<false>(hash, |c| c.saturating_add(count))?;
+            Ok(u64::from(old == 0))
+        })?;
+        Ok(new as usize)
     }
 }
 

@@ -101,6 +101,9 @@ proptest! {
             prop_assert_eq!(filter.insert_batch_with(second, strategy), Ok(new), "{:?}", strategy);
             same(&filter, &expected)?;
         }
+        let filter = CountingQf::bulk_build(q, r, first, BuildMethod::default()).unwrap();
+        prop_assert_eq!(filter.insert_batch_concurrent(second), Ok(new), "&self");
+        same(&filter, &expected)?;
     }
 
     #[test]
@@ -232,6 +235,40 @@ fn large_batch_writes_split_into_concurrent_ranges_as_one_by_one_writes() {
         (filter.len(), filter.distinct()),
         (expected.len(), expected.distinct())
     );
+    assert_eq!(filter.check_invariants(), Ok(()));
+}
+
+/// Two threads insert overlapping batches through `&self` at once (each split into ranges by
+/// a pool of 4): the counts add up as one-by-one inserts of both batches, and of the
+/// fingerprints both batches hold and the filter did not, exactly one batch counts each as new.
+#[test]
+#[cfg(feature = "parallel")]
+fn racing_concurrent_batch_inserts_count_each_new_fingerprint_once() {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .unwrap();
+    let q = 16;
+    let keys: Vec<u64> = (0..(1u64 << q) / 2).map(crate::hash::remix).collect();
+    let (stored, fresh) = keys.split_at(keys.len() / 4);
+    let mut a: Vec<u64> = fresh[..fresh.len() * 2 / 3].to_vec();
+    let mut b: Vec<u64> = fresh[fresh.len() / 3..].to_vec();
+    a.extend(&stored[..1000]);
+    b.extend(&stored[500..1500]);
+    let expected = CountingQf::with_bits(q, 9).unwrap();
+    insert_each(&expected, stored).unwrap();
+    // Not `fresh.len()`: a few keys share a fingerprint with another.
+    let new = insert_each(&expected, &a).unwrap() + insert_each(&expected, &b).unwrap();
+    let filter = CountingQf::bulk_build(q, 9, stored, BuildMethod::default()).unwrap();
+    let (new_a, new_b) = std::thread::scope(|s| {
+        let filter = &filter;
+        let (a, b) = (&a, &b);
+        let first = s.spawn(|| pool.install(|| filter.insert_batch_concurrent(a)));
+        let second = s.spawn(|| pool.install(|| filter.insert_batch_concurrent(b)));
+        (first.join().unwrap(), second.join().unwrap())
+    });
+    assert_eq!(new_a.unwrap() + new_b.unwrap(), new);
+    assert!(filter.table.raw() == expected.table.raw());
     assert_eq!(filter.check_invariants(), Ok(()));
 }
 

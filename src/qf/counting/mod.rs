@@ -350,7 +350,7 @@ impl CountingQf {
     /// locks; returns `(c, new_count(c))`. `SHRINKS`: whether `new_count` may lower a count
     /// (see [`update::update_in_block`]).
     #[inline]
-    fn update<const SHRINKS: bool>(
+    pub(crate) fn update<const SHRINKS: bool>(
         &self,
         hash: u64,
         new_count: impl Fn(u64) -> u64,
