@@ -180,35 +180,19 @@ fn filling_to_ninety_percent_and_emptying_again() {
 /// shift moved a run under it, dropping every later key (up to 65 of 120 in a review's test).
 #[test]
 fn merges_during_writes_keep_every_stored_key() {
+    use common::{churn, StopOnDrop};
     use conqf::Merge;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    /// Stops the writer when the merging thread ends, also by a failed assertion.
-    struct StopOnDrop<'a>(&'a AtomicBool);
-    impl Drop for StopOnDrop<'_> {
-        fn drop(&mut self) {
-            // Relaxed: only a stop signal; the scope's join orders everything else.
-            self.0.store(true, Ordering::Relaxed);
-        }
-    }
+    use std::sync::atomic::AtomicBool;
     let filter = CountingQf::with_bits_and_region(8, 6, 1).unwrap();
     let empty = CountingQf::with_bits_and_region(8, 6, 1).unwrap();
     let all = distinct_hashes(8, 6, 240, 360, 11);
-    let (stable, churn) = all.split_at(120);
+    let (stable, churned) = all.split_at(120);
     for (i, &h) in stable.iter().enumerate() {
         filter.insert_count_hash(h, 1 + i as u64 % 3).unwrap();
     }
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
-        s.spawn(|| {
-            for &h in churn.iter().cycle().take(10_000_000) {
-                // Relaxed: as in `StopOnDrop`.
-                if stop.load(Ordering::Relaxed) {
-                    break;
-                }
-                filter.insert_hash(h).unwrap();
-                assert!(filter.remove_hash(h).unwrap());
-            }
-        });
+        s.spawn(|| churn(&filter, churned, &stop));
         let _stop = StopOnDrop(&stop);
         for _ in 0..300 {
             let union = filter.merge(&empty).unwrap();

@@ -5,10 +5,10 @@
 
 mod common;
 
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
-use common::distinct_hashes;
-use conqf::{Error, ExternallyLockedQf, Filter, LocallyLockedQf, Merge, Remove, SequentialQf};
+use common::{churn, distinct_hashes, StopOnDrop};
+use conqf::{Error, ExternallyLockedQf, Filter, LocallyLockedQf, Merge, SequentialQf};
 use proptest::prelude::*;
 
 /// The stored fingerprints as `quotient << r | remainder`, in order.
@@ -84,19 +84,11 @@ fn fingerprints_of_other_lengths_are_incompatible() {
 /// began and still stored. (Read without the region locks, the merge loses keys here.)
 #[test]
 fn external_merges_during_writes_keep_every_stored_key() {
-    /// Stops the writers when the merging thread ends, also by a failed assertion.
-    struct StopOnDrop<'a>(&'a AtomicBool);
-    impl Drop for StopOnDrop<'_> {
-        fn drop(&mut self) {
-            // Relaxed: only a stop signal; the scope's join orders everything else.
-            self.0.store(true, Ordering::Relaxed);
-        }
-    }
     let (q, r) = (8, 8);
     let a = ExternallyLockedQf::with_bits_and_region(q, r, 16).unwrap();
     let b = ExternallyLockedQf::with_bits_and_region(q, r, 16).unwrap();
     let all = distinct_hashes(q, r, 200, 400, 23);
-    let (stable, churn) = all.split_at(200);
+    let (stable, churned) = all.split_at(200);
     let (stable_a, stable_b) = stable.split_at(100);
     for &h in stable_a {
         a.insert_hash(h).unwrap();
@@ -104,21 +96,12 @@ fn external_merges_during_writes_keep_every_stored_key() {
     for &h in stable_b {
         b.insert_hash(h).unwrap();
     }
-    let (churn_a, churn_b) = churn.split_at(100);
+    let (churn_a, churn_b) = churned.split_at(100);
     let stop = AtomicBool::new(false);
     std::thread::scope(|s| {
-        for (filter, churn) in [(&a, churn_a), (&b, churn_b)] {
+        for (filter, keys) in [(&a, churn_a), (&b, churn_b)] {
             let stop = &stop;
-            s.spawn(move || {
-                for &h in churn.iter().cycle().take(10_000_000) {
-                    // Relaxed: as in `StopOnDrop`.
-                    if stop.load(Ordering::Relaxed) {
-                        break;
-                    }
-                    filter.insert_hash(h).unwrap();
-                    assert!(filter.remove_hash(h).unwrap());
-                }
-            });
+            s.spawn(move || churn(filter, keys, stop));
         }
         let _stop = StopOnDrop(&stop);
         for _ in 0..300 {
@@ -128,7 +111,10 @@ fn external_merges_during_writes_keep_every_stored_key() {
                 assert!(union.contains_hash(h), "a merge lost a stored key");
             }
             let extra = union.len() - stable.len();
-            assert!(extra <= churn.len(), "{extra} keys that were never stored");
+            assert!(
+                extra <= churned.len(),
+                "{extra} keys that were never stored"
+            );
         }
     });
     a.check_invariants().unwrap();

@@ -202,10 +202,7 @@ fn a_full_build_is_an_error_and_different_lengths_do_not_merge() {
 fn large_batch_writes_split_into_concurrent_ranges_as_one_by_one_writes() {
     // A pool of 4 threads (whatever the machine has) splits batches this large into 4 ranges
     // that update the filter at once: the tables must end as one-by-one writes leave them.
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(4)
-        .build()
-        .unwrap();
+    let pool = four_threads();
     let q = 16;
     let stored: Vec<u64> = (0..(1u64 << q) / 2).map(crate::hash::remix).collect();
     // New keys, a tenth of them twice, and stored keys again (their counts grow).
@@ -244,10 +241,7 @@ fn large_batch_writes_split_into_concurrent_ranges_as_one_by_one_writes() {
 #[test]
 #[cfg(feature = "parallel")]
 fn racing_concurrent_batch_inserts_count_each_new_fingerprint_once() {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(4)
-        .build()
-        .unwrap();
+    let pool = four_threads();
     let q = 16;
     let keys: Vec<u64> = (0..(1u64 << q) / 2).map(crate::hash::remix).collect();
     let (stored, fresh) = keys.split_at(keys.len() / 4);
@@ -275,10 +269,7 @@ fn racing_concurrent_batch_inserts_count_each_new_fingerprint_once() {
 #[test]
 #[cfg(feature = "parallel")]
 fn a_batch_too_large_for_the_table_is_full_in_concurrent_ranges_and_keeps_what_fitted() {
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(4)
-        .build()
-        .unwrap();
+    let pool = four_threads();
     let stored: Vec<u64> = (0..300u64).map(crate::hash::remix).collect();
     let mut filter = CountingQf::bulk_build(10, 6, &stored, BuildMethod::default()).unwrap();
     // Three times the table's 1,024 slots, so every range of the batch runs into `Full`.
@@ -298,4 +289,13 @@ fn a_batch_too_large_for_the_table_is_full_in_concurrent_ranges_and_keeps_what_f
         .filter(|&&hash| filter.contains_hash(hash))
         .count();
     assert!(inserted >= filter.distinct() - stored.len());
+}
+
+/// A pool of 4 threads, whatever the machine has, so the batch writes split into 4 ranges.
+#[cfg(feature = "parallel")]
+fn four_threads() -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .unwrap()
 }

@@ -201,50 +201,41 @@ mod tests {
         Ok(())
     }
 
-    proptest! {
-        #[test]
-        fn externally_locked_batches_equal_one_by_one((q, r, hashes) in workload(), seed: u64) {
-            let make = || ExternallyLockedQf::with_bits_and_region(q, r, 16).unwrap();
-            writes_equal_one_by_one(
-                make,
-                (
-                    ExternallyLockedQf::insert_batch_concurrent,
-                    ExternallyLockedQf::remove_batch_concurrent,
-                ),
-                |f| f.fingerprints().collect(),
-                &hashes,
-                seed,
-            )?;
-            let filter = make();
-            let _ = filter.insert_batch_concurrent(&hashes);
-            batch_lookups_equal_lookups(
-                &hashes,
-                seed,
-                |queries, found, order| filter.contains_batch_with(queries, found, order),
-                |query| filter.contains_hash(query),
-            )?;
-            filter.check_invariants().map_err(TestCaseError::fail)?;
-        }
-
-        #[test]
-        fn two_bit_batches_equal_one_by_one((q, r, hashes) in workload(), seed: u64) {
-            let make = || TwoBitQf::with_bits(q, r).unwrap();
-            writes_equal_one_by_one(
-                make,
-                (TwoBitQf::insert_batch_concurrent, TwoBitQf::remove_batch_concurrent),
-                |f| f.fingerprints().collect(),
-                &hashes,
-                seed,
-            )?;
-            let filter = make();
-            let _ = filter.insert_batch_concurrent(&hashes);
-            batch_lookups_equal_lookups(
-                &hashes,
-                seed,
-                |queries, found, order| filter.contains_batch_with(queries, found, order),
-                |query| filter.contains_hash(query),
-            )?;
-            filter.check_invariants().map_err(TestCaseError::fail)?;
-        }
+    /// A proptest that `$filter`'s batch methods equal its one-by-one operations: the writes
+    /// ([`writes_equal_one_by_one`]) and the lookups in every order.
+    macro_rules! batches_equal_one_by_one {
+        ($name:ident, $filter:ident, |$q:ident, $r:ident| $make:expr) => {
+            proptest! {
+                #[test]
+                fn $name(($q, $r, hashes) in workload(), seed: u64) {
+                    let make = || $make;
+                    writes_equal_one_by_one(
+                        make,
+                        ($filter::insert_batch_concurrent, $filter::remove_batch_concurrent),
+                        |f| f.fingerprints().collect(),
+                        &hashes,
+                        seed,
+                    )?;
+                    let filter = make();
+                    let _ = filter.insert_batch_concurrent(&hashes);
+                    batch_lookups_equal_lookups(
+                        &hashes,
+                        seed,
+                        |queries, found, order| filter.contains_batch_with(queries, found, order),
+                        |query| filter.contains_hash(query),
+                    )?;
+                    filter.check_invariants().map_err(TestCaseError::fail)?;
+                }
+            }
+        };
     }
+
+    batches_equal_one_by_one!(
+        externally_locked_batches_equal_one_by_one,
+        ExternallyLockedQf,
+        |q, r| { ExternallyLockedQf::with_bits_and_region(q, r, 16).unwrap() }
+    );
+    batches_equal_one_by_one!(two_bit_batches_equal_one_by_one, TwoBitQf, |q, r| {
+        TwoBitQf::with_bits(q, r).unwrap()
+    });
 }

@@ -353,3 +353,31 @@ pub(crate) fn join_writers<T>(
         .map(|result| result.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
         .collect()
 }
+
+/// Sets its flag when dropped: the thread that checks a filter while writers churn it stops them
+/// when it ends, also by a failed assertion (which would otherwise leave the scope waiting).
+pub(crate) struct StopOnDrop<'a>(pub(crate) &'a std::sync::atomic::AtomicBool);
+
+impl Drop for StopOnDrop<'_> {
+    fn drop(&mut self) {
+        // Relaxed: only a stop signal; the scope's join orders everything else.
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
+/// Inserts and removes each of `keys` in turn, round after round, until `stop` is set: keeps
+/// shifting the runs of the other keys under a concurrent reader.
+pub(crate) fn churn<F: conqf::Filter + conqf::Remove>(
+    filter: &F,
+    keys: &[u64],
+    stop: &std::sync::atomic::AtomicBool,
+) {
+    for &h in keys.iter().cycle().take(10_000_000) {
+        // Relaxed: as in `StopOnDrop`.
+        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+            break;
+        }
+        filter.insert_hash(h).unwrap();
+        assert!(filter.remove_hash(h).unwrap());
+    }
+}
