@@ -110,11 +110,10 @@ fn external_merges_during_writes_keep_every_stored_key() {
             for &h in stable {
                 assert!(union.contains_hash(h), "a merge lost a stored key");
             }
+            // Each writer holds at most one of its churned keys at a time, and each filter is
+            // read whole at one moment.
             let extra = union.len() - stable.len();
-            assert!(
-                extra <= churned.len(),
-                "{extra} keys that were never stored"
-            );
+            assert!(extra <= 2, "{extra} keys beside the stable ones");
         }
     });
     a.check_invariants().unwrap();

@@ -303,7 +303,8 @@ impl CountingQf {
     /// region locks, with the guarantees of [`insert_count_hash`](crate::Count::insert_count_hash).
     /// Other threads may use the filter meanwhile (and call this too). Returns how many
     /// fingerprints were not stored before: each update sees whether its fingerprint was new,
-    /// so of racing batches holding one new fingerprint, exactly one counts it.
+    /// so of racing batches holding one new fingerprint, exactly one counts it (unless another
+    /// thread removes it in between, when a later one counts it anew).
     ///
     /// ```
     /// use conqf::{Count, CountingQf};
@@ -322,7 +323,8 @@ impl CountingQf {
     ///
     /// # Errors
     /// [`Error::Full`] if the entries do not fit: the ranges keep the ones that fitted (with
-    /// several threads, which ones depends on the threads' timing).
+    /// several threads, which ones depends on the threads' timing), and how many of them were
+    /// new is not returned.
     pub fn insert_batch_concurrent(&self, hashes: &[u64]) -> Result<usize, Error> {
         let (keys, counts) = counted_keys(hashes, self.quotient_bits() + self.remainder_bits());
         self.insert_ranges(&keys, &counts)

@@ -241,9 +241,20 @@ fn large_batch_writes_split_into_concurrent_ranges_as_one_by_one_writes() {
 #[test]
 #[cfg(feature = "parallel")]
 fn racing_concurrent_batch_inserts_count_each_new_fingerprint_once() {
+    for round in 0..20 {
+        race_overlapping_batch_inserts(round);
+    }
+}
+
+/// One race of [`racing_concurrent_batch_inserts_count_each_new_fingerprint_once`], on keys
+/// drawn for `round`.
+#[cfg(feature = "parallel")]
+fn race_overlapping_batch_inserts(round: u64) {
     let pool = four_threads();
-    let q = 16;
-    let keys: Vec<u64> = (0..(1u64 << q) / 2).map(crate::hash::remix).collect();
+    let q = 14;
+    let keys: Vec<u64> = (0..(1u64 << q) / 2)
+        .map(|i| crate::hash::remix(i ^ (round << 32)))
+        .collect();
     let (stored, fresh) = keys.split_at(keys.len() / 4);
     let mut a: Vec<u64> = fresh[..fresh.len() * 2 / 3].to_vec();
     let mut b: Vec<u64> = fresh[fresh.len() / 3..].to_vec();

@@ -220,11 +220,19 @@ fn partition_sort_by<K: KeyWord>(
 
 /// The keys a table stores, in increasing order (the extraction step of paper 004 §IV-E).
 pub(crate) fn table_keys(table: &QfTable, order: Ordering) -> Vec<u64> {
+    let mut keys = Vec::new();
+    extend_with_table_keys(&mut keys, table, order);
+    keys
+}
+
+/// [`table_keys`] appended to `keys`, whose capacity a caller holding locks allocated first.
+pub(crate) fn extend_with_table_keys(keys: &mut Vec<u64>, table: &QfTable, order: Ordering) {
     let r = table.remainder_bits;
-    table
-        .fingerprints(order)
-        .map(|f| (f.quotient << r) | f.remainder)
-        .collect()
+    keys.extend(
+        table
+            .fingerprints(order)
+            .map(|f| (f.quotient << r) | f.remainder),
+    );
 }
 
 /// The union of two increasing sequences, each value once: a merge path (Green et al., as in

@@ -15,13 +15,13 @@ use super::lookup::{self, BatchLookup};
 
 /// The four methods for `$filter`: `$this` names the filter in `$table`, its table (a
 /// [`BatchTable`](super::lookup::BatchTable)), and in `$contains`, its lookup of a split hash;
-/// `$more` is a last sentence for the insert's doc.
+/// `$more`, if given, is a last sentence for the insert's doc.
 macro_rules! concurrent_batch_api {
     (
         $filter:ident,
         |$this:ident| table: $table:expr,
-        contains: |$q:ident, $r:ident| $contains:expr,
-        insert_doc: $more:literal
+        contains: |$q:ident, $r:ident| $contains:expr
+        $(, insert_doc: $more:literal)?
     ) => {
         impl $filter {
             /// Inserts every hash with [`insert_hash`](Filter::insert_hash), in order on the
@@ -29,7 +29,7 @@ macro_rules! concurrent_batch_api {
             /// each insert is an `insert_hash`, with its locks and guarantees, so other threads
             /// may use the filter meanwhile (and call this too). Returns how many were newly
             /// stored.
-            #[doc = $more]
+            $(#[doc = $more])?
             ///
             /// ```
             #[doc = concat!("use conqf::{Filter, ", stringify!($filter), "};")]
@@ -137,15 +137,13 @@ concurrent_batch_api!(
 concurrent_batch_api!(
     ExternallyLockedQf,
     |filter| table: filter.table(),
-    contains: |quotient, remainder| filter.contains_fingerprint(quotient, remainder),
-    insert_doc: ""
+    contains: |quotient, remainder| filter.contains_fingerprint(quotient, remainder)
 );
 
 concurrent_batch_api!(
     TwoBitQf,
     |filter| table: &filter.table,
-    contains: |quotient, remainder| filter.contains_trusting(quotient, remainder, true),
-    insert_doc: ""
+    contains: |quotient, remainder| filter.contains_trusting(quotient, remainder, true)
 );
 
 #[cfg(all(test, not(loom)))]
