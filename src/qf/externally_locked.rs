@@ -219,9 +219,7 @@ impl ExternallyLockedQf {
     /// # Errors
     /// [`Error::InvalidParameters`] if the lock array cannot be allocated.
     fn build(filter: SequentialQf, shape: RegionShape) -> Result<Self, Error> {
-        let len = StripedCounter::new();
-        len.reset(filter.len);
-        let cap = LoadCap::new(filter.table.quotient_bits, &len);
+        let (len, cap) = LoadCap::with_counter(filter.table.quotient_bits, filter.len);
         Ok(ExternallyLockedQf {
             table: filter.table,
             locks: try_boxed(shape.regions, || AtomicBool::new(false))?,

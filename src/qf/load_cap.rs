@@ -45,8 +45,8 @@ pub(crate) const MIN_CAPPED_QUOTIENT_BITS: u32 = 10;
 /// stripes the counter keeps apart.
 const SPREAD: usize = 32;
 
-/// At most this many inserts of one thread between two checks of the sum: about a tenth of an
-/// instruction per insert for the sum's two dozen loads.
+/// At most this many inserts of one thread between two checks of the sum, which loads the
+/// counter's two dozen stripes: fewer than one load per 40 inserts (arithmetic, not timed).
 const MAX_CHECK_EVERY: usize = 1024;
 
 /// How many fingerprints a quotient filter with `2^quotient_bits` canonical slots takes before
@@ -82,6 +82,15 @@ impl LoadCap {
         };
         load_cap.recount(len);
         load_cap
+    }
+
+    /// A counter holding `len` and the cap of a table with `2^quotient_bits` canonical slots
+    /// over it: what a concurrent filter keeps of its count.
+    pub(crate) fn with_counter(quotient_bits: u32, len: usize) -> (StripedCounter, Self) {
+        let counter = StripedCounter::new();
+        counter.reset(len);
+        let cap = Self::new(quotient_bits, &counter);
+        (counter, cap)
     }
 
     /// Sets the flag and the interval from the sum, after `len` was set rather than counted
@@ -162,12 +171,9 @@ impl LoadCap {
         }
     }
 
-    /// The check interval at a count of `sum`: a power of two.
+    /// The check interval at a count of `sum`: a power of two ([`MAX_CHECK_EVERY`] for an
+    /// uncapped table, whose room never runs out).
     fn interval_for(&self, sum: usize) -> usize {
-        if self.cap == usize::MAX {
-            // Checks return at once; a wide interval makes them rare.
-            return MAX_CHECK_EVERY;
-        }
         let room = self.cap.saturating_sub(sum) / SPREAD;
         let every = room.clamp(1, MAX_CHECK_EVERY);
         1 << every.ilog2()

@@ -94,7 +94,6 @@ mod remove;
 
 use std::hash::Hash;
 
-use crate::batch::keys::table_keys;
 use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter, Full, Remove};
 use crate::hash::hash_key;
@@ -103,7 +102,7 @@ use crate::sync::Ordering;
 
 use super::load_cap::LoadCap;
 use super::scan::Fingerprints;
-use super::sequential::{merge_tables, SequentialQf};
+use super::sequential::{merge_at_rest, SequentialQf};
 use super::slot::{CONTINUATION, OCCUPIED, READ_LOCK, SHIFTED, STATUS_BITS, WRITE_LOCK};
 use super::table::QfTable;
 use super::walk::{self, LocksReadThrough, UnlockedWalk};
@@ -182,9 +181,7 @@ impl LocallyLockedQf {
     /// same).
     pub fn from_sequential(filter: SequentialQf) -> Self {
         let continuation_lanes = filter.table.slots.layout().lanes(CONTINUATION);
-        let len = StripedCounter::new();
-        len.reset(filter.len);
-        let cap = LoadCap::new(filter.table.quotient_bits, &len);
+        let (len, cap) = LoadCap::with_counter(filter.table.quotient_bits, filter.len);
         LocallyLockedQf {
             table: filter.table,
             len,
@@ -229,12 +226,11 @@ impl LocallyLockedQf {
     /// [`Error::Incompatible`] if the fingerprint lengths differ; [`Error::Full`] if the union
     /// does not fit.
     pub fn merge(&mut self, other: &mut Self) -> Result<Self, Error> {
-        // Relaxed: `&mut` access to both tables, so no other thread writes them.
-        let merged = merge_tables(
-            (&self.table, || table_keys(&self.table, Ordering::Relaxed)),
-            (&other.table, || table_keys(&other.table, Ordering::Relaxed)),
-        )?;
-        Ok(Self::from_sequential(merged))
+        // `&mut` access to both tables: no other thread writes them.
+        Ok(Self::from_sequential(merge_at_rest(
+            &self.table,
+            &other.table,
+        )?))
     }
 
     /// Quotient bits `q`: the table has `2^q` canonical slots.

@@ -318,16 +318,19 @@ impl SequentialQf {
 /// ```
 impl Merge for SequentialQf {
     fn merge(&self, other: &Self) -> Result<Self, Error> {
-        // Relaxed: reads of tables no other thread writes (`&self` excludes `&mut` writers).
-        merge_tables(
-            (&self.table, || {
-                batch::keys::table_keys(&self.table, Ordering::Relaxed)
-            }),
-            (&other.table, || {
-                batch::keys::table_keys(&other.table, Ordering::Relaxed)
-            }),
-        )
+        // `&self` excludes `&mut` writers.
+        merge_at_rest(&self.table, &other.table)
     }
+}
+
+/// [`merge_tables`] of two tables no other thread writes (a `SequentialQf`'s, or a concurrent
+/// filter's behind `&mut`).
+pub(crate) fn merge_at_rest(a: &QfTable, b: &QfTable) -> Result<SequentialQf, Error> {
+    // Relaxed: no other thread writes either table.
+    merge_tables(
+        (a, || batch::keys::table_keys(a, Ordering::Relaxed)),
+        (b, || batch::keys::table_keys(b, Ordering::Relaxed)),
+    )
 }
 
 /// The merge of two 3-status-bit tables ([`SequentialQf`]'s `Merge`), shared with the

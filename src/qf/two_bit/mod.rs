@@ -178,13 +178,8 @@ impl TwoBitQf {
 
     /// The filter over `table`, which holds `len` fingerprints.
     pub(crate) fn from_table(table: TwoBitTable, len: usize) -> Self {
-        let counter = StripedCounter::new();
-        counter.reset(len);
-        TwoBitQf {
-            cap: LoadCap::new(table.quotient_bits, &counter),
-            table,
-            len: counter,
-        }
+        let (len, cap) = LoadCap::with_counter(table.quotient_bits, len);
+        TwoBitQf { table, len, cap }
     }
 
     /// Quotient bits `q`: the table has `2^q` canonical slots.
