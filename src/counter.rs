@@ -49,17 +49,18 @@ const SHARED_STRIPES: usize = 1;
 
 /// A count of stored items, split into one stripe per thread.
 pub(crate) struct StripedCounter {
-    /// [`OWNED_STRIPES`] owned stripes, then [`SHARED_STRIPES`] shared ones.
-    stripes: Box<[CachePadded<AtomicUsize>]>,
+    /// [`OWNED_STRIPES`] owned stripes, then [`SHARED_STRIPES`] shared ones (an array, so an
+    /// index below [`OWNED_STRIPES`] needs no bounds check).
+    stripes: Box<[CachePadded<AtomicUsize>; OWNED_STRIPES + SHARED_STRIPES]>,
 }
 
 impl StripedCounter {
     /// A counter at zero.
     pub(crate) fn new() -> Self {
         StripedCounter {
-            stripes: (0..OWNED_STRIPES + SHARED_STRIPES)
-                .map(|_| CachePadded::new(AtomicUsize::new(0)))
-                .collect(),
+            stripes: Box::new(std::array::from_fn(|_| {
+                CachePadded::new(AtomicUsize::new(0))
+            })),
         }
     }
 
@@ -227,33 +228,29 @@ mod ownership {
     /// only ever used outside loom (the filters' counters own no stripe under loom).
     static CLAIMS: StripeClaims = StripeClaims::new();
 
-    /// [`Claim`] before the thread first asked.
+    /// [`STRIPE`] before the thread first asked.
     const UNASKED: u8 = u8::MAX;
-    /// [`Claim`] of a thread that found every number taken.
+    /// [`STRIPE`] of a thread that found every number taken, or whose claim was given back as
+    /// it exits.
     const NONE: u8 = u8::MAX - 1;
 
-    /// The calling thread's stripe number, [`UNASKED`] or [`NONE`]; given back when the thread
-    /// exits.
-    struct Claim(Cell<u8>);
-
-    impl Claim {
-        #[inline]
-        fn stripe(&self) -> Option<usize> {
-            match self.0.get() {
-                UNASKED => {
-                    let claimed = CLAIMS.claim();
-                    self.0.set(claimed.map_or(NONE, |k| k as u8));
-                    claimed
-                }
-                NONE => None,
-                own => Some(own as usize),
-            }
-        }
+    std::thread_local! {
+        /// The calling thread's stripe number, [`UNASKED`] or [`NONE`]. Read on every add: a
+        /// `const`-initialised local without a destructor is one load at a fixed offset from
+        /// the thread pointer, with no registration state to check first (the local with the
+        /// destructor that gives the number back, [`RELEASE`], is touched only when claiming).
+        static STRIPE: Cell<u8> = const { Cell::new(UNASKED) };
+        /// Gives the thread's number back when it exits; registered by the claim.
+        static RELEASE: Release = const { Release };
     }
 
-    impl Drop for Claim {
+    /// The destructor of a thread that claimed a number.
+    struct Release;
+
+    impl Drop for Release {
         fn drop(&mut self) {
-            let own = self.0.get() as usize;
+            // `STRIPE` has no destructor, so it is still there while others run.
+            let own = STRIPE.with(|stripe| stripe.replace(NONE)) as usize;
             if own < OWNED_STRIPES {
                 CLAIMS.release(own);
             }
@@ -264,10 +261,24 @@ mod ownership {
     /// if every number was taken then, or the thread is exiting.
     #[inline]
     pub(super) fn owned_stripe() -> Option<usize> {
-        std::thread_local! {
-            static CLAIM: Claim = const { Claim(Cell::new(UNASKED)) };
+        let own = STRIPE.with(Cell::get);
+        if (own as usize) < OWNED_STRIPES {
+            Some(own as usize)
+        } else if own == UNASKED {
+            claim()
+        } else {
+            None
         }
-        CLAIM.try_with(Claim::stripe).ok().flatten()
+    }
+
+    /// The first call of a thread: registers [`RELEASE`] and claims a number. A thread whose
+    /// destructors are already running (a filter used from another thread-local's `drop`)
+    /// cannot register one, so it claims none and adds to a shared stripe.
+    #[cold]
+    fn claim() -> Option<usize> {
+        let claimed = RELEASE.try_with(|_| ()).ok().and_then(|()| CLAIMS.claim());
+        STRIPE.with(|stripe| stripe.set(claimed.map_or(NONE, |k| k as u8)));
+        claimed
     }
 }
 
@@ -397,5 +408,43 @@ mod tests {
             });
             assert_eq!(counter.sum(), (wave + 1) * threads * 5_000);
         }
+    }
+
+    /// Adds made from thread-locals' destructors, before and after the thread's number is given
+    /// back (the order of the destructors is the platform's), and by a thread whose first add
+    /// comes from one, are all counted and panic nowhere.
+    #[test]
+    fn adds_from_thread_local_destructors_are_counted() {
+        struct AddOnExit(&'static StripedCounter);
+        impl Drop for AddOnExit {
+            fn drop(&mut self) {
+                self.0.add(10);
+            }
+        }
+        std::thread_local! {
+            static ON_EXIT: std::cell::RefCell<Option<AddOnExit>> =
+                const { std::cell::RefCell::new(None) };
+        }
+        let counter: &'static StripedCounter = Box::leak(Box::new(StripedCounter::new()));
+        let add_on_exit =
+            move || ON_EXIT.with(|slot| *slot.borrow_mut() = Some(AddOnExit(counter)));
+        // `join` (not a scope's end) waits for the destructors: the thread has exited.
+        let threads = [
+            // Registered before the claim's destructor, and after it.
+            std::thread::spawn(move || {
+                add_on_exit();
+                counter.increment();
+            }),
+            std::thread::spawn(move || {
+                counter.increment();
+                add_on_exit();
+            }),
+            // The first add of this thread comes from its destructor.
+            std::thread::spawn(add_on_exit),
+        ];
+        for thread in threads {
+            thread.join().unwrap();
+        }
+        assert_eq!(counter.sum(), 32);
     }
 }
