@@ -18,8 +18,8 @@ use crate::hash::hash_key;
 #[non_exhaustive]
 pub enum Error {
     /// The filter has no room for this fingerprint, or holds as many as its load cap allows
-    /// (`SequentialQf`, `LocallyLockedQf`, `ExternallyLockedQf` and `TwoBitQf` stop at 31/32 of
-    /// their slots, see [`Filter::capacity`]). The filter is unchanged and still usable: every key
+    /// (the quotient filters that shift stop at 31/32 of their slots, see
+    /// [`Filter::capacity`]). The filter is unchanged and still usable: every key
     /// inserted before still answers `true`.
     Full,
     /// A constructor argument is out of range; the message says which and why.
@@ -112,14 +112,14 @@ pub trait Filter: Send + Sync {
     /// How many fingerprints fit at the filter's maximum load factor: the planned load.
     /// `LinearProbingQf` stops there and `ExpandableQf` opens a new level. `SequentialQf`,
     /// `LocallyLockedQf`, `ExternallyLockedQf`, `TwoBitQf` (and `GrowableQf` once it cannot double)
-    /// take fingerprints past it up to their load cap, 31/32 of their `2^q` slots (from `2^10`
-    /// slots on; smaller tables up to their last slot), and refuse further inserts with
-    /// [`Error::Full`] (a single insert even of a key already stored) until removals bring them
-    /// below it. One thread stops exactly at the cap; concurrent inserts check a sampled count and
+    /// and `CountingQf` take fingerprints past it up to their load cap, 31/32 of their `2^q` slots
+    /// (from `2^10` slots on; smaller tables up to their last slot), and refuse further inserts
+    /// with [`Error::Full`] (a single insert even of a key already stored; `CountingQf` caps the
+    /// slots its entries take, and refuses the inserts that need one more) until removals bring
+    /// them below it. One thread stops exactly at the cap; concurrent inserts check a sampled count and
     /// may pass it by a few keys per thread. They slow down as they fill (absent-key lookups about
     /// fivefold from 90% to the cap), and without the cap the last three percent cost far more (the
-    /// README's quick-start section has the measurements). `CountingQf` has no such cap yet and
-    /// takes fingerprints up to its last slot. The cuckoo filters refuse an insert when no
+    /// README's quick-start section has the measurements). The cuckoo filters refuse an insert when no
     /// relocation path finds a free entry: in their tests, with fingerprints of 8 to 16 bits and
     /// distinct keys, not before `capacity` (with 4-bit ones the first `Full` came at 60-68% of the
     /// entries of `2^18` to `2^22` buckets, and eight copies of one key fill its buckets at any

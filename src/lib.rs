@@ -40,9 +40,10 @@
 //!
 //! Constructors validate their arguments and return [`Error::InvalidParameters`]; an insert into
 //! a full table returns [`Error::Full`] and leaves the filter unchanged and usable. "Full" comes
-//! before the last slot in most quotient filters: `SequentialQf`, `LocallyLockedQf`,
-//! `ExternallyLockedQf` and `TwoBitQf` stop at a load cap of 31/32 of their slots, before the
-//! last few percent where their operations slow down most ([`Filter::capacity`]).
+//! before the last slot in the quotient filters that shift: `SequentialQf`, `LocallyLockedQf`,
+//! `ExternallyLockedQf`, `TwoBitQf` and `CountingQf` stop at a load cap of 31/32 of their
+//! slots, before the last few percent where their operations slow down most
+//! ([`Filter::capacity`]).
 //!
 //! # Consistency
 //!

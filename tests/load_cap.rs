@@ -1,15 +1,16 @@
 //! The load cap of the shifting quotient filters: from `2^10` slots on, `SequentialQf`,
 //! `LocallyLockedQf`, `ExternallyLockedQf`, `TwoBitQf` (and so `GrowableQf` at its last size)
-//! refuse inserts with `Full` once they hold 31/32 of their `2^q` slots, instead of taking keys
-//! into a cluster that spans the table. One thread and the batch writes stop at the cap exactly;
-//! concurrent inserts sample the count and may stop a little past it.
+//! and `CountingQf` refuse inserts with `Full` once their entries take 31/32 of their `2^q`
+//! slots, instead of taking keys into a cluster that spans the table. One thread and the batch
+//! writes stop at the cap exactly; concurrent inserts sample the count and may stop a little
+//! past it.
 
 mod common;
 
 use common::distinct_hashes;
 use conqf::{
-    BatchInsert, BuildMethod, Error, ExternallyLockedQf, Filter, LocallyLockedQf, Remove,
-    SequentialQf, TwoBitQf,
+    BatchInsert, BuildMethod, Count, CountingQf, Error, ExternallyLockedQf, Filter,
+    LocallyLockedQf, Merge, Remove, SequentialQf, TwoBitQf,
 };
 
 const Q: u32 = 12;
@@ -85,6 +86,15 @@ fn externally_locked_stops_at_the_cap() {
     );
 }
 
+/// Keys inserted once take a slot each, so `CountingQf` stops at the cap of the others.
+#[test]
+fn counting_stops_at_the_cap() {
+    one_thread_stops_at_the_cap(
+        |q, r| CountingQf::with_bits(q, r).unwrap(),
+        CountingQf::check_invariants,
+    );
+}
+
 #[test]
 fn two_bit_stops_at_the_cap() {
     one_thread_stops_at_the_cap(
@@ -150,6 +160,117 @@ fn concurrent_inserts_stop_near_the_cap() {
     threads_stop_near_the_cap(|q, r| LocallyLockedQf::with_bits(q, r).unwrap());
     threads_stop_near_the_cap(|q, r| ExternallyLockedQf::with_bits(q, r).unwrap());
     threads_stop_near_the_cap(|q, r| TwoBitQf::with_bits(q, r).unwrap());
+    threads_stop_near_the_cap(|q, r| CountingQf::with_bits(q, r).unwrap());
+}
+
+/// `CountingQf` caps the slots its entries take, not its fingerprints: keys with a thousand
+/// copies each (an entry of several slots) are refused long before a slot per key would reach
+/// the cap. At the cap, a count that stays within its entry's slots still grows, while a new
+/// key, or a count needing a slot more, is refused and changes nothing; removing a key lets
+/// inserts in again. Growing, saving and loading keep the count of slots (the invariant check
+/// compares it with the table).
+#[test]
+fn counting_caps_the_slots_of_repeated_keys() {
+    let mut filter = CountingQf::with_bits(Q, R).unwrap();
+    let hashes = distinct_hashes(Q, R, 1 << Q, 1 << Q, 19);
+    let stored = hashes
+        .iter()
+        .position(|&hash| match filter.insert_count_hash(hash, 1000) {
+            Ok(()) => false,
+            Err(error) => {
+                assert_eq!(error, Error::Full);
+                true
+            }
+        })
+        .expect("the cap refuses an insert");
+    assert!(
+        stored < cap(Q) / 2,
+        "{stored} keys of 1000 copies before the cap"
+    );
+    assert!(stored > cap(Q) / 8, "only {stored} keys of 1000 copies");
+    filter.check_invariants().unwrap();
+    let new_key = hashes[stored];
+    assert_eq!(filter.insert_hash(new_key), Err(Error::Full));
+    assert_eq!(filter.count_hash(new_key), 0);
+    // 1000 -> 1001 keeps its digits in every remainder width.
+    assert_eq!(filter.insert_hash(hashes[0]), Ok(false));
+    assert_eq!(filter.count_hash(hashes[0]), 1001);
+    assert_eq!(filter.len(), stored * 1000 + 1);
+    filter.check_invariants().unwrap();
+
+    let bytes = filter.to_bytes();
+    let loaded = CountingQf::from_bytes(&bytes).unwrap();
+    loaded.check_invariants().unwrap();
+    assert_eq!(
+        loaded.insert_hash(new_key),
+        Err(Error::Full),
+        "loaded at the cap"
+    );
+    assert_eq!(filter.remove_all_hash(hashes[1]), Ok(1000));
+    assert_eq!(filter.insert_hash(new_key), Ok(true), "below the cap again");
+    filter.check_invariants().unwrap();
+
+    let mut grown = loaded;
+    grown.grow().unwrap();
+    grown.check_invariants().unwrap();
+    assert_eq!(grown.insert_hash(new_key), Ok(true), "room after growing");
+}
+
+/// `CountingQf`'s batch writes stop at the cap: a bulk build or a merge-insert whose entries
+/// take more slots is `Full` (the filter unchanged), the range inserts keep what fitted, and
+/// a merge sizes its result by the slots of the union, so heavy counts double it.
+#[test]
+fn counting_batch_writes_stop_at_the_cap() {
+    let hashes = distinct_hashes(Q, R, 1 << Q, cap(Q) + 10, 23);
+    for method in [
+        BuildMethod::ParallelMerging,
+        BuildMethod::SequentialShifting,
+        BuildMethod::SegmentedLayouts,
+    ] {
+        assert!(matches!(
+            CountingQf::bulk_build(Q, R, &hashes, method),
+            Err(Error::Full)
+        ));
+        let at_cap = CountingQf::bulk_build(Q, R, &hashes[..cap(Q)], method).unwrap();
+        assert_eq!(at_cap.len(), cap(Q));
+        assert_eq!(
+            at_cap.insert_hash(hashes[cap(Q)]),
+            Err(Error::Full),
+            "a built table at the cap refuses"
+        );
+        at_cap.check_invariants().unwrap();
+    }
+    let half = cap(Q) / 2;
+    let mut merged = CountingQf::bulk_build(Q, R, &hashes[..half], BuildMethod::default()).unwrap();
+    let merge = BatchInsert::Merge(BuildMethod::default());
+    assert_eq!(
+        merged.insert_batch_with(&hashes[half..], merge),
+        Err(Error::Full)
+    );
+    assert_eq!(merged.len(), half, "a refused merge-insert changes nothing");
+    let result = merged.insert_batch_concurrent(&hashes[half..]);
+    assert_eq!(result, Err(Error::Full));
+    assert!(
+        (cap(Q)..=cap(Q) + slack(Q)).contains(&merged.len()),
+        "the ranges, a thread each, fill up to the cap: {}",
+        merged.len()
+    );
+    merged.check_invariants().unwrap();
+
+    // Each filter alone fits at q, but the union of their heavy keys does not.
+    let (a, b) = (
+        CountingQf::with_bits(Q, R).unwrap(),
+        CountingQf::with_bits(Q, R).unwrap(),
+    );
+    let third = cap(Q) / 3;
+    for (i, &hash) in hashes[..2 * third].iter().enumerate() {
+        let target = if i % 2 == 0 { &a } else { &b };
+        target.insert_count_hash(hash, 2).unwrap();
+    }
+    let union = a.merge(&b).unwrap();
+    assert_eq!(union.quotient_bits(), Q + 1, "4/3 of the cap in slots");
+    assert_eq!(union.len(), 4 * third);
+    union.check_invariants().unwrap();
 }
 
 #[test]

@@ -21,6 +21,7 @@ use crate::hash::low_mask;
 use crate::qf::counting::blocks::{BlockSource, View, BLOCK_SLOTS};
 use crate::qf::counting::counter_code;
 use crate::qf::counting::CountingQf;
+use crate::qf::load_cap::load_cap;
 use crate::sizing::MAX_QUOTIENT_BITS;
 
 use super::keys::{counted_keys, merge_counted};
@@ -35,8 +36,8 @@ const MERGE_LOAD: f64 = 0.95;
 /// `filter`, which must be empty.
 ///
 /// # Errors
-/// [`Error::Full`] if the last run would end past the table's last slot; the filter is then
-/// unchanged.
+/// [`Error::Full`] if the entries take more slots than the load cap allows or the last run
+/// would end past the table's last slot; the filter is then unchanged.
 pub(crate) fn build(
     filter: &CountingQf,
     keys: &[u64],
@@ -65,6 +66,9 @@ pub(crate) fn build(
     for &length in &lengths {
         slot_heads.push(total);
         total += length;
+    }
+    if total > load_cap(q) {
+        return Err(Error::Full);
     }
     let quotient = |k: usize| (keys[heads[k]] >> r) as usize;
     let first = run_starts(&slot_heads, quotient, q, method);
@@ -154,6 +158,7 @@ pub(crate) fn build(
                 .add(region * filter.region_blocks(), copies, distinct);
         }
     }
+    filter.set_slots(total);
     Ok(())
 }
 
@@ -466,8 +471,10 @@ impl BatchTable for CountingQf {
 /// Merging counting filters (paper 004 §IV-E): extract both tables' entries in sorted order,
 /// merge them adding the counts of a fingerprint in both, and bulk build the result
 /// ([`BuildMethod::default`]). The result has the larger quotient of the two (and the first
-/// filter's region size), doubled until the distinct fingerprints fit at 95% fill, a bit moving
-/// from the remainder to the quotient each time, as in [`grow`](CountingQf::grow).
+/// filter's region size), doubled until the distinct fingerprints of the union fit at 95% fill
+/// and their entries' slots under the load cap (31/32 of the slots), a bit moving from the
+/// remainder to the quotient each time, as in [`grow`](CountingQf::grow). A merge that cannot
+/// double far enough (the remainder at 2 bits, or the quotient at its maximum) is `Full`.
 ///
 /// Both filters must have the same fingerprint length `q + r`, or the merge returns
 /// [`Error::Incompatible`], for the reason [`SequentialQf`](crate::SequentialQf)'s merge gives.
@@ -499,17 +506,26 @@ impl Merge for CountingQf {
         }
         let (a, a_counts) = filter_keys(self);
         let (b, b_counts) = filter_keys(other);
+        let (union, counts) = merge_counted((&a, &a_counts), (&b, &b_counts));
         // Sized from what was read under the locks: counts read before them would miss what
-        // other threads insert meanwhile, and the rebuild could then fail as full.
-        let total = a.len() + b.len();
+        // other threads insert meanwhile, and the rebuild could then fail as full. The slots
+        // an entry takes depend on the remainder bits left (a counter's digits), so they are
+        // counted again for each size tried.
+        let fits = |q: u32| {
+            let r = bits - q;
+            let mask = low_mask(r);
+            let slots = par::map_chunks(union.len(), par::MIN_PARALLEL, |range| {
+                range
+                    .map(|i| counter_code::entry_len(union[i] & mask, counts[i], r))
+                    .sum::<usize>()
+            });
+            ((1u64 << q) as f64) * MERGE_LOAD >= union.len() as f64
+                && slots.into_iter().sum::<usize>() <= load_cap(q)
+        };
         let mut q = self.quotient_bits().max(other.quotient_bits());
-        while ((1u64 << q) as f64) * MERGE_LOAD < total as f64
-            && bits - q > counter_code::MIN_REMAINDER_BITS
-            && q < MAX_QUOTIENT_BITS
-        {
+        while !fits(q) && bits - q > counter_code::MIN_REMAINDER_BITS && q < MAX_QUOTIENT_BITS {
             q += 1;
         }
-        let (union, counts) = merge_counted((&a, &a_counts), (&b, &b_counts));
         rebuilt(
             q,
             bits - q,

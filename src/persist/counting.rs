@@ -22,9 +22,10 @@ use std::io::{Read, Write};
 
 use crate::filter::Error;
 use crate::hash::{hash_key, Fingerprint};
-use crate::qf::counting::blocks::{BlockSource, LeBlocks, View, BLOCK_SLOTS};
+use crate::qf::counting::blocks::{BlockSource, LeBlocks, View};
 use crate::qf::counting::lookup;
 use crate::qf::counting::CountingQf;
+use crate::qf::counting::Stored;
 use crate::sizing;
 
 use super::bad_parameters;
@@ -40,9 +41,8 @@ struct Decoded<'a> {
     quotient_bits: u32,
     remainder_bits: u32,
     region_blocks: usize,
-    /// Copies (wrapping, like the filter's counter) and distinct fingerprints.
-    copies: u64,
-    distinct: usize,
+    /// What the table holds (copies, distinct fingerprints, slots), as the check counted it.
+    stored: Stored,
 }
 
 impl<'a> Decoded<'a> {
@@ -73,14 +73,13 @@ impl<'a> Decoded<'a> {
         if used < 8 && last >> (8 * used) != 0 {
             return Err(corrupt("offset bytes after the last block are not zero"));
         }
-        let (copies, distinct) = CountingQf::check_table(&table, quotient_bits).map_err(corrupt)?;
+        let stored = CountingQf::check_table(&table, quotient_bits).map_err(corrupt)?;
         Ok(Decoded {
             table,
             quotient_bits,
             remainder_bits,
             region_blocks,
-            copies,
-            distinct,
+            stored,
         })
     }
 
@@ -93,11 +92,8 @@ impl<'a> Decoded<'a> {
         )?;
         debug_assert_eq!(filter.region_blocks(), self.region_blocks);
         filter.table.fill_from(&self.table);
-        for (fingerprint, count) in filter.counts() {
-            filter
-                .locks
-                .account(fingerprint.quotient as usize / BLOCK_SLOTS, 0, count);
-        }
+        filter.count_written_table();
+        debug_assert_eq!(filter.slots.sum(), self.stored.slots);
         Ok(filter)
     }
 }
@@ -238,17 +234,17 @@ impl<'a> CountingQfRef<'a> {
 
     /// Number of stored copies (as [`Filter::len`](crate::Filter::len) of the filter).
     pub fn len(&self) -> usize {
-        self.decoded.copies as usize
+        self.decoded.stored.copies as usize
     }
 
     /// Whether nothing is stored.
     pub fn is_empty(&self) -> bool {
-        self.decoded.distinct == 0
+        self.decoded.stored.entries == 0
     }
 
     /// Number of distinct fingerprints stored.
     pub fn distinct(&self) -> usize {
-        self.decoded.distinct
+        self.decoded.stored.entries
     }
 
     /// Quotient bits `q`.
@@ -263,7 +259,7 @@ impl<'a> CountingQfRef<'a> {
 
     /// The expected false-positive rate at the stored fill, as [`CountingQf`] computes it.
     pub fn false_positive_rate(&self) -> f64 {
-        let load = self.decoded.distinct as f64 / (1u64 << self.decoded.quotient_bits) as f64;
+        let load = self.decoded.stored.entries as f64 / (1u64 << self.decoded.quotient_bits) as f64;
         sizing::qf_fpr(load, self.decoded.remainder_bits)
     }
 
@@ -281,8 +277,8 @@ impl std::fmt::Debug for CountingQfRef<'_> {
         f.debug_struct("CountingQfRef")
             .field("quotient_bits", &self.decoded.quotient_bits)
             .field("remainder_bits", &self.decoded.remainder_bits)
-            .field("len", &self.decoded.copies)
-            .field("distinct", &self.decoded.distinct)
+            .field("len", &self.decoded.stored.copies)
+            .field("distinct", &self.decoded.stored.entries)
             .finish_non_exhaustive()
     }
 }

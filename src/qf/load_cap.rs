@@ -6,6 +6,12 @@
 //! room has walked it first. [`LinearProbingQf`](crate::LinearProbingQf) stops at its own cap
 //! ([`CapBudget`](crate::budget::CapBudget)); the filters here stop at [`load_cap`].
 //!
+//! The 3-status-bit filters count fingerprints, one slot each. [`CountingQf`](crate::CountingQf)
+//! counts the slots its entries take (a fingerprint's copies take one slot each up to two, then
+//! the few slots of a counter): an update adds what its entry grew by, a removal subtracts what
+//! it shrank by. At the cap it refuses only the inserts whose entry would grow; a count that
+//! stays within its counter's digits still goes up.
+//!
 //! # Sampled, not exact
 //!
 //! An exact cap needs every insert to take a place from a shared budget before it writes: a
@@ -132,17 +138,27 @@ impl LoadCap {
         below
     }
 
-    /// Counts a stored fingerprint in `len`, and checks the sum when this thread's stripe
-    /// reaches a multiple of the check interval.
+    /// Counts a stored fingerprint in `len` ([`count_added`](Self::count_added) of one).
     #[inline(always)]
     pub(crate) fn count_insert(&self, len: &StripedCounter) {
+        self.count_added(len, 1);
+    }
+
+    /// Counts `n` more stored fingerprints (or, for [`CountingQf`](crate::CountingQf), slots)
+    /// in `len`, and checks the sum when this thread's stripe passes a multiple of the check
+    /// interval.
+    #[inline(always)]
+    pub(crate) fn count_added(&self, len: &StripedCounter, n: usize) {
         if cfg!(loom) && self.cap == usize::MAX {
             // As in `admits`.
-            len.increment();
+            len.add(n);
             return;
         }
+        let now = len.add(n);
+        // The stripe went from `now - n` to `now`: the two differ above the mask's bits iff a
+        // multiple of the interval lies in `(now - n, now]` (for `n = 1`: `now & mask == 0`).
         // Relaxed: as in `admits`; a stale interval only moves this thread's next check.
-        if len.increment() & self.check_mask.load(Ordering::Relaxed) == 0 {
+        if now ^ now.wrapping_sub(n) > self.check_mask.load(Ordering::Relaxed) {
             self.check(len);
         }
     }

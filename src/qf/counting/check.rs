@@ -48,12 +48,20 @@ fn scanned_runs<'v, S: BlockSource>(
         })
 }
 
-/// Checks a table with `quotients` canonical slots; returns its total count (wrapping, like
-/// the `len` counter) and number of entries. Only meaningful while no thread writes.
-pub(crate) fn check_table<S: BlockSource>(
-    table: &S,
-    quotients: usize,
-) -> Result<(u64, usize), String> {
+/// What [`check_table`] counted in a valid table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Stored {
+    /// The sum of the counts (wrapping, like the filter's count of copies).
+    pub(crate) copies: u64,
+    /// Entries: distinct fingerprints.
+    pub(crate) entries: usize,
+    /// Slots the runs take (what the load cap counts).
+    pub(crate) slots: usize,
+}
+
+/// Checks a table with `quotients` canonical slots and counts what it stores. Only meaningful
+/// while no thread writes.
+pub(crate) fn check_table<S: BlockSource>(table: &S, quotients: usize) -> Result<Stored, String> {
     let view = View::new(table);
     let occupied = set_bits(&view, false).count();
     let runends = set_bits(&view, true).count();
@@ -63,7 +71,7 @@ pub(crate) fn check_table<S: BlockSource>(
         ));
     }
     let r = table.remainder_bits();
-    let (mut copies, mut entries) = (0u64, 0usize);
+    let (mut copies, mut entries, mut slots) = (0u64, 0usize, 0usize);
     // The first slot after the last run checked: slots from here to the next run are empty.
     let mut free_from = 0;
     let mut offsets = Offsets::default();
@@ -118,6 +126,7 @@ pub(crate) fn check_table<S: BlockSource>(
                 "the last entry of run {quotient} overruns its end {end}"
             ));
         }
+        slots += end + 1 - start;
         free_from = end + 1;
         offsets.end_below = Some(end);
     }
@@ -125,7 +134,11 @@ pub(crate) fn check_table<S: BlockSource>(
         return Err(format!("empty slot {slot} holds a remainder"));
     }
     offsets.check_through(&view, table.blocks() - 1)?;
-    Ok((copies, entries))
+    Ok(Stored {
+        copies,
+        entries,
+        slots,
+    })
 }
 
 /// The offset check, block by block, as the runs are checked in order: a block's spill is how

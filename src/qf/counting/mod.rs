@@ -21,11 +21,15 @@ pub(crate) mod lookup;
 pub(crate) mod runs;
 mod update;
 
+pub(crate) use check::Stored;
+
 use std::cell::Cell;
 use std::hash::Hash;
 
+use crate::counter::StripedCounter;
 use crate::filter::{Count, Error, Filter, Remove};
 use crate::hash::{hash_key, low_mask, Fingerprint, Splitter};
+use crate::qf::load_cap::LoadCap;
 use crate::sizing::{check_bits, qf_fpr, qf_parameters, MAX_QUOTIENT_BITS};
 
 use blocks::{BlockSource, Blocks, View, BLOCK_SLOTS};
@@ -51,6 +55,11 @@ const MAX_LOAD: f64 = 0.95;
 /// its run or shift reaches; queries read optimistically and check a version afterwards (a
 /// seqlock), locking only when that keeps failing or the run leaves the region.
 ///
+/// From `2^10` slots on, once its entries take 31/32 of the `2^q` slots, it refuses with
+/// [`Error::Full`] every insert that would take a slot more (a new key, or a count that needs
+/// another digit); counts that keep their slots still grow, and removals make room again
+/// ([`Filter::capacity`]).
+///
 /// ```
 /// use conqf::{Count, CountingQf, Filter, Remove};
 ///
@@ -70,6 +79,11 @@ pub struct CountingQf {
     pub(crate) table: Blocks,
     /// The region locks, which also keep the counts of copies and distinct fingerprints.
     pub(crate) locks: RegionLocks,
+    /// Slots the entries take: what the load cap counts (an entry takes one slot per copy up to
+    /// two copies, then a few for its counter). Not counted under loom (see `count_slots`).
+    pub(crate) slots: StripedCounter,
+    /// Refuses inserts that would take a slot once `slots` reaches 31/32 of the `2^q` slots.
+    pub(crate) cap: LoadCap,
     quotient_bits: u32,
     remainder_bits: u32,
     splitter: Splitter,
@@ -136,9 +150,12 @@ impl CountingQf {
             ));
         }
         let blocks = Self::blocks_for(quotient_bits);
+        let (slots, cap) = LoadCap::with_counter(quotient_bits, 0);
         Ok(CountingQf {
             table: Blocks::new(blocks, remainder_bits)?,
             locks: RegionLocks::new(blocks, region_blocks)?,
+            slots,
+            cap,
             quotient_bits,
             remainder_bits,
             splitter: Splitter::new(quotient_bits, remainder_bits),
@@ -152,11 +169,11 @@ impl CountingQf {
     }
 
     /// Checks a table (live or serialised) with `2^quotient_bits` canonical slots: see
-    /// [`check_invariants`](Self::check_invariants). Returns its copies and entries.
+    /// [`check_invariants`](Self::check_invariants). Returns what it stores.
     pub(crate) fn check_table<S: BlockSource>(
         table: &S,
         quotient_bits: u32,
-    ) -> Result<(u64, usize), String> {
+    ) -> Result<Stored, String> {
         check::check_table(table, 1usize << quotient_bits)
     }
 
@@ -271,12 +288,30 @@ impl CountingQf {
                 Fault::Inconsistent => Error::Corrupt("inconsistent table".into()),
             })?;
             update::apply(&view, &plan);
-            grown
-                .locks
-                .account(quotient as usize / BLOCK_SLOTS, 0, count);
         }
+        grown.count_written_table();
         *self = grown;
         Ok(())
+    }
+
+    /// Sets the counts of copies and distinct fingerprints and the slot count (with the load
+    /// cap's flag) from the table, which was written without counting (loaded, or grown into),
+    /// while the counters are still at zero. Needs the filter to itself.
+    pub(crate) fn count_written_table(&self) {
+        let r = self.remainder_bits;
+        let mut slots = 0;
+        for (fingerprint, count) in self.counts() {
+            let block = fingerprint.quotient as usize / BLOCK_SLOTS;
+            self.locks.account(block, 0, count);
+            slots += counter_code::entry_len(fingerprint.remainder, count, r);
+        }
+        self.set_slots(slots);
+    }
+
+    /// Sets the slot count to `slots` and the load cap's flag from it (the filter to itself).
+    pub(crate) fn set_slots(&self, slots: usize) {
+        self.slots.reset(slots);
+        self.cap.recount(&self.slots);
     }
 
     /// Checks the table's invariants: no region locked, runs where the occupied and runend bits
@@ -292,12 +327,20 @@ impl CountingQf {
     /// ```
     pub fn check_invariants(&self) -> Result<(), String> {
         self.locks.check_unlocked()?;
-        let (copies, distinct) = Self::check_table(&self.table, self.quotient_bits)?;
+        let stored = Self::check_table(&self.table, self.quotient_bits)?;
         let counted = self.locks.counts();
-        if (copies, distinct as u64) != counted {
+        if (stored.copies, stored.entries as u64) != counted {
             return Err(format!(
-                "the table holds {copies} copies of {distinct} fingerprints, the counters say \
-                 {counted:?}"
+                "the table holds {} copies of {} fingerprints, the counters say {counted:?}",
+                stored.copies, stored.entries
+            ));
+        }
+        // Under loom the updates count no slots (`count_slots`).
+        if !cfg!(loom) && stored.slots != self.slots.sum() {
+            return Err(format!(
+                "the entries take {} slots, the slot count says {}",
+                stored.slots,
+                self.slots.sum()
             ));
         }
         Ok(())
@@ -348,9 +391,55 @@ impl CountingQf {
 
     /// Sets the count of the hash's fingerprint from `c` to `new_count(c)` under the region
     /// locks; returns `(c, new_count(c))`. `SHRINKS`: whether `new_count` may lower a count
-    /// (see [`update::update_in_block`]).
-    #[inline]
+    /// (see [`update::update_in_block`]); the other updates are inserts, which the load cap
+    /// may refuse.
+    #[inline(always)]
     pub(crate) fn update<const SHRINKS: bool>(
+        &self,
+        hash: u64,
+        new_count: impl Fn(u64) -> u64,
+    ) -> Result<(u64, u64), Error> {
+        if !SHRINKS && !self.cap.admits(&self.slots) {
+            return self.update_at_cap(hash, new_count);
+        }
+        self.update_uncapped::<SHRINKS>(hash, new_count)
+    }
+
+    /// An insert while the filter is at its load cap: it goes ahead only if its entry keeps its
+    /// slots (a count that grows within its counter's digits); one that needs a slot more is
+    /// refused with `Full` and changes nothing.
+    #[cold]
+    #[inline(never)]
+    fn update_at_cap(
+        &self,
+        hash: u64,
+        new_count: impl Fn(u64) -> u64,
+    ) -> Result<(u64, u64), Error> {
+        let (_, remainder) = self.fingerprint(hash);
+        let r = self.remainder_bits;
+        // Set by each call of the closure: the update applies the last call's count.
+        let refused = Cell::new(false);
+        let result = self.update_uncapped::<false>(hash, |old| {
+            let new = new_count(old);
+            let grows = counter_code::entry_len(remainder, new, r)
+                > counter_code::entry_len(remainder, old, r);
+            refused.set(grows);
+            if grows {
+                old
+            } else {
+                new
+            }
+        });
+        match result {
+            Ok(_) if refused.get() => Err(Error::Full),
+            other => other,
+        }
+    }
+
+    /// [`update`](Self::update) without the load cap's admission; counts the slots it takes
+    /// or frees.
+    #[inline(always)]
+    fn update_uncapped<const SHRINKS: bool>(
         &self,
         hash: u64,
         new_count: impl Fn(u64) -> u64,
@@ -390,7 +479,31 @@ impl CountingQf {
             held.account(block, plan.old_count, plan.new_count);
             Some(Ok((plan.old_count, plan.new_count)))
         });
-        result.unwrap_or(Err(Error::Full))
+        let (old, new) = result.unwrap_or(Err(Error::Full))?;
+        self.count_slots(remainder, old, new);
+        Ok((old, new))
+    }
+
+    /// Counts the slots an entry of `remainder` took or freed when its count went from `old`
+    /// to `new`, after the update released its locks (as the 3-status-bit filters count their
+    /// inserts). Not under loom: the models' tables are all uncapped (too small for the cap),
+    /// and an add per update would only multiply the interleavings they explore;
+    /// `check_invariants` compares the count with the table outside loom only.
+    #[inline(always)]
+    fn count_slots(&self, remainder: u64, old: u64, new: u64) {
+        if cfg!(loom) {
+            return;
+        }
+        let r = self.remainder_bits;
+        let (before, after) = (
+            counter_code::entry_len(remainder, old, r),
+            counter_code::entry_len(remainder, new, r),
+        );
+        if after > before {
+            self.cap.count_added(&self.slots, after - before);
+        } else if after < before {
+            self.slots.add((before - after).wrapping_neg());
+        }
     }
 }
 
@@ -506,6 +619,44 @@ impl Iterator for Counts<'_> {
             self.next_quotient = Some(quotient + 1);
             self.at = start;
             self.end = end;
+        }
+    }
+}
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::counter_code::MAX_ENTRY_SLOTS;
+    use super::*;
+    use crate::qf::load_cap::load_cap;
+
+    /// One thread inserting keys of a thousand copies (entries of several slots) is refused
+    /// once the entries take the cap's slots: the last insert admitted started below the cap,
+    /// so the slots end at most one entry past it, and the count matches the table.
+    #[test]
+    fn repeated_keys_stop_at_the_cap_of_slots() {
+        for r in [4, 10, 20] {
+            let filter = CountingQf::with_bits(12, r).unwrap();
+            let mut key = 0u64;
+            loop {
+                match filter.insert_count(&key, 1000) {
+                    Ok(()) => key += 1,
+                    Err(Error::Full) => break,
+                    Err(other) => panic!("{other}"),
+                }
+            }
+            let (slots, cap) = (filter.slots.sum(), load_cap(12));
+            // The longest entry of a count up to 2000 (two keys may share a fingerprint).
+            let longest = (0..1u64 << r.min(8))
+                .chain([low_mask(r)])
+                .map(|x| counter_code::entry_len(x, 2000, r))
+                .max()
+                .unwrap();
+            assert!(longest > 1 && longest < MAX_ENTRY_SLOTS);
+            assert!(
+                (cap..cap + longest).contains(&slots),
+                "r = {r}: {key} keys take {slots} slots, cap {cap}"
+            );
+            filter.check_invariants().unwrap();
         }
     }
 }
