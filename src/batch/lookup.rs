@@ -16,6 +16,7 @@
 use std::convert::Infallible;
 
 use crate::filter::Error;
+use crate::qf::linear_probing::LinearProbingQf;
 use crate::qf::table::QfTable;
 use crate::qf::two_bit::table::TwoBitTable;
 
@@ -74,7 +75,7 @@ pub(crate) trait BatchTable: Sync {
 }
 
 /// [`BatchTable`] for a table with a `fingerprint` split and a `slots` array: the
-/// 3-status-bit and the 2-status-bit tables.
+/// 3-status-bit and the 2-status-bit tables, and the linear probing filter.
 macro_rules! batch_table_over_slots {
     ($($table:ty),*) => {$(
         impl BatchTable for $table {
@@ -93,7 +94,7 @@ macro_rules! batch_table_over_slots {
     )*};
 }
 
-batch_table_over_slots!(QfTable, TwoBitTable);
+batch_table_over_slots!(QfTable, TwoBitTable, LinearProbingQf);
 
 /// Answers whether each `hashes[i]` is stored in `table` into `out[i]`, in the order `order`
 /// picks; `contains(quotient, remainder)` is the filter's own lookup of one fingerprint.

@@ -1,22 +1,24 @@
 //! The `&self` batch API of the concurrent 3- and 2-status-bit filters ([`LocallyLockedQf`],
-//! [`ExternallyLockedQf`], [`TwoBitQf`]): batch inserts, removals and lookups that other threads
-//! may run beside (paper 004 §IV-A's prefetching window). Each hash goes through the filter's
-//! own single operation, with its locks and guarantees; the batch only prefetches a window of
-//! hashes ahead so that consecutive cache misses overlap (a write's read-modify-write otherwise
-//! waits for its own miss before the next one can start). Written once, as a macro over the
-//! three filters, which differ only in where their table is and how a split hash is looked up.
+//! [`ExternallyLockedQf`], [`TwoBitQf`]) and of [`LinearProbingQf`]: batch inserts, removals
+//! (not in `LinearProbingQf`, which removes nothing) and lookups that other threads may run
+//! beside (paper 004 §IV-A's prefetching window). Each hash goes through the filter's own single
+//! operation, with its locks and guarantees; the batch only prefetches a window of hashes ahead
+//! so that consecutive cache misses overlap (a write's read-modify-write otherwise waits for its
+//! own miss before the next one can start). Written once, as macros over the four filters, which
+//! differ only in where their table is and how a split hash is looked up.
 
 use crate::filter::{Error, Filter, Remove};
 use crate::qf::externally_locked::ExternallyLockedQf;
+use crate::qf::linear_probing::LinearProbingQf;
 use crate::qf::locally_locked::LocallyLockedQf;
 use crate::qf::two_bit::TwoBitQf;
 
 use super::lookup::{self, BatchLookup};
 
-/// The four methods for `$filter`: `$this` names the filter in `$table`, its table (a
-/// [`BatchTable`](super::lookup::BatchTable)), and in `$contains`, its lookup of a split hash;
-/// `$more`, if given, is a last sentence for the insert's doc.
-macro_rules! concurrent_batch_api {
+/// The batch inserts and lookups of `$filter`: `$this` names the filter in `$table`, its table
+/// (a [`BatchTable`](super::lookup::BatchTable)), and in `$contains`, its lookup of a split
+/// hash; `$more`, if given, is a last sentence for the insert's doc.
+macro_rules! batch_inserts_and_lookups {
     (
         $filter:ident,
         |$this:ident| table: $table:expr,
@@ -50,28 +52,6 @@ macro_rules! concurrent_batch_api {
             pub fn insert_batch_concurrent(&self, hashes: &[u64]) -> Result<usize, Error> {
                 let $this = self;
                 lookup::each_prefetched($table, hashes, |hash| self.insert_hash(hash))
-            }
-
-            /// Removes every hash with [`remove_hash`](Remove::remove_hash), in order on the
-            /// calling thread, prefetching a window ahead as
-            /// [`insert_batch_concurrent`](Self::insert_batch_concurrent) does; `&self`, safe
-            /// beside other threads. Returns how many were stored and are now removed.
-            ///
-            /// ```
-            #[doc = concat!("use conqf::{Filter, ", stringify!($filter), "};")]
-            #[doc = concat!("let filter = ", stringify!($filter), "::with_bits(12, 20)?;")]
-            /// let hashes: Vec<u64> = (0..500u64).map(|k| conqf::hash_key(&k)).collect();
-            /// assert_eq!(filter.insert_batch_concurrent(&hashes)?, 500);
-            /// assert_eq!(filter.remove_batch_concurrent(&hashes[..100])?, 100);
-            /// assert_eq!(filter.len(), 400);
-            /// # Ok::<(), conqf::Error>(())
-            /// ```
-            ///
-            /// # Errors
-            /// None today; the `Result` matches [`remove_hash`](Remove::remove_hash).
-            pub fn remove_batch_concurrent(&self, hashes: &[u64]) -> Result<usize, Error> {
-                let $this = self;
-                lookup::each_prefetched($table, hashes, |hash| self.remove_hash(hash))
             }
 
             /// Answers [`contains_hash`](Filter::contains_hash) for every hash into `out`,
@@ -126,6 +106,54 @@ macro_rules! concurrent_batch_api {
     };
 }
 
+/// The batch removal of `$filter`, whose table `$table` names (`$this` being the filter).
+macro_rules! batch_removals {
+    ($filter:ident, |$this:ident| table: $table:expr) => {
+        impl $filter {
+            /// Removes every hash with [`remove_hash`](Remove::remove_hash), in order on the
+            /// calling thread, prefetching a window ahead as
+            /// [`insert_batch_concurrent`](Self::insert_batch_concurrent) does; `&self`, safe
+            /// beside other threads. Returns how many were stored and are now removed.
+            ///
+            /// ```
+            #[doc = concat!("use conqf::{Filter, ", stringify!($filter), "};")]
+            #[doc = concat!("let filter = ", stringify!($filter), "::with_bits(12, 20)?;")]
+            /// let hashes: Vec<u64> = (0..500u64).map(|k| conqf::hash_key(&k)).collect();
+            /// assert_eq!(filter.insert_batch_concurrent(&hashes)?, 500);
+            /// assert_eq!(filter.remove_batch_concurrent(&hashes[..100])?, 100);
+            /// assert_eq!(filter.len(), 400);
+            /// # Ok::<(), conqf::Error>(())
+            /// ```
+            ///
+            /// # Errors
+            /// None today; the `Result` matches [`remove_hash`](Remove::remove_hash).
+            pub fn remove_batch_concurrent(&self, hashes: &[u64]) -> Result<usize, Error> {
+                let $this = self;
+                lookup::each_prefetched($table, hashes, |hash| self.remove_hash(hash))
+            }
+        }
+    };
+}
+
+/// The four methods for a filter that removes: [`batch_inserts_and_lookups`] and
+/// [`batch_removals`].
+macro_rules! concurrent_batch_api {
+    (
+        $filter:ident,
+        |$this:ident| table: $table:expr,
+        contains: |$q:ident, $r:ident| $contains:expr
+        $(, insert_doc: $more:literal)?
+    ) => {
+        batch_inserts_and_lookups!(
+            $filter,
+            |$this| table: $table,
+            contains: |$q, $r| $contains
+            $(, insert_doc: $more)?
+        );
+        batch_removals!($filter, |$this| table: $table);
+    };
+}
+
 concurrent_batch_api!(
     LocallyLockedQf,
     |filter| table: &filter.table,
@@ -144,6 +172,13 @@ concurrent_batch_api!(
     TwoBitQf,
     |filter| table: &filter.table,
     contains: |quotient, remainder| filter.contains_trusting(quotient, remainder, true)
+);
+
+batch_inserts_and_lookups!(
+    LinearProbingQf,
+    |filter| table: filter,
+    contains: |quotient, remainder| filter.contains_fingerprint(quotient, remainder),
+    insert_doc: "Its inserts are lock-free, so are these."
 );
 
 #[cfg(all(test, not(loom)))]
@@ -236,4 +271,42 @@ mod tests {
     batches_equal_one_by_one!(two_bit_batches_equal_one_by_one, TwoBitQf, |q, r| {
         TwoBitQf::with_bits(q, r).unwrap()
     });
+
+    proptest! {
+        /// `LinearProbingQf`'s batch inserts fill the table slot for slot as its one-by-one
+        /// inserts do, with the same count up to the first `Full` at its load cap (then
+        /// `Full`), and its batch lookups equal its lookups in every order.
+        #[test]
+        fn linear_probing_batches_equal_one_by_one((q, r, hashes) in workload(), seed: u64) {
+            let make = || LinearProbingQf::with_bits(q, r + 3).unwrap();
+            let (expected, filter) = (make(), make());
+            let mut stored = 0;
+            let mut full = false;
+            for &hash in &hashes {
+                match expected.insert_hash(hash) {
+                    Ok(new) => stored += usize::from(new),
+                    Err(Error::Full) => {
+                        full = true;
+                        break;
+                    }
+                    Err(other) => return Err(TestCaseError::fail(other.to_string())),
+                }
+            }
+            let result = filter.insert_batch_concurrent(&hashes);
+            prop_assert_eq!(result, if full { Err(Error::Full) } else { Ok(stored) });
+            let slots = |f: &LinearProbingQf| -> Vec<u64> {
+                (0..f.slots.len())
+                    .map(|i| f.slots.get(i, std::sync::atomic::Ordering::Relaxed))
+                    .collect()
+            };
+            prop_assert_eq!(slots(&filter), slots(&expected));
+            batch_lookups_equal_lookups(
+                &hashes,
+                seed,
+                |queries, found, order| filter.contains_batch_with(queries, found, order),
+                |query| filter.contains_hash(query),
+            )?;
+            filter.check_invariants().map_err(TestCaseError::fail)?;
+        }
+    }
 }

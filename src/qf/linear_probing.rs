@@ -287,9 +287,24 @@ impl LinearProbingQf {
     }
 
     #[inline]
-    fn fingerprint(&self, hash: u64) -> (usize, u64) {
+    pub(crate) fn fingerprint(&self, hash: u64) -> (usize, u64) {
         let f = Fingerprint::nonzero(hash, self.quotient_bits, self.remainder_bits);
         (f.quotient as usize, f.remainder)
+    }
+
+    /// Whether fingerprint `(quotient, remainder)` is stored ([`Filter::contains_hash`] after
+    /// the split; the batch lookups call it for each query).
+    #[inline]
+    pub(crate) fn contains_fingerprint(&self, quotient: usize, remainder: u64) -> bool {
+        let slots = &self.slots;
+        slots.prefetch_next_line(quotient);
+        // Acquire: a positive answer is ordered after the insert that stored the remainder
+        // (module doc, "Memory orderings"). Coherence alone already rules out false negatives.
+        with_fixed_width!(slots => seek_remainder_or_empty(
+            &mut Cursor::over(&slots, quotient, Ordering::Acquire),
+            remainder
+        ))
+        .is_some_and(|stored| stored != 0)
     }
 
     /// Tries to put `remainder` into slot `index`, which a scan found empty.
@@ -466,15 +481,7 @@ impl Filter for LinearProbingQf {
 
     fn contains_hash(&self, hash: u64) -> bool {
         let (quotient, remainder) = self.fingerprint(hash);
-        let slots = &self.slots;
-        slots.prefetch_next_line(quotient);
-        // Acquire: a positive answer is ordered after the insert that stored the remainder
-        // (module doc, "Memory orderings"). Coherence alone already rules out false negatives.
-        with_fixed_width!(slots => seek_remainder_or_empty(
-            &mut Cursor::over(&slots, quotient, Ordering::Acquire),
-            remainder
-        ))
-        .is_some_and(|stored| stored != 0)
+        self.contains_fingerprint(quotient, remainder)
     }
 
     /// The number of stored keys. While inserts run it may also count inserts that have
