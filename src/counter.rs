@@ -249,8 +249,12 @@ mod ownership {
 
     impl Drop for Release {
         fn drop(&mut self) {
-            // `STRIPE` has no destructor, so it is still there while others run.
-            let own = STRIPE.with(|stripe| stripe.replace(NONE)) as usize;
+            // With native thread-locals `STRIPE`, which has no destructor, is there while
+            // others run. Where thread-locals sit behind OS keys it may be gone: the number is
+            // then not given back (one fewer to own), which loses no count.
+            let own = STRIPE
+                .try_with(|stripe| stripe.replace(NONE))
+                .unwrap_or(NONE) as usize;
             if own < OWNED_STRIPES {
                 CLAIMS.release(own);
             }
@@ -261,7 +265,9 @@ mod ownership {
     /// if every number was taken then, or the thread is exiting.
     #[inline]
     pub(super) fn owned_stripe() -> Option<usize> {
-        let own = STRIPE.with(Cell::get);
+        // `try_with`: as cheap as `with` for a local without a destructor on native
+        // thread-locals; elsewhere it may be gone during the thread's destructors.
+        let own = STRIPE.try_with(Cell::get).unwrap_or(NONE);
         if (own as usize) < OWNED_STRIPES {
             Some(own as usize)
         } else if own == UNASKED {
@@ -271,14 +277,23 @@ mod ownership {
         }
     }
 
-    /// The first call of a thread: registers [`RELEASE`] and claims a number. A thread whose
-    /// destructors are already running (a filter used from another thread-local's `drop`)
-    /// cannot register one, so it claims none and adds to a shared stripe.
+    /// The first call of a thread: registers [`RELEASE`] and claims a number. (A first call
+    /// from another thread-local's destructor registers it too, on Linux; should a platform
+    /// refuse, the thread claims none and adds to a shared stripe, as it does if `STRIPE` is
+    /// gone.)
     #[cold]
     fn claim() -> Option<usize> {
-        let claimed = RELEASE.try_with(|_| ()).ok().and_then(|()| CLAIMS.claim());
-        STRIPE.with(|stripe| stripe.set(claimed.map_or(NONE, |k| k as u8)));
-        claimed
+        let registered = RELEASE.try_with(|_| ()).is_ok();
+        let claimed = registered.then(|| CLAIMS.claim()).flatten();
+        let noted = STRIPE.try_with(|stripe| stripe.set(claimed.map_or(NONE, |k| k as u8)));
+        match (claimed, noted) {
+            (Some(own), Err(_)) => {
+                // Not noted, so never released by `RELEASE`: give it back now.
+                CLAIMS.release(own);
+                None
+            }
+            _ => claimed,
+        }
     }
 }
 

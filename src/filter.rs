@@ -111,19 +111,20 @@ pub trait Filter: Send + Sync {
 
     /// How many fingerprints fit at the filter's maximum load factor: the planned load.
     /// `LinearProbingQf` stops there and `ExpandableQf` opens a new level. `SequentialQf`,
-    /// `LocallyLockedQf`, `ExternallyLockedQf`, `TwoBitQf` (and `GrowableQf` once it cannot double)
-    /// and `CountingQf` take fingerprints past it up to their load cap, 31/32 of their `2^q` slots
-    /// (from `2^10` slots on; smaller tables up to their last slot), and refuse further inserts
-    /// with [`Error::Full`] (a single insert even of a key already stored; `CountingQf` caps the
-    /// slots its entries take, and refuses the inserts that need one more) until removals bring
-    /// them below it. One thread stops exactly at the cap; concurrent inserts check a sampled count and
-    /// may pass it by a few keys per thread. They slow down as they fill (absent-key lookups about
-    /// fivefold from 90% to the cap), and without the cap the last three percent cost far more (the
-    /// README's quick-start section has the measurements). The cuckoo filters refuse an insert when no
-    /// relocation path finds a free entry: in their tests, with fingerprints of 8 to 16 bits and
-    /// distinct keys, not before `capacity` (with 4-bit ones the first `Full` came at 60-68% of the
-    /// entries of `2^18` to `2^22` buckets, and eight copies of one key fill its buckets at any
-    /// load).
+    /// `LocallyLockedQf`, `ExternallyLockedQf`, `TwoBitQf` (and `GrowableQf` once it cannot
+    /// double) and `CountingQf` take fingerprints past it up to their load cap, 31/32 of their
+    /// `2^q` slots (from `2^10` slots on; smaller tables up to their last slot), and refuse
+    /// further inserts with [`Error::Full`] (a single insert even of a key already stored;
+    /// `CountingQf` caps the slots its entries take, and refuses the inserts that need one more)
+    /// until removals bring them below it. One thread stops exactly at the cap (`CountingQf`:
+    /// its last insert, admitted below the cap, may end an entry's few slots past it);
+    /// concurrent inserts check a sampled count and may pass it by a few keys per thread. They
+    /// slow down as they fill (absent-key lookups about fivefold from 90% to the cap), and
+    /// without the cap the last three percent cost far more (the README's quick-start section
+    /// has the measurements). The cuckoo filters refuse an insert when no relocation path finds
+    /// a free entry: in their tests, with fingerprints of 8 to 16 bits and distinct keys, not
+    /// before `capacity` (with 4-bit ones the first `Full` came at 60-68% of the entries of
+    /// `2^18` to `2^22` buckets, and eight copies of one key fill its buckets at any load).
     fn capacity(&self) -> usize;
 
     /// The heap memory the filter's table takes, in bytes.

@@ -472,9 +472,10 @@ impl BatchTable for CountingQf {
 /// merge them adding the counts of a fingerprint in both, and bulk build the result
 /// ([`BuildMethod::default`]). The result has the larger quotient of the two (and the first
 /// filter's region size), doubled until the distinct fingerprints of the union fit at 95% fill
-/// and their entries' slots under the load cap (31/32 of the slots), a bit moving from the
-/// remainder to the quotient each time, as in [`grow`](CountingQf::grow). A merge that cannot
-/// double far enough (the remainder at 2 bits, or the quotient at its maximum) is `Full`.
+/// and their entries take at most 31/32 of the slots (the load cap, which tables of `2^10`
+/// slots and more have), a bit moving from the remainder to the quotient each time, as in
+/// [`grow`](CountingQf::grow). A merge that cannot double far enough (the remainder at 2 bits,
+/// or the quotient at its maximum) is `Full`.
 ///
 /// Both filters must have the same fingerprint length `q + r`, or the merge returns
 /// [`Error::Incompatible`], for the reason [`SequentialQf`](crate::SequentialQf)'s merge gives.
@@ -519,8 +520,11 @@ impl Merge for CountingQf {
                     .map(|i| counter_code::entry_len(union[i] & mask, counts[i], r))
                     .sum::<usize>()
             });
+            // The load cap's 31/32 of the slots, also for the small tables it does not cap,
+            // whose runs would otherwise be crowded into the overflow tail.
+            let room = load_cap(q).min((1 << q) - (1 << q) / 32);
             ((1u64 << q) as f64) * MERGE_LOAD >= union.len() as f64
-                && slots.into_iter().sum::<usize>() <= load_cap(q)
+                && slots.into_iter().sum::<usize>() <= room
         };
         let mut q = self.quotient_bits().max(other.quotient_bits());
         while !fits(q) && bits - q > counter_code::MIN_REMAINDER_BITS && q < MAX_QUOTIENT_BITS {

@@ -30,8 +30,9 @@
 //! largest power of two at most a [`SPREAD`]th of the room left under the cap (at most
 //! [`MAX_CHECK_EVERY`]). The threads add at most one interval each before they check again, so
 //! up to [`SPREAD`] `/ 2` threads cannot carry the count past the cap between two checks unless
-//! the interval is down to one insert; one thread stops exactly at the cap, many stop a few
-//! inserts per thread past it. [`SequentialQf`](crate::SequentialQf) counts exactly and stops
+//! the interval is down to one insert; one thread stops exactly at the cap (a `CountingQf`
+//! insert admitted just below it may add an entry's few slots), many stop a few inserts per
+//! thread past it. [`SequentialQf`](crate::SequentialQf) counts exactly and stops
 //! at the cap itself.
 //!
 //! The cap is a guard against a cliff, not part of any synchronisation: its orderings are all
