@@ -22,6 +22,7 @@ use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter};
 use crate::hash::remix;
 use crate::sizing;
+use crate::storage::prefetch_index;
 use crate::sync::{fence, AtomicU64, Ordering};
 
 /// The most hash functions a filter may use.
@@ -157,6 +158,15 @@ impl AtomicBloomFilter {
 
     /// The word and the bit mask of the `i`-th bit of a key with hashes `h1` and `h2`.
     #[inline]
+    /// Asks the CPU to start loading every word `hash`'s bits lie in (a hint; the batch
+    /// operations call it a window of keys ahead).
+    pub(crate) fn prefetch(&self, hash: u64) {
+        let h2 = remix(hash);
+        for i in 0..self.hash_functions {
+            prefetch_index(&self.words, self.position(hash, h2, i).0);
+        }
+    }
+
     fn position(&self, h1: u64, h2: u64, i: u32) -> (usize, u64) {
         let g = h1.wrapping_add(h2.wrapping_mul(i as u64));
         // Multiply-shift maps g uniformly onto 0..m: floor(g * m / 2^64).

@@ -185,7 +185,7 @@ impl SequentialQf {
         out: &mut [bool],
         order: BatchLookup,
     ) -> Result<(), Error> {
-        lookup::contains_batch(&self.table, hashes, out, order, |quotient, remainder| {
+        lookup::contains_batch(&self.table, hashes, out, order, |(quotient, remainder)| {
             self.contains_fingerprint(quotient, remainder)
         })
     }

@@ -419,7 +419,7 @@ impl CountingQf {
         out: &mut [bool],
         order: BatchLookup,
     ) -> Result<(), Error> {
-        lookup::contains_batch(self, hashes, out, order, |quotient, remainder| {
+        lookup::contains_batch(self, hashes, out, order, |(quotient, remainder)| {
             self.count_prefetched(quotient, remainder) > 0
         })
     }
@@ -455,11 +455,13 @@ fn update_in_ranges(
 }
 
 impl BatchTable for CountingQf {
+    type Key = (usize, u64);
+
     fn split(&self, hash: u64) -> (usize, u64) {
         self.fingerprint(hash)
     }
 
-    fn prefetch_quotient(&self, quotient: usize) {
+    fn prefetch_key(&self, (quotient, _): (usize, u64)) {
         self.table.prefetch(quotient);
     }
 

@@ -15,6 +15,8 @@
 
 use std::convert::Infallible;
 
+use crate::bloom::AtomicBloomFilter;
+use crate::cuckoo::table::{CuckooTable, ENTRIES_PER_BUCKET};
 use crate::filter::Error;
 use crate::qf::linear_probing::LinearProbingQf;
 use crate::qf::table::QfTable;
@@ -63,13 +65,17 @@ pub enum BatchLookup {
     Sorted,
 }
 
-/// What a batch lookup needs of a filter's table: the split of a hash, a prefetch of the slot
-/// of a quotient, and how many slots there are (how finely a sorted batch is partitioned).
+/// What a batch operation needs of a filter's table: what a hash tells the operation (its
+/// [`Key`](Self::Key): a quotient filter's quotient and remainder, or the whole hash for the
+/// filters that derive several positions from it), a prefetch of what the operation on a key
+/// reads first, and how many slots there are (how finely a sorted batch is partitioned).
 pub(crate) trait BatchTable: Sync {
-    /// `(quotient, remainder)` of `hash`.
-    fn split(&self, hash: u64) -> (usize, u64);
-    /// Prefetches what a lookup of `quotient` reads first.
-    fn prefetch_quotient(&self, quotient: usize);
+    /// What the operation on one hash needs of it.
+    type Key: Copy;
+    /// The key of `hash`.
+    fn split(&self, hash: u64) -> Self::Key;
+    /// Prefetches what an operation on `key` reads first.
+    fn prefetch_key(&self, key: Self::Key);
     /// The number of slots.
     fn slot_count(&self) -> usize;
 }
@@ -79,11 +85,13 @@ pub(crate) trait BatchTable: Sync {
 macro_rules! batch_table_over_slots {
     ($($table:ty),*) => {$(
         impl BatchTable for $table {
+            type Key = (usize, u64);
+
             fn split(&self, hash: u64) -> (usize, u64) {
                 self.fingerprint(hash)
             }
 
-            fn prefetch_quotient(&self, quotient: usize) {
+            fn prefetch_key(&self, (quotient, _): (usize, u64)) {
                 self.slots.prefetch(quotient);
             }
 
@@ -96,8 +104,45 @@ macro_rules! batch_table_over_slots {
 
 batch_table_over_slots!(QfTable, TwoBitTable, LinearProbingQf);
 
+/// The cuckoo filters' table: a key's two buckets come from the whole hash.
+impl BatchTable for CuckooTable {
+    type Key = u64;
+
+    fn split(&self, hash: u64) -> u64 {
+        hash
+    }
+
+    fn prefetch_key(&self, hash: u64) {
+        let place = self.placement(hash);
+        for bucket in [place.primary, place.alternate] {
+            self.entries.prefetch(bucket * ENTRIES_PER_BUCKET);
+        }
+    }
+
+    fn slot_count(&self) -> usize {
+        self.entries.len()
+    }
+}
+
+/// The Bloom filter: a key's bits come from the whole hash.
+impl BatchTable for AtomicBloomFilter {
+    type Key = u64;
+
+    fn split(&self, hash: u64) -> u64 {
+        hash
+    }
+
+    fn prefetch_key(&self, hash: u64) {
+        self.prefetch(hash);
+    }
+
+    fn slot_count(&self) -> usize {
+        self.words.len() * 64
+    }
+}
+
 /// Answers whether each `hashes[i]` is stored in `table` into `out[i]`, in the order `order`
-/// picks; `contains(quotient, remainder)` is the filter's own lookup of one fingerprint.
+/// picks; `contains(key)` is the filter's own lookup of one hash's key.
 ///
 /// # Errors
 /// [`Error::InvalidParameters`] if the slices differ in length; `out` is then unchanged.
@@ -106,7 +151,7 @@ pub(crate) fn contains_batch<T: BatchTable>(
     hashes: &[u64],
     out: &mut [bool],
     order: BatchLookup,
-    contains: impl Fn(usize, u64) -> bool + Sync,
+    contains: impl Fn(T::Key) -> bool + Sync,
 ) -> Result<(), Error> {
     if hashes.len() != out.len() {
         return Err(Error::InvalidParameters(format!(
@@ -117,10 +162,7 @@ pub(crate) fn contains_batch<T: BatchTable>(
     }
     let chunk = hashes.len().div_ceil(par::threads()).max(4096);
     let pieces: Vec<_> = hashes.chunks(chunk).zip(out.chunks_mut(chunk)).collect();
-    let contains = |hash| {
-        let (quotient, remainder) = table.split(hash);
-        contains(quotient, remainder)
-    };
+    let contains = |hash| contains(table.split(hash));
     par::for_each(pieces, |(hashes, out)| match order {
         BatchLookup::Sorted => sorted(hashes, out, table, &contains),
         BatchLookup::Prefetch | BatchLookup::Auto => prefetched(hashes, out, table, &contains),
@@ -230,8 +272,8 @@ fn sorted(
     }
 }
 
-/// Prefetches what a lookup of `hash` reads first.
+/// Prefetches what an operation on `hash` reads first.
 #[inline]
 fn prefetch_canonical(table: &impl BatchTable, hash: u64) {
-    table.prefetch_quotient(table.split(hash).0);
+    table.prefetch_key(table.split(hash));
 }

@@ -1,12 +1,18 @@
-//! The `&self` batch API of the concurrent 3- and 2-status-bit filters ([`LocallyLockedQf`],
-//! [`ExternallyLockedQf`], [`TwoBitQf`]) and of [`LinearProbingQf`]: batch inserts, removals
-//! (not in `LinearProbingQf`, which removes nothing) and lookups that other threads may run
-//! beside (paper 004 §IV-A's prefetching window). Each hash goes through the filter's own single
-//! operation, with its locks and guarantees; the batch only prefetches a window of hashes ahead
-//! so that consecutive cache misses overlap (a write's read-modify-write otherwise waits for its
-//! own miss before the next one can start). Written once, as macros over the four filters, which
-//! differ only in where their table is and how a split hash is looked up.
+//! The `&self` batch API of the concurrent filters that have no batch engine of their own: the
+//! 3- and 2-status-bit quotient filters ([`LocallyLockedQf`], [`ExternallyLockedQf`],
+//! [`TwoBitQf`]), [`LinearProbingQf`], the cuckoo filters and the Bloom filter. Batch inserts,
+//! removals (not in `LinearProbingQf` and the Bloom filter, which remove nothing) and lookups
+//! that other threads may run beside (paper 004 §IV-A's prefetching window). Each hash goes
+//! through the filter's own single operation, with its locks and guarantees; the batch only
+//! prefetches what the operation a window of hashes ahead reads first (a quotient filter's
+//! canonical slot, a key's two buckets, the words of its bits), so that consecutive cache misses
+//! overlap (a write's read-modify-write otherwise waits for its own miss before the next one can
+//! start). Written once, as macros over the filters, which differ only in where their table is
+//! and how a hash is looked up.
 
+use crate::bloom::AtomicBloomFilter;
+use crate::cuckoo::lock_free::LockFreeCuckooFilter;
+use crate::cuckoo::locked::LockedCuckooFilter;
 use crate::filter::{Error, Filter, Remove};
 use crate::qf::externally_locked::ExternallyLockedQf;
 use crate::qf::linear_probing::LinearProbingQf;
@@ -17,12 +23,14 @@ use super::lookup::{self, BatchLookup};
 
 /// The batch inserts and lookups of `$filter`: `$this` names the filter in `$table`, its table
 /// (a [`BatchTable`](super::lookup::BatchTable)), and in `$contains`, its lookup of a split
-/// hash; `$more`, if given, is a last sentence for the insert's doc.
+/// hash's key; `$make` constructs the filter in the examples, and `$more`, if given, is a last
+/// sentence for the insert's doc.
 macro_rules! batch_inserts_and_lookups {
     (
         $filter:ident,
         |$this:ident| table: $table:expr,
-        contains: |$q:ident, $r:ident| $contains:expr
+        contains: |$key:pat_param| $contains:expr,
+        make: $make:literal
         $(, insert_doc: $more:literal)?
     ) => {
         impl $filter {
@@ -35,7 +43,7 @@ macro_rules! batch_inserts_and_lookups {
             ///
             /// ```
             #[doc = concat!("use conqf::{Filter, ", stringify!($filter), "};")]
-            #[doc = concat!("let filter = ", stringify!($filter), "::with_bits(12, 20)?;")]
+            #[doc = concat!("let filter = ", stringify!($filter), "::", $make, "?;")]
             /// let hashes: Vec<u64> = (0..500u64).map(|k| conqf::hash_key(&k)).collect();
             /// std::thread::scope(|s| {
             ///     let (low, high) = hashes.split_at(250);
@@ -61,7 +69,7 @@ macro_rules! batch_inserts_and_lookups {
             ///
             /// ```
             #[doc = concat!("use conqf::{Filter, ", stringify!($filter), "};")]
-            #[doc = concat!("let filter = ", stringify!($filter), "::with_bits(12, 20)?;")]
+            #[doc = concat!("let filter = ", stringify!($filter), "::", $make, "?;")]
             /// filter.insert(&7u64)?;
             /// let mut found = [false, true];
             /// let hashes = [conqf::hash_key(&7u64), conqf::hash_key(&8u64)];
@@ -82,7 +90,7 @@ macro_rules! batch_inserts_and_lookups {
             ///
             /// ```
             #[doc = concat!("use conqf::{BatchLookup, Filter, ", stringify!($filter), "};")]
-            #[doc = concat!("let filter = ", stringify!($filter), "::with_bits(14, 8)?;")]
+            #[doc = concat!("let filter = ", stringify!($filter), "::", $make, "?;")]
             /// let hashes: Vec<u64> = (0..5000u64).map(|k| conqf::hash_key(&k)).collect();
             /// filter.insert_batch_concurrent(&hashes)?;
             /// let mut found = vec![false; hashes.len()];
@@ -100,7 +108,7 @@ macro_rules! batch_inserts_and_lookups {
                 order: BatchLookup,
             ) -> Result<(), Error> {
                 let $this = self;
-                lookup::contains_batch($table, hashes, out, order, |$q, $r| $contains)
+                lookup::contains_batch($table, hashes, out, order, |$key| $contains)
             }
         }
     };
@@ -108,7 +116,7 @@ macro_rules! batch_inserts_and_lookups {
 
 /// The batch removal of `$filter`, whose table `$table` names (`$this` being the filter).
 macro_rules! batch_removals {
-    ($filter:ident, |$this:ident| table: $table:expr) => {
+    ($filter:ident, |$this:ident| table: $table:expr, make: $make:literal) => {
         impl $filter {
             /// Removes every hash with [`remove_hash`](Remove::remove_hash), in order on the
             /// calling thread, prefetching a window ahead as
@@ -117,7 +125,7 @@ macro_rules! batch_removals {
             ///
             /// ```
             #[doc = concat!("use conqf::{Filter, ", stringify!($filter), "};")]
-            #[doc = concat!("let filter = ", stringify!($filter), "::with_bits(12, 20)?;")]
+            #[doc = concat!("let filter = ", stringify!($filter), "::", $make, "?;")]
             /// let hashes: Vec<u64> = (0..500u64).map(|k| conqf::hash_key(&k)).collect();
             /// assert_eq!(filter.insert_batch_concurrent(&hashes)?, 500);
             /// assert_eq!(filter.remove_batch_concurrent(&hashes[..100])?, 100);
@@ -141,23 +149,26 @@ macro_rules! concurrent_batch_api {
     (
         $filter:ident,
         |$this:ident| table: $table:expr,
-        contains: |$q:ident, $r:ident| $contains:expr
+        contains: |$key:pat_param| $contains:expr,
+        make: $make:literal
         $(, insert_doc: $more:literal)?
     ) => {
         batch_inserts_and_lookups!(
             $filter,
             |$this| table: $table,
-            contains: |$q, $r| $contains
+            contains: |$key| $contains,
+            make: $make
             $(, insert_doc: $more)?
         );
-        batch_removals!($filter, |$this| table: $table);
+        batch_removals!($filter, |$this| table: $table, make: $make);
     };
 }
 
 concurrent_batch_api!(
     LocallyLockedQf,
     |filter| table: &filter.table,
-    contains: |quotient, remainder| filter.contains_fingerprint(quotient, remainder),
+    contains: |(quotient, remainder)| filter.contains_fingerprint(quotient, remainder),
+    make: "with_bits(14, 20)",
     insert_doc: "Where no other thread uses the filter, [`insert_batch`](Self::insert_batch) \
         may be faster still."
 );
@@ -165,20 +176,48 @@ concurrent_batch_api!(
 concurrent_batch_api!(
     ExternallyLockedQf,
     |filter| table: filter.table(),
-    contains: |quotient, remainder| filter.contains_fingerprint(quotient, remainder)
+    contains: |(quotient, remainder)| filter.contains_fingerprint(quotient, remainder),
+    make: "with_bits(14, 20)"
 );
 
 concurrent_batch_api!(
     TwoBitQf,
     |filter| table: &filter.table,
-    contains: |quotient, remainder| filter.contains_trusting(quotient, remainder, true)
+    contains: |(quotient, remainder)| filter.contains_trusting(quotient, remainder, true),
+    make: "with_bits(14, 20)"
 );
 
 batch_inserts_and_lookups!(
     LinearProbingQf,
     |filter| table: filter,
-    contains: |quotient, remainder| filter.contains_fingerprint(quotient, remainder),
+    contains: |(quotient, remainder)| filter.contains_fingerprint(quotient, remainder),
+    make: "with_bits(14, 20)",
     insert_doc: "Its inserts are lock-free, so are these."
+);
+
+concurrent_batch_api!(
+    LockFreeCuckooFilter,
+    |filter| table: &filter.table,
+    contains: |hash| filter.contains_hash(hash),
+    make: "with_bits(12, 16)",
+    insert_doc: "The window prefetches both buckets of a key."
+);
+
+concurrent_batch_api!(
+    LockedCuckooFilter,
+    |filter| table: &filter.table,
+    contains: |hash| filter.contains_hash(hash),
+    make: "with_bits(12, 16)",
+    insert_doc: "The window prefetches both buckets of a key."
+);
+
+batch_inserts_and_lookups!(
+    AtomicBloomFilter,
+    |filter| table: filter,
+    contains: |hash| filter.contains_hash(hash),
+    make: "new(10_000, 0.001)",
+    insert_doc: "The window prefetches every word a key's bits lie in. A key counts as new when \
+        it set a bit that was clear (as for [`insert_hash`](Filter::insert_hash))."
 );
 
 #[cfg(all(test, not(loom)))]
@@ -187,18 +226,17 @@ mod tests {
 
     use super::super::tests::{batch_lookups_equal_lookups, workload};
     use super::*;
-    use crate::hash::Fingerprint;
 
     /// On one thread, the batch writes of a filter give the table the same filter's one-by-one
     /// writes give: the same count up to the first `Full` (then `Full`), the same fingerprints,
     /// and the same removals, of stored hashes and of hashes never inserted.
-    fn writes_equal_one_by_one<F: Filter + Remove>(
+    fn writes_equal_one_by_one<F: Filter + Remove, T: PartialEq + std::fmt::Debug>(
         make: impl Fn() -> F,
         batch: (
             impl Fn(&F, &[u64]) -> Result<usize, Error>,
             impl Fn(&F, &[u64]) -> Result<usize, Error>,
         ),
-        fingerprints: impl Fn(&F) -> Vec<Fingerprint>,
+        fingerprints: impl Fn(&F) -> Vec<T>,
         hashes: &[u64],
         seed: u64,
     ) -> Result<(), TestCaseError> {
@@ -237,7 +275,12 @@ mod tests {
     /// A proptest that `$filter`'s batch methods equal its one-by-one operations: the writes
     /// ([`writes_equal_one_by_one`]) and the lookups in every order.
     macro_rules! batches_equal_one_by_one {
-        ($name:ident, $filter:ident, |$q:ident, $r:ident| $make:expr) => {
+        (
+            $name:ident,
+            $filter:ident,
+            |$q:ident, $r:ident| $make:expr,
+            fingerprints: |$f:ident| $fingerprints:expr
+        ) => {
             proptest! {
                 #[test]
                 fn $name(($q, $r, hashes) in workload(), seed: u64) {
@@ -245,7 +288,7 @@ mod tests {
                     writes_equal_one_by_one(
                         make,
                         ($filter::insert_batch_concurrent, $filter::remove_batch_concurrent),
-                        |f| f.fingerprints().collect(),
+                        |$f: &$filter| $fingerprints,
                         &hashes,
                         seed,
                     )?;
@@ -266,11 +309,51 @@ mod tests {
     batches_equal_one_by_one!(
         externally_locked_batches_equal_one_by_one,
         ExternallyLockedQf,
-        |q, r| { ExternallyLockedQf::with_bits_and_region(q, r, 16).unwrap() }
+        |q, r| ExternallyLockedQf::with_bits_and_region(q, r, 16).unwrap(),
+        fingerprints: |f| f.fingerprints().collect::<Vec<_>>()
     );
-    batches_equal_one_by_one!(two_bit_batches_equal_one_by_one, TwoBitQf, |q, r| {
-        TwoBitQf::with_bits(q, r).unwrap()
-    });
+    batches_equal_one_by_one!(
+        two_bit_batches_equal_one_by_one,
+        TwoBitQf,
+        |q, r| TwoBitQf::with_bits(q, r).unwrap(),
+        fingerprints: |f| f.fingerprints().collect::<Vec<_>>()
+    );
+    // The cuckoo filters' relocations are deterministic, so one thread's batch writes give the
+    // same table as its single writes (listed with each fingerprint's two buckets).
+    batches_equal_one_by_one!(
+        lock_free_cuckoo_batches_equal_one_by_one,
+        LockFreeCuckooFilter,
+        |q, r| LockFreeCuckooFilter::with_bits(q, r.clamp(4, 30)).unwrap(),
+        fingerprints: |f| f.fingerprints()
+    );
+    batches_equal_one_by_one!(
+        locked_cuckoo_batches_equal_one_by_one,
+        LockedCuckooFilter,
+        |q, r| LockedCuckooFilter::with_bits(q, r.clamp(4, 30)).unwrap(),
+        fingerprints: |f| f.fingerprints()
+    );
+
+    proptest! {
+        /// The Bloom filter's batch inserts set the bits its one-by-one inserts set, counting
+        /// the same keys as new, and its batch lookups equal its lookups in every order.
+        #[test]
+        fn bloom_batches_equal_one_by_one((q, _r, hashes) in workload(), seed: u64) {
+            let make = || AtomicBloomFilter::with_memory(1 << q, 1 + (seed % 6) as u32).unwrap();
+            let (expected, filter) = (make(), make());
+            let new = hashes.iter().filter(|&&h| expected.insert_hash(h).unwrap()).count();
+            prop_assert_eq!(filter.insert_batch_concurrent(&hashes), Ok(new));
+            let words = |f: &AtomicBloomFilter| -> Vec<u64> {
+                f.words.iter().map(|w| w.load(std::sync::atomic::Ordering::Relaxed)).collect()
+            };
+            prop_assert_eq!(words(&filter), words(&expected));
+            batch_lookups_equal_lookups(
+                &hashes,
+                seed,
+                |queries, found, order| filter.contains_batch_with(queries, found, order),
+                |query| filter.contains_hash(query),
+            )?;
+        }
+    }
 
     proptest! {
         /// `LinearProbingQf`'s batch inserts fill the table slot for slot as its one-by-one
