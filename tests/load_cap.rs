@@ -226,17 +226,8 @@ fn counting_caps_the_slots_of_repeated_keys() {
 #[test]
 fn counting_batch_writes_stop_at_the_cap() {
     let hashes = distinct_hashes(Q, R, 1 << Q, cap(Q) + 10, 23);
-    for method in [
-        BuildMethod::ParallelMerging,
-        BuildMethod::SequentialShifting,
-        BuildMethod::SegmentedLayouts,
-    ] {
-        assert!(matches!(
-            CountingQf::bulk_build(Q, R, &hashes, method),
-            Err(Error::Full)
-        ));
-        let at_cap = CountingQf::bulk_build(Q, R, &hashes[..cap(Q)], method).unwrap();
-        assert_eq!(at_cap.len(), cap(Q));
+    let build = |keys: &[u64], method| CountingQf::bulk_build(Q, R, keys, method);
+    for at_cap in bulk_builds_stop_at_the_cap(&hashes, build, CountingQf::len) {
         assert_eq!(
             at_cap.insert_hash(hashes[cap(Q)]),
             Err(Error::Full),
@@ -300,24 +291,29 @@ fn small_tables_are_not_capped() {
     assert!(stored >= 1 << 9, "only {stored} keys in 512 slots");
 }
 
+/// Every build method refuses `hashes` (more distinct keys than the cap) with `Full` and builds
+/// the first `cap` of them (`len` counting them all); returns those filters.
+fn bulk_builds_stop_at_the_cap<F>(
+    hashes: &[u64],
+    build: impl Fn(&[u64], BuildMethod) -> Result<F, Error>,
+    len: impl Fn(&F) -> usize,
+) -> [F; 3] {
+    BuildMethod::ALL.map(|method| {
+        assert!(matches!(build(hashes, method), Err(Error::Full)));
+        let at_cap = build(&hashes[..cap(Q)], method).unwrap();
+        assert_eq!(len(&at_cap), cap(Q));
+        at_cap
+    })
+}
+
 /// Batch writes stop at the cap exactly: a bulk build of more distinct keys than the cap and a
 /// merge-insert past it are `Full` and change nothing; supercluster rounds keep what fitted,
 /// which is the cap.
 #[test]
 fn batch_writes_stop_at_the_cap() {
     let hashes = distinct_hashes(Q, R, 1 << Q, cap(Q) + 10, 9);
-    for method in [
-        BuildMethod::ParallelMerging,
-        BuildMethod::SequentialShifting,
-        BuildMethod::SegmentedLayouts,
-    ] {
-        assert!(matches!(
-            SequentialQf::bulk_build(Q, R, &hashes, method),
-            Err(Error::Full)
-        ));
-        let at_cap = SequentialQf::bulk_build(Q, R, &hashes[..cap(Q)], method).unwrap();
-        assert_eq!(at_cap.len(), cap(Q));
-    }
+    let build = |keys: &[u64], method| SequentialQf::bulk_build(Q, R, keys, method);
+    bulk_builds_stop_at_the_cap(&hashes, build, SequentialQf::len);
     let half = cap(Q) / 2;
     let mut merged =
         SequentialQf::bulk_build(Q, R, &hashes[..half], BuildMethod::default()).unwrap();
