@@ -156,8 +156,6 @@ impl AtomicBloomFilter {
         self.bits
     }
 
-    /// The word and the bit mask of the `i`-th bit of a key with hashes `h1` and `h2`.
-    #[inline]
     /// Asks the CPU to start loading every word `hash`'s bits lie in (a hint; the batch
     /// operations call it a window of keys ahead).
     pub(crate) fn prefetch(&self, hash: u64) {
@@ -167,6 +165,8 @@ impl AtomicBloomFilter {
         }
     }
 
+    /// The word and the bit mask of the `i`-th bit of a key with hashes `h1` and `h2`.
+    #[inline]
     fn position(&self, h1: u64, h2: u64, i: u32) -> (usize, u64) {
         let g = h1.wrapping_add(h2.wrapping_mul(i as u64));
         // Multiply-shift maps g uniformly onto 0..m: floor(g * m / 2^64).

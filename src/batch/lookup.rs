@@ -12,6 +12,10 @@
 //!
 //! Each thread takes one contiguous chunk of the batch (and of the answers), so no two threads
 //! write the same answer.
+//!
+//! The same loops serve the cuckoo filters and the Bloom filter ([`BatchTable`] gives each
+//! filter's own "what a lookup reads first": a key's two buckets, the words of its bits); their
+//! sorted order follows only the primary bucket, or the first bit, of each key.
 
 use std::convert::Infallible;
 
@@ -115,7 +119,11 @@ impl BatchTable for CuckooTable {
     fn prefetch_key(&self, hash: u64) {
         let place = self.placement(hash);
         for bucket in [place.primary, place.alternate] {
-            self.entries.prefetch(bucket * ENTRIES_PER_BUCKET);
+            // A bucket's first and last entries: for widths whose words do not hold a whole
+            // number of buckets, a bucket may span two words (and two cache lines).
+            let first = bucket * ENTRIES_PER_BUCKET;
+            self.entries.prefetch(first);
+            self.entries.prefetch(first + ENTRIES_PER_BUCKET - 1);
         }
     }
 

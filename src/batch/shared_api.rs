@@ -3,7 +3,7 @@
 //! [`TwoBitQf`]), [`LinearProbingQf`], the cuckoo filters and the Bloom filter. Batch inserts,
 //! removals (not in `LinearProbingQf` and the Bloom filter, which remove nothing) and lookups
 //! that other threads may run beside (paper 004 §IV-A's prefetching window). Each hash goes
-//! through the filter's own single operation, with its locks and guarantees; the batch only
+//! through the filter's own single operation, with its guarantees; the batch only
 //! prefetches what the operation a window of hashes ahead reads first (a quotient filter's
 //! canonical slot, a key's two buckets, the words of its bits), so that consecutive cache misses
 //! overlap (a write's read-modify-write otherwise waits for its own miss before the next one can
@@ -36,7 +36,7 @@ macro_rules! batch_inserts_and_lookups {
         impl $filter {
             /// Inserts every hash with [`insert_hash`](Filter::insert_hash), in order on the
             /// calling thread, prefetching the group of the key a window ahead. Takes `&self`:
-            /// each insert is an `insert_hash`, with its locks and guarantees, so other threads
+            /// each insert is an `insert_hash`, with its guarantees, so other threads
             /// may use the filter meanwhile (and call this too). Returns how many were newly
             /// stored.
             $(#[doc = $more])?
@@ -55,8 +55,9 @@ macro_rules! batch_inserts_and_lookups {
             /// ```
             ///
             /// # Errors
-            /// [`Error::Full`] as [`insert_hash`](Filter::insert_hash): the hashes before the
-            /// one that found no room are inserted, it and the later ones are not.
+            /// The first error of [`insert_hash`](Filter::insert_hash) (`Full` if the filter
+            /// has one): the hashes before the one that failed are inserted, it and the later
+            /// ones are not.
             pub fn insert_batch_concurrent(&self, hashes: &[u64]) -> Result<usize, Error> {
                 let $this = self;
                 lookup::each_prefetched($table, hashes, |hash| self.insert_hash(hash))
@@ -64,7 +65,7 @@ macro_rules! batch_inserts_and_lookups {
 
             /// Answers [`contains_hash`](Filter::contains_hash) for every hash into `out`,
             /// prefetching a window ahead and splitting the batch over threads. Takes `&self`
-            /// and is safe while other threads insert and remove: every query is a
+            /// and is safe while other threads write: every query is a
             /// `contains_hash`, with its guarantees (crate docs, "Consistency").
             ///
             /// ```
@@ -85,8 +86,9 @@ macro_rules! batch_inserts_and_lookups {
             }
 
             /// [`contains_batch`](Self::contains_batch) in a chosen order: prefetching in the
-            /// caller's order, or radix-partitioned by quotient to read the table in order
-            /// ([`BatchLookup`]).
+            /// caller's order, or radix-partitioned by the hashes' top bits ([`BatchLookup`]:
+            /// a quotient filter then reads its table in order; a cuckoo filter its primary
+            /// buckets, a Bloom filter the first of each key's bits).
             ///
             /// ```
             #[doc = concat!("use conqf::{BatchLookup, Filter, ", stringify!($filter), "};")]
@@ -318,8 +320,9 @@ mod tests {
         |q, r| TwoBitQf::with_bits(q, r).unwrap(),
         fingerprints: |f| f.fingerprints().collect::<Vec<_>>()
     );
-    // The cuckoo filters' relocations are deterministic, so one thread's batch writes give the
-    // same table as its single writes (listed with each fingerprint's two buckets).
+    // The cuckoo filters' relocations are deterministic, so one thread's batch writes store the
+    // same fingerprints as its single writes, each with its pair of buckets (`fingerprints`
+    // lists them sorted: which of the two buckets holds a copy is not compared).
     batches_equal_one_by_one!(
         lock_free_cuckoo_batches_equal_one_by_one,
         LockFreeCuckooFilter,
