@@ -13,7 +13,8 @@
 //! an insert shifts that run; in another two inserts into one run there plan from the entry
 //! their one-block try located, which holds only while the lock is not let go in between.
 //! Another merges the filter (reading it under all its region locks) while an insert shifts
-//! across the boundary. After every interleaving: no lost insert or increment, no false
+//! across the boundary, and in another two batch inserts share new fingerprints, each of which
+//! exactly one of them may count as new. After every interleaving: no lost insert or increment, no false
 //! negative, exact counts, the table's invariants, no region left locked and (loom checks it)
 //! no deadlock.
 //!
@@ -153,6 +154,39 @@ fn increments_of_a_counter_on_the_boundary_are_not_lost() {
         assert_eq!(filter.count_hash(key(63, 4)), 3);
         assert_eq!(filter.count_hash(key(64, 7)), 4);
         assert_eq!(filter.count_hash(key(62, 3)), 1);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// Two `insert_batch_concurrent` calls whose batches share two new fingerprints, one at 62
+/// (its insert shifts the cluster across the boundary, holding both regions) and one at 65
+/// (region 1 only), the second batch naming 65's twice: each update sees whether its
+/// fingerprint was new under the region locks, so of the two batches exactly one counts each
+/// new fingerprint (the returns add up to 2), and no copy is lost.
+#[test]
+fn racing_batches_count_each_new_fingerprint_once() {
+    model(|| {
+        let filter = filter_with(&boundary_runs());
+        let (first, second) = super::race(
+            &filter,
+            |x| {
+                x.insert_batch_concurrent(&[key(62, 5), key(65, 8)])
+                    .unwrap()
+            },
+            |y| {
+                y.insert_batch_concurrent(&[key(65, 8), key(62, 5), key(65, 8)])
+                    .unwrap()
+            },
+        );
+        assert_eq!(
+            first + second,
+            2,
+            "new fingerprints counted {first} + {second}"
+        );
+        assert_eq!(filter.count_hash(key(62, 5)), 2);
+        assert_eq!(filter.count_hash(key(65, 8)), 3);
+        assert_eq!(filter.count_hash(key(63, 12)), 1);
+        assert_eq!(filter.len(), 7 + 5);
         filter.check_invariants().unwrap();
     });
 }
