@@ -202,7 +202,8 @@ concurrent_batch_api!(
     |filter| table: &filter.table,
     contains: |hash| filter.contains_hash(hash),
     make: "with_bits(12, 16)",
-    insert_doc: "The window prefetches both buckets of a key."
+    insert_doc: "The window prefetches both buckets of a key. Every insert stores a copy \
+        (duplicates too), so the count is of the hashes stored."
 );
 
 concurrent_batch_api!(
@@ -210,7 +211,8 @@ concurrent_batch_api!(
     |filter| table: &filter.table,
     contains: |hash| filter.contains_hash(hash),
     make: "with_bits(12, 16)",
-    insert_doc: "The window prefetches both buckets of a key."
+    insert_doc: "The window prefetches both buckets of a key. Every insert stores a copy \
+        (duplicates too), so the count is of the hashes stored."
 );
 
 batch_inserts_and_lookups!(
