@@ -455,9 +455,9 @@ impl CountingQf {
         let in_block = |held: &locks::Held<'_>| {
             // The first region taken is the quotient's block's.
             match update::update_in_block::<SHRINKS>(&self.table, quotient, remainder, &new_count) {
-                Ok((old, new)) => {
-                    held.account(block, old, new);
-                    Some(Ok((old, new)))
+                Ok(change) => {
+                    held.account(block, change.old_count, change.new_count);
+                    Some(Ok(change))
                 }
                 Err(found) => {
                     located.set(found);
@@ -477,28 +477,24 @@ impl CountingQf {
             }
             update::apply(view, plan);
             held.account(block, plan.old_count, plan.new_count);
-            Some(Ok((plan.old_count, plan.new_count)))
+            Some(Ok(plan.change()))
         });
-        let (old, new) = result.unwrap_or(Err(Error::Full))?;
-        self.count_slots(remainder, old, new);
-        Ok((old, new))
+        let change = result.unwrap_or(Err(Error::Full))?;
+        self.count_slots(change);
+        Ok((change.old_count, change.new_count))
     }
 
-    /// Counts the slots an entry of `remainder` took or freed when its count went from `old`
-    /// to `new`, after the update released its locks (as the 3-status-bit filters count their
-    /// inserts). Not under loom: the models' tables are all uncapped (too small for the cap),
-    /// and an add per update would only multiply the interleavings they explore;
-    /// `check_invariants` compares the count with the table outside loom only.
+    /// Counts the slots an update's entry took or freed, after the update released its locks
+    /// (as the 3-status-bit filters count their inserts). Not under loom: the models' tables
+    /// are all uncapped (too small for the cap), and an add per update would only multiply the
+    /// interleavings they explore; `check_invariants` compares the count with the table
+    /// outside loom only.
     #[inline(always)]
-    fn count_slots(&self, remainder: u64, old: u64, new: u64) {
+    fn count_slots(&self, change: update::Change) {
         if cfg!(loom) {
             return;
         }
-        let r = self.remainder_bits;
-        let (before, after) = (
-            counter_code::entry_len(remainder, old, r),
-            counter_code::entry_len(remainder, new, r),
-        );
+        let (before, after) = (change.old_len, change.new_len);
         if after > before {
             self.cap.count_added(&self.slots, after - before);
         } else if after < before {

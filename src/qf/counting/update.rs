@@ -49,7 +49,28 @@ pub(crate) struct Plan {
     last: usize,
 }
 
+/// What an update did to one fingerprint: its count and the slots its entry takes, before and
+/// after (the load cap counts the slots).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Change {
+    pub(crate) old_count: u64,
+    pub(crate) new_count: u64,
+    pub(crate) old_len: usize,
+    pub(crate) new_len: usize,
+}
+
 impl Plan {
+    /// What applying the plan changes.
+    #[inline]
+    pub(crate) fn change(&self) -> Change {
+        Change {
+            old_count: self.old_count,
+            new_count: self.new_count,
+            old_len: self.old_len,
+            new_len: self.new_len,
+        }
+    }
+
     /// Whether applying the plan changes nothing.
     #[inline]
     pub(crate) fn is_noop(&self) -> bool {
@@ -260,7 +281,7 @@ pub(crate) fn apply(view: &View<'_>, plan: &Plan) {
 /// block: an entry that keeps its length, grows by one slot into an empty slot of the same
 /// block, or shrinks by one slot (a removal) with the runs it shifts down ending in the block.
 /// Reads and writes that block alone, so the caller must hold the block's region (or have the
-/// table to itself). Returns the old and the new count, or, having written nothing, why the
+/// table to itself). Returns the [`Change`] it made, or, having written nothing, why the
 /// block alone cannot make the change: a spill of 64 or more, a run that leaves the block, no
 /// empty slot after the entry in the block (then with the entry [`Located`]), shifted runs that
 /// go on past it, or an entry that grows or shrinks by more than one slot. Then [`plan`] and
@@ -276,7 +297,7 @@ pub(crate) fn update_in_block<const SHRINKS: bool>(
     quotient: usize,
     remainder: u64,
     new_count: impl FnOnce(u64) -> u64,
-) -> Result<(u64, u64), Option<Located>> {
+) -> Result<Change, Option<Located>> {
     let block = quotient / BLOCK_SLOTS;
     let spill = table.stored_spill(block);
     if spill >= BLOCK_SLOTS as u64 {
@@ -302,15 +323,21 @@ pub(crate) fn update_in_block<const SHRINKS: bool>(
     };
     let new_count = new_count(old_count);
     let new_len = counter_code::entry_len(remainder, new_count, r);
+    let change = Change {
+        old_count,
+        new_count,
+        old_len,
+        new_len,
+    };
     if new_count == old_count {
-        return Ok((old_count, new_count));
+        return Ok(change);
     }
     if new_len == old_len {
         // Rewritten in place: the entry lies in the run, inside the block.
         write_entry(at, remainder, new_count, r, |i, value| {
             words.set_remainder(i, value)
         });
-        return Ok((old_count, new_count));
+        return Ok(change);
     }
     if SHRINKS && new_len + 1 == old_len {
         let (start, end) = run.ok_or(None)?;
@@ -319,7 +346,7 @@ pub(crate) fn update_in_block<const SHRINKS: bool>(
         write_entry(at, remainder, new_count, r, |i, value| {
             words.set_remainder(i, value)
         });
-        return Ok((old_count, new_count));
+        return Ok(change);
     }
     if new_len != old_len + 1 {
         return Err(None);
@@ -357,7 +384,7 @@ pub(crate) fn update_in_block<const SHRINKS: bool>(
         words.set_occupieds(occupieds | 1 << q);
     }
     words.set_runends(runends | 1 << new_end);
-    Ok((old_count, new_count))
+    Ok(change)
 }
 
 /// An entry [`update_in_block`] found (in table slots) but could not grow by one slot, its
@@ -647,7 +674,7 @@ mod tests {
                     let view = View::new(&filter.table);
                     let plan = plan(&view, quotient, remainder, change, located).ok()?;
                     apply(&view, &plan);
-                    Some((plan.old_count, plan.new_count))
+                    Some(plan.change())
                 };
                 let general = apply_general(&general_filter, None);
                 match fast {
@@ -666,8 +693,7 @@ mod tests {
                     }
                     Ok(answer) => {
                         made += 1;
-                        let new_len = |count| counter_code::entry_len(remainder, count, r);
-                        if new_len(answer.1) < new_len(answer.0) {
+                        if answer.new_len < answer.old_len {
                             removed_slots += 1;
                         }
                         assert_eq!(Some(answer), general, "r = {r}, step {step}");
