@@ -242,10 +242,11 @@ pub trait Count: Filter {
 
 /// Filters that can absorb another filter of the same parameters without rehashing.
 ///
-/// Implemented by `SequentialQf`, `ExternallyLockedQf` and `CountingQf` (the concurrent two
-/// read each input under all of its locks, so other threads may keep using them).
-/// `LocallyLockedQf` merges through an inherent `merge(&mut self, &mut other)` instead: a
-/// whole-table read needs every writer stopped, which its in-table locks cannot do.
+/// Implemented by `SequentialQf`, `ExternallyLockedQf`, `LocallyLockedQf` and `CountingQf`.
+/// The concurrent ones let other threads keep using both inputs: `ExternallyLockedQf` and
+/// `CountingQf` read each input under all of its locks (the table of one instant),
+/// `LocallyLockedQf` one cluster at a time under the cluster's read lock (every fingerprint
+/// stored before the merge and not removed during it; see its `Merge` impl).
 pub trait Merge: Sized {
     /// A new filter holding the fingerprints of both.
     ///

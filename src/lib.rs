@@ -90,6 +90,11 @@
 //!   copies of one fingerprint fill its two buckets, and the ninth insert is `Full`), and
 //!   [`AtomicBloomFilter`]'s `Ok(true)` means the insert set a bit that was clear, which two
 //!   racing inserts of one new key can both do (each then counts in `len`).
+//! * **Merges beside writers** ([`Merge`]) hold every fingerprint stored in an input before
+//!   the merge began and not removed during it. [`ExternallyLockedQf`] and [`CountingQf`] read
+//!   each input at one instant (under all its locks); [`LocallyLockedQf`] reads one cluster at a
+//!   time under its read lock, so a fingerprint inserted or removed during the merge may or may
+//!   not be in the result.
 //! * **`len`, `false_positive_rate`** are statistics: with concurrent writers they may lag
 //!   operations that have not returned yet. Iteration ([`LocallyLockedQf::fingerprints`]) and
 //!   [`LocallyLockedQf::contains_hash_unsynchronized`] are exact only while no thread writes.

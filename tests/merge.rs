@@ -1,7 +1,8 @@
-//! `Merge` of the concurrent 3-status-bit filters: `ExternallyLockedQf` (`&self`, under its
-//! region locks, beside other threads) and `LocallyLockedQf::merge` (`&mut`). Both give the
-//! table `SequentialQf`'s merge gives for the same contents, and an `ExternallyLockedQf` merge
-//! that runs while other threads shift the filter's runs keeps every key stored before it.
+//! `Merge` of the concurrent 3-status-bit filters, both through `&self` beside other threads:
+//! `ExternallyLockedQf` (under all its region locks) and `LocallyLockedQf` (one cluster at a
+//! time under its read lock). Both give the table `SequentialQf`'s merge gives for the same
+//! contents, and a merge that runs while other threads shift the filters' runs keeps every key
+//! stored before it.
 
 mod common;
 
@@ -61,7 +62,7 @@ proptest! {
         let locally = |filter: &SequentialQf| {
             LocallyLockedQf::from_sequential(SequentialQf::from_bytes(&filter.to_bytes()).unwrap())
         };
-        let union = locally(&sa).merge(&mut locally(&sb)).unwrap();
+        let union = locally(&sa).merge(&locally(&sb)).unwrap();
         union.check_invariants().map_err(TestCaseError::fail)?;
         prop_assert_eq!(union.quotient_bits(), expected.quotient_bits());
         prop_assert_eq!(union.len(), expected.len());
@@ -74,9 +75,9 @@ fn fingerprints_of_other_lengths_are_incompatible() {
     let a = ExternallyLockedQf::with_bits(10, 10).unwrap();
     let b = ExternallyLockedQf::with_bits(10, 11).unwrap();
     assert!(matches!(a.merge(&b), Err(Error::Incompatible(_))));
-    let mut a = LocallyLockedQf::with_bits(10, 10).unwrap();
-    let mut b = LocallyLockedQf::with_bits(11, 10).unwrap();
-    assert!(matches!(a.merge(&mut b), Err(Error::Incompatible(_))));
+    let a = LocallyLockedQf::with_bits(10, 10).unwrap();
+    let b = LocallyLockedQf::with_bits(11, 10).unwrap();
+    assert!(matches!(a.merge(&b), Err(Error::Incompatible(_))));
 }
 
 /// `merge` through `&self` while other threads keep inserting and removing other keys of both
@@ -114,6 +115,51 @@ fn external_merges_during_writes_keep_every_stored_key() {
             // read whole at one moment.
             let extra = union.len() - stable.len();
             assert!(extra <= 2, "{extra} keys beside the stable ones");
+        }
+    });
+    a.check_invariants().unwrap();
+    b.check_invariants().unwrap();
+}
+
+/// `LocallyLockedQf`'s merge while two threads keep inserting and removing other keys of the
+/// first filter (shifting its runs right and left across clusters and groups) and one those of
+/// the second: every merge holds every fingerprint stored in either before it began and still
+/// stored. (Read without the clusters' read locks, the merge loses keys here.)
+#[test]
+fn locally_locked_merges_during_writes_keep_every_stored_key() {
+    let (q, r) = (8, 8);
+    let a = LocallyLockedQf::with_bits(q, r).unwrap();
+    let b = LocallyLockedQf::with_bits(q, r).unwrap();
+    // Few quotients, so clusters are long and cross groups.
+    let all = distinct_hashes(q, r, 100, 360, 29);
+    let (stable, churned) = all.split_at(180);
+    let (stable_a, stable_b) = stable.split_at(120);
+    for &h in stable_a {
+        a.insert_hash(h).unwrap();
+    }
+    for &h in stable_b {
+        b.insert_hash(h).unwrap();
+    }
+    let (churn_a, rest) = churned.split_at(60);
+    let (churn_a2, churn_b) = rest.split_at(60);
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for (filter, keys) in [(&a, churn_a), (&a, churn_a2), (&b, churn_b)] {
+            let stop = &stop;
+            s.spawn(move || churn(filter, keys, stop));
+        }
+        let _stop = StopOnDrop(&stop);
+        for _ in 0..3000 {
+            let union = a.merge(&b).unwrap();
+            union.check_invariants().unwrap();
+            for &h in stable {
+                assert!(union.contains_hash(h), "a merge lost a stored key");
+            }
+            assert!(
+                union.len() <= all.len(),
+                "{} keys in the union",
+                union.len()
+            );
         }
     });
     a.check_invariants().unwrap();

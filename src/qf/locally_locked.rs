@@ -91,18 +91,19 @@ mod insert;
 mod locks;
 mod query;
 mod remove;
+mod sweep;
 
 use std::hash::Hash;
 
 use crate::counter::StripedCounter;
-use crate::filter::{Error, Filter, Full, Remove};
+use crate::filter::{Error, Filter, Full, Merge, Remove};
 use crate::hash::hash_key;
 use crate::storage::{with_fixed_width, Cursor};
 use crate::sync::Ordering;
 
 use super::load_cap::LoadCap;
 use super::scan::Fingerprints;
-use super::sequential::{merge_at_rest, SequentialQf};
+use super::sequential::{merge_tables, SequentialQf};
 use super::slot::{CONTINUATION, OCCUPIED, READ_LOCK, SHIFTED, STATUS_BITS, WRITE_LOCK};
 use super::table::QfTable;
 use super::walk::{self, LocksReadThrough, UnlockedWalk};
@@ -199,40 +200,6 @@ impl LocallyLockedQf {
         }
     }
 
-    /// A new filter holding the fingerprints of both, merged without rehashing as
-    /// [`SequentialQf`]'s [`Merge`](crate::Merge) does (paper 004 §IV-E; the same result shape
-    /// and the same [`Error::Incompatible`] rule).
-    ///
-    /// It takes `&mut` access to both filters, not the `&self` of the `Merge` trait, for the
-    /// reason [`write_to`](Self::write_to) does: a reader that must see every stored
-    /// fingerprint has to stop every writer, and this filter's locks (per cluster, inside the
-    /// table) have no way to. With `&mut`, no operation is in flight. Filters shared in an
-    /// `Arc` merge once the other threads are done ([`Arc::get_mut`](std::sync::Arc::get_mut)),
-    /// or use [`ExternallyLockedQf`](crate::ExternallyLockedQf) or
-    /// [`CountingQf`](crate::CountingQf), whose `Merge` runs beside other threads.
-    ///
-    /// ```
-    /// use conqf::{Filter, LocallyLockedQf};
-    /// let mut a = LocallyLockedQf::with_bits(10, 10)?;
-    /// let mut b = LocallyLockedQf::with_bits(10, 10)?;
-    /// a.insert(&1u64)?;
-    /// b.insert(&2u64)?;
-    /// let union = a.merge(&mut b)?;
-    /// assert!(union.contains(&1u64) && union.contains(&2u64));
-    /// # Ok::<(), conqf::Error>(())
-    /// ```
-    ///
-    /// # Errors
-    /// [`Error::Incompatible`] if the fingerprint lengths differ; [`Error::Full`] if the union
-    /// does not fit.
-    pub fn merge(&mut self, other: &mut Self) -> Result<Self, Error> {
-        // `&mut` access to both tables: no other thread writes them.
-        Ok(Self::from_sequential(merge_at_rest(
-            &self.table,
-            &other.table,
-        )?))
-    }
-
     /// Quotient bits `q`: the table has `2^q` canonical slots.
     pub fn quotient_bits(&self) -> u32 {
         self.table.quotient_bits
@@ -313,6 +280,45 @@ impl LocallyLockedQf {
     #[inline]
     fn fingerprint(&self, hash: u64) -> (usize, u64) {
         self.table.fingerprint(hash)
+    }
+}
+
+/// Merging without rehashing as [`SequentialQf`]'s [`Merge`] does (paper 004 §IV-E; the same
+/// result shape and the same [`Error::Incompatible`] rule), while other threads keep using both
+/// filters.
+///
+/// Each filter is read one cluster at a time under the cluster start's read lock, the lock a
+/// query takes (first one filter, then the other, holding one lock at a time), so the result
+/// holds every fingerprint stored in a filter before the merge began and not removed during
+/// it. Unlike [`ExternallyLockedQf`](crate::ExternallyLockedQf)'s merge, which holds all of
+/// its filter's region locks at once, this read is not the table of one instant: fingerprints
+/// inserted or removed while it runs may or may not be in the result. Writers into the cluster
+/// being read wait for it (as for a locked query); nobody else does.
+///
+/// ```
+/// use conqf::{Filter, LocallyLockedQf, Merge};
+/// let a = LocallyLockedQf::with_bits(10, 10)?;
+/// let b = LocallyLockedQf::with_bits(10, 10)?;
+/// a.insert(&1u64)?;
+/// b.insert(&2u64)?;
+/// let union = std::thread::scope(|s| {
+///     s.spawn(|| a.insert(&3u64)); // may or may not be in the union
+///     a.merge(&b)
+/// })?;
+/// assert!(union.contains(&1u64) && union.contains(&2u64));
+/// # Ok::<(), conqf::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::Incompatible`] if the fingerprint lengths differ; [`Error::Full`] if the union
+/// does not fit.
+impl Merge for LocallyLockedQf {
+    fn merge(&self, other: &Self) -> Result<Self, Error> {
+        let merged = merge_tables(
+            (&self.table, || self.swept_keys()),
+            (&other.table, || other.swept_keys()),
+        )?;
+        Ok(Self::from_sequential(merged))
     }
 }
 

@@ -39,8 +39,9 @@ impl<'a> Fingerprints<'a> {
         Self::range(array, 0, array.len(), order)
     }
 
-    /// The fingerprints stored in slots `from..to`, where `from` is 0 or follows an empty slot
-    /// (a supercluster starts there, or the slot is empty), e.g. one supercluster.
+    /// The fingerprints stored in slots `from..to`, where `from` is 0, follows an empty slot
+    /// (a supercluster starts there, or the slot is empty) or starts a cluster (whose runs all
+    /// have their canonical slots in the cluster), e.g. one supercluster or one cluster.
     pub(crate) fn range(array: &'a SlotArray, from: usize, to: usize, order: Ordering) -> Self {
         Fingerprints {
             cursor: array.cursor(from, order),

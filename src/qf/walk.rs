@@ -402,6 +402,24 @@ pub(crate) fn seek_empty<S: GroupSource>(cursor: &mut Cursor<'_, S>) -> Option<u
     seek_lane(cursor, empty_lanes::<S>)
 }
 
+/// Moves the cursor to the first filled slot (an element, or a read-locked cluster start) at or
+/// after it and returns its index; `None` if every slot from there on is empty.
+pub(crate) fn seek_filled<S: GroupSource>(cursor: &mut Cursor<'_, S>) -> Option<usize> {
+    seek_lane(cursor, |word, lsb| !empty_lanes::<S>(word, lsb))
+}
+
+/// The last slot of the cluster that starts at the cursor: the slot before the first one after
+/// it that is not shifted (empty, or another cluster's start; a lock of either kind is not
+/// shifted either). Leaves the cursor on that first slot. The table's last slot is always
+/// empty, so the cluster ends before it; `None` only for a bounded cursor.
+pub(crate) fn cluster_end<S: GroupSource>(cursor: &mut Cursor<'_, S>) -> Option<usize> {
+    if !cursor.advance() {
+        return None;
+    }
+    let unshifted = |word: u64, _lsb: u64| !(word >> SHIFTED.trailing_zeros());
+    seek_lane(cursor, unshifted).map(|after| after - 1)
+}
+
 /// Whether the cursor's group, as loaded, has an empty slot at or after the cursor's slot: if
 /// not, an insert there shifts into the next group, so it cannot finish inside this one.
 #[inline]

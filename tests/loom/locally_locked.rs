@@ -623,3 +623,72 @@ fn locked_insert_racing_the_removal_of_5_1(quotient: u64) {
     assert!(!filter.contains_hash_locked(key(5, 1)));
     assert_eq!(filter.len(), 3);
 }
+
+/// `merge` (through `&self`: a sweep of each filter, one cluster at a time under its start's
+/// read lock) racing `write` on the first filter, which holds `stored`: the union holds every
+/// key of `stored` that `write` does not remove, and at most `touched` besides; it and the
+/// filter are valid tables afterwards.
+fn merge_racing(stored: &[u64], write: fn(&LocallyLockedQf), kept: &[u64], touched: u64) {
+    use conqf::Merge;
+    let stored = stored.to_vec();
+    let kept = kept.to_vec();
+    model(move || {
+        let filter = filter_with(&stored);
+        let empty = LocallyLockedQf::with_bits(Q, R).unwrap();
+        let (union, ()) = super::race(
+            &filter,
+            move |merging| merging.merge(&empty).unwrap(),
+            write,
+        );
+        for &k in &kept {
+            assert!(union.contains_hash(k), "the merge lost {k:#x}");
+        }
+        match union.len() - kept.len() {
+            0 => {}
+            1 => assert!(union.contains_hash(touched), "a key beside the written one"),
+            n => panic!("{n} keys beside the kept ones"),
+        }
+        union.check_invariants().unwrap();
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// An insert shifting a cluster across the boundary between group 0 and group 1 while the
+/// merge sweeps it: whichever side of the shift the sweep's read falls, no stored key is lost.
+#[test]
+fn merge_during_a_shift_across_groups_keeps_every_key() {
+    let stored = [key(2, 1), key(2, 2), key(2, 3), key(4, 1)];
+    merge_racing(
+        &stored,
+        |writer| assert!(writer.insert_hash(key(2, 0)).unwrap()),
+        &stored,
+        key(2, 0),
+    );
+}
+
+/// An insert that fills the empty slot between two clusters and shifts the second one right:
+/// an element of the first cluster moves past where the sweep may already have read, and the
+/// second cluster's start stops being one.
+#[test]
+fn merge_during_an_insert_joining_two_clusters_keeps_every_key() {
+    let stored = [key(1, 1), key(1, 2), key(4, 1), key(4, 2), key(5, 1)];
+    merge_racing(
+        &stored,
+        |writer| assert!(writer.insert_hash(key(1, 3)).unwrap()),
+        &stored,
+        key(1, 3),
+    );
+}
+
+/// A removal shifting a cluster left across a group boundary (its last element lands in its
+/// canonical slot and starts a new, read-locked cluster) while the merge sweeps: every other key
+/// is in the union, the removed one may be.
+#[test]
+fn merge_during_a_removal_across_groups_keeps_every_other_key() {
+    merge_racing(
+        &[key(2, 1), key(2, 2), key(3, 3), key(4, 4)],
+        |writer| assert!(writer.remove_hash(key(2, 1)).unwrap()),
+        &[key(2, 2), key(3, 3), key(4, 4)],
+        key(2, 1),
+    );
+}

@@ -339,7 +339,7 @@ impl<'a, S: BlockSource> View<'a, S> {
     }
 
     /// Whether slot `slot` ends a run (for tests, which compare tables slot by slot).
-    #[cfg(test)]
+    #[cfg(all(test, not(loom)))]
     pub(crate) fn is_runend(&self, slot: usize) -> bool {
         self.runends(slot / BLOCK_SLOTS) >> (slot % BLOCK_SLOTS) & 1 == 1
     }

@@ -1,0 +1,69 @@
+//! Reading every stored fingerprint of a `LocallyLockedQf` while other threads write: one
+//! cluster at a time under its start's read lock (paper 000 §3.2, Blocks G-I, the locked
+//! query's lock), left to right, for the merge (paper 004 §IV-E) through `&self`.
+//!
+//! # Why nothing stored is missed
+//!
+//! The sweep keeps a position `next` and the claim that every fingerprint stored when it began,
+//! and not removed since, whose canonical slot lies before `next` has been read. Take such a
+//! fingerprint with canonical slot `c >= next`. While it is stored, slot `c` holds an element
+//! (its run starts at or after `c`, and the slots between are filled), and every group load
+//! is a consistent piece of the table (module doc of `locally_locked`), so the search for the
+//! first filled slot from `next` stops at some `o <= c`. The sweep read-locks the start `s <= o`
+//! of the cluster that holds `o` and reads that cluster, `s..=e`, which nobody changes while
+//! the lock is held. If `e >= c`, slot `c` lies in the cluster, and so does the run of `c`:
+//! the fingerprint is read. Otherwise `next` moves to `e + 1 <= c` and the claim holds for the
+//! fingerprints of `o..=e` too. Elements shifted right across `next` after their cluster was
+//! read are read again (the keys are deduplicated at the end); elements never move left of
+//! their canonical slot, so none moves from the unread part into the read one.
+//!
+//! The result is not the table of one instant: fingerprints inserted or removed during the
+//! sweep may or may not be in it.
+//!
+//! # No deadlock
+//!
+//! The sweep holds at most one read lock, and waits (for a read lock, in `lock_cluster_start`)
+//! only while it holds none, as a query does; while it holds one, it only reads.
+
+use super::LocallyLockedQf;
+use crate::qf::scan::Fingerprints;
+use crate::qf::walk;
+use crate::sync::Ordering;
+
+impl LocallyLockedQf {
+    /// The sorted, distinct fingerprint keys (`quotient << r | remainder`) of every fingerprint
+    /// stored when the call began and not removed during it, and perhaps of some inserted or
+    /// removed meanwhile (module doc).
+    pub(super) fn swept_keys(&self) -> Vec<u64> {
+        let slots = &self.table.slots;
+        let r = self.table.remainder_bits;
+        let expected = self.len.sum();
+        let mut keys = Vec::with_capacity(expected + expected / 16 + 64);
+        let mut next = 0;
+        while next < slots.len() {
+            // Acquire: pairs with the Release of the writers that published the groups, so a
+            // filled slot seen here is the element they wrote.
+            let mut search = slots.cursor(next, Ordering::Acquire);
+            let Some(filled) = walk::seek_filled(&mut search) else {
+                break;
+            };
+            let Some(start) = self.lock_cluster_start(filled) else {
+                // A removal emptied the slot meanwhile: search again from `next`.
+                continue;
+            };
+            // Acquire: reads of the locked cluster, as in `locked_query`; the lock's Acquire
+            // already ordered the last writer's stores before them.
+            let mut cursor = slots.cursor(start, Ordering::Acquire);
+            let end = walk::cluster_end(&mut cursor).expect("the last slot is always empty");
+            keys.extend(
+                Fingerprints::range(slots, start, end + 1, Ordering::Acquire)
+                    .map(|f| (f.quotient << r) | f.remainder),
+            );
+            self.unlock_read(start);
+            next = next.max(end + 1);
+        }
+        keys.sort_unstable();
+        keys.dedup();
+        keys
+    }
+}
