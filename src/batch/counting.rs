@@ -1,10 +1,13 @@
 //! Bulk build, batch insert, removal and lookup, and merge of [`CountingQf`], the rank-and-select
 //! layout with counters (paper 004 §III-B and §V-C, the extension point of [`batch`](super)).
 //! Batch lookups share [`lookup`]'s prefetching and sorted orders. Batch inserts and removals
-//! without a merge have no supercluster rounds on this layout: the sorted batch is cut into
-//! about one range per thread, and each thread makes its range's updates in table order with
-//! the filter's own region-locked update, so the threads work in disjoint stretches of the
-//! table and only updates near a range's edge ever wait for each other.
+//! without a merge are the paper's rank-and-select inserts (§V-B), not supercluster rounds
+//! (§VI-d: superclusters sharing a block would race on its metadata words): the sorted batch is
+//! cut into regions of the table, here about one range per thread, and each thread makes its
+//! range's updates in table order. Where §V-B halts an insert that would leave its region and
+//! retries it with larger regions, a range's updates take the filter's own region locks, so the
+//! threads work in disjoint stretches of the table and only updates near a range's edge ever
+//! wait for each other.
 //!
 //! The elements sit in the same slots as in the 3-bit layout, except that a fingerprint with
 //! count `c` takes the slots of its counter-coded entry (`counter_code`), so the saturating scan
@@ -249,9 +252,10 @@ impl CountingQf {
         self.insert_batch_with(hashes, BatchInsert::Auto)
     }
 
-    /// [`insert_batch`](Self::insert_batch) with a chosen strategy. The rank-and-select layout
-    /// has no supercluster rounds here: [`BatchInsert::Superclusters`] cuts the sorted batch
-    /// into about one range per thread and inserts each range in table order (consecutive
+    /// [`insert_batch`](Self::insert_batch) with a chosen strategy. On the rank-and-select
+    /// layout, [`BatchInsert::Superclusters`] takes the paper's inserts by region (§V-B) in
+    /// place of supercluster rounds (module doc): it cuts the sorted batch into about one range
+    /// per thread and inserts each range in table order (consecutive
     /// inserts touch nearby blocks) under the region locks, the ranges at once, and
     /// [`BatchInsert::Merge`] extracts the stored entries, adds the batch's counts and bulk
     /// builds a new table (paper 004 §IV-E). `Auto` always takes the ranges, unlike
@@ -352,8 +356,9 @@ impl CountingQf {
     /// many copies it removed. Takes `&self`: each distinct fingerprint of the sorted batch
     /// loses its copies in one update, under the locks and with the guarantees of
     /// [`remove_hash`](crate::Remove::remove_hash), the batch cut into about one range per
-    /// thread, each removed in table order, the ranges at once (this layout has no supercluster
-    /// deletes here; see [`insert_batch_with`](Self::insert_batch_with)).
+    /// thread, each removed in table order, the ranges at once (by region, as the paper's
+    /// §V-C suggests for this layout's deletes; see
+    /// [`insert_batch_with`](Self::insert_batch_with)).
     ///
     /// ```
     /// use conqf::{Count, CountingQf, Filter};
