@@ -360,3 +360,23 @@ fn lock_free_lower_level_queries_survive_removals() {
         filter.check_invariants().unwrap();
     }
 }
+
+/// The `&self` batch methods from two threads while levels open under them, then batch
+/// removals beside batch lookups: no false negative, every key counted
+/// ([`common::batches_race_growth`]).
+#[test]
+fn batches_from_two_threads_open_levels_without_losing_a_key() {
+    let filter = ExpandableQf::new(500, 1e-9).unwrap();
+    let hashes: Vec<u64> = (0..20_000u64).map(|k| conqf::hash_key(&k)).collect();
+    common::batches_race_growth(
+        &filter,
+        &hashes,
+        common::Batches {
+            insert: ExpandableQf::insert_batch_concurrent,
+            contains: ExpandableQf::contains_batch,
+            remove: ExpandableQf::remove_batch_concurrent,
+        },
+    );
+    assert!(filter.levels() >= 3, "only {} levels", filter.levels());
+    filter.check_invariants().unwrap();
+}

@@ -297,3 +297,31 @@ mod model {
         }
     }
 }
+
+/// The `&self` batch methods from two threads while the table doubles under them, then batch
+/// removals beside batch lookups: no false negative, every key counted ([`common::batches_race_growth`]).
+#[test]
+fn batches_from_two_threads_grow_the_table_without_losing_a_key() {
+    let filter = LocallyLockedQf::growable(500, 1e-6)
+        .max_doublings(6)
+        .migration_block_slots(256)
+        .build()
+        .unwrap();
+    let (q, r) = (filter.quotient_bits(), filter.remainder_bits());
+    let hashes = common::distinct_hashes(q, r, 1 << q, 20_000, 8);
+    common::batches_race_growth(
+        &filter,
+        &hashes,
+        common::Batches {
+            insert: GrowableQf::insert_batch_concurrent,
+            contains: GrowableQf::contains_batch,
+            remove: GrowableQf::remove_batch_concurrent,
+        },
+    );
+    assert!(
+        filter.doublings() >= 4,
+        "only {} doublings",
+        filter.doublings()
+    );
+    filter.check_invariants().unwrap();
+}

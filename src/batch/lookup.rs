@@ -22,6 +22,8 @@ use std::convert::Infallible;
 use crate::bloom::AtomicBloomFilter;
 use crate::cuckoo::table::{CuckooTable, ENTRIES_PER_BUCKET};
 use crate::filter::Error;
+use crate::qf::expandable::ExpandableQf;
+use crate::qf::growing::{self, GrowableQf};
 use crate::qf::linear_probing::LinearProbingQf;
 use crate::qf::table::QfTable;
 use crate::qf::two_bit::table::TwoBitTable;
@@ -82,7 +84,23 @@ pub(crate) trait BatchTable: Sync {
     fn prefetch_key(&self, key: Self::Key);
     /// The number of slots.
     fn slot_count(&self) -> usize;
+    /// The most consecutive operations of a batch one [`hold`](Self::hold) spans.
+    const HOLD_SPAN: usize = usize::MAX;
+    /// Runs `span`, a stretch of at most [`HOLD_SPAN`](Self::HOLD_SPAN) consecutive operations
+    /// of a batch, with what each operation would otherwise take for itself held once around
+    /// it: the growing filters pin their epoch here, so the pins of the operations and
+    /// prefetches inside nest in it (a nested pin is a counter increment; a first pin is a
+    /// fence). The others hold nothing, and their batches run as one span.
+    #[inline(always)]
+    fn hold<R>(&self, span: impl FnOnce() -> R) -> R {
+        span()
+    }
 }
+
+/// [`BatchTable::HOLD_SPAN`] of the growing filters: long enough that a pin's cost is spread
+/// thin, short enough that their epoch is never held back for long (a pinned thread delays the
+/// freeing of replaced tables and the sealing of `ExpandableQf`'s levels).
+const GROWING_HOLD_SPAN: usize = 256;
 
 /// [`BatchTable`] for a table with a `fingerprint` split and a `slots` array: the
 /// 3-status-bit and the 2-status-bit tables, and the linear probing filter.
@@ -133,6 +151,55 @@ impl BatchTable for CuckooTable {
 }
 
 /// The Bloom filter: a key's bits come from the whole hash.
+/// The growing filters: a key is the whole hash (the split depends on the table or level it
+/// lands in, which may double during the batch), the prefetch reads the current table (every
+/// level's), and a span of the batch is pinned once ([`BatchTable::hold`]).
+impl BatchTable for GrowableQf {
+    type Key = u64;
+
+    fn split(&self, hash: u64) -> u64 {
+        hash
+    }
+
+    fn prefetch_key(&self, hash: u64) {
+        self.prefetch(hash, &growing::pin());
+    }
+
+    fn slot_count(&self) -> usize {
+        1 << self.quotient_bits()
+    }
+
+    const HOLD_SPAN: usize = GROWING_HOLD_SPAN;
+
+    fn hold<R>(&self, span: impl FnOnce() -> R) -> R {
+        let _pinned = growing::pin();
+        span()
+    }
+}
+
+impl BatchTable for ExpandableQf {
+    type Key = u64;
+
+    fn split(&self, hash: u64) -> u64 {
+        hash
+    }
+
+    fn prefetch_key(&self, hash: u64) {
+        self.prefetch_levels(hash, self.active(), &growing::pin());
+    }
+
+    fn slot_count(&self) -> usize {
+        self.canonical_slots()
+    }
+
+    const HOLD_SPAN: usize = GROWING_HOLD_SPAN;
+
+    fn hold<R>(&self, span: impl FnOnce() -> R) -> R {
+        let _pinned = growing::pin();
+        span()
+    }
+}
+
 impl BatchTable for AtomicBloomFilter {
     type Key = u64;
 
@@ -181,19 +248,30 @@ pub(crate) fn contains_batch<T: BatchTable>(
 /// Calls `visit(i, hashes[i])` for every hash in order, first prefetching what the operation on
 /// the hash [`PREFETCH_DISTANCE`] places ahead reads first, so up to a window of cache misses
 /// are in flight at once. Stops at the first error.
-fn try_each_prefetching<E>(
-    table: &impl BatchTable,
+fn try_each_prefetching<T: BatchTable, E>(
+    table: &T,
     hashes: &[u64],
     mut visit: impl FnMut(usize, u64) -> Result<(), E>,
 ) -> Result<(), E> {
-    for &hash in hashes.iter().take(PREFETCH_DISTANCE) {
-        prefetch_canonical(table, hash);
-    }
-    for (i, &hash) in hashes.iter().enumerate() {
-        if let Some(&ahead) = hashes.get(i + PREFETCH_DISTANCE) {
-            prefetch_canonical(table, ahead);
-        }
-        visit(i, hash)?;
+    let mut from = 0;
+    while from < hashes.len() {
+        let to = hashes.len().min(from.saturating_add(T::HOLD_SPAN));
+        table.hold(|| {
+            if from == 0 {
+                for &hash in hashes.iter().take(PREFETCH_DISTANCE) {
+                    prefetch_canonical(table, hash);
+                }
+            }
+            for (offset, &hash) in hashes[from..to].iter().enumerate() {
+                let i = from + offset;
+                if let Some(&ahead) = hashes.get(i + PREFETCH_DISTANCE) {
+                    prefetch_canonical(table, ahead);
+                }
+                visit(i, hash)?;
+            }
+            Ok(())
+        })?;
+        from = to;
     }
     Ok(())
 }

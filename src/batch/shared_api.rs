@@ -1,6 +1,7 @@
 //! The `&self` batch API of the concurrent filters that have no batch engine of their own: the
 //! 3- and 2-status-bit quotient filters ([`LocallyLockedQf`], [`ExternallyLockedQf`],
-//! [`TwoBitQf`]), [`LinearProbingQf`], the cuckoo filters and the Bloom filter. Batch inserts,
+//! [`TwoBitQf`]), the growing ones ([`GrowableQf`], [`ExpandableQf`]), [`LinearProbingQf`], the
+//! cuckoo filters and the Bloom filter. Batch inserts,
 //! removals (not in `LinearProbingQf` and the Bloom filter, which remove nothing) and lookups
 //! that other threads may run beside (paper 004 §IV-A's prefetching window). Each hash goes
 //! through the filter's own single operation, with its guarantees; the batch only
@@ -14,7 +15,9 @@ use crate::bloom::AtomicBloomFilter;
 use crate::cuckoo::lock_free::LockFreeCuckooFilter;
 use crate::cuckoo::locked::LockedCuckooFilter;
 use crate::filter::{Error, Filter, Remove};
+use crate::qf::expandable::ExpandableQf;
 use crate::qf::externally_locked::ExternallyLockedQf;
+use crate::qf::growing::GrowableQf;
 use crate::qf::linear_probing::LinearProbingQf;
 use crate::qf::locally_locked::LocallyLockedQf;
 use crate::qf::two_bit::TwoBitQf;
@@ -23,7 +26,8 @@ use super::lookup::{self, BatchLookup};
 
 /// The batch inserts and lookups of `$filter`: `$this` names the filter in `$table`, its table
 /// (a [`BatchTable`](super::lookup::BatchTable)), and in `$contains`, its lookup of a split
-/// hash's key; `$make` constructs the filter in the examples, and `$more`, if given, is a last
+/// hash's key; `$make` constructs the filter in the examples (an expression of type
+/// `Result<$filter, Error>`), and `$more`, if given, is a last
 /// sentence for the insert's doc.
 macro_rules! batch_inserts_and_lookups {
     (
@@ -43,7 +47,7 @@ macro_rules! batch_inserts_and_lookups {
             ///
             /// ```
             #[doc = concat!("use conqf::{Filter, ", stringify!($filter), "};")]
-            #[doc = concat!("let filter = ", stringify!($filter), "::", $make, "?;")]
+            #[doc = concat!("let filter = ", $make, "?;")]
             /// let hashes: Vec<u64> = (0..500u64).map(|k| conqf::hash_key(&k)).collect();
             /// std::thread::scope(|s| {
             ///     let (low, high) = hashes.split_at(250);
@@ -70,7 +74,7 @@ macro_rules! batch_inserts_and_lookups {
             ///
             /// ```
             #[doc = concat!("use conqf::{Filter, ", stringify!($filter), "};")]
-            #[doc = concat!("let filter = ", stringify!($filter), "::", $make, "?;")]
+            #[doc = concat!("let filter = ", $make, "?;")]
             /// filter.insert(&7u64)?;
             /// let mut found = [false, true];
             /// let hashes = [conqf::hash_key(&7u64), conqf::hash_key(&8u64)];
@@ -92,7 +96,7 @@ macro_rules! batch_inserts_and_lookups {
             ///
             /// ```
             #[doc = concat!("use conqf::{BatchLookup, Filter, ", stringify!($filter), "};")]
-            #[doc = concat!("let filter = ", stringify!($filter), "::", $make, "?;")]
+            #[doc = concat!("let filter = ", $make, "?;")]
             /// let hashes: Vec<u64> = (0..5000u64).map(|k| conqf::hash_key(&k)).collect();
             /// filter.insert_batch_concurrent(&hashes)?;
             /// let mut found = vec![false; hashes.len()];
@@ -127,7 +131,7 @@ macro_rules! batch_removals {
             ///
             /// ```
             #[doc = concat!("use conqf::{Filter, ", stringify!($filter), "};")]
-            #[doc = concat!("let filter = ", stringify!($filter), "::", $make, "?;")]
+            #[doc = concat!("let filter = ", $make, "?;")]
             /// let hashes: Vec<u64> = (0..500u64).map(|k| conqf::hash_key(&k)).collect();
             /// assert_eq!(filter.insert_batch_concurrent(&hashes)?, 500);
             /// assert_eq!(filter.remove_batch_concurrent(&hashes[..100])?, 100);
@@ -170,7 +174,7 @@ concurrent_batch_api!(
     LocallyLockedQf,
     |filter| table: &filter.table,
     contains: |(quotient, remainder)| filter.contains_fingerprint(quotient, remainder),
-    make: "with_bits(14, 20)",
+    make: "LocallyLockedQf::with_bits(14, 20)",
     insert_doc: "Where no other thread uses the filter, [`insert_batch`](Self::insert_batch) \
         may be faster still."
 );
@@ -179,21 +183,21 @@ concurrent_batch_api!(
     ExternallyLockedQf,
     |filter| table: filter.table(),
     contains: |(quotient, remainder)| filter.contains_fingerprint(quotient, remainder),
-    make: "with_bits(14, 20)"
+    make: "ExternallyLockedQf::with_bits(14, 20)"
 );
 
 concurrent_batch_api!(
     TwoBitQf,
     |filter| table: &filter.table,
     contains: |(quotient, remainder)| filter.contains_trusting(quotient, remainder, true),
-    make: "with_bits(14, 20)"
+    make: "TwoBitQf::with_bits(14, 20)"
 );
 
 batch_inserts_and_lookups!(
     LinearProbingQf,
     |filter| table: filter,
     contains: |(quotient, remainder)| filter.contains_fingerprint(quotient, remainder),
-    make: "with_bits(14, 20)",
+    make: "LinearProbingQf::with_bits(14, 20)",
     insert_doc: "Its inserts are lock-free, so are these."
 );
 
@@ -201,7 +205,7 @@ concurrent_batch_api!(
     LockFreeCuckooFilter,
     |filter| table: &filter.table,
     contains: |hash| filter.contains_hash(hash),
-    make: "with_bits(12, 16)",
+    make: "LockFreeCuckooFilter::with_bits(12, 16)",
     insert_doc: "The window prefetches both buckets of a key. Every insert stores a copy \
         (duplicates too), so the count is of the hashes stored."
 );
@@ -210,7 +214,7 @@ concurrent_batch_api!(
     LockedCuckooFilter,
     |filter| table: &filter.table,
     contains: |hash| filter.contains_hash(hash),
-    make: "with_bits(12, 16)",
+    make: "LockedCuckooFilter::with_bits(12, 16)",
     insert_doc: "The window prefetches both buckets of a key. Every insert stores a copy \
         (duplicates too), so the count is of the hashes stored."
 );
@@ -219,9 +223,26 @@ batch_inserts_and_lookups!(
     AtomicBloomFilter,
     |filter| table: filter,
     contains: |hash| filter.contains_hash(hash),
-    make: "new(10_000, 0.001)",
+    make: "AtomicBloomFilter::new(10_000, 0.001)",
     insert_doc: "The window prefetches every word a key's bits lie in. A key counts as new when \
         it set a bit that was clear (as for [`insert_hash`](Filter::insert_hash))."
+);
+
+concurrent_batch_api!(
+    GrowableQf,
+    |filter| table: filter,
+    contains: |hash| filter.contains_hash(hash),
+    make: "conqf::LocallyLockedQf::growable(100, 1e-6).build()",
+    insert_doc: "The table may double during the batch, as for single inserts."
+);
+
+concurrent_batch_api!(
+    ExpandableQf,
+    |filter| table: filter,
+    contains: |hash| filter.contains_hash(hash),
+    make: "ExpandableQf::new(100, 1e-6)",
+    insert_doc: "The window prefetches the key's canonical group on every level. Levels may \
+        open during the batch, as for single inserts."
 );
 
 #[cfg(all(test, not(loom)))]
@@ -336,6 +357,24 @@ mod tests {
         LockedCuckooFilter,
         |q, r| LockedCuckooFilter::with_bits(q, r.clamp(4, 30)).unwrap(),
         fingerprints: |f| f.fingerprints()
+    );
+
+    // The growing filters grow at the same inserts either way (the fill is checked on inserts
+    // picked by their hash), so one thread's batch writes give the same tables.
+    batches_equal_one_by_one!(
+        growable_batches_equal_one_by_one,
+        GrowableQf,
+        |q, r| LocallyLockedQf::growable(1, 0.5).build_with_bits(q, r).unwrap(),
+        fingerprints: |f| f.with_quiescent(|table, _| {
+            let q = table.quotient_bits();
+            table.fingerprints().map(|x| (q, x)).collect::<Vec<_>>()
+        })
+    );
+    batches_equal_one_by_one!(
+        expandable_batches_equal_one_by_one,
+        ExpandableQf,
+        |q, r| ExpandableQf::new(1 << (q - 1), 0.5f64.powi(r.min(30) as i32)).unwrap(),
+        fingerprints: |f| f.level_fingerprints()
     );
 
     proptest! {

@@ -426,6 +426,34 @@ impl ExpandableQf {
         self.cascading
     }
 
+    /// Asks the CPU to start loading the canonical slot's group of `hash` on every level up to
+    /// `active`, so the levels' cache misses overlap instead of following one another.
+    #[inline]
+    pub(crate) fn prefetch_levels(&self, hash: u64, active: usize, guard: &Guard) {
+        for i in 0..=active {
+            self.level(i).prefetch(hash, guard);
+        }
+    }
+
+    /// The index of the newest level (one less than [`levels`](Self::levels)).
+    pub(crate) fn active(&self) -> usize {
+        // Acquire: pairs with the Release that opened the newest level.
+        self.active.load(Ordering::Acquire)
+    }
+
+    /// Every level's stored fingerprints with the level's index, level by level; for tests that
+    /// compare two filters. Only meaningful while no thread writes.
+    #[cfg(all(test, not(loom)))]
+    pub(crate) fn level_fingerprints(&self) -> Vec<(usize, crate::Fingerprint)> {
+        (0..self.levels())
+            .flat_map(|i| {
+                self.level(i).with_quiescent(|level, _| {
+                    level.fingerprints().map(|f| (i, f)).collect::<Vec<_>>()
+                })
+            })
+            .collect()
+    }
+
     /// Level `i`, which exists.
     #[inline]
     fn level(&self, i: usize) -> &GrowableQf {
@@ -522,9 +550,7 @@ impl ExpandableQf {
         let guard = growing::pin();
         // Acquire: as in `levels`.
         let active = self.active.load(Ordering::Acquire);
-        for i in 0..=active {
-            self.level(i).prefetch(hash, &guard);
-        }
+        self.prefetch_levels(hash, active, &guard);
         // Oldest first (module doc, "Query order"): the small lower levels are walked while the
         // larger levels' prefetched groups arrive, and with cascading inserts an empty canonical
         // slot on a lower level ends the query before the larger levels are walked.
@@ -608,9 +634,7 @@ impl Filter for ExpandableQf {
         loop {
             // Acquire: as in `levels`.
             let active = self.active.load(Ordering::Acquire);
-            for i in 0..=active {
-                self.level(i).prefetch(hash, &guard);
-            }
+            self.prefetch_levels(hash, active, &guard);
             for i in 0..active {
                 let level = self.level(i);
                 // Cascading: try the canonical slot first. If it is empty, the key is not on

@@ -381,3 +381,62 @@ pub(crate) fn churn<F: conqf::Filter + conqf::Remove>(
         assert!(filter.remove_hash(h).unwrap());
     }
 }
+
+/// A batch write through `&self`: how many hashes it stored or removed.
+pub(crate) type BatchWrite<F> = fn(&F, &[u64]) -> Result<usize, conqf::Error>;
+
+/// A batch lookup through `&self`, answering into the slice.
+pub(crate) type BatchLookup<F> = fn(&F, &[u64], &mut [bool]) -> Result<(), conqf::Error>;
+
+/// The `&self` batch methods of a growing filter, for [`batches_race_growth`].
+pub(crate) struct Batches<F> {
+    pub(crate) insert: BatchWrite<F>,
+    pub(crate) contains: BatchLookup<F>,
+    pub(crate) remove: BatchWrite<F>,
+}
+
+/// Two threads insert their halves of `hashes` (distinct fingerprints) by batches of 1,000
+/// into `filter`, which grows meanwhile, each checking after every batch that the batch and
+/// all its earlier ones are found (no false negative while the other thread's batches grow the
+/// table); then one removes its half by batches while the other keeps looking up its own half,
+/// which must stay found. Every insert counts as new and every removal finds its key.
+pub(crate) fn batches_race_growth<F: conqf::Filter + Sync>(
+    filter: &F,
+    hashes: &[u64],
+    batches: Batches<F>,
+) {
+    const BATCH: usize = 1000;
+    let halves: Vec<&[u64]> = hashes.chunks(hashes.len().div_ceil(2)).collect();
+    std::thread::scope(|s| {
+        for half in &halves {
+            let batches = &batches;
+            s.spawn(move || {
+                let mut found = vec![false; half.len()];
+                for (i, batch) in half.chunks(BATCH).enumerate() {
+                    assert_eq!((batches.insert)(filter, batch), Ok(batch.len()));
+                    let done = (i * BATCH + batch.len()).min(half.len());
+                    (batches.contains)(filter, &half[..done], &mut found[..done]).unwrap();
+                    assert!(found[..done].iter().all(|&f| f), "false negative");
+                }
+            });
+        }
+    });
+    let (removed, kept) = (halves[0], halves[1]);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let stop = &stop;
+        s.spawn(|| {
+            let _stop = StopOnDrop(stop);
+            for batch in removed.chunks(BATCH) {
+                assert_eq!((batches.remove)(filter, batch), Ok(batch.len()));
+            }
+        });
+        let mut found = vec![false; kept.len()];
+        // Relaxed: as in `StopOnDrop`.
+        while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+            (batches.contains)(filter, kept, &mut found).unwrap();
+            assert!(found.iter().all(|&f| f), "false negative beside removals");
+        }
+    });
+    assert_eq!(filter.len(), kept.len());
+}
