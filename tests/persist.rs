@@ -2082,3 +2082,60 @@ fn absurd_tables_fail_to_allocate() {
         ExternallyLockedQf::with_bits_and_region(40, 24, 1).map(drop),
     );
 }
+
+proptest! {
+    /// At rest, `LocallyLockedQf::snapshot` is the filter itself: its bytes equal the exact
+    /// `&mut` copy's, on random sets in tables of random shapes and fills (long clusters too).
+    #[test]
+    fn a_snapshot_at_rest_is_the_table_bit_for_bit(
+        hashes in proptest::collection::vec(any::<u64>(), 0..600),
+        q in 6u32..11,
+        r in 2u32..14,
+    ) {
+        let mut filter = LocallyLockedQf::with_bits(q, r).unwrap();
+        for &h in &hashes {
+            if filter.insert_hash(h) == Err(Error::Full) {
+                break;
+            }
+        }
+        let snapshot = filter.snapshot().unwrap();
+        prop_assert_eq!(snapshot.to_bytes(), filter.to_bytes());
+    }
+}
+
+/// `LocallyLockedQf::snapshot` while three threads keep inserting and removing other keys
+/// (shifting runs across clusters and groups): every snapshot is a valid table holding every
+/// key stored throughout, and reads back through `from_bytes`.
+#[test]
+fn snapshots_during_writes_keep_every_stored_key() {
+    use common::{churn, distinct_hashes, StopOnDrop};
+    let (q, r) = (8, 8);
+    let filter = LocallyLockedQf::with_bits(q, r).unwrap();
+    let all = distinct_hashes(q, r, 100, 300, 31);
+    let (stable, churned) = all.split_at(150);
+    for &h in stable {
+        filter.insert_hash(h).unwrap();
+    }
+    let stop = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        for keys in churned.chunks(50) {
+            let (filter, stop) = (&filter, &stop);
+            s.spawn(move || churn(filter, keys, stop));
+        }
+        let _stop = StopOnDrop(&stop);
+        for round in 0..3000 {
+            let snapshot = filter.snapshot().unwrap();
+            snapshot.check_invariants().unwrap();
+            assert!(
+                stable.iter().all(|&h| snapshot.contains_hash(h)),
+                "a snapshot lost a key"
+            );
+            assert!(snapshot.len() <= all.len(), "{} keys", snapshot.len());
+            if round % 1000 == 0 {
+                let back = LocallyLockedQf::from_bytes(&snapshot.to_bytes()).unwrap();
+                assert!(stable.iter().all(|&h| back.contains_hash(h)));
+            }
+        }
+    });
+    filter.check_invariants().unwrap();
+}

@@ -229,7 +229,8 @@ impl SequentialQf {
 impl LocallyLockedQf {
     /// Writes the filter as [`SequentialQf::write_to`] does. `&mut self`: no operation is in
     /// flight, so the snapshot holds no status-bit lock (call it on an `Arc` with
-    /// [`Arc::get_mut`](std::sync::Arc::get_mut) once the other threads are done).
+    /// [`Arc::get_mut`](std::sync::Arc::get_mut) once the other threads are done). To persist
+    /// a filter other threads keep using, write its [`snapshot`](Self::snapshot) instead.
     ///
     /// # Errors
     /// Whatever `out` returns.

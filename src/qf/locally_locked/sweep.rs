@@ -1,6 +1,7 @@
 //! Reading every stored fingerprint of a `LocallyLockedQf` while other threads write: one
 //! cluster at a time under its start's read lock (paper 000 §3.2, Blocks G-I, the locked
-//! query's lock), left to right, for the merge (paper 004 §IV-E) through `&self`.
+//! query's lock), left to right, for the merge (paper 004 §IV-E) and the snapshot through
+//! `&self`.
 //!
 //! # Why nothing stored is missed
 //!
@@ -26,11 +27,53 @@
 //! only while it holds none, as a query does; while it holds one, it only reads.
 
 use super::LocallyLockedQf;
+use crate::batch::{self, BuildMethod};
+use crate::filter::Error;
 use crate::qf::scan::Fingerprints;
+use crate::qf::sequential::SequentialQf;
 use crate::qf::walk;
 use crate::sync::Ordering;
 
 impl LocallyLockedQf {
+    /// A copy of the filter, taken while other threads keep working: a [`SequentialQf`] of the
+    /// same shape (quotient and remainder bits, slots) holding every fingerprint stored before
+    /// the call and not removed during it. Fingerprints inserted or removed meanwhile may or
+    /// may not be in it; it is not the table of one instant (the merge's read, see
+    /// [`Merge`](crate::Merge)). Copies of a fingerprint (from a bulk build with
+    /// [`Dedupe::Off`](crate::Dedupe::Off)) are kept once. Persist a live filter with
+    /// `filter.snapshot()?.to_bytes()`, which [`from_bytes`](Self::from_bytes) reads back;
+    /// [`to_bytes`](Self::to_bytes) copies the table exactly but needs `&mut self`.
+    ///
+    /// ```
+    /// use conqf::{Filter, LocallyLockedQf};
+    /// let filter = LocallyLockedQf::new(10_000, 0.001)?;
+    /// filter.insert(&"apple")?;
+    /// let copy = std::thread::scope(|s| {
+    ///     s.spawn(|| filter.insert(&"pear")); // may or may not be in the copy
+    ///     filter.snapshot()
+    /// })?;
+    /// let back = LocallyLockedQf::from_bytes(&copy.to_bytes())?;
+    /// assert!(back.contains(&"apple"));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Full`] if what the read collected does not fit the table's shape: only when
+    /// writers inserted and removed so many keys during it, near a full table, that more were
+    /// read than the table ever held at once. Another try may succeed.
+    pub fn snapshot(&self) -> Result<SequentialQf, Error> {
+        let keys = self.swept_keys();
+        let table = &self.table;
+        let (table, len) = batch::build_table(
+            table.quotient_bits,
+            table.remainder_bits,
+            table.slots.len(),
+            keys,
+            BuildMethod::default(),
+        )?;
+        Ok(SequentialQf { table, len })
+    }
+
     /// The sorted, distinct fingerprint keys (`quotient << r | remainder`) of every fingerprint
     /// stored when the call began and not removed during it, and perhaps of some inserted or
     /// removed meanwhile (module doc).
