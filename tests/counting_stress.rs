@@ -182,9 +182,8 @@ fn filling_to_ninety_percent_and_emptying_again() {
 /// shift moved a run under it, dropping every later key (up to 65 of 120 in a review's test).
 #[test]
 fn merges_during_writes_keep_every_stored_key() {
-    use common::{churn, StopOnDrop};
+    use common::{churn, Churning};
     use conqf::Merge;
-    use std::sync::atomic::AtomicBool;
     let filter = CountingQf::with_bits_and_region(8, 6, 1).unwrap();
     let empty = CountingQf::with_bits_and_region(8, 6, 1).unwrap();
     let all = distinct_hashes(8, 6, 240, 360, 11);
@@ -192,11 +191,13 @@ fn merges_during_writes_keep_every_stored_key() {
     for (i, &h) in stable.iter().enumerate() {
         filter.insert_count_hash(h, 1 + i as u64 % 3).unwrap();
     }
-    let stop = AtomicBool::new(false);
+    let churning = Churning::default();
     std::thread::scope(|s| {
-        s.spawn(|| churn(&filter, churned, &stop));
-        let _stop = StopOnDrop(&stop);
-        for _ in 0..300 {
+        s.spawn(|| churn(&filter, churned, &churning));
+        let _stop = churning.stopper();
+        let mut round = 0;
+        while churning.keep_checking(round, 300) {
+            round += 1;
             let union = filter.merge(&empty).unwrap();
             for (i, &h) in stable.iter().enumerate() {
                 assert_eq!(

@@ -6,10 +6,8 @@
 
 mod common;
 
-use std::sync::atomic::AtomicBool;
-
-use common::{churn, distinct_hashes, StopOnDrop};
-use conqf::{Error, ExternallyLockedQf, Filter, LocallyLockedQf, Merge, SequentialQf};
+use common::{churn, distinct_hashes, Churning};
+use conqf::{Error, ExternallyLockedQf, Filter, LocallyLockedQf, Merge, Remove, SequentialQf};
 use proptest::prelude::*;
 
 /// The stored fingerprints as `quotient << r | remainder`, in order.
@@ -80,6 +78,46 @@ fn fingerprints_of_other_lengths_are_incompatible() {
     assert!(matches!(a.merge(&b), Err(Error::Incompatible(_))));
 }
 
+/// Stores `stable.0` in `a` and `stable.1` in `b`, then merges `a` with `b` at least `rounds`
+/// times (and until the churners made some thousands of pairs, [`Churning::keep_checking`])
+/// while each of `churners` keeps inserting and removing its keys in its filter ([`churn`]),
+/// shifting the runs of the stable keys; `check` sees every union and the stable keys. Ends
+/// with `a` and `b` checked by `check_filter`.
+fn merge_beside_churn<F: Filter + Remove + Merge + Sync>(
+    (a, b): (&F, &F),
+    stable: (&[u64], &[u64]),
+    churners: &[(&F, &[u64])],
+    rounds: usize,
+    check: impl Fn(&F, &[u64]),
+    check_filter: impl Fn(&F),
+) {
+    for (filter, keys) in [(a, stable.0), (b, stable.1)] {
+        for &h in keys {
+            filter.insert_hash(h).unwrap();
+        }
+    }
+    let all_stable = [stable.0, stable.1].concat();
+    let churning = Churning::default();
+    std::thread::scope(|s| {
+        for &(filter, keys) in churners {
+            let churning = &churning;
+            s.spawn(move || churn(filter, keys, churning));
+        }
+        let _stop = churning.stopper();
+        let mut round = 0;
+        while churning.keep_checking(round, rounds) {
+            let union = a.merge(b).unwrap();
+            for &h in &all_stable {
+                assert!(union.contains_hash(h), "a merge lost a stored key");
+            }
+            check(&union, &all_stable);
+            round += 1;
+        }
+    });
+    check_filter(a);
+    check_filter(b);
+}
+
 /// `merge` through `&self` while other threads keep inserting and removing other keys of both
 /// filters, shifting their runs: every merge holds every fingerprint stored in either before it
 /// began and still stored. (Read without the region locks, the merge loses keys here.)
@@ -90,35 +128,21 @@ fn external_merges_during_writes_keep_every_stored_key() {
     let b = ExternallyLockedQf::with_bits_and_region(q, r, 16).unwrap();
     let all = distinct_hashes(q, r, 200, 400, 23);
     let (stable, churned) = all.split_at(200);
-    let (stable_a, stable_b) = stable.split_at(100);
-    for &h in stable_a {
-        a.insert_hash(h).unwrap();
-    }
-    for &h in stable_b {
-        b.insert_hash(h).unwrap();
-    }
     let (churn_a, churn_b) = churned.split_at(100);
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        for (filter, keys) in [(&a, churn_a), (&b, churn_b)] {
-            let stop = &stop;
-            s.spawn(move || churn(filter, keys, stop));
-        }
-        let _stop = StopOnDrop(&stop);
-        for _ in 0..300 {
-            let union = a.merge(&b).unwrap();
+    merge_beside_churn(
+        (&a, &b),
+        stable.split_at(100),
+        &[(&a, churn_a), (&b, churn_b)],
+        300,
+        |union, stable| {
             union.check_invariants().unwrap();
-            for &h in stable {
-                assert!(union.contains_hash(h), "a merge lost a stored key");
-            }
             // Each writer holds at most one of its churned keys at a time, and each filter is
             // read whole at one moment.
             let extra = union.len() - stable.len();
             assert!(extra <= 2, "{extra} keys beside the stable ones");
-        }
-    });
-    a.check_invariants().unwrap();
-    b.check_invariants().unwrap();
+        },
+        |filter| filter.check_invariants().unwrap(),
+    );
 }
 
 /// `LocallyLockedQf`'s merge while two threads keep inserting and removing other keys of the
@@ -133,35 +157,22 @@ fn locally_locked_merges_during_writes_keep_every_stored_key() {
     // Few quotients, so clusters are long and cross groups.
     let all = distinct_hashes(q, r, 100, 360, 29);
     let (stable, churned) = all.split_at(180);
-    let (stable_a, stable_b) = stable.split_at(120);
-    for &h in stable_a {
-        a.insert_hash(h).unwrap();
-    }
-    for &h in stable_b {
-        b.insert_hash(h).unwrap();
-    }
     let (churn_a, rest) = churned.split_at(60);
     let (churn_a2, churn_b) = rest.split_at(60);
-    let stop = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        for (filter, keys) in [(&a, churn_a), (&a, churn_a2), (&b, churn_b)] {
-            let stop = &stop;
-            s.spawn(move || churn(filter, keys, stop));
-        }
-        let _stop = StopOnDrop(&stop);
-        for _ in 0..3000 {
-            let union = a.merge(&b).unwrap();
+    merge_beside_churn(
+        (&a, &b),
+        stable.split_at(120),
+        &[(&a, churn_a), (&a, churn_a2), (&b, churn_b)],
+        20_000,
+        |union, _| {
             union.check_invariants().unwrap();
-            for &h in stable {
-                assert!(union.contains_hash(h), "a merge lost a stored key");
-            }
+            // Not one instant's read: churned keys read before their removal may be there.
             assert!(
                 union.len() <= all.len(),
                 "{} keys in the union",
                 union.len()
             );
-        }
-    });
-    a.check_invariants().unwrap();
-    b.check_invariants().unwrap();
+        },
+        |filter| filter.check_invariants().unwrap(),
+    );
 }

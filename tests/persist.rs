@@ -2108,7 +2108,7 @@ proptest! {
 /// key stored throughout, and reads back through `from_bytes`.
 #[test]
 fn snapshots_during_writes_keep_every_stored_key() {
-    use common::{churn, distinct_hashes, StopOnDrop};
+    use common::{churn, distinct_hashes, Churning};
     let (q, r) = (8, 8);
     let filter = LocallyLockedQf::with_bits(q, r).unwrap();
     let all = distinct_hashes(q, r, 100, 300, 31);
@@ -2116,14 +2116,16 @@ fn snapshots_during_writes_keep_every_stored_key() {
     for &h in stable {
         filter.insert_hash(h).unwrap();
     }
-    let stop = AtomicBool::new(false);
+    let churning = Churning::default();
     std::thread::scope(|s| {
         for keys in churned.chunks(50) {
-            let (filter, stop) = (&filter, &stop);
-            s.spawn(move || churn(filter, keys, stop));
+            let (filter, churning) = (&filter, &churning);
+            s.spawn(move || churn(filter, keys, churning));
         }
-        let _stop = StopOnDrop(&stop);
-        for round in 0..3000 {
+        let _stop = churning.stopper();
+        let mut round = 0;
+        while churning.keep_checking(round, 20_000) {
+            round += 1;
             let snapshot = filter.snapshot().unwrap();
             snapshot.check_invariants().unwrap();
             assert!(
@@ -2131,7 +2133,7 @@ fn snapshots_during_writes_keep_every_stored_key() {
                 "a snapshot lost a key"
             );
             assert!(snapshot.len() <= all.len(), "{} keys", snapshot.len());
-            if round % 1000 == 0 {
+            if round % 1000 == 1 {
                 let back = LocallyLockedQf::from_bytes(&snapshot.to_bytes()).unwrap();
                 assert!(stable.iter().all(|&h| back.contains_hash(h)));
             }

@@ -365,20 +365,52 @@ impl Drop for StopOnDrop<'_> {
     }
 }
 
-/// Inserts and removes each of `keys` in turn, round after round, until `stop` is set: keeps
+/// What the threads that churn a filter ([`churn`]) share with the thread that checks the
+/// filter beside them: a stop flag and how many insert-and-remove pairs they made.
+#[derive(Default)]
+pub(crate) struct Churning {
+    stop: std::sync::atomic::AtomicBool,
+    pairs: std::sync::atomic::AtomicUsize,
+}
+
+impl Churning {
+    /// Insert-and-remove pairs the churners make, at the least, while a check loop runs.
+    const MIN_PAIRS: usize = 20_000;
+
+    /// Stops the churners when dropped (also when a check fails).
+    pub(crate) fn stopper(&self) -> StopOnDrop<'_> {
+        StopOnDrop(&self.stop)
+    }
+
+    /// Whether a check loop that made `round` checks goes on: until it made `rounds` and the
+    /// churners made [`MIN_PAIRS`](Self::MIN_PAIRS) pairs, so the checks overlap the churn
+    /// however the threads are scheduled (at most `1000 rounds` checks, in case a churner
+    /// died: its panic then ends the test when the scope joins it).
+    pub(crate) fn keep_checking(&self, round: usize, rounds: usize) -> bool {
+        // Relaxed: a progress count; the scope's join orders everything else.
+        let pairs = self.pairs.load(std::sync::atomic::Ordering::Relaxed);
+        round < rounds || (pairs < Self::MIN_PAIRS && round < 1000 * rounds)
+    }
+}
+
+/// Inserts and removes each of `keys` in turn, round after round, until told to stop: keeps
 /// shifting the runs of the other keys under a concurrent reader.
 pub(crate) fn churn<F: conqf::Filter + conqf::Remove>(
     filter: &F,
     keys: &[u64],
-    stop: &std::sync::atomic::AtomicBool,
+    churning: &Churning,
 ) {
     for &h in keys.iter().cycle().take(10_000_000) {
         // Relaxed: as in `StopOnDrop`.
-        if stop.load(std::sync::atomic::Ordering::Relaxed) {
+        if churning.stop.load(std::sync::atomic::Ordering::Relaxed) {
             break;
         }
         filter.insert_hash(h).unwrap();
         assert!(filter.remove_hash(h).unwrap());
+        // Relaxed: as in `keep_checking`.
+        churning
+            .pairs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
