@@ -151,54 +151,44 @@ impl BatchTable for CuckooTable {
 }
 
 /// The Bloom filter: a key's bits come from the whole hash.
-/// The growing filters: a key is the whole hash (the split depends on the table or level it
-/// lands in, which may double during the batch), the prefetch reads the current table (every
-/// level's), and a span of the batch is pinned once ([`BatchTable::hold`]).
-impl BatchTable for GrowableQf {
-    type Key = u64;
+/// [`BatchTable`] for the growing filters: a key is the whole hash (the split depends on the
+/// table or level it lands in, which may double during the batch), `$prefetch` reads the
+/// current table (every level's) under a pin, and a span of the batch is pinned once
+/// ([`BatchTable::hold`]).
+macro_rules! batch_table_of_growing {
+    ($($filter:ty: |$this:ident, $hash:ident, $guard:ident| $prefetch:expr, slots: $slots:expr;)*) => {$(
+        impl BatchTable for $filter {
+            type Key = u64;
+            const HOLD_SPAN: usize = GROWING_HOLD_SPAN;
 
-    fn split(&self, hash: u64) -> u64 {
-        hash
-    }
+            fn split(&self, hash: u64) -> u64 {
+                hash
+            }
 
-    fn prefetch_key(&self, hash: u64) {
-        self.prefetch(hash, &growing::pin());
-    }
+            fn prefetch_key(&self, $hash: u64) {
+                let ($this, $guard) = (self, &growing::pin());
+                $prefetch
+            }
 
-    fn slot_count(&self) -> usize {
-        1 << self.quotient_bits()
-    }
+            fn slot_count(&self) -> usize {
+                let $this = self;
+                $slots
+            }
 
-    const HOLD_SPAN: usize = GROWING_HOLD_SPAN;
-
-    fn hold<R>(&self, span: impl FnOnce() -> R) -> R {
-        let _pinned = growing::pin();
-        span()
-    }
+            fn hold<R>(&self, span: impl FnOnce() -> R) -> R {
+                let _pinned = growing::pin();
+                span()
+            }
+        }
+    )*};
 }
 
-impl BatchTable for ExpandableQf {
-    type Key = u64;
-
-    fn split(&self, hash: u64) -> u64 {
-        hash
-    }
-
-    fn prefetch_key(&self, hash: u64) {
-        self.prefetch_levels(hash, self.active(), &growing::pin());
-    }
-
-    fn slot_count(&self) -> usize {
-        self.canonical_slots()
-    }
-
-    const HOLD_SPAN: usize = GROWING_HOLD_SPAN;
-
-    fn hold<R>(&self, span: impl FnOnce() -> R) -> R {
-        let _pinned = growing::pin();
-        span()
-    }
-}
+batch_table_of_growing!(
+    GrowableQf: |filter, hash, guard| filter.prefetch(hash, guard),
+        slots: 1 << filter.quotient_bits();
+    ExpandableQf: |filter, hash, guard| filter.prefetch_levels(hash, filter.active(), guard),
+        slots: filter.canonical_slots();
+);
 
 impl BatchTable for AtomicBloomFilter {
     type Key = u64;
