@@ -210,3 +210,38 @@ fn merges_during_writes_keep_every_stored_key() {
     });
     filter.check_invariants().unwrap();
 }
+
+/// `to_bytes` through `&self` while another thread keeps inserting and removing other keys,
+/// shifting the runs of the stored ones: every snapshot decodes (all invariants hold), holds
+/// every stored key with its count, and at most the one churned key in flight.
+#[test]
+fn snapshots_during_writes_are_the_table_between_operations() {
+    use common::{churn, Churning};
+    let filter = CountingQf::with_bits_and_region(8, 6, 1).unwrap();
+    let all = distinct_hashes(8, 6, 240, 360, 13);
+    let (stable, churned) = all.split_at(120);
+    for (i, &h) in stable.iter().enumerate() {
+        filter.insert_count_hash(h, 1 + i as u64 % 3).unwrap();
+    }
+    let copies: u64 = (0..stable.len() as u64).map(|i| 1 + i % 3).sum();
+    let churning = Churning::default();
+    std::thread::scope(|s| {
+        s.spawn(|| churn(&filter, churned, &churning));
+        let _stop = churning.stopper();
+        let mut round = 0;
+        while churning.keep_checking(round, 3000) {
+            round += 1;
+            let snapshot = CountingQf::from_bytes(&filter.to_bytes()).unwrap();
+            for (i, &h) in stable.iter().enumerate() {
+                assert_eq!(
+                    snapshot.count_hash(h),
+                    1 + i as u64 % 3,
+                    "a snapshot lost a key"
+                );
+            }
+            let extra = snapshot.len() as u64 - copies;
+            assert!(extra <= 1, "{extra} copies beside the stored ones");
+        }
+    });
+    filter.check_invariants().unwrap();
+}

@@ -171,7 +171,7 @@ fn concurrent_inserts_stop_near_the_cap() {
 /// compares it with the table).
 #[test]
 fn counting_caps_the_slots_of_repeated_keys() {
-    let mut filter = CountingQf::with_bits(Q, R).unwrap();
+    let filter = CountingQf::with_bits(Q, R).unwrap();
     let hashes = distinct_hashes(Q, R, 1 << Q, 1 << Q, 19);
     let stored = hashes
         .iter()

@@ -544,7 +544,7 @@ fn check_counting_round_trip(filter: &mut CountingQf, probes: &[u64]) -> Result<
     let mut streamed = Vec::new();
     filter.write_to(&mut streamed).unwrap();
     prop_assert_eq!(&streamed, &bytes);
-    let mut back = CountingQf::from_bytes(&bytes).unwrap();
+    let back = CountingQf::from_bytes(&bytes).unwrap();
     let read = CountingQf::read_from(bytes.as_slice()).unwrap();
     let view = CountingQfRef::from_bytes(&bytes).unwrap();
     back.check_invariants().map_err(TestCaseError::fail)?;
@@ -1360,7 +1360,7 @@ fn golden_filters() -> Vec<(&'static str, Vec<u8>)> {
         locked.remove(&k).unwrap();
     }
     let mut two_bit = TwoBitQf::with_bits(9, 12).unwrap();
-    let mut counting = CountingQf::with_bits_and_region(10, 10, 2).unwrap();
+    let counting = CountingQf::with_bits_and_region(10, 10, 2).unwrap();
     let mut growable = LocallyLockedQf::growable(1, 0.5)
         .max_doublings(5)
         .build_with_bits(6, 16)
@@ -1895,7 +1895,12 @@ fn serde_writes_the_same_bytes_and_checks_them() {
         back.fingerprints().collect::<Vec<_>>(),
         two_bit_sample().fingerprints().collect::<Vec<_>>()
     );
-    let json = serde_json::to_string(&counting_sample().to_bytes()).unwrap();
+    let counting = counting_sample();
+    let json = serde_json::to_string(&counting).unwrap();
+    assert_eq!(
+        serde_json::from_str::<Vec<u8>>(&json).unwrap(),
+        counting.to_bytes()
+    );
     let back: CountingQf = serde_json::from_str(&json).unwrap();
     assert_eq!(
         back.counts().collect::<Vec<_>>(),

@@ -103,32 +103,37 @@ impl CountingQf {
     ///
     /// # Errors
     /// Whatever `out` returns.
-    pub fn write_to<W: Write>(&mut self, out: W) -> std::io::Result<()> {
+    pub fn write_to<W: Write>(&self, out: W) -> std::io::Result<()> {
         let params = ParamsWriter::default()
             .u32(self.quotient_bits())
             .u32(self.remainder_bits())
             .u64(self.region_blocks() as u64);
-        format::write_file(out, Tag::Counting, params, self.table.words())
+        // Allocated before locking, so other threads wait only for the copy, not for `out`.
+        let mut words = Vec::with_capacity(self.table.word_count());
+        self.locks
+            .with_all_held(|| self.table.copy_words_into(&mut words));
+        format::write_file(out, Tag::Counting, params, words.into_iter())
     }
 
     /// The filter as bytes: a versioned little-endian format with a checksum, which
     /// [`from_bytes`](Self::from_bytes) and the zero-copy [`CountingQfRef`] read on any
     /// platform. The region size is kept.
     ///
-    /// `&mut self`: no operation is in flight, so no region is locked and the table is the
-    /// state between two operations (call it on an `Arc` with
-    /// [`Arc::get_mut`](std::sync::Arc::get_mut) once the other threads are done).
+    /// Other threads may keep using the filter: the table is copied while every region lock is
+    /// held (taken in ascending order, as every writer takes them), so the bytes are the table
+    /// between two operations; writers wait for the copy, not for the output, and so do the
+    /// lookups that meet a held region.
     ///
     /// ```
     /// use conqf::{Count, CountingQf, Filter};
-    /// let mut filter = CountingQf::new(1000, 0.01)?;
+    /// let filter = CountingQf::new(1000, 0.01)?;
     /// filter.insert_count(&"apple", 7)?;
     /// let back = CountingQf::from_bytes(&filter.to_bytes())?;
     /// assert_eq!(back.count(&"apple"), 7);
     /// assert_eq!((back.len(), back.distinct()), (7, 1));
     /// # Ok::<(), conqf::Error>(())
     /// ```
-    pub fn to_bytes(&mut self) -> Vec<u8> {
+    pub fn to_bytes(&self) -> Vec<u8> {
         format::to_vec(|out| self.write_to(out))
     }
 
@@ -148,7 +153,7 @@ impl CountingQf {
     ///
     /// ```
     /// use conqf::{Count, CountingQf, Filter};
-    /// let mut filter = CountingQf::new(1000, 0.01)?;
+    /// let filter = CountingQf::new(1000, 0.01)?;
     /// filter.insert(&42u64)?;
     /// let mut file = Vec::new();
     /// filter.write_to(&mut file).unwrap();
@@ -173,7 +178,7 @@ impl CountingQf {
 ///
 /// ```
 /// use conqf::{Count, CountingQf, CountingQfRef, Filter};
-/// let mut filter = CountingQf::new(1000, 0.01)?;
+/// let filter = CountingQf::new(1000, 0.01)?;
 /// filter.insert_count(&"apple", 3)?;
 /// let bytes = filter.to_bytes(); // or a memory-mapped file
 /// let view = CountingQfRef::from_bytes(&bytes)?;

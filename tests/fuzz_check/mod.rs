@@ -98,7 +98,7 @@ pub(crate) fn check(target: &str, bytes: &[u8]) {
             let owned = accepted("CountingQf", CountingQf::from_bytes(bytes));
             let view = accepted("CountingQfRef", CountingQfRef::from_bytes(bytes));
             assert_eq!(owned.is_some(), view.is_some());
-            if let (Some(mut f), Some(v)) = (owned, view) {
+            if let (Some(f), Some(v)) = (owned, view) {
                 f.check_invariants().unwrap();
                 assert_eq!((v.len(), v.distinct()), (f.len(), f.distinct()));
                 for h in probes(bytes) {
@@ -196,7 +196,7 @@ fn valid(target: &str) -> Vec<Vec<u8>> {
             vec![f.to_bytes(), TwoBitQf::with_bits(2, 3).unwrap().to_bytes()]
         }
         "counting" => {
-            let mut f = CountingQf::with_bits(5, 4).unwrap();
+            let f = CountingQf::with_bits(5, 4).unwrap();
             for k in keys.clone() {
                 f.insert_count(&k, k % 4 + 1).unwrap();
             }

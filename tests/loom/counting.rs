@@ -300,6 +300,35 @@ fn merge_racing_a_shift_across_the_boundary_keeps_every_stored_key() {
     });
 }
 
+/// `to_bytes` (through `&self`, under every region lock) while an insert at 62 shifts the runs
+/// of 63-65 across the block boundary: the bytes decode (the decoder checks every invariant)
+/// to the table before the insert or after it, never a half-shifted one.
+#[test]
+fn snapshot_racing_a_shift_across_the_boundary_is_the_table_between_operations() {
+    model(|| {
+        let filter = filter_with(&boundary_runs());
+        let (inserted, bytes) = super::race(
+            &filter,
+            |x| x.insert_hash(key(62, 1)).unwrap(),
+            |y| y.to_bytes(),
+        );
+        assert!(inserted);
+        let snapshot = CountingQf::from_bytes(&bytes).unwrap();
+        for (k, n) in boundary_runs() {
+            assert_eq!(
+                snapshot.count_hash(k),
+                n,
+                "the snapshot lost copies of {k:#x}"
+            );
+        }
+        let new = snapshot.count_hash(key(62, 1));
+        assert!(new <= 1);
+        let stored: u64 = boundary_runs().iter().map(|&(_, n)| n).sum();
+        assert_eq!(snapshot.len() as u64, stored + new);
+        snapshot.check_invariants().unwrap();
+    });
+}
+
 /// The race `LocallyLockedQf` had (`a_removal_behind_the_plan_walk_hides_an_empty_slot`), here:
 /// an insert at 62, holding region 0, plans up to the cluster's first empty slot (69) in region
 /// 1 before it holds that region, while the other thread, in region 1 only, removes (65, 0)

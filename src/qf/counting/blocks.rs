@@ -121,14 +121,22 @@ impl Blocks {
         }
     }
 
-    /// The blocks' words, then the spill words, as stored (`&mut self`: nothing writes).
-    pub(crate) fn words(&mut self) -> impl ExactSizeIterator<Item = u64> + '_ {
-        let (words, spills) = (&self.words, &self.spills);
-        (0..words.len() + spills.len()).map(move |i| {
-            let word = words.get(i).unwrap_or_else(|| &spills[i - words.len()]);
-            // Relaxed: `&mut self`, so no other thread writes the table.
-            word.load(Ordering::Relaxed)
-        })
+    /// The number of words [`copy_words_into`](Self::copy_words_into) gives.
+    pub(crate) fn word_count(&self) -> usize {
+        self.words.len() + self.spills.len()
+    }
+
+    /// Appends the blocks' words, then the spill words, as stored, to `out`. The caller keeps
+    /// writers out (holds every region, or has `&mut` access).
+    pub(crate) fn copy_words_into(&self, out: &mut Vec<u64>) {
+        // Relaxed: no thread writes the table meanwhile, and whatever keeps them out (the
+        // region locks' Acquire, or the `&mut` borrow) ordered their stores before these loads.
+        out.extend(
+            self.words
+                .iter()
+                .chain(&self.spills)
+                .map(|word| word.load(Ordering::Relaxed)),
+        );
     }
 
     /// Asks the CPU to start loading every cache line of `slot`'s block and of the block after
