@@ -150,7 +150,6 @@ impl BatchTable for CuckooTable {
     }
 }
 
-/// The Bloom filter: a key's bits come from the whole hash.
 /// [`BatchTable`] for the growing filters: a key is the whole hash (the split depends on the
 /// table or level it lands in, which may double during the batch), `$prefetch` reads the
 /// current table (every level's) under a pin, and a span of the batch is pinned once
@@ -190,6 +189,7 @@ batch_table_of_growing!(
         slots: filter.canonical_slots();
 );
 
+/// The Bloom filter: a key's bits come from the whole hash.
 impl BatchTable for AtomicBloomFilter {
     type Key = u64;
 

@@ -5,8 +5,8 @@
 //! `LocallyLockedQf` deserialises but does not implement `Serialize`: its snapshot needs
 //! `&mut self` (see [`LocallyLockedQf::to_bytes`]), which `Serialize` cannot take; serialise
 //! `filter.to_bytes()` (or `filter.snapshot()?`, a `SequentialQf`) instead; the same holds for
-//! `LockFreeCuckooFilter`, `TwoBitQf`, `GrowableQf` and `ExpandableQf`. [`SequentialQfRef`] and [`CountingQfRef`] deserialise zero-copy from formats
-//! that lend their bytes.
+//! `LockFreeCuckooFilter`, `TwoBitQf`, `GrowableQf` and `ExpandableQf`. [`SequentialQfRef`]
+//! and [`CountingQfRef`] deserialise zero-copy from formats that lend their bytes.
 
 use std::fmt;
 
