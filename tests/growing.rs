@@ -299,7 +299,8 @@ mod model {
 }
 
 /// The `&self` batch methods from two threads while the table doubles under them, then batch
-/// removals beside batch lookups: no false negative, every key counted ([`common::batches_race_growth`]).
+/// removals beside batch lookups: no false negative, every key counted
+/// ([`common::batches_race_growth`]).
 #[test]
 fn batches_from_two_threads_grow_the_table_without_losing_a_key() {
     let filter = LocallyLockedQf::growable(500, 1e-6)

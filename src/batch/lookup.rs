@@ -155,7 +155,9 @@ impl BatchTable for CuckooTable {
 /// current table (every level's) under a pin, and a span of the batch is pinned once
 /// ([`BatchTable::hold`]).
 macro_rules! batch_table_of_growing {
-    ($($filter:ty: |$this:ident, $hash:ident, $guard:ident| $prefetch:expr, slots: $slots:expr;)*) => {$(
+    ($(
+        $filter:ty: |$this:ident, $hash:ident, $guard:ident| $prefetch:expr, slots: $slots:expr;
+    )*) => {$(
         impl BatchTable for $filter {
             type Key = u64;
             const HOLD_SPAN: usize = GROWING_HOLD_SPAN;
