@@ -74,8 +74,8 @@
 //! lock-elided fast paths correct.
 //!
 //! **No deadlock**: a thread waits for a write lock only while holding no lock (Block B). It
-//! waits for a read lock either holding nothing (queries, which release their read lock without
-//! waiting for anything) or holding a write lock (inserts and removes: Block C, and the shift's
+//! waits for a read lock either holding nothing (queries, and the merge's and snapshot's sweep,
+//! which release their read lock without waiting for anything) or holding a write lock (inserts and removes: Block C, and the shift's
 //! waits for read locks ahead of it). Before its first group commit, every read lock a writer
 //! holds lies in the supercluster whose write lock it holds, so no other writer can be waiting
 //! for it while holding a lock. A removal's commits may split the supercluster, after which a
@@ -293,7 +293,8 @@ impl LocallyLockedQf {
 /// it. Unlike [`ExternallyLockedQf`](crate::ExternallyLockedQf)'s merge, which holds all of
 /// its filter's region locks at once, this read is not the table of one instant: fingerprints
 /// inserted or removed while it runs may or may not be in the result. Writers into the cluster
-/// being read wait for it (as for a locked query); nobody else does.
+/// being read, or shifting through it from a cluster further left, wait for it (as for a
+/// locked query); nobody else does.
 ///
 /// ```
 /// use conqf::{Filter, LocallyLockedQf, Merge};

@@ -8,15 +8,22 @@
 //! The sweep keeps a position `next` and the claim that every fingerprint stored when it began,
 //! and not removed since, whose canonical slot lies before `next` has been read. Take such a
 //! fingerprint with canonical slot `c >= next`. While it is stored, slot `c` holds an element
-//! (its run starts at or after `c`, and the slots between are filled), and every group load
-//! is a consistent piece of the table (module doc of `locally_locked`), so the search for the
-//! first filled slot from `next` stops at some `o <= c`. The sweep read-locks the start `s <= o`
-//! of the cluster that holds `o` and reads that cluster, `s..=e`, which nobody changes while
-//! the lock is held. If `e >= c`, slot `c` lies in the cluster, and so does the run of `c`:
-//! the fingerprint is read. Otherwise `next` moves to `e + 1 <= c` and the claim holds for the
-//! fingerprints of `o..=e` too. Elements shifted right across `next` after their cluster was
-//! read are read again (the keys are deduplicated at the end); elements never move left of
-//! their canonical slot, so none moves from the unread part into the read one.
+//! (its run starts at or after `c`, and the slots between are filled; a shift only fills
+//! slots, and a removal empties only the last slot of its stretch), and every group load is a
+//! consistent piece of the table (module doc of `locally_locked`), so the search for the first
+//! filled slot from `next` stops at some `o <= c`. The sweep walks back from `o` and read-locks
+//! the cluster start `s <= o` it finds, then reads the cluster `s..=e`. While the lock is held
+//! nobody changes the slots of that cluster (other lanes of its groups may change), and slot
+//! `e + 1` stays unshifted (a shifted element there would belong to the cluster), so `e` is
+//! found exactly. If `e >= c`, slot `c` lies in the cluster, and so does the run of `c`: the
+//! fingerprint is read. Otherwise `next` moves to `e + 1` if that is further, and the claim
+//! holds for the fingerprints of `next..=e` too. The cluster may end before `o`: while the
+//! sweep waited at `s`, a removal may have split it; then `next` may stay where it is and the
+//! search runs again (each round either moves `next` on or follows a writer's change, so the
+//! sweep ends once writers leave the stretch alone). Elements shifted right across `next`
+//! after their cluster was read are read again (the keys are deduplicated at the end);
+//! elements never move left of their canonical slot, so none moves from the unread part into
+//! the read one.
 //!
 //! The result is not the table of one instant: fingerprints inserted or removed during the
 //! sweep may or may not be in it.
