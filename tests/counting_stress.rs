@@ -176,39 +176,46 @@ fn filling_to_ninety_percent_and_emptying_again() {
     }
 }
 
-/// `merge` through `&self` while another thread keeps inserting and removing other keys of the
-/// same filter, shifting its runs: every merge holds every fingerprint stored before it began
-/// and still stored, with its count. An unlocked read of the filter used to end early when a
-/// shift moved a run under it, dropping every later key (up to 65 of 120 in a review's test).
-#[test]
-fn merges_during_writes_keep_every_stored_key() {
+/// Fills a filter of `2^8` slots (one block per region) with 120 keys, each with 1-3 copies,
+/// and calls `check(filter, key, copies)` at least `rounds` times while another thread keeps
+/// inserting and removing 240 other keys ([`common::churn`]), shifting the runs of the stored
+/// ones.
+fn check_beside_churn(seed: u64, rounds: usize, check: impl Fn(&CountingQf, &[(u64, u64)])) {
     use common::{churn, Churning};
-    use conqf::Merge;
     let filter = CountingQf::with_bits_and_region(8, 6, 1).unwrap();
-    let empty = CountingQf::with_bits_and_region(8, 6, 1).unwrap();
-    let all = distinct_hashes(8, 6, 240, 360, 11);
+    let all = distinct_hashes(8, 6, 240, 360, seed);
     let (stable, churned) = all.split_at(120);
-    for (i, &h) in stable.iter().enumerate() {
-        filter.insert_count_hash(h, 1 + i as u64 % 3).unwrap();
+    let stored: Vec<(u64, u64)> = (0..).zip(stable).map(|(i, &h)| (h, 1 + i % 3)).collect();
+    for &(h, copies) in &stored {
+        filter.insert_count_hash(h, copies).unwrap();
     }
     let churning = Churning::default();
     std::thread::scope(|s| {
         s.spawn(|| churn(&filter, churned, &churning));
         let _stop = churning.stopper();
         let mut round = 0;
-        while churning.keep_checking(round, 300) {
+        while churning.keep_checking(round, rounds) {
             round += 1;
-            let union = filter.merge(&empty).unwrap();
-            for (i, &h) in stable.iter().enumerate() {
-                assert_eq!(
-                    union.count_hash(h),
-                    1 + i as u64 % 3,
-                    "a merge lost a stored key"
-                );
-            }
+            check(&filter, &stored);
         }
     });
     filter.check_invariants().unwrap();
+}
+
+/// `merge` through `&self` while another thread keeps inserting and removing other keys of the
+/// same filter, shifting its runs: every merge holds every fingerprint stored before it began
+/// and still stored, with its count. An unlocked read of the filter used to end early when a
+/// shift moved a run under it, dropping every later key (up to 65 of 120 in a review's test).
+#[test]
+fn merges_during_writes_keep_every_stored_key() {
+    use conqf::Merge;
+    let empty = CountingQf::with_bits_and_region(8, 6, 1).unwrap();
+    check_beside_churn(11, 300, |filter, stored| {
+        let union = filter.merge(&empty).unwrap();
+        for &(h, copies) in stored {
+            assert_eq!(union.count_hash(h), copies, "a merge lost a stored key");
+        }
+    });
 }
 
 /// `to_bytes` through `&self` while another thread keeps inserting and removing other keys,
@@ -216,32 +223,13 @@ fn merges_during_writes_keep_every_stored_key() {
 /// every stored key with its count, and at most the one churned key in flight.
 #[test]
 fn snapshots_during_writes_are_the_table_between_operations() {
-    use common::{churn, Churning};
-    let filter = CountingQf::with_bits_and_region(8, 6, 1).unwrap();
-    let all = distinct_hashes(8, 6, 240, 360, 13);
-    let (stable, churned) = all.split_at(120);
-    for (i, &h) in stable.iter().enumerate() {
-        filter.insert_count_hash(h, 1 + i as u64 % 3).unwrap();
-    }
-    let copies: u64 = (0..stable.len() as u64).map(|i| 1 + i % 3).sum();
-    let churning = Churning::default();
-    std::thread::scope(|s| {
-        s.spawn(|| churn(&filter, churned, &churning));
-        let _stop = churning.stopper();
-        let mut round = 0;
-        while churning.keep_checking(round, 3000) {
-            round += 1;
-            let snapshot = CountingQf::from_bytes(&filter.to_bytes()).unwrap();
-            for (i, &h) in stable.iter().enumerate() {
-                assert_eq!(
-                    snapshot.count_hash(h),
-                    1 + i as u64 % 3,
-                    "a snapshot lost a key"
-                );
-            }
-            let extra = snapshot.len() as u64 - copies;
-            assert!(extra <= 1, "{extra} copies beside the stored ones");
+    check_beside_churn(13, 3000, |filter, stored| {
+        let snapshot = CountingQf::from_bytes(&filter.to_bytes()).unwrap();
+        for &(h, copies) in stored {
+            assert_eq!(snapshot.count_hash(h), copies, "a snapshot lost a key");
         }
+        let total: u64 = stored.iter().map(|&(_, copies)| copies).sum();
+        let extra = snapshot.len() as u64 - total;
+        assert!(extra <= 1, "{extra} copies beside the stored ones");
     });
-    filter.check_invariants().unwrap();
 }
