@@ -156,10 +156,19 @@ impl LoadCap {
             return;
         }
         let now = len.add(n);
-        // The stripe went from `now - n` to `now`: the two differ above the mask's bits iff a
-        // multiple of the interval lies in `(now - n, now]` (for `n = 1`: `now & mask == 0`).
         // Relaxed: as in `admits`; a stale interval only moves this thread's next check.
-        if now ^ now.wrapping_sub(n) > self.check_mask.load(Ordering::Relaxed) {
+        let mask = self.check_mask.load(Ordering::Relaxed);
+        // The stripe went from `now - n` to `now`: the two differ above the mask's bits iff a
+        // multiple of the interval lies in `(now - n, now]`. For `n = 1` (every insert of the
+        // 3-status-bit filters; inlined, so decided at compile time) that is `now & mask == 0`,
+        // two instructions fewer per insert (callgrind, `W=inserts F=locally-locked Q=16 R=1
+        // peer_probe`: 38.57M -> 38.47M).
+        let crossed = if n == 1 {
+            now & mask == 0
+        } else {
+            now ^ now.wrapping_sub(n) > mask
+        };
+        if crossed {
             self.check(len);
         }
     }
