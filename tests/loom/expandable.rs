@@ -346,3 +346,56 @@ fn level_opening_beside_a_shift(wait_for_the_opening: bool) {
     assert!(!filter.level_is_sealed(1));
     filter.check_invariants().unwrap();
 }
+
+/// The lower-level query race above through `contains_batch`, which pins the epoch once
+/// around its queries (`BatchTable::hold`), so each query's own pin nests in it: the batch
+/// must find the shifted key and not the absent one, in every interleaving, with both query
+/// paths.
+#[test]
+fn batch_lower_level_queries_during_a_removal_shifting_across_groups() {
+    for cascading in [true, false] {
+        model(move || {
+            let (filter, [_, y, w, _]) = four_keys(cascading);
+            let never = key10(3, 5);
+            let (removed, found) = super::race(
+                &filter,
+                move |a| a.remove_hash(y).unwrap(),
+                move |b| {
+                    let mut found = [false; 2];
+                    b.contains_batch(&[w, never], &mut found).unwrap();
+                    found
+                },
+            );
+            assert!(removed);
+            assert_eq!(found, [true, false], "the batch answered wrongly");
+            filter.check_invariants().unwrap();
+        });
+    }
+}
+
+/// The insert-if-absent race above through `insert_batch_concurrent` (pinned once around the
+/// batch): the batch must not take a misread lower level for its key either.
+#[test]
+fn batch_insert_if_absent_ignores_a_hit_misread_during_a_lower_level_removal() {
+    model(|| {
+        let filter = ExpandableQf::builder(3, 0.0015)
+            .delta_grow(0.5)
+            .cascading(false)
+            .build()
+            .unwrap();
+        for k in [key10(2, 1), key10(2, 2), key10(3, 7), key10(4, 9)] {
+            assert!(filter.insert_hash(k).unwrap());
+        }
+        assert_eq!(filter.levels(), 2);
+        let filter = Arc::new(filter);
+        let (removed, stored) = super::race(
+            &filter,
+            |a| a.remove_hash(key10(2, 2)).unwrap(),
+            |b| b.insert_batch_concurrent(&[key10(4, 7)]).unwrap(),
+        );
+        assert!(removed);
+        assert_eq!(stored, 1, "the batch insert took a misread for the key");
+        assert!(filter.contains_hash(key10(4, 7)));
+        filter.check_invariants().unwrap();
+    });
+}
