@@ -408,7 +408,7 @@ fn saturated_bytes() -> &'static [u8] {
         let mut builder = loom::model::Builder::new();
         builder.max_branches = 100_000;
         builder.check(move || {
-            let mut filter = CountingQf::with_bits_and_region(SATURATED_Q, SATURATED_R, 1).unwrap();
+            let filter = CountingQf::with_bits_and_region(SATURATED_Q, SATURATED_R, 1).unwrap();
             for (quotient, remainder, n) in saturated_entries() {
                 let k = saturated_key(quotient, remainder);
                 filter.insert_count_hash(k, n).unwrap();
