@@ -275,8 +275,24 @@ pub(crate) fn build_table(
     keys: Vec<u64>,
     method: BuildMethod,
 ) -> Result<(QfTable, usize), Error> {
+    let (table, len) =
+        build_table_uncapped(quotient_bits, remainder_bits, min_slots, keys, method)?;
+    let len = within_load_cap(&table, len)?;
+    Ok((table, len))
+}
+
+/// [`build_table`] without the load cap, [`Error::Full`] only if the keys do not fit the slots:
+/// for a snapshot, which copies whatever its table held, and a lower level of a cascading
+/// [`ExpandableQf`](crate::ExpandableQf) holds more than the cap (its inserts into empty
+/// canonical slots pass it).
+pub(crate) fn build_table_uncapped(
+    quotient_bits: u32,
+    remainder_bits: u32,
+    min_slots: usize,
+    keys: Vec<u64>,
+    method: BuildMethod,
+) -> Result<(QfTable, usize), Error> {
     let table = QfTable::with_slots(quotient_bits, remainder_bits, min_slots)?;
     let len = build(&table, keys, method, Dedupe::Off)?;
-    let len = within_load_cap(&table, len)?;
     Ok((table, len))
 }

@@ -71,7 +71,7 @@ impl LocallyLockedQf {
     pub fn snapshot(&self) -> Result<SequentialQf, Error> {
         let keys = self.swept_keys();
         let table = &self.table;
-        let (table, len) = batch::build_table(
+        let (table, len) = batch::build_table_uncapped(
             table.quotient_bits,
             table.remainder_bits,
             table.slots.len(),
