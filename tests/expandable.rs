@@ -225,57 +225,93 @@ fn bad_parameters_are_errors() {
 /// checker queries published keys meanwhile.
 #[test]
 fn threads_insert_across_levels_without_false_negatives() {
+    for cascading in [false, true] {
+        insert_across_levels(cascading, 4, Checker::Queries);
+    }
+}
+
+/// As above, with a checker that takes `&self` snapshots (`ExpandableQf::snapshot`) instead of
+/// querying: every snapshot is a valid filter holding every key whose insert had returned, also
+/// while levels open and double, and reads back through `from_bytes`.
+#[test]
+fn snapshots_while_levels_open_keep_every_finished_insert() {
+    for seed in 5..9 {
+        insert_across_levels(seed % 2 == 1, seed, Checker::Snapshots);
+    }
+}
+
+/// How [`insert_across_levels`] checks the filter while the writers fill it.
+#[derive(Clone, Copy)]
+enum Checker {
+    /// Queries published keys on the filter.
+    Queries,
+    /// Takes snapshots and looks for every published key in each.
+    Snapshots,
+}
+
+fn insert_across_levels(cascading: bool, seed: u64, checker: Checker) {
     const THREADS: usize = 3;
     const PER_THREAD: usize = 15_000;
-    for cascading in [false, true] {
-        let filter = ExpandableQf::builder(500, 1e-9)
-            .cascading(cascading)
-            .build()
-            .unwrap();
-        let mut rng = rand::rngs::StdRng::seed_from_u64(4);
-        let hashes: Vec<u64> = (0..THREADS * PER_THREAD).map(|_| rng.random()).collect();
-        let published: Vec<AtomicUsize> = (0..THREADS).map(|_| AtomicUsize::new(0)).collect();
-        let done = AtomicBool::new(false);
-        std::thread::scope(|s| {
-            let writers: Vec<_> = (0..THREADS)
-                .map(|t| {
-                    let keys = &hashes[t * PER_THREAD..(t + 1) * PER_THREAD];
-                    let (filter, published) = (&filter, &published);
-                    s.spawn(move || {
-                        for (i, &key) in keys.iter().enumerate() {
-                            filter.insert_hash(key).unwrap();
-                            assert!(filter.contains_hash(key), "false negative after insert");
-                            published[t].store(i + 1, Ordering::Release);
-                            if i % 5 == 0 {
-                                assert_eq!(filter.remove_hash(key), Ok(true));
-                            }
+    let filter = ExpandableQf::builder(500, 1e-9)
+        .cascading(cascading)
+        .build()
+        .unwrap();
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let hashes: Vec<u64> = (0..THREADS * PER_THREAD).map(|_| rng.random()).collect();
+    let published: Vec<AtomicUsize> = (0..THREADS).map(|_| AtomicUsize::new(0)).collect();
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let writers: Vec<_> = (0..THREADS)
+            .map(|t| {
+                let keys = &hashes[t * PER_THREAD..(t + 1) * PER_THREAD];
+                let (filter, published) = (&filter, &published);
+                s.spawn(move || {
+                    for (i, &key) in keys.iter().enumerate() {
+                        filter.insert_hash(key).unwrap();
+                        assert!(filter.contains_hash(key), "false negative after insert");
+                        published[t].store(i + 1, Ordering::Release);
+                        if i % 5 == 0 {
+                            assert_eq!(filter.remove_hash(key), Ok(true));
                         }
-                    })
+                    }
                 })
-                .collect();
-            let (filter, published, done, hashes) = (&filter, &published, &done, &hashes);
-            let checker = s.spawn(move || {
-                common::check_published_keys(
-                    filter,
-                    hashes,
-                    PER_THREAD,
-                    published,
-                    done,
-                    |i| i % 5 != 0,
-                    "false negative while levels open",
-                )
-            });
-            common::join_writers(writers, done);
-            assert!(checker.join().unwrap() > 0);
+            })
+            .collect();
+        let (filter, published, done, hashes) = (&filter, &published, &done, &hashes);
+        let checker = s.spawn(move || match checker {
+            Checker::Queries => common::check_published_keys(
+                filter,
+                hashes,
+                PER_THREAD,
+                published,
+                done,
+                |i| i % 5 != 0,
+                "false negative while levels open",
+            ) as usize,
+            Checker::Snapshots => common::check_published_keys_in_snapshots(
+                || filter.snapshot().unwrap(),
+                |snapshot| {
+                    snapshot.check_invariants().unwrap();
+                    assert!(snapshot.levels() <= filter.levels());
+                    let back = ExpandableQf::from_bytes(&snapshot.to_bytes()).unwrap();
+                    assert_eq!(back.len(), snapshot.len());
+                },
+                (hashes, PER_THREAD),
+                published,
+                done,
+                |i| i % 5 != 0,
+            ),
         });
-        assert!(filter.levels() >= 4, "{} levels", filter.levels());
-        for (i, &k) in hashes.iter().enumerate() {
-            if i % PER_THREAD % 5 != 0 {
-                assert!(filter.contains_hash(k));
-            }
+        common::join_writers(writers, done);
+        assert!(checker.join().unwrap() > 0);
+    });
+    assert!(filter.levels() >= 4, "{} levels", filter.levels());
+    for (i, &k) in hashes.iter().enumerate() {
+        if i % PER_THREAD % 5 != 0 {
+            assert!(filter.contains_hash(k));
         }
-        filter.check_invariants().unwrap();
     }
+    filter.check_invariants().unwrap();
 }
 
 /// Lock-free reads of lower levels against removals there: once the levels are built (and,

@@ -2106,6 +2106,34 @@ proptest! {
         let snapshot = filter.snapshot().unwrap();
         prop_assert_eq!(snapshot.to_bytes(), filter.to_bytes());
     }
+
+    /// At rest, the growing filters' `&self` snapshots are the filters themselves: a
+    /// `GrowableQf`'s bytes (table and growth state) equal the exact `&mut` copy's after any
+    /// number of doublings, and so do a non-cascading `ExpandableQf`'s over several levels. A
+    /// cascading one's copy differs only in its removal flags (every level below the newest is
+    /// flagged, see `ExpandableQf::snapshot`): same levels, same keys, same answers.
+    #[test]
+    fn growing_snapshots_at_rest_are_the_filters(
+        hashes in proptest::collection::vec(any::<u64>(), 0..3000),
+        cascading: bool,
+    ) {
+        let mut growable = LocallyLockedQf::growable(64, 0.01).build().unwrap();
+        let mut expandable = ExpandableQf::builder(64, 0.01).cascading(cascading).build().unwrap();
+        for &h in &hashes {
+            growable.insert_hash(h).unwrap();
+            expandable.insert_hash(h).unwrap();
+        }
+        prop_assert_eq!(growable.snapshot().unwrap().to_bytes(), growable.to_bytes());
+        let mut copy = expandable.snapshot().unwrap();
+        if cascading {
+            prop_assert_eq!(copy.levels(), expandable.levels());
+            prop_assert_eq!(copy.len(), expandable.len());
+            prop_assert!(hashes.iter().all(|&h| copy.contains_hash(h)));
+            copy.check_invariants().unwrap();
+        } else {
+            prop_assert_eq!(copy.to_bytes(), expandable.to_bytes());
+        }
+    }
 }
 
 /// `LocallyLockedQf::snapshot` while three threads keep inserting and removing other keys

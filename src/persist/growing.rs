@@ -122,7 +122,8 @@ impl GrowableQf {
     /// done and left, migration block size), so a filter read back keeps growing the same way.
     ///
     /// `&mut self`: no operation and no migration is in flight (call it on an `Arc` with
-    /// [`Arc::get_mut`](std::sync::Arc::get_mut) once the other threads are done).
+    /// [`Arc::get_mut`](std::sync::Arc::get_mut) once the other threads are done). To persist
+    /// a filter other threads keep using, write its [`snapshot`](Self::snapshot) instead.
     ///
     /// ```
     /// use conqf::{Filter, GrowableQf, LocallyLockedQf};
@@ -192,7 +193,8 @@ impl ExpandableQf {
     /// and opens its next levels the same way.
     ///
     /// `&mut self`: no operation, migration or level opening is in flight (call it on an `Arc`
-    /// with [`Arc::get_mut`](std::sync::Arc::get_mut) once the other threads are done).
+    /// with [`Arc::get_mut`](std::sync::Arc::get_mut) once the other threads are done). To
+    /// persist a filter other threads keep using, write its [`snapshot`](Self::snapshot).
     ///
     /// ```
     /// use conqf::{ExpandableQf, Filter};

@@ -341,6 +341,62 @@ impl ExpandableQf {
         )
     }
 
+    /// A copy of the filter, taken while other threads keep inserting, removing, growing and
+    /// opening levels: every level that exists when the call starts, each read as
+    /// [`GrowableQf::snapshot`] reads it, with the filter's parameters. It holds every key
+    /// stored before the call and not removed during it; keys inserted or removed meanwhile
+    /// may or may not be in it, and a level opened meanwhile is not (crate docs,
+    /// "Consistency").
+    ///
+    /// The levels are read one after another, so a cascading filter's copy may hold a key on
+    /// a higher level whose canonical slot a lower level's copy has empty (a key inserted
+    /// beside the read of the lower level). So that a query of the copy never stops early at
+    /// such a slot, a cascading filter's copy treats every level below its newest as one that
+    /// has seen a removal (the module doc's early stop is off there, as after any removal).
+    ///
+    /// Persist a live filter with `filter.snapshot()?.to_bytes()`.
+    ///
+    /// ```
+    /// use conqf::{ExpandableQf, Filter};
+    /// let filter = ExpandableQf::new(100, 0.01)?;
+    /// for k in 0..2000u64 {
+    ///     filter.insert(&k)?;
+    /// }
+    /// let mut copy = std::thread::scope(|s| {
+    ///     s.spawn(|| (2000..4000u64).for_each(|k| drop(filter.insert(&k)))); // may be in it
+    ///     filter.snapshot()
+    /// })?;
+    /// let back = ExpandableQf::from_bytes(&copy.to_bytes())?;
+    /// assert!(back.levels() >= 2);
+    /// assert!((0..2000u64).all(|k| back.contains(&k)));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`GrowableQf::snapshot`], for any level.
+    pub fn snapshot(&self) -> Result<ExpandableQf, Error> {
+        // Acquire: as in `levels`.
+        let active = self.active.load(Ordering::Acquire);
+        let levels = (0..=active)
+            .map(|i| self.level(i).snapshot())
+            .collect::<Result<Vec<_>, _>>()?;
+        // Read after the levels, so that a removal whose change a level's read saw is flagged
+        // (Acquire: pairs with the removal's Release store, made before that change).
+        let mut removed = (0..=active)
+            .filter(|&i| self.removed[i].load(Ordering::Acquire))
+            .fold(0u32, |mask, i| mask | 1 << i);
+        if self.cascading {
+            removed |= (1u32 << active) - 1;
+        }
+        Ok(Self::from_parts(
+            levels,
+            removed,
+            (self.q0, self.r0),
+            self.delta_grow,
+            self.cascading,
+        ))
+    }
+
     /// The quotient and remainder bits of level `level` after `doublings_done` doublings, and
     /// the doublings it has in all; `None` past the last level, or for a level above 0 whose
     /// slots could not be addressed (no such level is opened; level 0's shape is the

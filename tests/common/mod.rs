@@ -339,6 +339,42 @@ pub(crate) fn check_published_keys(
     checks
 }
 
+/// [`check_published_keys`] for `&self` snapshots: until `done` is set (and at least 20 rounds
+/// have run), reads every writer's published count, takes a snapshot with `take`, checks it with
+/// `valid` and asserts it holds every published key that `kept` says stays stored. Returns the
+/// number of rounds.
+pub(crate) fn check_published_keys_in_snapshots<S: conqf::Filter>(
+    take: impl Fn() -> S,
+    valid: impl Fn(&mut S),
+    (hashes, per_thread): (&[u64], usize),
+    published: &[std::sync::atomic::AtomicUsize],
+    done: &std::sync::atomic::AtomicBool,
+    kept: impl Fn(usize) -> bool,
+) -> usize {
+    use std::sync::atomic::Ordering;
+    let mut rounds = 0;
+    while !done.load(Ordering::Acquire) || rounds < 20 {
+        // Acquire: pairs with the writers' Release, so their inserts happened before the call.
+        let upto: Vec<usize> = published
+            .iter()
+            .map(|p| p.load(Ordering::Acquire))
+            .collect();
+        let mut snapshot = take();
+        valid(&mut snapshot);
+        for (t, &upto) in upto.iter().enumerate() {
+            for i in (0..upto).filter(|&i| kept(i)) {
+                let h = hashes[t * per_thread + i];
+                assert!(
+                    snapshot.contains_hash(h),
+                    "snapshot {rounds} lost key {h:#x} (writer {t}, key {i} of {upto})"
+                );
+            }
+        }
+        rounds += 1;
+    }
+    rounds
+}
+
 /// Joins the writer threads of a stress test, then sets `done` so its checker stops, and only
 /// then passes a writer's panic on: a checker waiting for a `done` that a panicked writer never
 /// let the test set would keep the test running for ever. Returns what the writers returned.

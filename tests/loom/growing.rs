@@ -26,6 +26,7 @@
 
 use conqf::migration_loom::BlockMigration;
 use conqf::{Error, Filter, Fingerprint, GrowableQf, LocallyLockedQf, Remove};
+use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 
 const Q: u32 = 4;
@@ -58,6 +59,11 @@ fn filter_holding(keys: &[(u64, u64)]) -> Arc<GrowableQf> {
 
 /// A filter of `remainder_bits`-bit remainders holding `hashes` (three: one short of growing).
 fn filter_of(remainder_bits: u32, hashes: &[u64]) -> Arc<GrowableQf> {
+    Arc::new(growable_of(remainder_bits, hashes))
+}
+
+/// [`filter_of`], not shared yet.
+fn growable_of(remainder_bits: u32, hashes: &[u64]) -> GrowableQf {
     let filter = LocallyLockedQf::growable(1, 0.5)
         .delta_grow(0.25)
         .max_doublings(1)
@@ -68,7 +74,7 @@ fn filter_of(remainder_bits: u32, hashes: &[u64]) -> Arc<GrowableQf> {
         assert!(filter.insert_hash(hash).unwrap());
     }
     assert_eq!(filter.doublings(), 0);
-    Arc::new(filter)
+    filter
 }
 
 /// Inserts `k` and checks, before the thread ends, that the inserting thread finds it.
@@ -83,6 +89,56 @@ fn insert_and_find(filter: &GrowableQf, k: u64) -> bool {
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
     super::check(Some(2), f);
+}
+
+/// A filter and how many of one thread's inserts have returned.
+struct Watched {
+    filter: GrowableQf,
+    returned: AtomicUsize,
+}
+
+/// A `&self` snapshot racing an insert that grows the table (it stores its key, then starts and
+/// runs the migration): the snapshot reads whichever table is current when it starts, the old
+/// one even while the migration freezes it, and must be a valid table holding the stored keys,
+/// and the insert's key if the insert returned before it began.
+#[test]
+fn snapshot_racing_a_doubling_holds_every_finished_insert() {
+    const INSERTED: [(u64, u64); 1] = [(6, 3)];
+    // One preemption: the sweep, the migration and the build make millions of executions at two.
+    super::check(Some(1), || {
+        let hashes: Vec<u64> = STORED.iter().map(|&(q, r)| key(q, r)).collect();
+        let watched = Arc::new(Watched {
+            filter: growable_of(R, &hashes),
+            returned: AtomicUsize::new(0),
+        });
+        super::race(
+            &watched,
+            |w| {
+                for (i, (q, r)) in INSERTED.into_iter().enumerate() {
+                    assert!(w.filter.insert_hash(key(q, r)).unwrap());
+                    // Release: the snapshot that reads this count happens after the insert.
+                    w.returned.store(i + 1, Ordering::Release);
+                }
+            },
+            move |w| {
+                // Acquire: pairs with the Release above.
+                let returned = w.returned.load(Ordering::Acquire);
+                let snapshot = w.filter.snapshot().unwrap();
+                snapshot.check_invariants().unwrap();
+                for k in hashes.iter().copied() {
+                    assert!(snapshot.contains_hash(k), "a stored key is missing");
+                }
+                for &(q, r) in &INSERTED[..returned] {
+                    assert!(
+                        snapshot.contains_hash(key(q, r)),
+                        "a finished insert is missing"
+                    );
+                }
+                assert!((3 + returned..=4).contains(&snapshot.len()));
+            },
+        );
+        assert_eq!(watched.filter.doublings(), 1);
+    });
 }
 
 /// An insert into the cluster the migration is copying: it lands either in the old table before

@@ -27,6 +27,7 @@
 pub mod loom_hooks;
 mod migration;
 mod reclaim;
+mod snapshot;
 
 use std::fmt;
 use std::hash::Hash;
