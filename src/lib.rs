@@ -94,8 +94,9 @@
 //!   the merge began and not removed during it. [`ExternallyLockedQf`] and [`CountingQf`] read
 //!   each input at one instant (under all its locks); [`LocallyLockedQf`] reads one cluster at a
 //!   time under its read lock, so a fingerprint inserted or removed during the merge may or may
-//!   not be in the result. The `&self` snapshots of [`LocallyLockedQf`], [`GrowableQf`] and
-//!   [`ExpandableQf`] (their `snapshot` methods) read the same way, and so promise the same.
+//!   not be in the result. The `&self` snapshots of [`LocallyLockedQf`], [`GrowableQf`],
+//!   [`ExpandableQf`] and [`TwoBitQf`] (their `snapshot` methods) read the same way (`TwoBitQf`
+//!   a supercluster at a time under its left lock), and so promise the same.
 //! * **`len`, `false_positive_rate`** are statistics: with concurrent writers they may lag
 //!   operations that have not returned yet. Iteration ([`LocallyLockedQf::fingerprints`]) and
 //!   [`LocallyLockedQf::contains_hash_unsynchronized`] are exact only while no thread writes.

@@ -2107,6 +2107,24 @@ proptest! {
         prop_assert_eq!(snapshot.to_bytes(), filter.to_bytes());
     }
 
+    /// At rest, `TwoBitQf::snapshot` is the filter itself too, on random sets in tables of
+    /// random shapes and fills.
+    #[test]
+    fn a_two_bit_snapshot_at_rest_is_the_table_bit_for_bit(
+        hashes in proptest::collection::vec(any::<u64>(), 0..600),
+        q in 6u32..11,
+        r in 2u32..14,
+    ) {
+        let mut filter = TwoBitQf::with_bits(q, r).unwrap();
+        for &h in &hashes {
+            if filter.insert_hash(h) == Err(Error::Full) {
+                break;
+            }
+        }
+        let mut snapshot = filter.snapshot().unwrap();
+        prop_assert_eq!(snapshot.to_bytes(), filter.to_bytes());
+    }
+
     /// At rest, the growing filters' `&self` snapshots are the filters themselves: a
     /// `GrowableQf`'s bytes (table and growth state) equal the exact `&mut` copy's after any
     /// number of doublings, and so do a non-cascading `ExpandableQf`'s over several levels. A
@@ -2141,10 +2159,41 @@ proptest! {
 /// key stored throughout, and reads back through `from_bytes`.
 #[test]
 fn snapshots_during_writes_keep_every_stored_key() {
+    let filter = LocallyLockedQf::with_bits(8, 8).unwrap();
+    snapshots_beside_churn(&filter, LocallyLockedQf::snapshot, |copy, stable| {
+        copy.check_invariants().unwrap();
+        let back = LocallyLockedQf::from_bytes(&copy.to_bytes()).unwrap();
+        assert!(stable.iter().all(|&h| back.contains_hash(h)));
+    });
+    filter.check_invariants().unwrap();
+}
+
+/// `TwoBitQf::snapshot` as above: a supercluster at a time under its left lock.
+#[test]
+fn two_bit_snapshots_during_writes_keep_every_stored_key() {
+    let filter = TwoBitQf::with_bits(8, 8).unwrap();
+    snapshots_beside_churn(&filter, TwoBitQf::snapshot, |mut copy, stable| {
+        copy.check_invariants().unwrap();
+        let back = TwoBitQf::from_bytes(&copy.to_bytes()).unwrap();
+        assert!(stable.iter().all(|&h| back.contains_hash(h)));
+    });
+    filter.check_invariants().unwrap();
+}
+
+/// Fills an empty `filter` of `q = r = 8` with 150 stable keys, lets three threads churn 150
+/// others (`common::churn`) and takes snapshots meanwhile: each must hold every stable key and
+/// no more keys than were ever inserted; every 1000th also goes to `check` (with the stable
+/// keys), which checks its invariants and reads it back.
+fn snapshots_beside_churn<F, S>(
+    filter: &F,
+    take: impl Fn(&F) -> Result<S, Error>,
+    check: impl Fn(S, &[u64]),
+) where
+    F: Filter + Remove + Sync,
+    S: Snapshot,
+{
     use common::{churn, distinct_hashes, Churning};
-    let (q, r) = (8, 8);
-    let filter = LocallyLockedQf::with_bits(q, r).unwrap();
-    let all = distinct_hashes(q, r, 100, 300, 31);
+    let all = distinct_hashes(8, 8, 100, 300, 31);
     let (stable, churned) = all.split_at(150);
     for &h in stable {
         filter.insert_hash(h).unwrap();
@@ -2152,25 +2201,47 @@ fn snapshots_during_writes_keep_every_stored_key() {
     let churning = Churning::default();
     std::thread::scope(|s| {
         for keys in churned.chunks(50) {
-            let (filter, churning) = (&filter, &churning);
+            let churning = &churning;
             s.spawn(move || churn(filter, keys, churning));
         }
         let _stop = churning.stopper();
         let mut round = 0;
         while churning.keep_checking(round, 20_000) {
             round += 1;
-            let snapshot = filter.snapshot().unwrap();
-            snapshot.check_invariants().unwrap();
+            let snapshot = take(filter).unwrap();
             assert!(
-                stable.iter().all(|&h| snapshot.contains_hash(h)),
+                stable.iter().all(|&h| snapshot.holds(h)),
                 "a snapshot lost a key"
             );
-            assert!(snapshot.len() <= all.len(), "{} keys", snapshot.len());
+            assert!(snapshot.stored() <= all.len(), "{} keys", snapshot.stored());
             if round % 1000 == 1 {
-                let back = LocallyLockedQf::from_bytes(&snapshot.to_bytes()).unwrap();
-                assert!(stable.iter().all(|&h| back.contains_hash(h)));
+                check(snapshot, stable);
             }
         }
     });
-    filter.check_invariants().unwrap();
+}
+
+/// What [`snapshots_beside_churn`] asks of a snapshot (`SequentialQf` answers through `&self`
+/// without implementing `Filter`).
+trait Snapshot {
+    fn holds(&self, hash: u64) -> bool;
+    fn stored(&self) -> usize;
+}
+
+impl Snapshot for SequentialQf {
+    fn holds(&self, hash: u64) -> bool {
+        self.contains_hash(hash)
+    }
+    fn stored(&self) -> usize {
+        self.len()
+    }
+}
+
+impl Snapshot for TwoBitQf {
+    fn holds(&self, hash: u64) -> bool {
+        self.contains_hash(hash)
+    }
+    fn stored(&self) -> usize {
+        self.len()
+    }
 }

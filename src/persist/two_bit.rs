@@ -1,10 +1,12 @@
 //! Persistence of [`TwoBitQf`], the 2-status-bit table of paper 000 §2.2: `q`, `r`, then the
 //! slots (`r + 2` bits each: guard, `2^q` canonical slots, overflow tail) packed as in memory.
 //!
-//! The snapshot takes `&mut self`: the filter's locks are empty slots of the table itself
-//! (paper 000 §3.2), so a copy taken while other threads work could hold a lock or a
-//! half-shifted supercluster, and stopping every writer would need a global protocol the filter
-//! does not have. With `&mut self` no operation is in flight, so the table holds no lock.
+//! The exact copy takes `&mut self`: the filter's locks are empty slots of the table itself
+//! (paper 000 §3.2), so a word-by-word copy taken while other threads work could hold a lock or
+//! a half-shifted supercluster, and stopping every writer would need a global protocol the
+//! filter does not have. With `&mut self` no operation is in flight, so the table holds no lock.
+//! A filter other threads keep using is persisted through its `&self`
+//! [`snapshot`](TwoBitQf::snapshot), read a supercluster at a time under its lock.
 //!
 //! Reading checks every invariant of a table at rest with the filter's own checker
 //! ([`check_slots`]): no lock or stray status bit in an empty slot, guard and last slot empty,
@@ -40,7 +42,8 @@ impl TwoBitQf {
     ///
     /// `&mut self`: the filter's locks live in its own empty slots, so only a filter with no
     /// operation in flight has a consistent table to copy (call it on an `Arc` with
-    /// [`Arc::get_mut`](std::sync::Arc::get_mut) once the other threads are done).
+    /// [`Arc::get_mut`](std::sync::Arc::get_mut) once the other threads are done). To persist
+    /// a filter other threads keep using, write its [`snapshot`](Self::snapshot) instead.
     ///
     /// ```
     /// use conqf::{Filter, TwoBitQf};

@@ -16,7 +16,7 @@ const Q: u32 = 3;
 const R: u32 = 14;
 
 /// The hash of fingerprint `(quotient, remainder)`.
-fn key(quotient: u64, remainder: u64) -> u64 {
+const fn key(quotient: u64, remainder: u64) -> u64 {
     ((quotient << R) | remainder) << (64 - Q - R)
 }
 
@@ -365,5 +365,77 @@ fn two_bit_locked_queries_during_a_removal_are_exact() {
         );
         assert!(t.join().unwrap());
         filter.check_invariants().unwrap();
+    });
+}
+
+/// Runs `op` on one thread while another takes a `&self` snapshot of a filter holding `stored`:
+/// the snapshot must be a valid table holding every key of `kept` (stored keys `op` leaves
+/// alone) and no key outside `stored` and `extra` (what `op` may insert).
+fn snapshot_racing(
+    stored: &[u64],
+    kept: &'static [u64],
+    extra: &'static [u64],
+    op: impl Fn(&TwoBitQf) -> bool + Send + Sync + 'static,
+) {
+    let stored = stored.to_vec();
+    // A plain `Arc`: it only hands the closure to each execution's thread.
+    let op = std::sync::Arc::new(op);
+    model(move || {
+        let filter = filter_with(&stored);
+        let allowed: Vec<u64> = stored.iter().chain(extra).copied().collect();
+        let op = op.clone();
+        super::race(
+            &filter,
+            move |x| op(x),
+            move |y| {
+                let copy = y.snapshot().unwrap();
+                copy.check_invariants().unwrap();
+                for &k in kept {
+                    assert!(copy.contains_hash(k), "the snapshot lost key {k:#x}");
+                }
+                let fingerprints: Vec<_> = copy.fingerprints().collect();
+                assert!(fingerprints.len() <= allowed.len());
+                for f in fingerprints {
+                    let k = key(f.quotient, f.remainder);
+                    assert!(allowed.contains(&k), "the snapshot made up {f:?}");
+                }
+            },
+        );
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// A snapshot while a locked insert shifts the supercluster of slots 2-4 across the boundary of
+/// groups 0 and 1: the sweep's left lock is the insert's, so it reads the supercluster before
+/// or after the shift, never half of it. (An unlocked sweep fails this model.)
+#[test]
+fn two_bit_snapshot_during_a_shift_across_groups_keeps_every_stored_key() {
+    const KEPT: [u64; 3] = [key(1, 20), key(1, 30), key(2, 40)];
+    snapshot_racing(&KEPT, &KEPT, &const { [key(1, 5)] }, |x| {
+        x.insert_hash(key(1, 5)).unwrap()
+    });
+}
+
+/// A snapshot while a removal shifts a supercluster left across a group boundary (and may split
+/// it): the keys the removal leaves must all be in the snapshot.
+#[test]
+fn two_bit_snapshot_during_a_removal_across_groups_keeps_the_other_keys() {
+    const KEPT: [u64; 3] = [key(1, 2), key(2, 3), key(3, 4)];
+    snapshot_racing(
+        &[key(1, 1), key(1, 2), key(2, 3), key(3, 4)],
+        &KEPT,
+        &[],
+        |x| x.remove_hash(key(1, 1)).unwrap(),
+    );
+}
+
+/// A snapshot while an insert merges two superclusters (slots 2-3 and 5-6) by filling the empty
+/// slot 4 between them: the sweep may read the right one first as its own supercluster or
+/// both as one, and must hold every stored key either way.
+#[test]
+fn two_bit_snapshot_during_an_insert_merging_two_superclusters_keeps_every_stored_key() {
+    const KEPT: [u64; 4] = [key(1, 1), key(1, 2), key(4, 7), key(4, 8)];
+    snapshot_racing(&KEPT, &KEPT, &const { [key(1, 3)] }, |x| {
+        x.insert_hash(key(1, 3)).unwrap()
     });
 }

@@ -160,11 +160,24 @@ impl TwoBitTable {
 
     /// The stored fingerprints in increasing `(quotient, remainder)` order, read with `order`.
     pub(crate) fn fingerprints(&self, order: Ordering) -> TwoBitFingerprints<'_> {
+        self.fingerprints_in(0, self.slots.len(), order)
+    }
+
+    /// The fingerprints stored in slots `start..end`, where `start` is a supercluster's first
+    /// slot (or 0) and `end` is not inside a supercluster: every run there belongs to an occupied
+    /// slot of the same stretch, so the stretch decodes on its own.
+    pub(crate) fn fingerprints_in(
+        &self,
+        start: usize,
+        end: usize,
+        order: Ordering,
+    ) -> TwoBitFingerprints<'_> {
         TwoBitFingerprints {
-            cursor: self.slots.cursor(0, order),
-            occupied: self.slots.cursor(0, order),
-            canonical: 0,
-            done: false,
+            cursor: self.slots.cursor(start, order),
+            occupied: self.slots.cursor(start, order),
+            canonical: start,
+            end,
+            done: start >= end,
         }
     }
 
@@ -278,7 +291,9 @@ pub(crate) struct TwoBitFingerprints<'a> {
     occupied: Cursor<'a>,
     /// The canonical slot of the current run.
     canonical: usize,
-    /// `cursor` has read the last slot.
+    /// The slot after the last one to read.
+    end: usize,
+    /// `cursor` has read the last slot to read.
     done: bool,
 }
 
@@ -288,7 +303,7 @@ impl Iterator for TwoBitFingerprints<'_> {
     fn next(&mut self) -> Option<Fingerprint> {
         while !self.done {
             let raw = self.cursor.slot();
-            self.done = !self.cursor.advance();
+            self.done = self.cursor.index() + 1 >= self.end || !self.cursor.advance();
             if !is_filled(raw) {
                 continue;
             }

@@ -188,6 +188,13 @@ pub(crate) fn seek_empty(cursor: &mut Cursor<'_>) -> Option<usize> {
     seek_lane(cursor, |word, lsb| !filled_lanes(word, lsb, bits) & lsb)
 }
 
+/// Moves the cursor to the first filled slot at or after it and returns its index, a word at a
+/// time. `None` if every slot from there on is empty or locked.
+pub(crate) fn seek_filled(cursor: &mut Cursor<'_>) -> Option<usize> {
+    let bits = cursor.slot_bits();
+    seek_lane(cursor, |word, lsb| filled_lanes(word, lsb, bits))
+}
+
 /// The lowest bit of every lane of `word` (lanes of `bits >= 3` bits, lowest bits `lsb`) that
 /// holds an element: a non-zero remainder above the two status bits.
 #[inline]
