@@ -96,7 +96,9 @@
 //!   time under its read lock, so a fingerprint inserted or removed during the merge may or may
 //!   not be in the result. The `&self` snapshots of [`LocallyLockedQf`], [`GrowableQf`],
 //!   [`ExpandableQf`] and [`TwoBitQf`] (their `snapshot` methods) read the same way (`TwoBitQf`
-//!   a supercluster at a time under its left lock), and so promise the same.
+//!   a supercluster at a time under its left lock), and so promise the same; so does
+//!   [`LockFreeCuckooFilter::snapshot`], which copies the table in one pass while relocations
+//!   wait (relocating inserts are the one kind of its inserts that can wait, and only then).
 //! * **`len`, `false_positive_rate`** are statistics: with concurrent writers they may lag
 //!   operations that have not returned yet. Iteration ([`LocallyLockedQf::fingerprints`]) and
 //!   [`LocallyLockedQf::contains_hash_unsynchronized`] are exact only while no thread writes.

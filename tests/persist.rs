@@ -2125,6 +2125,22 @@ proptest! {
         prop_assert_eq!(snapshot.to_bytes(), filter.to_bytes());
     }
 
+    /// At rest, `LockFreeCuckooFilter::snapshot` is the filter itself, up to a full table
+    /// (where inserts relocate).
+    #[test]
+    fn a_cuckoo_snapshot_at_rest_is_the_table_bit_for_bit(
+        hashes in proptest::collection::vec(any::<u64>(), 0..600),
+        bucket_bits in 3u32..8,
+    ) {
+        let mut filter = LockFreeCuckooFilter::with_bits(bucket_bits, 12).unwrap();
+        for &h in &hashes {
+            let _ = filter.insert_hash(h); // `Full` past the table's room
+        }
+        let mut snapshot = filter.snapshot().unwrap();
+        prop_assert_eq!(snapshot.len(), filter.len());
+        prop_assert_eq!(snapshot.to_bytes(), filter.to_bytes());
+    }
+
     /// At rest, the growing filters' `&self` snapshots are the filters themselves: a
     /// `GrowableQf`'s bytes (table and growth state) equal the exact `&mut` copy's after any
     /// number of doublings, and so do a non-cascading `ExpandableQf`'s over several levels. A

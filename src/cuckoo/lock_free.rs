@@ -74,14 +74,21 @@
 //! is still stored then: relocations move copies, they never drop one (the
 //! `cuckoofilter` crate evicts a random fingerprint when a path fails; this filter never does).
 //! Removes are not lock-free: they wait for the owner of a move of the copy they want.
+//!
+//! The one exception to "inserts never wait" is the `&self`
+//! [`snapshot`](LockFreeCuckooFilter::snapshot): while it copies the table, an insert that has
+//! to relocate waits before its first move (`pause.rs`); lookups, removes and inserts that find
+//! an empty entry go on.
 
 use std::fmt;
 
 use crate::filter::{Error, Filter, Remove};
 use crate::sync::{AtomicU64, Ordering, Waiter};
 
+use super::pause::RelocationPause;
 use super::table::{
     insert_with_relocations, BucketWords, CuckooTable, Entry, Lanes, Placement, Relocation, State,
+    ENTRIES_PER_BUCKET,
 };
 use crate::storage::{with_fixed_width, GroupSource};
 
@@ -123,6 +130,8 @@ pub struct LockFreeCuckooFilter {
     /// Relocation counters: `versions[bucket & stripe_mask]` counts moves into that stripe.
     versions: Box<[AtomicU64]>,
     stripe_mask: usize,
+    /// Holds relocations off while a `&self` snapshot copies the table.
+    pause: RelocationPause,
 }
 
 impl LockFreeCuckooFilter {
@@ -170,6 +179,7 @@ impl LockFreeCuckooFilter {
             versions: (0..stripes).map(|_| AtomicU64::new(0)).collect(),
             stripe_mask: stripes - 1,
             table,
+            pause: RelocationPause::default(),
         })
     }
 
@@ -330,6 +340,8 @@ impl LockFreeCuckooFilter {
         if found != Relocation::Freed {
             return found;
         }
+        // No move while a snapshot copies the table (waits for it if one is under way).
+        let _moving = self.pause.start_moving();
         for step in (0..path.len() - 1).rev() {
             let (source, fingerprint) = path[step];
             let destination = path[step + 1].0;
@@ -338,6 +350,58 @@ impl LockFreeCuckooFilter {
             }
         }
         Relocation::Freed
+    }
+
+    /// A copy of the filter, taken while other threads keep working: a filter of the same
+    /// shape holding every copy stored before the call and not removed during it, each where it
+    /// was; copies inserted or removed meanwhile may or may not be in it (crate docs,
+    /// "Consistency"). While it copies the table (one pass, no locks), relocations wait: an
+    /// insert that must move entries to make room waits for the copy, while lookups, removals
+    /// and inserts that find an empty entry go on (see the module docs of `pause`). Persist a
+    /// live filter with `filter.snapshot()?.to_bytes()`; [`to_bytes`](Self::to_bytes) needs
+    /// `&mut self`.
+    ///
+    /// ```
+    /// use conqf::{Filter, LockFreeCuckooFilter};
+    /// let filter = LockFreeCuckooFilter::new(10_000, 0.001)?;
+    /// filter.insert(&"apple")?;
+    /// let mut copy = std::thread::scope(|s| {
+    ///     s.spawn(|| filter.insert(&"pear")); // may or may not be in the copy
+    ///     filter.snapshot()
+    /// })?;
+    /// let back = LockFreeCuckooFilter::from_bytes(&copy.to_bytes())?;
+    /// assert!(back.contains(&"apple"));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if the copy's memory cannot be allocated.
+    pub fn snapshot(&self) -> Result<LockFreeCuckooFilter, Error> {
+        let copy = Self::with_bits(self.table.bucket_bits(), self.table.fingerprint_bits())?;
+        let (from, to) = (&self.table.entries, &copy.table.entries);
+        {
+            // With no move under way, every entry is empty or `Stable` and stays where it is
+            // until removed, so one pass over the words reads every copy stored throughout.
+            let _paused = self.pause.pause();
+            for group in 0..from.layout().groups_for(from.len()) {
+                // Acquire: pairs with the Release CASes that filled the entries.
+                let word = from.load_group(group, Ordering::Acquire);
+                // Relaxed: the copy is not shared yet.
+                to.store_group(group, word, Ordering::Relaxed);
+            }
+        }
+        let stored = (0..copy.table.buckets())
+            .flat_map(|bucket| (0..ENTRIES_PER_BUCKET).map(move |index| (bucket, index)))
+            // Relaxed: the copy is not shared yet.
+            .filter(|&(bucket, index)| {
+                !copy
+                    .table
+                    .entry(bucket, index, Ordering::Relaxed)
+                    .is_empty()
+            })
+            .count();
+        copy.table.len.reset(stored);
+        Ok(copy)
     }
 
     /// Moves stable `fingerprint` from `source[index]` to `destination[index]` (its alternate

@@ -121,8 +121,10 @@ impl LockFreeCuckooFilter {
     ///
     /// `&mut self`: no relocation is in flight, so no key is missed by a copy that reads the
     /// buckets one after another (call it on an `Arc` with
-    /// [`Arc::get_mut`](std::sync::Arc::get_mut) once the other threads are done). The
-    /// relocation counters are not stored: a filter read back starts them at 0.
+    /// [`Arc::get_mut`](std::sync::Arc::get_mut) once the other threads are done). To persist
+    /// a filter other threads keep using, write its [`snapshot`](Self::snapshot), which holds
+    /// relocations off while it copies. The relocation counters are not stored: a filter read
+    /// back starts them at 0.
     ///
     /// ```
     /// use conqf::{Filter, LockFreeCuckooFilter};

@@ -5,8 +5,8 @@
 //! `LocallyLockedQf` deserialises but does not implement `Serialize`: its snapshot needs
 //! `&mut self` (see [`LocallyLockedQf::to_bytes`]), which `Serialize` cannot take; serialise
 //! `filter.to_bytes()` (or `filter.snapshot()?`, a `SequentialQf`) instead; the same holds for
-//! `GrowableQf`, `ExpandableQf` and `TwoBitQf` (whose `snapshot()?` is a filter of their own
-//! type), and for `LockFreeCuckooFilter` (`to_bytes` only). [`SequentialQfRef`]
+//! `GrowableQf`, `ExpandableQf`, `TwoBitQf` and `LockFreeCuckooFilter`, whose `snapshot()?` is
+//! a filter of their own type. [`SequentialQfRef`]
 //! and [`CountingQfRef`] deserialise zero-copy from formats that lend their bytes.
 
 use std::fmt;

@@ -2,10 +2,10 @@
 //! every stripe while another thread inserts with a relocation, so the copy must be the table
 //! between two single-entry steps. A copy that read bucket 2 before the move filled it and
 //! bucket 0 after the move emptied it would lose the moved key (the false miss of paper 001
-//! §2.2, here in a snapshot). The lock-free filter's snapshot takes `&mut self`, so it races
-//! nothing and has no model.
+//! §2.2, here in a snapshot). The lock-free filter's `snapshot` pauses relocations instead
+//! (`src/cuckoo/pause.rs`); its model races the same relocating insert.
 
-use conqf::{Filter, LockedCuckooFilter};
+use conqf::{Filter, LockFreeCuckooFilter, LockedCuckooFilter};
 use loom::sync::Arc;
 use loom::thread;
 
@@ -39,5 +39,39 @@ fn locked_cuckoo_snapshot_racing_a_relocation_keeps_the_moved_key() {
             assert!(snapshot.contains_hash(s.newcomer));
         }
         assert_eq!(t.join().unwrap(), Ok(true));
+    });
+}
+
+/// The scenario above with `LockFreeCuckooFilter::snapshot`, both operations on spawned
+/// threads: the snapshot either waits for the relocation path to finish or makes it wait, so
+/// the copy holds all 8 stored keys, no entry in a relocation state, and the newcomer exactly
+/// when it counts 9 entries. (Without the pause this model fails.)
+#[test]
+fn lock_free_cuckoo_snapshot_racing_a_relocation_keeps_the_moved_key() {
+    super::check(Some(2), || {
+        let s = scenario();
+        let filter = LockFreeCuckooFilter::with_bits(BUCKET_BITS, FINGERPRINT_BITS).unwrap();
+        for &k in &s.full {
+            assert_eq!(filter.insert_hash(k), Ok(true));
+        }
+        let filter = Arc::new(filter);
+        let newcomer = s.newcomer;
+        let (inserted, mut copy) = super::race(
+            &filter,
+            move |writer| writer.insert_hash(newcomer),
+            |reader| reader.snapshot().unwrap(),
+        );
+        assert_eq!(inserted, Ok(true));
+        copy.check_invariants().unwrap();
+        assert!(copy.contains_hash(s.mover) && copy.contains_hash(s.mover_from_bucket_2));
+        for &k in &s.full {
+            assert!(copy.contains_hash(k));
+        }
+        let has_newcomer = copy.fingerprints().len() == 9;
+        assert_eq!(copy.len(), 8 + has_newcomer as usize);
+        if has_newcomer {
+            assert!(copy.contains_hash(s.newcomer));
+        }
+        LockFreeCuckooFilter::from_bytes(&copy.to_bytes()).unwrap();
     });
 }
