@@ -112,8 +112,8 @@
 //!
 //! # Cargo features and testing
 //!
-//! `serde`: `Deserialize` for every filter and `Serialize` for those whose snapshot takes
-//! `&self` (the others serialise `filter.to_bytes()`), as the bytes of `to_bytes`.
+//! `serde`: `Serialize` and `Deserialize` for every filter, as the bytes of `to_bytes` (of
+//! `snapshot()?.to_bytes()` for the filters whose exact `to_bytes` needs `&mut self`).
 //!
 //! The locking protocols are model-checked with [loom](https://docs.rs/loom):
 //! `RUSTFLAGS="--cfg loom" cargo test --release --test loom`.

@@ -1888,8 +1888,43 @@ fn serde_writes_the_same_bytes_and_checks_them() {
     let back: LockFreeCuckooFilter = serde_json::from_str(&json).unwrap();
     assert!(back.contains(&"k"));
 
-    // The filters whose snapshot needs `&mut self` deserialise from their bytes.
-    let json = serde_json::to_string(&two_bit_sample().to_bytes()).unwrap();
+    // The filters whose exact copy needs `&mut self` serialise their `&self` snapshot, which
+    // at rest is the same bytes (a cascading `ExpandableQf`'s flags aside).
+    let mut locally = LocallyLockedQf::from_sequential(sequential_sample(5, 6, 12));
+    let json = serde_json::to_string(&locally).unwrap();
+    assert_eq!(
+        serde_json::from_str::<Vec<u8>>(&json).unwrap(),
+        locally.to_bytes()
+    );
+    let mut two_bit = two_bit_sample();
+    let json = serde_json::to_string(&two_bit).unwrap();
+    assert_eq!(
+        serde_json::from_str::<Vec<u8>>(&json).unwrap(),
+        two_bit.to_bytes()
+    );
+    let mut lock_free = LockFreeCuckooFilter::new(100, 0.01).unwrap();
+    lock_free.insert(&"k").unwrap();
+    let json = serde_json::to_string(&lock_free).unwrap();
+    assert_eq!(
+        serde_json::from_str::<Vec<u8>>(&json).unwrap(),
+        lock_free.to_bytes()
+    );
+    let mut growable = growable_sample();
+    let json = serde_json::to_string(&growable).unwrap();
+    assert_eq!(
+        serde_json::from_str::<Vec<u8>>(&json).unwrap(),
+        growable.to_bytes()
+    );
+    let expandable = expandable_sample(); // cascading: the copy's flags differ
+    let back: ExpandableQf =
+        serde_json::from_str(&serde_json::to_string(&expandable).unwrap()).unwrap();
+    assert_eq!(
+        (back.levels(), back.len()),
+        (expandable.levels(), expandable.len())
+    );
+    assert!((0..5u64).all(|k| back.contains(&k) == expandable.contains(&k)));
+
+    let json = serde_json::to_string(&two_bit_sample()).unwrap();
     let back: TwoBitQf = serde_json::from_str(&json).unwrap();
     assert_eq!(
         back.fingerprints().collect::<Vec<_>>(),
@@ -1906,10 +1941,10 @@ fn serde_writes_the_same_bytes_and_checks_them() {
         back.counts().collect::<Vec<_>>(),
         counting_sample().counts().collect::<Vec<_>>()
     );
-    let json = serde_json::to_string(&growable_sample().to_bytes()).unwrap();
+    let json = serde_json::to_string(&growable_sample()).unwrap();
     let back: GrowableQf = serde_json::from_str(&json).unwrap();
     assert_eq!(back.doublings(), growable_sample().doublings());
-    let json = serde_json::to_string(&expandable_sample().to_bytes()).unwrap();
+    let json = serde_json::to_string(&expandable_sample()).unwrap();
     let back: ExpandableQf = serde_json::from_str(&json).unwrap();
     assert_eq!(back.levels(), expandable_sample().levels());
     // The zero-copy view serialises as the bytes it reads.

@@ -1,17 +1,19 @@
 //! `serde` support (feature `serde`): a filter serialises as one byte string holding exactly
-//! the bytes of its `to_bytes`, and deserialises through `from_bytes`, so every check of
-//! [`persist`](super) applies to serde input too.
+//! the bytes of its `to_bytes` (or of its snapshot's, below), and deserialises through
+//! `from_bytes`, so every check of [`persist`](super) applies to serde input too.
 //!
-//! `LocallyLockedQf` deserialises but does not implement `Serialize`: its snapshot needs
-//! `&mut self` (see [`LocallyLockedQf::to_bytes`]), which `Serialize` cannot take; serialise
-//! `filter.to_bytes()` (or `filter.snapshot()?`, a `SequentialQf`) instead; the same holds for
-//! `GrowableQf`, `ExpandableQf`, `TwoBitQf` and `LockFreeCuckooFilter`, whose `snapshot()?` is
-//! a filter of their own type. [`SequentialQfRef`]
+//! The filters whose exact copy needs `&mut self` (`LocallyLockedQf`, `TwoBitQf`,
+//! `LockFreeCuckooFilter`, `GrowableQf`, `ExpandableQf`) serialise the bytes of their `&self`
+//! snapshot, `filter.snapshot()?.to_bytes()` (a `SequentialQf`'s for `LocallyLockedQf`, which
+//! reads them back): taken beside other threads, it holds every key stored before the call
+//! and not removed during it, and a snapshot that fails (memory, or the rare `Full` of a
+//! sweep beside heavy churn) is a serialisation error. [`SequentialQfRef`]
 //! and [`CountingQfRef`] deserialise zero-copy from formats that lend their bytes.
 
 use std::fmt;
 
 use serde::de::{Deserialize, Deserializer, Error as _, SeqAccess, Visitor};
+use serde::ser::Error as _;
 use serde::{Serialize, Serializer};
 
 use crate::bloom::AtomicBloomFilter;
@@ -76,21 +78,28 @@ macro_rules! serde_via_bytes {
             }
         }
     };
-    (@serialize no $filter:ty) => {};
+    (@serialize snapshot $filter:ty) => {
+        impl Serialize for $filter {
+            fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                let copy = self.snapshot().map_err(S::Error::custom)?;
+                serializer.serialize_bytes(&{ copy }.to_bytes())
+            }
+        }
+    };
 }
 
 serde_via_bytes!(
     SequentialQf: yes,
-    LocallyLockedQf: no,
+    LocallyLockedQf: snapshot,
     ExternallyLockedQf: yes,
     LinearProbingQf: yes,
     AtomicBloomFilter: yes,
-    LockFreeCuckooFilter: no,
+    LockFreeCuckooFilter: snapshot,
     LockedCuckooFilter: yes,
-    TwoBitQf: no,
+    TwoBitQf: snapshot,
     CountingQf: yes,
-    GrowableQf: no,
-    ExpandableQf: no,
+    GrowableQf: snapshot,
+    ExpandableQf: snapshot,
 );
 
 /// Lends the deserialiser's bytes; only formats that hand out borrowed byte strings (e.g.
