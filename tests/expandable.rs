@@ -226,7 +226,7 @@ fn bad_parameters_are_errors() {
 #[test]
 fn threads_insert_across_levels_without_false_negatives() {
     for cascading in [false, true] {
-        insert_across_levels(cascading, 4, Checker::Queries);
+        insert_across_levels(cascading, 4, common::Checker::Queries);
     }
 }
 
@@ -236,20 +236,11 @@ fn threads_insert_across_levels_without_false_negatives() {
 #[test]
 fn snapshots_while_levels_open_keep_every_finished_insert() {
     for seed in 5..9 {
-        insert_across_levels(seed % 2 == 1, seed, Checker::Snapshots);
+        insert_across_levels(seed % 2 == 1, seed, common::Checker::Snapshots);
     }
 }
 
-/// How [`insert_across_levels`] checks the filter while the writers fill it.
-#[derive(Clone, Copy)]
-enum Checker {
-    /// Queries published keys on the filter.
-    Queries,
-    /// Takes snapshots and looks for every published key in each.
-    Snapshots,
-}
-
-fn insert_across_levels(cascading: bool, seed: u64, checker: Checker) {
+fn insert_across_levels(cascading: bool, seed: u64, checker: common::Checker) {
     const THREADS: usize = 3;
     const PER_THREAD: usize = 15_000;
     let filter = ExpandableQf::builder(500, 1e-9)
@@ -278,29 +269,25 @@ fn insert_across_levels(cascading: bool, seed: u64, checker: Checker) {
             })
             .collect();
         let (filter, published, done, hashes) = (&filter, &published, &done, &hashes);
-        let checker = s.spawn(move || match checker {
-            Checker::Queries => common::check_published_keys(
+        let checker = s.spawn(move || {
+            common::check_published(
+                checker,
                 filter,
-                hashes,
-                PER_THREAD,
-                published,
-                done,
-                |i| i % 5 != 0,
-                "false negative while levels open",
-            ) as usize,
-            Checker::Snapshots => common::check_published_keys_in_snapshots(
-                || filter.snapshot().unwrap(),
-                |snapshot| {
-                    snapshot.check_invariants().unwrap();
-                    assert!(snapshot.levels() <= filter.levels());
-                    let back = ExpandableQf::from_bytes(&snapshot.to_bytes()).unwrap();
-                    assert_eq!(back.len(), snapshot.len());
-                },
+                (
+                    || filter.snapshot().unwrap(),
+                    |snapshot: &mut ExpandableQf| {
+                        snapshot.check_invariants().unwrap();
+                        assert!(snapshot.levels() <= filter.levels());
+                        let back = ExpandableQf::from_bytes(&snapshot.to_bytes()).unwrap();
+                        assert_eq!(back.len(), snapshot.len());
+                    },
+                ),
                 (hashes, PER_THREAD),
                 published,
                 done,
                 |i| i % 5 != 0,
-            ),
+                "false negative while levels open",
+            )
         });
         common::join_writers(writers, done);
         assert!(checker.join().unwrap() > 0);

@@ -182,7 +182,7 @@ fn bad_parameters_are_errors() {
 #[test]
 fn threads_grow_the_table_together_without_losing_a_key() {
     for (seed, threads) in [(4, 3), (5, 4), (6, 2)] {
-        grow_together(seed, threads, Checker::Queries);
+        grow_together(seed, threads, common::Checker::Queries);
     }
 }
 
@@ -193,20 +193,11 @@ fn threads_grow_the_table_together_without_losing_a_key() {
 #[test]
 fn snapshots_during_growth_keep_every_finished_insert() {
     for seed in 7..17 {
-        grow_together(seed, 2 + seed as usize % 2, Checker::Snapshots);
+        grow_together(seed, 2 + seed as usize % 2, common::Checker::Snapshots);
     }
 }
 
-/// How [`grow_together`] checks the filter while the writers grow it.
-#[derive(Clone, Copy)]
-enum Checker {
-    /// Queries published keys on the filter.
-    Queries,
-    /// Takes snapshots and looks for every published key in each.
-    Snapshots,
-}
-
-fn grow_together(seed: u64, threads: usize, checker: Checker) {
+fn grow_together(seed: u64, threads: usize, checker: common::Checker) {
     const PER_THREAD: usize = 12_000;
     let filter = LocallyLockedQf::growable(500, 0.001)
         .max_doublings(6)
@@ -244,29 +235,25 @@ fn grow_together(seed: u64, threads: usize, checker: Checker) {
             })
             .collect();
         let (filter, published, done, hashes) = (&filter, &published, &done, &hashes);
-        let checker = s.spawn(move || match checker {
-            Checker::Queries => common::check_published_keys(
+        let checker = s.spawn(move || {
+            common::check_published(
+                checker,
                 filter,
-                hashes,
-                PER_THREAD,
-                published,
-                done,
-                |i| i % 5 != 0,
-                "false negative during growth",
-            ) as usize,
-            Checker::Snapshots => common::check_published_keys_in_snapshots(
-                || filter.snapshot().unwrap(),
-                |snapshot| {
-                    snapshot.check_invariants().unwrap();
-                    assert!(snapshot.doublings() <= filter.doublings());
-                    let back = GrowableQf::from_bytes(&snapshot.to_bytes()).unwrap();
-                    assert_eq!(back.len(), snapshot.len());
-                },
+                (
+                    || filter.snapshot().unwrap(),
+                    |snapshot: &mut GrowableQf| {
+                        snapshot.check_invariants().unwrap();
+                        assert!(snapshot.doublings() <= filter.doublings());
+                        let back = GrowableQf::from_bytes(&snapshot.to_bytes()).unwrap();
+                        assert_eq!(back.len(), snapshot.len());
+                    },
+                ),
                 (hashes, PER_THREAD),
                 published,
                 done,
                 |i| i % 5 != 0,
-            ),
+                "false negative during growth",
+            )
         });
         common::join_writers(writers, done);
         assert!(checker.join().unwrap() > 0);

@@ -339,6 +339,45 @@ pub(crate) fn check_published_keys(
     checks
 }
 
+/// How a growing filter's stress test checks it while the writers fill it.
+#[derive(Clone, Copy)]
+pub(crate) enum Checker {
+    /// Queries published keys on the filter ([`check_published_keys`]).
+    Queries,
+    /// Takes snapshots and looks for every published key in each
+    /// ([`check_published_keys_in_snapshots`]).
+    Snapshots,
+}
+
+/// Runs `checker` beside writers that publish their keys as [`check_published_keys`] says,
+/// until `done`: queries of `filter`, or snapshots from `take` checked with `valid`. Keys whose
+/// index `kept` refuses are not looked for. Returns the number of checks or snapshot rounds.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn check_published<F: conqf::Filter, S: conqf::Filter>(
+    checker: Checker,
+    filter: &F,
+    (take, valid): (impl Fn() -> S, impl Fn(&mut S)),
+    (hashes, per_thread): (&[u64], usize),
+    published: &[std::sync::atomic::AtomicUsize],
+    done: &std::sync::atomic::AtomicBool,
+    kept: impl Fn(usize) -> bool,
+    what: &str,
+) -> usize {
+    match checker {
+        Checker::Queries => {
+            check_published_keys(filter, hashes, per_thread, published, done, kept, what) as usize
+        }
+        Checker::Snapshots => check_published_keys_in_snapshots(
+            take,
+            valid,
+            (hashes, per_thread),
+            published,
+            done,
+            kept,
+        ),
+    }
+}
+
 /// [`check_published_keys`] for `&self` snapshots: until `done` is set (and at least 20 rounds
 /// have run), reads every writer's published count, takes a snapshot with `take`, checks it with
 /// `valid` and asserts it holds every published key that `kept` says stays stored. Returns the
