@@ -242,11 +242,12 @@ pub trait Count: Filter {
 
 /// Filters that can absorb another filter of the same parameters without rehashing.
 ///
-/// Implemented by `SequentialQf`, `ExternallyLockedQf`, `LocallyLockedQf` and `CountingQf`.
-/// The concurrent ones let other threads keep using both inputs: `ExternallyLockedQf` and
-/// `CountingQf` read each input under all of its locks (the table of one instant),
-/// `LocallyLockedQf` one cluster at a time under the cluster's read lock (every fingerprint
-/// stored before the merge and not removed during it; see its `Merge` impl).
+/// Implemented by `SequentialQf`, `ExternallyLockedQf`, `LocallyLockedQf`, `TwoBitQf` and
+/// `CountingQf`. The concurrent ones let other threads keep using both inputs:
+/// `ExternallyLockedQf` and `CountingQf` read each input under all of its locks (the table of
+/// one instant), `LocallyLockedQf` one cluster at a time under the cluster's read lock and
+/// `TwoBitQf` one supercluster at a time under its left lock (every fingerprint stored before
+/// the merge and not removed during it; see their `Merge` impls).
 pub trait Merge: Sized {
     /// A new filter holding the fingerprints of both.
     ///

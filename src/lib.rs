@@ -93,8 +93,8 @@
 //! * **Merges beside writers** ([`Merge`]) hold every fingerprint stored in an input before
 //!   the merge began and not removed during it. [`ExternallyLockedQf`] and [`CountingQf`] read
 //!   each input at one instant (under all its locks); [`LocallyLockedQf`] reads one cluster at a
-//!   time under its read lock, so a fingerprint inserted or removed during the merge may or may
-//!   not be in the result. The `&self` snapshots of [`LocallyLockedQf`], [`GrowableQf`],
+//!   time under its read lock, and [`TwoBitQf`] one supercluster at a time under its left lock,
+//!   so a fingerprint inserted or removed during the merge may or may not be in the result. The `&self` snapshots of [`LocallyLockedQf`], [`GrowableQf`],
 //!   [`ExpandableQf`] and [`TwoBitQf`] (their `snapshot` methods) read the same way (`TwoBitQf`
 //!   a supercluster at a time under its left lock), and so promise the same; so does
 //!   [`LockFreeCuckooFilter::snapshot`], which copies the table in one pass while relocations

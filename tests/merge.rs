@@ -1,13 +1,16 @@
-//! `Merge` of the concurrent 3-status-bit filters, both through `&self` beside other threads:
-//! `ExternallyLockedQf` (under all its region locks) and `LocallyLockedQf` (one cluster at a
-//! time under its read lock). Both give the table `SequentialQf`'s merge gives for the same
-//! contents, and a merge that runs while other threads shift the filters' runs keeps every key
-//! stored before it.
+//! `Merge` of the concurrent quotient filters, all through `&self` beside other threads:
+//! `ExternallyLockedQf` (under all its region locks), `LocallyLockedQf` (one cluster at a time
+//! under its read lock) and `TwoBitQf` (one supercluster at a time under its left lock). The
+//! 3-status-bit ones give the table `SequentialQf`'s merge gives for the same contents,
+//! `TwoBitQf` the table its own inserts of both inputs' keys give, and a merge that runs while
+//! other threads shift the filters' runs keeps every key stored before it.
 
 mod common;
 
 use common::{churn, distinct_hashes, Churning};
-use conqf::{Error, ExternallyLockedQf, Filter, LocallyLockedQf, Merge, Remove, SequentialQf};
+use conqf::{
+    Error, ExternallyLockedQf, Filter, LocallyLockedQf, Merge, Remove, SequentialQf, TwoBitQf,
+};
 use proptest::prelude::*;
 
 /// The stored fingerprints as `quotient << r | remainder`, in order.
@@ -68,8 +71,47 @@ proptest! {
     }
 }
 
+proptest! {
+    /// `TwoBitQf`'s merge of random sets in filters of random shapes with the same fingerprint
+    /// length holds exactly the fingerprints that inserting both sets' keys into a filter of
+    /// the union's shape stores (so refining and storing a zero remainder as 1 commute), at a
+    /// quotient no smaller than either input's.
+    #[test]
+    fn two_bit_merge_equals_inserting_both_sets(
+        a in proptest::collection::vec(any::<u64>(), 0..400),
+        b in proptest::collection::vec(any::<u64>(), 0..400),
+        qa in 5u32..10,
+        qb in 5u32..10,
+    ) {
+        let bits = 16;
+        let filled = |q: u32, hashes: &[u64]| {
+            let filter = TwoBitQf::with_bits(q, bits - q).unwrap();
+            let stored: Vec<u64> =
+                hashes.iter().copied().filter(|&h| filter.insert_hash(h).is_ok()).collect();
+            (filter, stored)
+        };
+        let ((fa, stored_a), (fb, stored_b)) = (filled(qa, &a), filled(qb, &b));
+        let union = fa.merge(&fb).unwrap();
+        union.check_invariants().map_err(TestCaseError::fail)?;
+        let q = union.quotient_bits();
+        prop_assert!(q >= qa.max(qb) && q + union.remainder_bits() == bits);
+        let expected = TwoBitQf::with_bits(q, bits - q).unwrap();
+        for &h in stored_a.iter().chain(&stored_b) {
+            expected.insert_hash(h).unwrap();
+        }
+        prop_assert_eq!(
+            union.fingerprints().collect::<Vec<_>>(),
+            expected.fingerprints().collect::<Vec<_>>()
+        );
+        prop_assert_eq!(union.len(), expected.len());
+    }
+}
+
 #[test]
 fn fingerprints_of_other_lengths_are_incompatible() {
+    let a = TwoBitQf::with_bits(10, 10).unwrap();
+    let b = TwoBitQf::with_bits(10, 11).unwrap();
+    assert!(matches!(a.merge(&b), Err(Error::Incompatible(_))));
     let a = ExternallyLockedQf::with_bits(10, 10).unwrap();
     let b = ExternallyLockedQf::with_bits(10, 11).unwrap();
     assert!(matches!(a.merge(&b), Err(Error::Incompatible(_))));
@@ -167,6 +209,34 @@ fn locally_locked_merges_during_writes_keep_every_stored_key() {
         |union, _| {
             union.check_invariants().unwrap();
             // Not one instant's read: churned keys read before their removal may be there.
+            assert!(
+                union.len() <= all.len(),
+                "{} keys in the union",
+                union.len()
+            );
+        },
+        |filter| filter.check_invariants().unwrap(),
+    );
+}
+
+/// `TwoBitQf::merge` beside three churning threads, as above: a supercluster at a time under
+/// its left lock, so every merge holds every key stored in either filter throughout.
+#[test]
+fn two_bit_merges_during_writes_keep_every_stored_key() {
+    let (q, r) = (8, 8);
+    let a = TwoBitQf::with_bits(q, r).unwrap();
+    let b = TwoBitQf::with_bits(q, r).unwrap();
+    let all = distinct_hashes(q, r, 100, 360, 37);
+    let (stable, churned) = all.split_at(180);
+    let (churn_a, rest) = churned.split_at(60);
+    let (churn_a2, churn_b) = rest.split_at(60);
+    merge_beside_churn(
+        (&a, &b),
+        stable.split_at(120),
+        &[(&a, churn_a), (&a, churn_a2), (&b, churn_b)],
+        20_000,
+        |union, _| {
+            union.check_invariants().unwrap();
             assert!(
                 union.len() <= all.len(),
                 "{} keys in the union",

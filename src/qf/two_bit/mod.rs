@@ -86,6 +86,7 @@
 //! start ([`table::fold`]), a rule that commutes with growing, so every key is found after any
 //! number of doublings.
 
+mod merge;
 mod sweep;
 pub(crate) mod table;
 pub(crate) mod walk;

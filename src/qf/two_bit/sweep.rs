@@ -1,6 +1,7 @@
 //! Reading every stored fingerprint of a `TwoBitQf` while other threads write: one supercluster
 //! at a time under its left lock (paper 000 §3.2, the 2-status-bit filter's locking, as the
-//! module doc of `two_bit` describes it), left to right, for the `&self` snapshot. The
+//! module doc of `two_bit` describes it), left to right, for the `&self` snapshot and the merge
+//! (`merge.rs`). The
 //! 3-status-bit filter's sweep (`locally_locked::sweep`) does the same with clusters and read
 //! locks.
 //!
@@ -74,7 +75,7 @@ impl TwoBitQf {
 
     /// The sorted, distinct fingerprints stored when the call began and not removed during it,
     /// and perhaps some inserted or removed meanwhile (module doc).
-    fn swept_fingerprints(&self) -> Vec<Fingerprint> {
+    pub(super) fn swept_fingerprints(&self) -> Vec<Fingerprint> {
         let slots = &self.table.slots;
         let expected = self.len.sum();
         let mut fingerprints = Vec::with_capacity(expected + expected / 16 + 64);
