@@ -25,7 +25,8 @@
 //!
 //! Lookups and the inserts that find an empty entry never touch the counters; only a relocating
 //! insert pays two read-modify-writes and a load per relocation path (not per move), and waits
-//! while a snapshot runs.
+//! while a snapshot runs. Snapshots that follow each other without a break (overlapping, from
+//! several threads) keep relocating inserts waiting for as long; space them out.
 
 use crate::sync::{AtomicUsize, Ordering, Waiter};
 
@@ -89,7 +90,10 @@ impl Drop for Moving<'_> {
 
 impl Drop for Paused<'_> {
     fn drop(&mut self) {
-        // Relaxed: the snapshot only read, so it has nothing to publish to the paths.
+        // Relaxed: the paths need nothing of the snapshot's, and a path's move cannot be seen by
+        // the copy it waited for (the copy's word loads are Acquire and the moves' CASes
+        // Release, so a load that saw a move would order the path's check of `pausing` before
+        // this decrement, which that check read).
         self.0.pausing.fetch_sub(1, Ordering::Relaxed);
     }
 }

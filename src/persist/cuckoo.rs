@@ -17,7 +17,9 @@
 //!   one after another could read a key's destination bucket before a relocation moves the key
 //!   there and its source bucket after, and lose the key; the relocation counters would detect
 //!   that but not bound the retries, and the copy would have to resolve half-done moves. So the
-//!   snapshot waits for a quiescent filter (`Arc::get_mut` once the other threads are done).
+//!   exact copy waits for a quiescent filter (`Arc::get_mut` once the other threads are done),
+//!   and the `&self` [`snapshot`](LockFreeCuckooFilter::snapshot) pauses relocations while it
+//!   copies (`cuckoo/pause.rs`), then writes the copy.
 //! * `LockedCuckooFilter` writes with `&self`: it read-locks every stripe in the ascending order
 //!   all its operations lock in, copies the table and unlocks. Every entry write holds its
 //!   stripe's write lock, so the copy is the table between two single-entry steps (each

@@ -380,8 +380,9 @@ impl ExpandableQf {
         let levels = (0..=active)
             .map(|i| self.level(i).snapshot())
             .collect::<Result<Vec<_>, _>>()?;
-        // Read after the levels, so that a removal whose change a level's read saw is flagged
-        // (Acquire: pairs with the removal's Release store, made before that change).
+        // The flags only matter with cascading inserts (the early stop), where every lower level
+        // of the copy is flagged below anyway; a non-cascading filter's are copied as read.
+        // Acquire: pairs with the removal's Release store, as every reader of the flags.
         let mut removed = (0..=active)
             .filter(|&i| self.removed[i].load(Ordering::Acquire))
             .fold(0u32, |mask, i| mask | 1 << i);

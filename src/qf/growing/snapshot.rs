@@ -34,7 +34,9 @@ impl GrowableQf {
     /// block size). It holds every key stored before the call and not removed during it; keys
     /// inserted or removed meanwhile may or may not be in it (crate docs, "Consistency"). The
     /// call only reads: a doubling under way goes on beside it, and the copy is of the table
-    /// being doubled (with its growth state, so the copy doubles at its next insert).
+    /// being doubled, with that table's growth state, so the copy doubles the way the original
+    /// did (once a sampled insert finds the fill at `delta_grow`, or an insert finds the table
+    /// full). A doubling that failed (memory) is tried again by the copy.
     ///
     /// Persist a live filter with `filter.snapshot()?.to_bytes()`. The copy owns its memory
     /// (as much as the current table); the call keeps the current table alive until it returns,

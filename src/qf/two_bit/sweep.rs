@@ -44,8 +44,9 @@ impl TwoBitQf {
     /// shape holding every fingerprint stored before the call and not removed during it.
     /// Fingerprints inserted or removed meanwhile may or may not be in it; it is not the table
     /// of one instant (crate docs, "Consistency"). The copy is read one supercluster at a time
-    /// under the lock a locked query takes, so writers of that supercluster wait for the read
-    /// of it, nobody else does. Persist a live filter with `filter.snapshot()?.to_bytes()`;
+    /// under the lock a locked query takes, so the locked writers of that supercluster (and
+    /// inserts into the one on its left, whose right lock it is) wait for the read of it,
+    /// nobody else does. Persist a live filter with `filter.snapshot()?.to_bytes()`;
     /// [`to_bytes`](Self::to_bytes) copies the table exactly but needs `&mut self`.
     ///
     /// ```

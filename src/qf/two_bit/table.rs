@@ -282,7 +282,8 @@ pub(crate) fn folded_fpr(load: f64, remainder_bits: u32) -> f64 {
 
 /// The stored fingerprints of a 2-status-bit table in increasing order: the `j`-th run of the
 /// table belongs to its `j`-th occupied slot, so one pass pairs them. Not a snapshot if other
-/// threads write; callers iterate quiescent tables.
+/// threads write: callers iterate quiescent tables, or (the sweep of `sweep.rs`) one
+/// supercluster that its left lock keeps still.
 pub(crate) struct TwoBitFingerprints<'a> {
     /// On the next slot to read; like [`Fingerprints`](crate::qf::scan::Fingerprints), the scan
     /// reads a group at a time.
