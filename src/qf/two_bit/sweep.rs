@@ -1,9 +1,8 @@
 //! Reading every stored fingerprint of a `TwoBitQf` while other threads write: one supercluster
 //! at a time under its left lock (paper 000 §3.2, the 2-status-bit filter's locking, as the
 //! module doc of `two_bit` describes it), left to right, for the `&self` snapshot and the merge
-//! (`merge.rs`). The
-//! 3-status-bit filter's sweep (`locally_locked::sweep`) does the same with clusters and read
-//! locks.
+//! (`merge.rs`). The 3-status-bit filter's sweep (`locally_locked::sweep`) does the same with
+//! clusters and read locks.
 //!
 //! # Why nothing stored is missed
 //!
