@@ -6,6 +6,8 @@
 //! * Non-zero remainders (2-status-bit QF, paper 000 §2.2): `p+ ≈ δ / (2^r - 1)`.
 //! * Linear probing QF (paper 000 Corollary 1): `p+ = ½ (1 + 1/(1-δ)²) / (2^r - 1)`, where `r` is
 //!   the stored remainder (the paper's `r + 3`).
+//!
+//! Also the shape of a merge's union (paper 004 §IV-E), shared by the quotient filters' merges.
 
 use crate::filter::Error;
 
@@ -140,6 +142,38 @@ pub(crate) fn qf_parameters(capacity: usize, fpr: f64, max_load: f64) -> Result<
     let load = capacity as f64 / (1u64 << q) as f64;
     let r = smallest_remainder(fpr, 1, 61.min(64 - q), |r| qf_fpr(load, r))?;
     Ok((q, r))
+}
+
+/// The fingerprint length `q + r` two quotient filters share, for a merge: the union keeps it
+/// (only the split between quotient and remainder may change).
+///
+/// # Errors
+/// [`Error::Incompatible`] if the lengths differ.
+pub(crate) fn merged_fingerprint_bits(a: (u32, u32), b: (u32, u32)) -> Result<u32, Error> {
+    let (a_bits, b_bits) = (a.0 + a.1, b.0 + b.1);
+    if a_bits != b_bits {
+        return Err(Error::Incompatible(format!(
+            "fingerprints of {a_bits} and {b_bits} bits"
+        )));
+    }
+    Ok(a_bits)
+}
+
+/// The quotient bits of a merge's union of `total` fingerprints of `bits` bits from inputs of
+/// `a_quotient` and `b_quotient` bits: the larger one, plus one (a remainder bit moving into
+/// the quotient, as in growing) for each time `total` would pass `max_load` of the slots, while
+/// a remainder bit is left and the quotient within [`MAX_QUOTIENT_BITS`].
+pub(crate) fn union_quotient_bits(
+    (a_quotient, b_quotient): (u32, u32),
+    bits: u32,
+    total: usize,
+    max_load: f64,
+) -> u32 {
+    let mut q = a_quotient.max(b_quotient);
+    while ((1u64 << q) as f64) * max_load < total as f64 && bits - q > 1 && q < MAX_QUOTIENT_BITS {
+        q += 1;
+    }
+    q
 }
 
 #[cfg(test)]

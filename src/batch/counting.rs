@@ -25,7 +25,7 @@ use crate::qf::counting::blocks::{BlockSource, View, BLOCK_SLOTS};
 use crate::qf::counting::counter_code;
 use crate::qf::counting::CountingQf;
 use crate::qf::load_cap::load_cap;
-use crate::sizing::MAX_QUOTIENT_BITS;
+use crate::sizing::{self, MAX_QUOTIENT_BITS};
 
 use super::keys::{counted_keys, merge_counted};
 use super::layout::{run_heads, run_starts};
@@ -505,13 +505,10 @@ impl BatchTable for CountingQf {
 /// ```
 impl Merge for CountingQf {
     fn merge(&self, other: &Self) -> Result<Self, Error> {
-        let bits = self.quotient_bits() + self.remainder_bits();
-        let other_bits = other.quotient_bits() + other.remainder_bits();
-        if bits != other_bits {
-            return Err(Error::Incompatible(format!(
-                "fingerprints of {bits} and {other_bits} bits"
-            )));
-        }
+        let bits = sizing::merged_fingerprint_bits(
+            (self.quotient_bits(), self.remainder_bits()),
+            (other.quotient_bits(), other.remainder_bits()),
+        )?;
         let (a, a_counts) = filter_keys(self);
         let (b, b_counts) = filter_keys(other);
         let (union, counts) = merge_counted((&a, &a_counts), (&b, &b_counts));

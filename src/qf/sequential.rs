@@ -341,23 +341,14 @@ pub(crate) fn merge_tables(
     (a, a_keys): (&QfTable, impl FnOnce() -> Vec<u64>),
     (b, b_keys): (&QfTable, impl FnOnce() -> Vec<u64>),
 ) -> Result<SequentialQf, Error> {
-    let bits = a.quotient_bits + a.remainder_bits;
-    if bits != b.quotient_bits + b.remainder_bits {
-        return Err(Error::Incompatible(format!(
-            "fingerprints of {bits} and {} bits",
-            b.quotient_bits + b.remainder_bits
-        )));
-    }
+    let bits = sizing::merged_fingerprint_bits(
+        (a.quotient_bits, a.remainder_bits),
+        (b.quotient_bits, b.remainder_bits),
+    )?;
     let (a_keys, b_keys) = (a_keys(), b_keys());
     // Sized from what was read: a concurrent filter's count may have moved since.
     let total = a_keys.len() + b_keys.len();
-    let mut q = a.quotient_bits.max(b.quotient_bits);
-    while ((1u64 << q) as f64) * MAX_LOAD < total as f64
-        && bits - q > 1
-        && q < sizing::MAX_QUOTIENT_BITS
-    {
-        q += 1;
-    }
+    let q = sizing::union_quotient_bits((a.quotient_bits, b.quotient_bits), bits, total, MAX_LOAD);
     let union = batch::keys::merge_sorted(&a_keys, &b_keys);
     // A grown or read-back input may have more slots than `with_bits` gives its shape (its
     // overflow tail in use): then at least its slots, doubled for every quotient bit the union

@@ -42,23 +42,15 @@ use crate::sizing;
 impl Merge for TwoBitQf {
     fn merge(&self, other: &Self) -> Result<Self, Error> {
         let (a, b) = (&self.table, &other.table);
-        let bits = a.quotient_bits + a.remainder_bits;
-        if bits != b.quotient_bits + b.remainder_bits {
-            return Err(Error::Incompatible(format!(
-                "fingerprints of {bits} and {} bits",
-                b.quotient_bits + b.remainder_bits
-            )));
-        }
+        let bits = sizing::merged_fingerprint_bits(
+            (a.quotient_bits, a.remainder_bits),
+            (b.quotient_bits, b.remainder_bits),
+        )?;
         let (from_a, from_b) = (self.swept_fingerprints(), other.swept_fingerprints());
         // Sized from what was read: a concurrent filter's count may have moved since.
         let total = from_a.len() + from_b.len();
-        let mut q = a.quotient_bits.max(b.quotient_bits);
-        while ((1u64 << q) as f64) * MAX_LOAD < total as f64
-            && bits - q > 1
-            && q < sizing::MAX_QUOTIENT_BITS
-        {
-            q += 1;
-        }
+        let q =
+            sizing::union_quotient_bits((a.quotient_bits, b.quotient_bits), bits, total, MAX_LOAD);
         let r = bits - q;
         // As `quotient << r | remainder` keys in the union's split: refining keeps each input's
         // order, and so does storing a zero remainder as 1.
