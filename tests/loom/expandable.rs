@@ -219,6 +219,21 @@ fn racing_inserts_of_a_new_key_around_a_removal_keep_every_reported_copy() {
     });
 }
 
+/// The filter of the misread models below: two levels, level 0 holding `(2,1)`, `(2,2)`,
+/// `(3,7)` and `(4,9)` (10-bit remainders), no cascading.
+fn misread_setup() -> Arc<ExpandableQf> {
+    let filter = ExpandableQf::builder(3, 0.0015)
+        .delta_grow(0.5)
+        .cascading(false)
+        .build()
+        .unwrap();
+    for k in [key10(2, 1), key10(2, 2), key10(3, 7), key10(4, 9)] {
+        assert!(filter.insert_hash(k).unwrap());
+    }
+    assert_eq!(filter.levels(), 2);
+    Arc::new(filter)
+}
+
 /// An insert-if-absent must not believe a misread lower level. Level 0 holds `(2,1)` and
 /// `(2,2)` as one run from slot 2, then `(3,7)` shifted to slot 4 (group 1) and `(4,9)` to slot
 /// 5. Removing `(2,2)` shifts both home, committing group 0 (slot 3 now `(3,7)`) before group
@@ -229,16 +244,7 @@ fn racing_inserts_of_a_new_key_around_a_removal_keep_every_reported_copy() {
 #[test]
 fn insert_if_absent_ignores_a_hit_misread_during_a_lower_level_removal() {
     model(|| {
-        let filter = ExpandableQf::builder(3, 0.0015)
-            .delta_grow(0.5)
-            .cascading(false)
-            .build()
-            .unwrap();
-        for k in [key10(2, 1), key10(2, 2), key10(3, 7), key10(4, 9)] {
-            assert!(filter.insert_hash(k).unwrap());
-        }
-        assert_eq!(filter.levels(), 2);
-        let filter = Arc::new(filter);
+        let filter = misread_setup();
         let (removed, stored) = super::race(
             &filter,
             |a| a.remove_hash(key10(2, 2)).unwrap(),
@@ -378,16 +384,7 @@ fn batch_lower_level_queries_during_a_removal_shifting_across_groups() {
 #[test]
 fn batch_insert_if_absent_ignores_a_hit_misread_during_a_lower_level_removal() {
     model(|| {
-        let filter = ExpandableQf::builder(3, 0.0015)
-            .delta_grow(0.5)
-            .cascading(false)
-            .build()
-            .unwrap();
-        for k in [key10(2, 1), key10(2, 2), key10(3, 7), key10(4, 9)] {
-            assert!(filter.insert_hash(k).unwrap());
-        }
-        assert_eq!(filter.levels(), 2);
-        let filter = Arc::new(filter);
+        let filter = misread_setup();
         let (removed, stored) = super::race(
             &filter,
             |a| a.remove_hash(key10(2, 2)).unwrap(),
