@@ -193,56 +193,45 @@ fn external_merges_during_writes_keep_every_stored_key() {
 /// stored. (Read without the clusters' read locks, the merge loses keys here.)
 #[test]
 fn locally_locked_merges_during_writes_keep_every_stored_key() {
-    let (q, r) = (8, 8);
-    let a = LocallyLockedQf::with_bits(q, r).unwrap();
-    let b = LocallyLockedQf::with_bits(q, r).unwrap();
-    // Few quotients, so clusters are long and cross groups.
-    let all = distinct_hashes(q, r, 100, 360, 29);
-    let (stable, churned) = all.split_at(180);
-    let (churn_a, rest) = churned.split_at(60);
-    let (churn_a2, churn_b) = rest.split_at(60);
-    merge_beside_churn(
-        (&a, &b),
-        stable.split_at(120),
-        &[(&a, churn_a), (&a, churn_a2), (&b, churn_b)],
-        20_000,
-        |union, _| {
-            union.check_invariants().unwrap();
-            // Not one instant's read: churned keys read before their removal may be there.
-            assert!(
-                union.len() <= all.len(),
-                "{} keys in the union",
-                union.len()
-            );
-        },
-        |filter| filter.check_invariants().unwrap(),
-    );
+    let make = || LocallyLockedQf::with_bits(8, 8).unwrap();
+    merges_beside_three_churners((&make(), &make()), 29, |filter| filter.check_invariants());
 }
 
 /// `TwoBitQf::merge` beside three churning threads, as above: a supercluster at a time under
 /// its left lock, so every merge holds every key stored in either filter throughout.
 #[test]
 fn two_bit_merges_during_writes_keep_every_stored_key() {
-    let (q, r) = (8, 8);
-    let a = TwoBitQf::with_bits(q, r).unwrap();
-    let b = TwoBitQf::with_bits(q, r).unwrap();
-    let all = distinct_hashes(q, r, 100, 360, 37);
+    let make = || TwoBitQf::with_bits(8, 8).unwrap();
+    merges_beside_three_churners((&make(), &make()), 37, |filter| filter.check_invariants());
+}
+
+/// [`merge_beside_churn`] of two empty filters of `q = r = 8` whose locks sit in the table: 180
+/// stable keys (120 in `a`), two threads churning 60 keys each in `a` and one 60 in `b`, keys
+/// from few quotients so clusters are long and cross groups (`seed` picks them). Each union and
+/// each filter at the end must pass `check`; a union is not one instant's read, so it may hold
+/// churned keys read before their removal, but never more keys than exist.
+fn merges_beside_three_churners<F: Filter + Remove + Merge + Sync>(
+    (a, b): (&F, &F),
+    seed: u64,
+    check: impl Fn(&F) -> Result<(), String>,
+) {
+    let all = distinct_hashes(8, 8, 100, 360, seed);
     let (stable, churned) = all.split_at(180);
     let (churn_a, rest) = churned.split_at(60);
     let (churn_a2, churn_b) = rest.split_at(60);
     merge_beside_churn(
-        (&a, &b),
+        (a, b),
         stable.split_at(120),
-        &[(&a, churn_a), (&a, churn_a2), (&b, churn_b)],
+        &[(a, churn_a), (a, churn_a2), (b, churn_b)],
         20_000,
         |union, _| {
-            union.check_invariants().unwrap();
+            check(union).unwrap();
             assert!(
                 union.len() <= all.len(),
                 "{} keys in the union",
                 union.len()
             );
         },
-        |filter| filter.check_invariants().unwrap(),
+        |filter| check(filter).unwrap(),
     );
 }
