@@ -36,12 +36,9 @@ fn distinct_keys(placement: impl Fn(u64) -> (usize, usize, u64), count: usize) -
 /// Fills `filter` to 45% with stable keys and lets three writers insert and remove 25% more,
 /// round after round, while a reader calls `read(stable, mirrored)` (the stable keys and their
 /// mirrored hashes) over and over; then checks the filter holds exactly the stable keys.
-fn hammer<F: Filter + Remove>(
-    filter: &F,
-    placement: impl Fn(u64) -> (usize, usize, u64) + Copy,
-    stored_fingerprints: impl Fn(&F) -> usize,
-    read: impl Fn(&[u64], &[u64]) + Sync,
-) {
+/// Ends with the filter's invariants checked.
+fn hammer<F: Cuckoo>(filter: &F, read: impl Fn(&[u64], &[u64]) + Sync) {
+    let placement = |hash| filter.placement(hash);
     let entries = 4usize << BUCKET_BITS;
     let stable_count = entries * 45 / 100;
     let per_writer = entries * 25 / 100 / WRITERS;
@@ -110,10 +107,36 @@ fn hammer<F: Filter + Remove>(
         );
     });
     assert_eq!(filter.len(), stable.len());
-    assert_eq!(stored_fingerprints(filter), stable.len());
+    assert_eq!(filter.stored_fingerprints(), stable.len());
     assert!(stable.iter().all(|&k| filter.contains_hash(k)));
     assert!(churn.iter().all(|&k| !filter.contains_hash(k)));
+    filter.check_invariants().unwrap();
 }
+
+/// What [`hammer`] asks of both cuckoo filters besides `Filter` and `Remove`.
+trait Cuckoo: Filter + Remove {
+    fn placement(&self, hash: u64) -> (usize, usize, u64);
+    fn stored_fingerprints(&self) -> usize;
+    fn check_invariants(&self) -> Result<(), String>;
+}
+
+macro_rules! cuckoo {
+    ($($filter:ty),*) => {$(
+        impl Cuckoo for $filter {
+            fn placement(&self, hash: u64) -> (usize, usize, u64) {
+                <$filter>::placement(self, hash)
+            }
+            fn stored_fingerprints(&self) -> usize {
+                self.fingerprints().len()
+            }
+            fn check_invariants(&self) -> Result<(), String> {
+                <$filter>::check_invariants(self)
+            }
+        }
+    )*};
+}
+
+cuckoo!(LockFreeCuckooFilter, LockedCuckooFilter);
 
 /// The reader of [`hammer`] that queries: every stable key under both of its hashes.
 fn query_all(filter: &impl Filter) -> impl Fn(&[u64], &[u64]) + Sync + '_ {
@@ -125,22 +148,19 @@ fn query_all(filter: &impl Filter) -> impl Fn(&[u64], &[u64]) + Sync + '_ {
     }
 }
 
-/// The reader of [`hammer`] that takes `&self` snapshots with `take`: each must be a valid
-/// table, with no entry in a relocation state, holding every stable key and at most the keys
-/// that exist, and read back from its bytes.
-fn snapshot_all<C: Filter>(
-    take: impl Fn() -> C + Sync,
-    bytes: impl Fn(&mut C) -> Vec<u8> + Sync,
-) -> impl Fn(&[u64], &[u64]) + Sync {
+/// The reader of [`hammer`] that takes `&self` snapshots of `filter`: each must hold every
+/// stable key and at most the keys that exist, and read back from its bytes (which refuses an
+/// entry left in a relocation state).
+fn snapshot_all(filter: &LockFreeCuckooFilter) -> impl Fn(&[u64], &[u64]) + Sync + '_ {
     let entries = 4usize << BUCKET_BITS;
     move |stable, mirrored| {
-        let mut copy = take();
+        let mut copy = filter.snapshot().unwrap();
         for (&k, &m) in stable.iter().zip(mirrored) {
             assert!(copy.contains_hash(k), "a snapshot lost a key");
             assert!(copy.contains_hash(m), "a snapshot lost a key");
         }
         assert!(copy.len() <= entries * 70 / 100, "{} entries", copy.len());
-        let back = LockFreeCuckooFilter::from_bytes(&bytes(&mut copy)).unwrap();
+        let back = LockFreeCuckooFilter::from_bytes(&copy.to_bytes()).unwrap();
         assert_eq!(back.len(), copy.len());
     }
 }
@@ -148,14 +168,7 @@ fn snapshot_all<C: Filter>(
 #[test]
 fn lock_free_has_no_false_negatives_under_relocations() {
     let filter = LockFreeCuckooFilter::with_bits(BUCKET_BITS, FINGERPRINT_BITS).unwrap();
-    let read = query_all(&filter);
-    hammer(
-        &filter,
-        |h| filter.placement(h),
-        |f| f.fingerprints().len(),
-        read,
-    );
-    filter.check_invariants().unwrap();
+    hammer(&filter, query_all(&filter));
 }
 
 #[test]
@@ -163,14 +176,7 @@ fn locked_has_no_false_negatives_under_relocations() {
     // Two stripes per writer thread, so moves often need two locks.
     let filter =
         LockedCuckooFilter::with_stripes(BUCKET_BITS, FINGERPRINT_BITS, 2 * WRITERS).unwrap();
-    let read = query_all(&filter);
-    hammer(
-        &filter,
-        |h| filter.placement(h),
-        |f| f.fingerprints().len(),
-        read,
-    );
-    filter.check_invariants().unwrap();
+    hammer(&filter, query_all(&filter));
 }
 
 /// `LockFreeCuckooFilter::snapshot` while the writers relocate: the pause keeps every stable
@@ -178,12 +184,5 @@ fn locked_has_no_false_negatives_under_relocations() {
 #[test]
 fn lock_free_snapshots_keep_every_key_under_relocations() {
     let filter = LockFreeCuckooFilter::with_bits(BUCKET_BITS, FINGERPRINT_BITS).unwrap();
-    let read = snapshot_all(|| filter.snapshot().unwrap(), |copy| copy.to_bytes());
-    hammer(
-        &filter,
-        |h| filter.placement(h),
-        |f| f.fingerprints().len(),
-        read,
-    );
-    filter.check_invariants().unwrap();
+    hammer(&filter, snapshot_all(&filter));
 }
