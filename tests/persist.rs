@@ -1850,6 +1850,12 @@ fn locked_cuckoo_snapshots_are_consistent_under_removals() {
 
 // ----- serde ---------------------------------------------------------------------------------
 
+/// The bytes `filter` serialises as, read back from JSON as a plain byte list.
+#[cfg(feature = "serde")]
+fn serde_bytes(filter: &impl serde::Serialize) -> Vec<u8> {
+    serde_json::from_str(&serde_json::to_string(filter).unwrap()).unwrap()
+}
+
 #[cfg(feature = "serde")]
 #[test]
 fn serde_writes_the_same_bytes_and_checks_them() {
@@ -1891,30 +1897,14 @@ fn serde_writes_the_same_bytes_and_checks_them() {
     // The filters whose exact copy needs `&mut self` serialise their `&self` snapshot, which
     // at rest is the same bytes (a cascading `ExpandableQf`'s flags aside).
     let mut locally = LocallyLockedQf::from_sequential(sequential_sample(5, 6, 12));
-    let json = serde_json::to_string(&locally).unwrap();
-    assert_eq!(
-        serde_json::from_str::<Vec<u8>>(&json).unwrap(),
-        locally.to_bytes()
-    );
+    assert_eq!(serde_bytes(&locally), locally.to_bytes());
     let mut two_bit = two_bit_sample();
-    let json = serde_json::to_string(&two_bit).unwrap();
-    assert_eq!(
-        serde_json::from_str::<Vec<u8>>(&json).unwrap(),
-        two_bit.to_bytes()
-    );
+    assert_eq!(serde_bytes(&two_bit), two_bit.to_bytes());
     let mut lock_free = LockFreeCuckooFilter::new(100, 0.01).unwrap();
     lock_free.insert(&"k").unwrap();
-    let json = serde_json::to_string(&lock_free).unwrap();
-    assert_eq!(
-        serde_json::from_str::<Vec<u8>>(&json).unwrap(),
-        lock_free.to_bytes()
-    );
+    assert_eq!(serde_bytes(&lock_free), lock_free.to_bytes());
     let mut growable = growable_sample();
-    let json = serde_json::to_string(&growable).unwrap();
-    assert_eq!(
-        serde_json::from_str::<Vec<u8>>(&json).unwrap(),
-        growable.to_bytes()
-    );
+    assert_eq!(serde_bytes(&growable), growable.to_bytes());
     let expandable = expandable_sample(); // cascading: the copy's flags differ
     let back: ExpandableQf =
         serde_json::from_str(&serde_json::to_string(&expandable).unwrap()).unwrap();
