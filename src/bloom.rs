@@ -19,7 +19,7 @@
 use std::fmt;
 
 use crate::counter::StripedCounter;
-use crate::filter::{Error, Filter};
+use crate::filter::{Error, Filter, Merge};
 use crate::hash::remix;
 use crate::sizing;
 use crate::storage::prefetch_index;
@@ -238,6 +238,71 @@ impl Filter for AtomicBloomFilter {
         let n = self.len() as f64;
         (1.0 - (-k * n / self.bits as f64).exp()).powf(k)
     }
+}
+
+/// The union of two filters of the same shape (bits and hash functions): every bit set in
+/// either. It answers `true` for every key either input holds, and its false-positive rate is
+/// the one a single filter with all those bits set would have.
+///
+/// Other threads may keep inserting into both inputs meanwhile: every key inserted into either
+/// before the merge began is in the union; one inserted during it may or may not be.
+///
+/// [`len`](Filter::len) of the union is estimated from its set bits, since keys inserted into
+/// both inputs set the same bits: `n = -(m / k) ln(1 - X / m)` for `X` set bits (Swamidass and
+/// Baldi, 2007), the count at which `X` bits are expected set, so that
+/// [`false_positive_rate`](Filter::false_positive_rate) gives `(X / m)^k`, the rate of those bits.
+///
+/// ```
+/// use conqf::{AtomicBloomFilter, Filter, Merge};
+///
+/// let (a, b) = (AtomicBloomFilter::new(1000, 0.01)?, AtomicBloomFilter::new(1000, 0.01)?);
+/// a.insert(&"left")?;
+/// b.insert(&"right")?;
+/// let union = a.merge(&b)?;
+/// assert!(union.contains(&"left") && union.contains(&"right"));
+/// assert_eq!(union.len(), 2);
+///
+/// let other = AtomicBloomFilter::new(2000, 0.01)?;
+/// assert!(matches!(a.merge(&other), Err(conqf::Error::Incompatible(_))));
+/// # Ok::<(), conqf::Error>(())
+/// ```
+impl Merge for AtomicBloomFilter {
+    /// # Errors
+    /// [`Error::Incompatible`] if the filters differ in bits or hash functions (a key's bit
+    /// positions depend on both); [`Error::InvalidParameters`] if the union's table cannot be
+    /// allocated. Never [`Error::Full`].
+    fn merge(&self, other: &Self) -> Result<Self, Error> {
+        let shape = |f: &Self| (f.bits, f.hash_functions);
+        if shape(self) != shape(other) {
+            return Err(Error::Incompatible(format!(
+                "{} bits and {} hash functions against {} bits and {} hash functions",
+                self.bits, self.hash_functions, other.bits, other.hash_functions
+            )));
+        }
+        let union = Self::build(self.words.len(), self.hash_functions, self.capacity)?;
+        let mut set_bits = 0u64;
+        for ((out, left), right) in union.words.iter().zip(&*self.words).zip(&*other.words) {
+            // Relaxed: an insert that returned before the merge began happens before these
+            // loads, which then see its `fetch_or` by coherence whatever the ordering; the
+            // union is not shared yet, so its store needs no ordering either.
+            let word = left.load(Ordering::Relaxed) | right.load(Ordering::Relaxed);
+            out.store(word, Ordering::Relaxed);
+            set_bits += u64::from(word.count_ones());
+        }
+        union
+            .len
+            .add(estimated_keys(set_bits, union.bits, union.hash_functions));
+        Ok(union)
+    }
+}
+
+/// How many keys set `set_bits` of `bits` bits with `k` hash functions, in expectation:
+/// `-(m / k) ln(1 - X / m)`, rounded.
+fn estimated_keys(set_bits: u64, bits: u64, k: u32) -> usize {
+    let (m, k) = (bits as f64, f64::from(k));
+    // All bits set: the estimate diverges; count as if one bit were still clear.
+    let x = (set_bits as f64).min(m - 1.0);
+    (-(m / k) * (-x / m).ln_1p()).round() as usize
 }
 
 impl fmt::Debug for AtomicBloomFilter {

@@ -242,8 +242,9 @@ pub trait Count: Filter {
 
 /// Filters that can absorb another filter of the same parameters without rehashing.
 ///
-/// Implemented by `SequentialQf`, `ExternallyLockedQf`, `LocallyLockedQf`, `TwoBitQf` and
-/// `CountingQf`. The concurrent ones let other threads keep using both inputs:
+/// Implemented by `SequentialQf`, `ExternallyLockedQf`, `LocallyLockedQf`, `TwoBitQf`,
+/// `CountingQf` and `AtomicBloomFilter` (the bitwise OR of two tables of one shape, read
+/// without locks). The concurrent quotient filters let other threads keep using both inputs:
 /// `ExternallyLockedQf` and `CountingQf` read each input under all of its locks (the table of
 /// one instant), `LocallyLockedQf` one cluster at a time under the cluster's read lock and
 /// `TwoBitQf` one supercluster at a time under its left lock (every fingerprint stored before

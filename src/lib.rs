@@ -94,11 +94,14 @@
 //!   the merge began and not removed during it. [`ExternallyLockedQf`] and [`CountingQf`] read
 //!   each input at one instant (under all its locks); [`LocallyLockedQf`] reads one cluster at a
 //!   time under its read lock, and [`TwoBitQf`] one supercluster at a time under its left lock,
-//!   so a fingerprint inserted or removed during the merge may or may not be in the result. The `&self` snapshots of [`LocallyLockedQf`], [`GrowableQf`],
-//!   [`ExpandableQf`] and [`TwoBitQf`] (their `snapshot` methods) read the same way (`TwoBitQf`
-//!   a supercluster at a time under its left lock), and so promise the same; so does
-//!   [`LockFreeCuckooFilter::snapshot`], which copies the table in one pass while relocations
-//!   wait (relocating inserts are the one kind of its inserts that can wait, and only then).
+//!   so a fingerprint inserted or removed during the merge may or may not be in the result;
+//!   [`AtomicBloomFilter`] ORs the two tables word by word without locks, so the same holds
+//!   for keys inserted during its merge. The `&self` snapshots of [`LocallyLockedQf`],
+//!   [`GrowableQf`], [`ExpandableQf`] and [`TwoBitQf`] (their `snapshot` methods) read the same
+//!   way (`TwoBitQf` a supercluster at a time under its left lock), and so promise the same;
+//!   so does [`LockFreeCuckooFilter::snapshot`], which copies the table in one pass while
+//!   relocations wait (relocating inserts are the one kind of its inserts that can wait, and
+//!   only then).
 //! * **`len`, `false_positive_rate`** are statistics: with concurrent writers they may lag
 //!   operations that have not returned yet. Iteration ([`LocallyLockedQf::fingerprints`]) and
 //!   [`LocallyLockedQf::contains_hash_unsynchronized`] are exact only while no thread writes.

@@ -1,9 +1,9 @@
 //! `AtomicBloomFilter`: no false negatives (one thread and many), the measured false-positive
-//! rate against `(1 - e^{-kn/m})^k`, and bad parameters.
+//! rate against `(1 - e^{-kn/m})^k`, merges, and bad parameters.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use conqf::{AtomicBloomFilter, Error, Filter};
+use conqf::{AtomicBloomFilter, Error, Filter, Merge};
 
 /// The analytical rate `(1 - e^{-kn/m})^k`.
 fn analytical(filter: &AtomicBloomFilter, n: usize) -> f64 {
@@ -145,4 +145,93 @@ fn bad_parameters_are_errors_not_panics() {
     };
     assert!(message.contains("1e-300"), "{message}");
     assert!(AtomicBloomFilter::new(1, 0.999).is_ok());
+}
+
+/// The union answers every query as one filter into which both inputs' keys were inserted
+/// (its bits are theirs), and its estimated `len` and rate follow the distinct keys.
+#[test]
+fn a_merge_is_the_filter_of_both_key_sets() {
+    let filter = || AtomicBloomFilter::new(60_000, 0.01).unwrap();
+    let (left, right, both) = (filter(), filter(), filter());
+    for key in 0..30_000u64 {
+        left.insert(&key).unwrap();
+    }
+    // 10 000 keys in both inputs.
+    for key in 20_000..50_000u64 {
+        right.insert(&key).unwrap();
+    }
+    for key in 0..50_000u64 {
+        both.insert(&key).unwrap();
+    }
+    let union = left.merge(&right).unwrap();
+    assert!((0..50_000u64).all(|key| union.contains(&key)));
+    let differ = (0..400_000u64)
+        .filter(|i| union.contains(&(u64::MAX - i)) != both.contains(&(u64::MAX - i)))
+        .count();
+    assert_eq!(differ, 0, "the union's bits are not those of both key sets");
+    let distinct = 50_000.0;
+    assert!(
+        (union.len() as f64 - distinct).abs() < 0.02 * distinct,
+        "len {} of 50 000 distinct keys",
+        union.len()
+    );
+    let (rate, expected) = (union.false_positive_rate(), analytical(&union, 50_000));
+    assert!(
+        (rate - expected).abs() < 0.05 * expected,
+        "{rate} against {expected}"
+    );
+    assert_eq!(
+        (union.bits(), union.hash_functions()),
+        (left.bits(), left.hash_functions())
+    );
+    // A filter merged with itself is itself.
+    let same = left.merge(&left).unwrap();
+    assert!(
+        (same.len() as f64 - 30_000.0).abs() < 0.02 * 30_000.0,
+        "{}",
+        same.len()
+    );
+}
+
+#[test]
+fn merging_filters_of_different_shapes_is_an_error() {
+    let base = AtomicBloomFilter::with_memory(1 << 12, 4).unwrap();
+    for other in [
+        AtomicBloomFilter::with_memory(1 << 13, 4).unwrap(),
+        AtomicBloomFilter::with_memory(1 << 12, 5).unwrap(),
+    ] {
+        assert!(matches!(base.merge(&other), Err(Error::Incompatible(_))));
+        assert!(matches!(other.merge(&base), Err(Error::Incompatible(_))));
+    }
+}
+
+/// Threads keep inserting into both inputs while they are merged: every key inserted before
+/// the merge began is in the union.
+#[test]
+fn a_merge_beside_inserters_holds_every_earlier_key() {
+    let (left, right) = (
+        AtomicBloomFilter::with_memory(1 << 16, 4).unwrap(),
+        AtomicBloomFilter::with_memory(1 << 16, 4).unwrap(),
+    );
+    let published = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for (t, input) in [&left, &right].into_iter().enumerate() {
+            let published = &published;
+            s.spawn(move || {
+                for i in 0..40_000u64 {
+                    input.insert(&(t as u64, i)).unwrap();
+                    if t == 0 {
+                        // Release: keys (0, 0..=i) are in `left`.
+                        published.store(i as usize + 1, Ordering::Release);
+                    }
+                }
+            });
+        }
+        for _ in 0..8 {
+            // Acquire: the inserts counted happened before the merge.
+            let before = published.load(Ordering::Acquire) as u64;
+            let union = left.merge(&right).unwrap();
+            assert!((0..before).all(|i| union.contains(&(0u64, i))));
+        }
+    });
 }
