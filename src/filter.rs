@@ -243,12 +243,14 @@ pub trait Count: Filter {
 /// Filters that can absorb another filter of the same parameters without rehashing.
 ///
 /// Implemented by `SequentialQf`, `ExternallyLockedQf`, `LocallyLockedQf`, `TwoBitQf`,
-/// `CountingQf` and `AtomicBloomFilter` (the bitwise OR of two tables of one shape, read
-/// without locks). The concurrent quotient filters let other threads keep using both inputs:
-/// `ExternallyLockedQf` and `CountingQf` read each input under all of its locks (the table of
-/// one instant), `LocallyLockedQf` one cluster at a time under the cluster's read lock and
-/// `TwoBitQf` one supercluster at a time under its left lock (every fingerprint stored before
-/// the merge and not removed during it; see their `Merge` impls).
+/// `CountingQf`, `AtomicBloomFilter` (the bitwise OR of two tables of one shape, read without
+/// locks) and both cuckoo filters (the copies of both inputs in one table of their shape). The
+/// concurrent filters let other threads keep using both inputs: `ExternallyLockedQf`,
+/// `CountingQf` and `LockedCuckooFilter` read each input under all of its locks (the table of
+/// one instant), `LocallyLockedQf` one cluster at a time under the cluster's read lock,
+/// `TwoBitQf` one supercluster at a time under its left lock and `LockFreeCuckooFilter` in one
+/// pass while its relocations wait (every fingerprint stored before the merge and not removed
+/// during it; see their `Merge` impls).
 pub trait Merge: Sized {
     /// A new filter holding the fingerprints of both.
     ///

@@ -3,11 +3,11 @@
 //! same fingerprint is stored several times, relocation chains get long and the table fills up
 //! (`Full`). The model is a multiset of `(fingerprint, bucket pair)`: a cuckoo filter is exact
 //! in those, so every answer must equal the model's, and after every step the stored entries
-//! must be exactly the model's.
+//! must be exactly the model's. Merges of two such filters must hold both multisets.
 
 use std::collections::BTreeMap;
 
-use conqf::{Error, Filter, LockFreeCuckooFilter, LockedCuckooFilter, Remove};
+use conqf::{Error, Filter, LockFreeCuckooFilter, LockedCuckooFilter, Merge, Remove};
 use proptest::prelude::*;
 
 const BUCKET_BITS: u32 = 3;
@@ -76,7 +76,9 @@ fn ops(fingerprint_bits: u32, keys: u64, len: usize) -> impl Strategy<Value = Ve
     proptest::collection::vec(op, 1..len)
 }
 
-fn run<F: Cuckoo>(fingerprint_bits: u32, sequence: &[Op]) -> Result<usize, TestCaseError> {
+/// Runs `sequence` on a new filter, checking every step against the model; returns the filter
+/// and how many inserts were `Full`.
+fn run<F: Cuckoo>(fingerprint_bits: u32, sequence: &[Op]) -> Result<(F, usize), TestCaseError> {
     let filter = F::build(fingerprint_bits);
     let mut model: BTreeMap<(u64, [usize; 2]), usize> = BTreeMap::new();
     let mut fulls = 0;
@@ -121,7 +123,39 @@ fn run<F: Cuckoo>(fingerprint_bits: u32, sequence: &[Op]) -> Result<usize, TestC
         prop_assert_eq!(stored, expected, "after {:?}", op);
         prop_assert_eq!(filter.len(), model.values().sum::<usize>());
     }
-    Ok(fulls)
+    Ok((filter, fulls))
+}
+
+/// Merges the filters `left` and `right` leave: the union must store exactly the copies of
+/// both (as a multiset of `(fingerprint, bucket pair)`), pass the invariants and count them;
+/// a `Full` merge leaves both inputs as they were. Returns whether the merge fitted.
+fn merge<F: Cuckoo + Merge>(
+    fingerprint_bits: u32,
+    left: &[Op],
+    right: &[Op],
+) -> Result<bool, TestCaseError> {
+    let (a, _) = run::<F>(fingerprint_bits, left)?;
+    let (b, _) = run::<F>(fingerprint_bits, right)?;
+    let (before_a, before_b) = (a.stored(), b.stored());
+    let mut expected = [before_a.clone(), before_b.clone()].concat();
+    expected.sort();
+    match a.merge(&b) {
+        Ok(union) => {
+            let mut stored = union.stored();
+            stored.sort();
+            prop_assert_eq!(stored, expected);
+            prop_assert_eq!(union.len(), a.len() + b.len());
+            if let Err(why) = union.invariants() {
+                return Err(TestCaseError::fail(why));
+            }
+            Ok(true)
+        }
+        Err(Error::Full) => {
+            prop_assert_eq!((a.stored(), b.stored()), (before_a, before_b));
+            Ok(false)
+        }
+        Err(e) => Err(TestCaseError::fail(format!("{e}"))),
+    }
 }
 
 proptest! {
@@ -155,6 +189,53 @@ proptest! {
     fn locked_matches_the_model_with_16_bit_fingerprints(seq in ops(16, 60, 120)) {
         run::<LockedCuckooFilter>(16, &seq)?;
     }
+
+    #[test]
+    fn lock_free_merges_hold_both_inputs(left in ops(6, 40, 40), right in ops(6, 40, 40)) {
+        merge::<LockFreeCuckooFilter>(6, &left, &right)?;
+    }
+
+    #[test]
+    fn locked_merges_hold_both_inputs(left in ops(12, 40, 40), right in ops(12, 40, 40)) {
+        merge::<LockedCuckooFilter>(12, &left, &right)?;
+    }
+}
+
+/// The merge sequences above both fit and overflow: inputs of 12 inserts each fit a table of
+/// 32 entries, inputs filled until `Full` do not.
+#[test]
+fn the_merge_sequences_fit_and_overflow() {
+    let inserts = |from: u64, count: u64| -> Vec<Op> {
+        (from..from + count)
+            .map(|k| Op::Insert(k.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
+            .collect()
+    };
+    for full in [false, true] {
+        let count = if full { 200 } else { 12 };
+        let (left, right) = (inserts(0, count), inserts(1000, count));
+        assert_eq!(
+            merge::<LockFreeCuckooFilter>(8, &left, &right).unwrap(),
+            !full
+        );
+        assert_eq!(
+            merge::<LockedCuckooFilter>(8, &left, &right).unwrap(),
+            !full
+        );
+    }
+}
+
+#[test]
+fn merging_cuckoo_filters_of_different_shapes_is_an_error() {
+    let base = LockFreeCuckooFilter::with_bits(4, 8).unwrap();
+    for other in [
+        LockFreeCuckooFilter::with_bits(5, 8).unwrap(),
+        LockFreeCuckooFilter::with_bits(4, 9).unwrap(),
+    ] {
+        assert!(matches!(base.merge(&other), Err(Error::Incompatible(_))));
+    }
+    let base = LockedCuckooFilter::with_bits(4, 8).unwrap();
+    let other = LockedCuckooFilter::with_bits(4, 12).unwrap();
+    assert!(matches!(base.merge(&other), Err(Error::Incompatible(_))));
 }
 
 /// The sequences above do reach a full table (otherwise the `Full` path would go untested).
@@ -163,6 +244,6 @@ fn the_model_sequences_reach_full() {
     let inserts: Vec<Op> = (0..200u64)
         .map(|k| Op::Insert(k.wrapping_mul(0x9E37_79B9_7F4A_7C15)))
         .collect();
-    assert!(run::<LockFreeCuckooFilter>(8, &inserts).unwrap() > 0);
-    assert!(run::<LockedCuckooFilter>(8, &inserts).unwrap() > 0);
+    assert!(run::<LockFreeCuckooFilter>(8, &inserts).unwrap().1 > 0);
+    assert!(run::<LockedCuckooFilter>(8, &inserts).unwrap().1 > 0);
 }

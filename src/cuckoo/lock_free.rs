@@ -88,7 +88,6 @@ use crate::sync::{AtomicU64, Ordering, Waiter};
 use super::pause::RelocationPause;
 use super::table::{
     insert_with_relocations, BucketWords, CuckooTable, Entry, Lanes, Placement, Relocation, State,
-    ENTRIES_PER_BUCKET,
 };
 use crate::storage::{with_fixed_width, GroupSource};
 
@@ -378,30 +377,37 @@ impl LockFreeCuckooFilter {
     /// [`Error::InvalidParameters`] if the copy's memory cannot be allocated.
     pub fn snapshot(&self) -> Result<LockFreeCuckooFilter, Error> {
         let copy = Self::with_bits(self.table.bucket_bits(), self.table.fingerprint_bits())?;
-        let (from, to) = (&self.table.entries, &copy.table.entries);
-        {
-            // With no move under way, every entry is empty or `Stable` and stays where it is
-            // until removed, so one pass over the words reads every copy stored throughout.
-            let _paused = self.pause.pause();
-            for group in 0..from.layout().groups_for(from.len()) {
-                // Acquire: pairs with the Release CASes that filled the entries.
-                let word = from.load_group(group, Ordering::Acquire);
-                // Relaxed: the copy is not shared yet.
-                to.store_group(group, word, Ordering::Relaxed);
-            }
-        }
-        let stored = (0..copy.table.buckets())
-            .flat_map(|bucket| (0..ENTRIES_PER_BUCKET).map(move |index| (bucket, index)))
-            // Relaxed: the copy is not shared yet.
-            .filter(|&(bucket, index)| {
-                !copy
-                    .table
-                    .entry(bucket, index, Ordering::Relaxed)
-                    .is_empty()
-            })
-            .count();
-        copy.table.len.reset(stored);
+        // With no move under way, every entry is empty or `Stable` and stays where it is until
+        // removed, so one pass over the words reads every copy stored throughout.
+        let _paused = self.pause.pause();
+        // Acquire: pairs with the Release CASes that filled the entries.
+        copy.table.copy_from(&self.table, Ordering::Acquire);
         Ok(copy)
+    }
+
+    /// Stores a copy of `place`'s fingerprint in one of its buckets (the insert of a hash, and
+    /// of a stored copy during a merge); `seed` picks the order of the entry indices tried.
+    pub(crate) fn insert_placed(&self, seed: u64, place: Placement) -> Result<(), Error> {
+        let mut path = Vec::new();
+        let stable = Entry::new(place.fingerprint, State::Stable);
+        insert_with_relocations(
+            seed,
+            place,
+            || {
+                self.fill_empty(place.primary, place.fingerprint, seed)
+                    || self.fill_empty(place.alternate, place.fingerprint, seed)
+            },
+            |bucket, index| {
+                let relocation = self.relocate(bucket, index, &mut path);
+                let stored = relocation == Relocation::Freed
+                    && self
+                        .table
+                        .compare_exchange(bucket, index, Entry::EMPTY, stable);
+                (relocation, stored)
+            },
+        )?;
+        self.table.len.increment();
+        Ok(())
     }
 
     /// Moves stable `fingerprint` from `source[index]` to `destination[index]` (its alternate
@@ -454,26 +460,7 @@ impl Filter for LockFreeCuckooFilter {
     /// entries its relocations freed or moved the entries its chains needed; every stored copy
     /// stays stored.
     fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
-        let place = self.table.placement(hash);
-        let mut path = Vec::new();
-        let stable = Entry::new(place.fingerprint, State::Stable);
-        insert_with_relocations(
-            hash,
-            place,
-            || {
-                self.fill_empty(place.primary, place.fingerprint, hash)
-                    || self.fill_empty(place.alternate, place.fingerprint, hash)
-            },
-            |bucket, index| {
-                let relocation = self.relocate(bucket, index, &mut path);
-                let stored = relocation == Relocation::Freed
-                    && self
-                        .table
-                        .compare_exchange(bucket, index, Entry::EMPTY, stable);
-                (relocation, stored)
-            },
-        )?;
-        self.table.len.increment();
+        self.insert_placed(hash, self.table.placement(hash))?;
         Ok(true)
     }
 

@@ -24,7 +24,7 @@ use crossbeam_utils::CachePadded;
 use crate::filter::{Error, Filter, Remove};
 use crate::sync::{self, Ordering, ReadGuard, RwLock, WriteGuard};
 
-use super::table::{insert_with_relocations, CuckooTable, Entry, Relocation, State};
+use super::table::{insert_with_relocations, CuckooTable, Entry, Placement, Relocation, State};
 
 /// Stripes per hardware thread.
 const STRIPES_PER_THREAD: usize = 8;
@@ -235,6 +235,21 @@ impl LockedCuckooFilter {
         self.locks.iter().map(|lock| sync::read(lock)).collect()
     }
 
+    /// A copy of the table between two steps, with this filter's stripe count: read under
+    /// every stripe's read lock ([`read_all`](Self::read_all)), which other threads' writes
+    /// wait for.
+    pub(crate) fn copy(&self) -> Result<Self, Error> {
+        let copy = Self::with_stripes(
+            self.table.bucket_bits(),
+            self.table.fingerprint_bits(),
+            self.stripes(),
+        )?;
+        let _locks = self.read_all();
+        // Relaxed: the read locks order these loads after every write made under the locks.
+        copy.table.copy_from(&self.table, Ordering::Relaxed);
+        Ok(copy)
+    }
+
     /// Write-locks the stripes of two buckets, in stripe order.
     fn write_both(&self, a: usize, b: usize) -> (WriteGuard<'_>, Option<WriteGuard<'_>>) {
         let (first, second) = self.stripes_of(a, b);
@@ -252,6 +267,33 @@ impl LockedCuckooFilter {
                 Entry::new(fingerprint, State::Stable),
             )
         })
+    }
+
+    /// Stores a copy of `place`'s fingerprint in one of its buckets (the insert of a hash, and
+    /// of a stored copy during a merge); `seed` picks the order of the entry indices tried.
+    pub(crate) fn insert_placed(&self, seed: u64, place: Placement) -> Result<(), Error> {
+        let mut path = Vec::new();
+        let stable = Entry::new(place.fingerprint, State::Stable);
+        insert_with_relocations(
+            seed,
+            place,
+            || {
+                let _locks = self.write_both(place.primary, place.alternate);
+                self.fill_empty(place.primary, place.fingerprint, seed)
+                    || self.fill_empty(place.alternate, place.fingerprint, seed)
+            },
+            |bucket, index| {
+                let relocation = self.relocate(bucket, index, &mut path);
+                let stored = relocation == Relocation::Freed && {
+                    let _locks = self.write_both(place.primary, place.alternate);
+                    self.table
+                        .compare_exchange(bucket, index, Entry::EMPTY, stable)
+                };
+                (relocation, stored)
+            },
+        )?;
+        self.table.len.increment();
+        Ok(())
     }
 
     /// Frees entry `index` of `start` by moving its chain one step along, each move under the
@@ -298,28 +340,7 @@ impl Filter for LockedCuckooFilter {
     /// entries its relocations freed or moved the entries its chains needed; every stored copy
     /// stays stored.
     fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
-        let place = self.table.placement(hash);
-        let mut path = Vec::new();
-        let stable = Entry::new(place.fingerprint, State::Stable);
-        insert_with_relocations(
-            hash,
-            place,
-            || {
-                let _locks = self.write_both(place.primary, place.alternate);
-                self.fill_empty(place.primary, place.fingerprint, hash)
-                    || self.fill_empty(place.alternate, place.fingerprint, hash)
-            },
-            |bucket, index| {
-                let relocation = self.relocate(bucket, index, &mut path);
-                let stored = relocation == Relocation::Freed && {
-                    let _locks = self.write_both(place.primary, place.alternate);
-                    self.table
-                        .compare_exchange(bucket, index, Entry::EMPTY, stable)
-                };
-                (relocation, stored)
-            },
-        )?;
-        self.table.len.increment();
+        self.insert_placed(hash, self.table.placement(hash))?;
         Ok(true)
     }
 

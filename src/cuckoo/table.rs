@@ -599,6 +599,29 @@ impl CuckooTable {
         Relocation::NoRoom
     }
 
+    /// Copies every entry of `from` (a table of the same shape) into this table, which no
+    /// other thread uses yet, and sets `len` to the copies stored. The caller keeps `from`'s
+    /// entries where they are meanwhile (holds its locks, or pauses its relocations), so one
+    /// pass over the words reads every copy stored throughout; `ordering` is the loads' order.
+    pub(crate) fn copy_from(&self, from: &CuckooTable, ordering: Ordering) {
+        debug_assert_eq!(
+            (self.bucket_bits, self.fingerprint_bits),
+            (from.bucket_bits, from.fingerprint_bits)
+        );
+        let layout = *self.entries.layout();
+        let mut stored = 0;
+        for group in 0..layout.groups_for(self.entries.len()) {
+            let word = from.entries.load_group(group, ordering);
+            // Relaxed: this table is not shared yet.
+            self.entries.store_group(group, word, Ordering::Relaxed);
+            // Lanes past the last slot are never written, so they read as empty.
+            stored += (0..layout.per_group())
+                .filter(|&lane| layout.get(word, lane) != 0)
+                .count();
+        }
+        self.len.reset(stored);
+    }
+
     /// The order in which an insert tries the entry indices: a rotation picked by the hash, so
     /// keys spread evenly over the indices (paper 001 §2.2 shuffles them at random; a rotation
     /// derived from the hash is as even and keeps every run reproducible).

@@ -34,24 +34,32 @@ fn fingerprints_with_offset(offset: usize, count: usize) -> Vec<u64> {
 
 /// The keys of the scenario: `full` fills buckets 0 and 1 (fingerprints with offset 2, entry
 /// `i` holding the `i`-th), `mover` is the key in entry 0 of bucket 0 (its pair is {0, 2}),
-/// and `newcomer` is a key of the pair {0, 1} that tries entry 0 of bucket 0 first.
+/// `mover_from_other_bucket` the same stored copy addressed from bucket 2, and `newcomer` is a
+/// key of the pair {0, 1} that tries entry 0 of bucket 0 first.
 pub(crate) struct Scenario {
     pub(crate) full: Vec<u64>,
     pub(crate) mover: u64,
-    pub(crate) mover_from_bucket_2: u64,
+    pub(crate) mover_from_other_bucket: u64,
     pub(crate) newcomer: u64,
 }
 
 pub(crate) fn scenario() -> Scenario {
+    scenario_from(0)
+}
+
+/// [`scenario`] with every bucket xor `first` (0 or 2): from 2, buckets 2 and 3 start full and
+/// the relocation moves a fingerprint from bucket 2 down to bucket 0, against the order in
+/// which a copy reads the table.
+pub(crate) fn scenario_from(first: u64) -> Scenario {
     let offset_2 = fingerprints_with_offset(2, 8);
     let offset_1 = fingerprints_with_offset(1, 1);
     let full: Vec<u64> = (0..8)
-        .map(|k| key(k / 4, offset_2[k as usize], k % 4))
+        .map(|k| key(first ^ (k / 4), offset_2[k as usize], k % 4))
         .collect();
     Scenario {
         mover: full[0],
-        mover_from_bucket_2: key(2, offset_2[0], 0),
-        newcomer: key(0, offset_1[0], 0),
+        mover_from_other_bucket: key(first ^ 2, offset_2[0], 0),
+        newcomer: key(first, offset_1[0], 0),
         full,
     }
 }
@@ -78,7 +86,7 @@ fn lock_free_relocation_racing_a_find_never_misses() {
         let writer = filter.clone();
         let newcomer = s.newcomer;
         let t = thread::spawn(move || writer.insert_hash(newcomer));
-        assert!(filter.contains_hash(s.mover_from_bucket_2));
+        assert!(filter.contains_hash(s.mover_from_other_bucket));
         assert!(filter.contains_hash(s.mover));
         assert_eq!(t.join().unwrap(), Ok(true));
         for &k in s.full.iter().chain([&s.newcomer]) {
@@ -99,7 +107,7 @@ fn lock_free_relocation_racing_a_remove_removes_exactly_one_copy() {
         let writer = filter.clone();
         let newcomer = s.newcomer;
         let t = thread::spawn(move || writer.insert_hash(newcomer));
-        assert_eq!(filter.remove_hash(s.mover_from_bucket_2), Ok(true));
+        assert_eq!(filter.remove_hash(s.mover_from_other_bucket), Ok(true));
         assert_eq!(t.join().unwrap(), Ok(true));
         assert!(!filter.contains_hash(s.mover));
         for &k in s.full[1..].iter().chain([&s.newcomer]) {
@@ -157,7 +165,7 @@ fn lock_free_chain_of_two_relocations_racing_finds_never_misses() {
             "missed the copy moving to 3"
         );
         assert!(
-            filter.contains_hash(s.mover_from_bucket_2),
+            filter.contains_hash(s.mover_from_other_bucket),
             "missed the copy moving to 2"
         );
         assert_eq!(t.join().unwrap(), Ok(true));
@@ -181,7 +189,7 @@ fn locked_relocation_racing_a_find_never_misses() {
         let writer = filter.clone();
         let newcomer = s.newcomer;
         let t = thread::spawn(move || writer.insert_hash(newcomer));
-        assert!(filter.contains_hash(s.mover_from_bucket_2));
+        assert!(filter.contains_hash(s.mover_from_other_bucket));
         assert_eq!(t.join().unwrap(), Ok(true));
         assert_eq!(filter.len(), 9);
         filter.check_invariants().unwrap();
@@ -225,7 +233,7 @@ fn locked_relocation_racing_a_remove_removes_exactly_one_copy() {
         let writer = filter.clone();
         let newcomer = s.newcomer;
         let t = thread::spawn(move || writer.insert_hash(newcomer));
-        assert_eq!(filter.remove_hash(s.mover_from_bucket_2), Ok(true));
+        assert_eq!(filter.remove_hash(s.mover_from_other_bucket), Ok(true));
         assert_eq!(t.join().unwrap(), Ok(true));
         assert!(!filter.contains_hash(s.mover));
         assert_eq!(filter.len(), 8);

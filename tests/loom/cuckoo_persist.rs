@@ -3,13 +3,14 @@
 //! between two single-entry steps. A copy that read bucket 2 before the move filled it and
 //! bucket 0 after the move emptied it would lose the moved key (the false miss of paper 001
 //! §2.2, here in a snapshot). The lock-free filter's `snapshot` pauses relocations instead
-//! (`src/cuckoo/pause.rs`); its model races the same relocating insert.
+//! (`src/cuckoo/pause.rs`); its model races the same relocating insert. A locked filter's merge
+//! copies each input under the same read locks; its model races the relocation too.
 
-use conqf::{Filter, LockFreeCuckooFilter, LockedCuckooFilter};
+use conqf::{Filter, LockFreeCuckooFilter, LockedCuckooFilter, Merge};
 use loom::sync::Arc;
 use loom::thread;
 
-use super::cuckoo::{scenario, BUCKET_BITS, FINGERPRINT_BITS};
+use super::cuckoo::{scenario, scenario_from, BUCKET_BITS, FINGERPRINT_BITS};
 
 /// Buckets 0 and 1 are full; the writer's insert moves a fingerprint from bucket 0 to bucket 2
 /// (stripes 0 and 2, one bucket per stripe) and then stores its own in bucket 0, while the
@@ -29,7 +30,9 @@ fn locked_cuckoo_snapshot_racing_a_relocation_keeps_the_moved_key() {
         let t = thread::spawn(move || writer.insert_hash(newcomer));
         let snapshot = LockedCuckooFilter::from_bytes(&filter.to_bytes()).unwrap();
         snapshot.check_invariants().unwrap();
-        assert!(snapshot.contains_hash(s.mover) && snapshot.contains_hash(s.mover_from_bucket_2));
+        assert!(
+            snapshot.contains_hash(s.mover) && snapshot.contains_hash(s.mover_from_other_bucket)
+        );
         for &k in &s.full {
             assert!(snapshot.contains_hash(k));
         }
@@ -38,6 +41,37 @@ fn locked_cuckoo_snapshot_racing_a_relocation_keeps_the_moved_key() {
         if has_newcomer {
             assert!(snapshot.contains_hash(s.newcomer));
         }
+        assert_eq!(t.join().unwrap(), Ok(true));
+    });
+}
+
+/// The scenario above with `LockedCuckooFilter::merge` of the filter into an empty one, the
+/// relocation moving down, from bucket 2 to bucket 0 (`scenario_from(2)`), so a copy that read
+/// bucket 0 before the move and bucket 2 after it would lose the mover. The merge copies the
+/// filter under every stripe's read lock and inserts each copy into the union, which must hold
+/// all 8 stored keys and the newcomer exactly when it counts 9 entries. (Copied without the read
+/// locks, the union loses the mover in this model, with `CONQF_LOOM_RMW_LOADS=1`.)
+#[test]
+fn locked_cuckoo_merge_racing_a_relocation_keeps_the_moved_key() {
+    super::check(Some(2), || {
+        let s = scenario_from(2);
+        let filter = LockedCuckooFilter::with_stripes(BUCKET_BITS, FINGERPRINT_BITS, 4).unwrap();
+        for &k in &s.full {
+            assert_eq!(filter.insert_hash(k), Ok(true));
+        }
+        let empty = LockedCuckooFilter::with_stripes(BUCKET_BITS, FINGERPRINT_BITS, 4).unwrap();
+        let filter = Arc::new(filter);
+        let writer = filter.clone();
+        let newcomer = s.newcomer;
+        let t = thread::spawn(move || writer.insert_hash(newcomer));
+        let union = empty.merge(&filter).unwrap();
+        union.check_invariants().unwrap();
+        assert!(union.contains_hash(s.mover) && union.contains_hash(s.mover_from_other_bucket));
+        for &k in &s.full {
+            assert!(union.contains_hash(k));
+        }
+        let has_newcomer = union.fingerprints().len() == 9;
+        assert_eq!(union.len(), 8 + has_newcomer as usize);
         assert_eq!(t.join().unwrap(), Ok(true));
     });
 }
@@ -63,7 +97,7 @@ fn lock_free_cuckoo_snapshot_racing_a_relocation_keeps_the_moved_key() {
         );
         assert_eq!(inserted, Ok(true));
         copy.check_invariants().unwrap();
-        assert!(copy.contains_hash(s.mover) && copy.contains_hash(s.mover_from_bucket_2));
+        assert!(copy.contains_hash(s.mover) && copy.contains_hash(s.mover_from_other_bucket));
         for &k in &s.full {
             assert!(copy.contains_hash(k));
         }
