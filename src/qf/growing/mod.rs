@@ -170,7 +170,11 @@ impl GrowableBuilder {
             ));
         }
         let table = QfTable::with_bits(quotient_bits, remainder_bits)?;
-        let first = Generation::new(table, self.delta_grow, self.max_doublings, 0);
+        // Each doubling moves a remainder bit into the quotient, so no more than `r - 1` can
+        // ever happen; kept to that, the count also stays within what a persisted filter may
+        // hold (a `max_doublings(100)` filter once wrote bytes its reader refused).
+        let doublings = self.max_doublings.min(remainder_bits.saturating_sub(1));
+        let first = Generation::new(table, self.delta_grow, doublings, 0);
         Ok(GrowableQf {
             current: AtomicPtr::new(Box::into_raw(Box::new(first))),
             delta_grow: self.delta_grow,
