@@ -242,12 +242,16 @@ pub trait Count: Filter {
 
 /// Filters that can absorb another filter of the same parameters without rehashing.
 ///
-/// Implemented by `SequentialQf`, `ExternallyLockedQf`, `LocallyLockedQf`, `TwoBitQf`,
-/// `CountingQf`, `AtomicBloomFilter` (the bitwise OR of two tables of one shape, read without
-/// locks) and both cuckoo filters (the copies of both inputs in one table of their shape). The
-/// concurrent filters let other threads keep using both inputs: `ExternallyLockedQf`,
-/// `CountingQf` and `LockedCuckooFilter` read each input under all of its locks (the table of
-/// one instant), `LocallyLockedQf` one cluster at a time under the cluster's read lock,
+/// Implemented by `SequentialQf`, `ExternallyLockedQf`, `LocallyLockedQf`, `GrowableQf` (the
+/// union grows on as the first input would), `TwoBitQf`, `CountingQf`, `AtomicBloomFilter` (the
+/// bitwise OR of two tables of one shape, read without locks) and both cuckoo filters (the
+/// copies of both inputs in one table of their shape). `ExpandableQf` and `LinearProbingQf` do
+/// not merge: an expandable level has a fixed size for its fingerprint length, which the union
+/// of two full levels overflows, and a linear-probing slot does not say which quotient its
+/// remainder belongs to. The concurrent filters let other threads keep using both inputs:
+/// `ExternallyLockedQf`, `CountingQf` and `LockedCuckooFilter` read each input under all of its
+/// locks (the table of one instant), `LocallyLockedQf` and `GrowableQf` one cluster at a time
+/// under the cluster's read lock,
 /// `TwoBitQf` one supercluster at a time under its left lock and `LockFreeCuckooFilter` in one
 /// pass while its relocations wait (every fingerprint stored before the merge and not removed
 /// during it; see their `Merge` impls).

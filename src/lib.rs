@@ -93,7 +93,8 @@
 //! * **Merges beside writers** ([`Merge`]) hold every fingerprint stored in an input before
 //!   the merge began and not removed during it. [`ExternallyLockedQf`] and [`CountingQf`] read
 //!   each input at one instant (under all its locks); [`LocallyLockedQf`] reads one cluster at a
-//!   time under its read lock, and [`TwoBitQf`] one supercluster at a time under its left lock,
+//!   time under its read lock ([`GrowableQf`] its current table so, beside a doubling), and
+//!   [`TwoBitQf`] one supercluster at a time under its left lock,
 //!   so a fingerprint inserted or removed during the merge may or may not be in the result;
 //!   [`AtomicBloomFilter`] ORs the two tables word by word without locks, so the same holds
 //!   for keys inserted during its merge. [`LockedCuckooFilter`] reads each input under every

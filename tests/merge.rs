@@ -1,6 +1,7 @@
 //! `Merge` of the concurrent quotient filters, all through `&self` beside other threads:
-//! `ExternallyLockedQf` (under all its region locks), `LocallyLockedQf` (one cluster at a time
-//! under its read lock) and `TwoBitQf` (one supercluster at a time under its left lock). The
+//! `ExternallyLockedQf` (under all its region locks), `LocallyLockedQf` and `GrowableQf` (one
+//! cluster at a time under its read lock) and `TwoBitQf` (one supercluster at a time under its
+//! left lock). The
 //! 3-status-bit ones give the table `SequentialQf`'s merge gives for the same contents,
 //! `TwoBitQf` the table its own inserts of both inputs' keys give, and a merge that runs while
 //! other threads shift the filters' runs keeps every key stored before it.
@@ -9,7 +10,8 @@ mod common;
 
 use common::{churn, distinct_hashes, Churning};
 use conqf::{
-    Error, ExternallyLockedQf, Filter, LocallyLockedQf, Merge, Remove, SequentialQf, TwoBitQf,
+    Error, ExternallyLockedQf, Filter, GrowableQf, LocallyLockedQf, Merge, Remove, SequentialQf,
+    TwoBitQf,
 };
 use proptest::prelude::*;
 
@@ -107,6 +109,66 @@ proptest! {
     }
 }
 
+/// A growable filter's fingerprints, as `quotient << r | remainder` (a fingerprint's value
+/// whatever the table's shape), read from a snapshot.
+fn growable_keys(filter: &GrowableQf) -> Vec<u64> {
+    let table = filter.snapshot().unwrap().into_inner();
+    keys(table.fingerprints(), table.remainder_bits())
+}
+
+proptest! {
+    /// Growable filters of random start sizes and doubling limits, filled with random sets
+    /// (most double on the way): the union holds exactly the fingerprints of both, counts its
+    /// doublings on from the first input's table, and keeps growing.
+    #[test]
+    fn growable_merge_holds_both_sets_and_grows_on(
+        a in proptest::collection::vec(any::<u64>(), 0..600),
+        b in proptest::collection::vec(any::<u64>(), 0..600),
+        (qa, qb) in (5u32..9, 5u32..9),
+        (limit_a, limit_b) in (0u32..4, 0u32..4),
+        more in proptest::collection::vec(any::<u64>(), 0..600),
+    ) {
+        let bits = 22;
+        let filled = |q: u32, limit: u32, hashes: &[u64]| {
+            let filter = LocallyLockedQf::growable(1, 0.5)
+                .max_doublings(limit)
+                .build_with_bits(q, bits - q)
+                .unwrap();
+            for &h in hashes {
+                match filter.insert_hash(h) {
+                    Ok(_) | Err(Error::Full) => {}
+                    Err(e) => panic!("{e}"),
+                }
+            }
+            filter
+        };
+        let (fa, fb) = (filled(qa, limit_a, &a), filled(qb, limit_b, &b));
+        let union = fa.merge(&fb).unwrap();
+        union.check_invariants().map_err(TestCaseError::fail)?;
+        let mut expected = [growable_keys(&fa), growable_keys(&fb)].concat();
+        expected.sort_unstable();
+        expected.dedup();
+        prop_assert_eq!(growable_keys(&union), expected.clone());
+        prop_assert_eq!(union.len(), expected.len());
+        let grown = union.quotient_bits() - fa.quotient_bits();
+        prop_assert!(union.quotient_bits() >= fa.quotient_bits().max(fb.quotient_bits()));
+        prop_assert_eq!(union.quotient_bits() + union.remainder_bits(), bits);
+        prop_assert_eq!(union.doublings(), fa.doublings() + grown);
+        prop_assert_eq!(
+            union.doublings_possible(),
+            fa.doublings_possible().saturating_sub(grown)
+        );
+        prop_assert_eq!(union.delta_grow(), fa.delta_grow());
+        let stored: Vec<u64> = more
+            .iter()
+            .copied()
+            .filter(|&h| union.insert_hash(h).is_ok())
+            .collect();
+        prop_assert!(stored.iter().all(|&h| union.contains_hash(h)));
+        union.check_invariants().map_err(TestCaseError::fail)?;
+    }
+}
+
 #[test]
 fn fingerprints_of_other_lengths_are_incompatible() {
     let a = TwoBitQf::with_bits(10, 10).unwrap();
@@ -118,6 +180,17 @@ fn fingerprints_of_other_lengths_are_incompatible() {
     let a = LocallyLockedQf::with_bits(10, 10).unwrap();
     let b = LocallyLockedQf::with_bits(11, 10).unwrap();
     assert!(matches!(a.merge(&b), Err(Error::Incompatible(_))));
+    let growable = |q, r| {
+        LocallyLockedQf::growable(1, 0.5)
+            .build_with_bits(q, r)
+            .unwrap()
+    };
+    assert!(matches!(
+        growable(10, 10).merge(&growable(10, 11)),
+        Err(Error::Incompatible(_))
+    ));
+    // Fingerprints of one length, tables of different sizes: mergeable.
+    assert!(growable(10, 10).merge(&growable(12, 8)).is_ok());
 }
 
 /// Stores `stable.0` in `a` and `stable.1` in `b`, then merges `a` with `b` at least `rounds`
@@ -203,6 +276,27 @@ fn locally_locked_merges_during_writes_keep_every_stored_key() {
 fn two_bit_merges_during_writes_keep_every_stored_key() {
     let make = || TwoBitQf::with_bits(8, 8).unwrap();
     merges_beside_three_churners((&make(), &make()), 37, |filter| filter.check_invariants());
+}
+
+/// `GrowableQf::merge` beside three churning threads, as above, on tables that start at 2^6
+/// slots: the 120 stable keys take the first to 2^8 slots with its threshold at 121, so its
+/// churners' first inserts double it once more while the merges run. Every merge holds every
+/// key stored in either filter throughout.
+#[test]
+fn growable_merges_during_writes_and_doublings_keep_every_stored_key() {
+    let make = || {
+        LocallyLockedQf::growable(1, 0.5)
+            .delta_grow(121.5 / 256.0)
+            .build_with_bits(6, 10)
+            .unwrap()
+    };
+    let (a, b) = (make(), make());
+    merges_beside_three_churners((&a, &b), 41, |filter| filter.check_invariants());
+    assert_eq!(
+        (a.quotient_bits(), b.quotient_bits()),
+        (9, 8),
+        "a doubled beside the merges"
+    );
 }
 
 /// [`merge_beside_churn`] of two empty filters of `q = r = 8` whose locks sit in the table: 180

@@ -25,6 +25,7 @@
 
 #[cfg(loom)]
 pub mod loom_hooks;
+mod merge;
 mod migration;
 mod reclaim;
 mod snapshot;

@@ -1,0 +1,56 @@
+//! [`Merge`] for `GrowableQf`: the union of two growable filters' current tables (paper 000
+//! §2.1: bounded growing keeps a fingerprint's length, so filters started with the same
+//! fingerprint length stay mergeable however often each doubled).
+//!
+//! Each input's current table is read as [`GrowableQf::snapshot`] reads it, one cluster at a
+//! time under its read lock, beside a doubling under way (the proof is `snapshot`'s module
+//! doc), and the union is built by [`LocallyLockedQf`]'s merge: the larger table's quotient bits,
+//! plus one for each time the union would pass the load cap.
+//!
+//! The union keeps growing as the first input would have: with its `delta_grow` and migration
+//! block size, and its doublings done and left counted on from that input's table, so a union
+//! that needed a larger table has used up that many of its doublings.
+
+use super::{reclaim, GrowableQf};
+use crate::filter::{Error, Merge};
+
+/// The union of two growable filters whose fingerprints have the same length, growing on as
+/// the first would have (see the module doc above).
+///
+/// Other threads may keep inserting, removing and growing both inputs meanwhile: the union
+/// holds every key stored in either before the merge began and not removed during it (as
+/// [`GrowableQf::snapshot`]).
+///
+/// ```
+/// use conqf::{Filter, LocallyLockedQf, Merge};
+///
+/// let a = LocallyLockedQf::growable(100, 0.01).build()?;
+/// let b = LocallyLockedQf::growable(100, 0.01).build()?;
+/// for k in 0..1000u64 {
+///     a.insert(&k)?; // doubles a few times
+/// }
+/// b.insert(&"pear")?;
+/// let union = a.merge(&b)?;
+/// assert!((0..1000u64).all(|k| union.contains(&k)) && union.contains(&"pear"));
+/// assert_eq!(union.doublings(), a.doublings());
+/// union.insert(&"more")?; // and it keeps growing
+/// # Ok::<(), conqf::Error>(())
+/// ```
+impl Merge for GrowableQf {
+    /// # Errors
+    /// [`Error::Incompatible`] if the fingerprint lengths differ; [`Error::Full`] if the union
+    /// does not fit the largest table a fingerprint of that length allows.
+    fn merge(&self, other: &Self) -> Result<Self, Error> {
+        let guard = reclaim::pin();
+        let (mine, theirs) = (self.generation(&guard), other.generation(&guard));
+        let union = mine.filter.merge(&theirs.filter)?;
+        let grown = union.quotient_bits() - mine.filter.quotient_bits();
+        Ok(GrowableQf::from_parts(
+            union.into_sequential(),
+            self.delta_grow,
+            mine.doublings_done + grown,
+            mine.doublings_left.saturating_sub(grown),
+            self.block_slots,
+        ))
+    }
+}
