@@ -1,7 +1,7 @@
 //! Loom models of `ExpandableQf` (paper 000 §4), each named after the hazard it checks: the
 //! cascading early stop and a cascading re-insert against a removal that empties a lower
-//! level's canonical slot, two cascading inserts of one fingerprint, and two inserts of a new
-//! key around such a removal (which may both store it).
+//! level's canonical slot, two cascading inserts of one fingerprint, two inserts of a new
+//! key around such a removal (which may both store it), and a snapshot beside such a removal.
 //!
 //! Under loom a lower level is sealed for lock-free reads as soon as the next level opens unless
 //! a model turns on modelled grace periods (`conqf::model_grace_periods`, `reclaim.rs`). Sealing
@@ -58,6 +58,33 @@ fn cascading_early_stop_survives_a_removal_emptying_the_slot() {
         assert!(removed);
         assert!(found, "false negative through the early stop");
         filter.check_invariants().unwrap();
+    });
+}
+
+/// The scenario above with a snapshot in place of the query: `K` sits on level 1 because `X`
+/// fills its level-0 canonical slot, and a removal of `X` empties that slot while the snapshot
+/// copies the levels. `K` was stored before and never removed, so the copy must answer it:
+/// a copy whose level 0 lost `X` must not stop early there (the snapshot flags the copy's lower
+/// levels as removed from). (A copy that keeps no flag fails this model, and so does one that
+/// reads the flags before the levels and flags no other level.)
+#[test]
+fn cascading_snapshot_racing_a_removal_emptying_the_slot_keeps_the_key_above() {
+    model(|| {
+        let filter = filter();
+        let k = key(1, 9, 77);
+        assert!(filter.insert_hash(k).unwrap());
+        let (removed, copy) = super::race(
+            &filter,
+            |x| x.remove_hash(X).unwrap(),
+            |y| y.snapshot().unwrap(),
+        );
+        assert!(removed);
+        assert!(
+            copy.contains_hash(k),
+            "the copy lost a key through the early stop"
+        );
+        assert!(copy.contains_hash(Z));
+        copy.check_invariants().unwrap();
     });
 }
 
