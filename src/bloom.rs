@@ -217,7 +217,8 @@ impl Filter for AtomicBloomFilter {
     }
 
     /// The number of inserts that set at least one new bit (a key whose bits were all set
-    /// already, a false positive, is not counted).
+    /// already, a false positive, is not counted); for a union made by
+    /// [`merge`](Merge::merge), an estimate from its bits plus such inserts since.
     fn len(&self) -> usize {
         self.len.sum()
     }
@@ -250,7 +251,11 @@ impl Filter for AtomicBloomFilter {
 /// [`len`](Filter::len) of the union is estimated from its set bits, since keys inserted into
 /// both inputs set the same bits: `n = -(m / k) ln(1 - X / m)` for `X` set bits (Swamidass and
 /// Baldi, 2007), the count at which `X` bits are expected set, so that
-/// [`false_positive_rate`](Filter::false_positive_rate) gives `(X / m)^k`, the rate of those bits.
+/// [`false_positive_rate`](Filter::false_positive_rate) gives about `(X / m)^k`, the rate of
+/// those bits. The estimate is rounded and never more than `X` (each counted insert set a bit,
+/// which a filter read back from bytes must satisfy; with `k = 1`, or nearly every bit set, the
+/// formula alone would pass it). The union has the first input's
+/// [`capacity`](Filter::capacity).
 ///
 /// ```
 /// use conqf::{AtomicBloomFilter, Filter, Merge};
@@ -297,12 +302,13 @@ impl Merge for AtomicBloomFilter {
 }
 
 /// How many keys set `set_bits` of `bits` bits with `k` hash functions, in expectation:
-/// `-(m / k) ln(1 - X / m)`, rounded.
+/// `-(m / k) ln(1 - X / m)`, rounded, and at most `X` (each counted insert set a bit).
 fn estimated_keys(set_bits: u64, bits: u64, k: u32) -> usize {
     let (m, k) = (bits as f64, f64::from(k));
     // All bits set: the estimate diverges; count as if one bit were still clear.
     let x = (set_bits as f64).min(m - 1.0);
-    (-(m / k) * (-x / m).ln_1p()).round() as usize
+    let estimate = (-(m / k) * (-x / m).ln_1p()).round() as u64;
+    estimate.min(set_bits) as usize
 }
 
 impl fmt::Debug for AtomicBloomFilter {

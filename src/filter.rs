@@ -93,8 +93,9 @@ pub trait Filter: Send + Sync {
     ///
     /// Returns `Ok(true)` if it stored the fingerprint and `Ok(false)` if nothing new was
     /// stored. The quotient filters other than `CountingQf` store a fingerprint once and return
-    /// `Ok(false)` when it is already there (two exceptions: crate docs, "Set semantics"); `CountingQf` counts every copy and returns
-    /// `Ok(false)` when the fingerprint was already counted; the cuckoo filters store a copy per
+    /// `Ok(false)` when it is already there (two exceptions: crate docs, "Set semantics");
+    /// `CountingQf` counts every copy and returns `Ok(false)` when the fingerprint was already
+    /// counted; the cuckoo filters store a copy per
     /// insert and return `Ok(true)` for each (one fingerprint has eight entries, its two buckets
     /// of four, so a ninth copy of one key is [`Error::Full`] even in an empty table);
     /// `AtomicBloomFilter` returns `Ok(false)` when every bit of the key was set already.
@@ -167,8 +168,9 @@ pub trait Remove: Filter {
     /// remove keys you inserted.
     ///
     /// **Shared fingerprints.** A filter that stores each fingerprint once (every quotient filter
-    /// with `Remove` but `CountingQf`) keeps one copy for all the keys that share it: the insert of the second
-    /// returned `Ok(false)`, and removing either key removes the copy, so the other then answers
+    /// with `Remove` but `CountingQf`) keeps one copy for all the keys that share it: the insert
+    /// of the second returned `Ok(false)`, and removing either key removes the copy, so the other
+    /// then answers
     /// `false`, a false negative the filter cannot avoid. A kept key loses its copy so with about
     /// the chance that it is a false positive of the removed keys alone, which grows with every
     /// doubling of a growing filter (its fingerprints get shorter). `CountingQf` and the cuckoo
@@ -251,10 +253,9 @@ pub trait Count: Filter {
 /// remainder belongs to. The concurrent filters let other threads keep using both inputs:
 /// `ExternallyLockedQf`, `CountingQf` and `LockedCuckooFilter` read each input under all of its
 /// locks (the table of one instant), `LocallyLockedQf` and `GrowableQf` one cluster at a time
-/// under the cluster's read lock,
-/// `TwoBitQf` one supercluster at a time under its left lock and `LockFreeCuckooFilter` in one
-/// pass while its relocations wait (every fingerprint stored before the merge and not removed
-/// during it; see their `Merge` impls).
+/// under the cluster's read lock, `TwoBitQf` one supercluster at a time under its left lock and
+/// `LockFreeCuckooFilter` in one pass while its relocations wait (every fingerprint stored
+/// before the merge and not removed during it; see their `Merge` impls).
 pub trait Merge: Sized {
     /// A new filter holding the fingerprints of both.
     ///

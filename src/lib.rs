@@ -94,13 +94,14 @@
 //!   the merge began and not removed during it. [`ExternallyLockedQf`] and [`CountingQf`] read
 //!   each input at one instant (under all its locks); [`LocallyLockedQf`] reads one cluster at a
 //!   time under its read lock ([`GrowableQf`] its current table so, beside a doubling), and
-//!   [`TwoBitQf`] one supercluster at a time under its left lock,
-//!   so a fingerprint inserted or removed during the merge may or may not be in the result;
-//!   [`AtomicBloomFilter`] ORs the two tables word by word without locks, so the same holds
-//!   for keys inserted during its merge. [`LockedCuckooFilter`] reads each input under every
-//!   stripe's read lock, [`LockFreeCuckooFilter`] in one pass while its relocations wait. The `&self` snapshots of [`LocallyLockedQf`],
-//!   [`GrowableQf`], [`ExpandableQf`] and [`TwoBitQf`] (their `snapshot` methods) read the same
-//!   way (`TwoBitQf` a supercluster at a time under its left lock), and so promise the same;
+//!   [`TwoBitQf`] one supercluster at a time under its left lock, so a fingerprint inserted or
+//!   removed during the merge may or may not be in the result; [`AtomicBloomFilter`] ORs the
+//!   two tables word by word without locks, so the same holds for keys inserted during its
+//!   merge. [`LockedCuckooFilter`] reads each input under every stripe's read lock,
+//!   [`LockFreeCuckooFilter`] in one pass while its relocations wait. The `&self` snapshots of
+//!   [`LocallyLockedQf`], [`GrowableQf`], [`ExpandableQf`] and [`TwoBitQf`] (their `snapshot`
+//!   methods) read the same way (`TwoBitQf` a supercluster at a time under its left lock), and
+//!   so promise the same;
 //!   so does [`LockFreeCuckooFilter::snapshot`], which copies the table in one pass while
 //!   relocations wait (relocating inserts are the one kind of its inserts that can wait, and
 //!   only then).

@@ -193,6 +193,32 @@ fn a_merge_is_the_filter_of_both_key_sets() {
     );
 }
 
+/// A union's estimated `len` never exceeds its set bits, which its bytes must satisfy to read
+/// back: with one hash function, and with every bit set, the estimate alone would.
+#[test]
+fn a_union_reads_back_from_its_bytes() {
+    for (bytes, k, keys) in [
+        (64, 1, 200u64),
+        (8, 4, 400),
+        (1 << 12, 1, 20_000),
+        (1 << 12, 2, 30_000),
+    ] {
+        let (left, right) = (
+            AtomicBloomFilter::with_memory(bytes, k).unwrap(),
+            AtomicBloomFilter::with_memory(bytes, k).unwrap(),
+        );
+        for key in 0..keys {
+            left.insert(&key).unwrap();
+            right.insert(&(key + keys)).unwrap();
+        }
+        let union = left.merge(&right).unwrap();
+        let back = AtomicBloomFilter::from_bytes(&union.to_bytes()).unwrap();
+        assert_eq!(back.len(), union.len(), "{bytes} bytes, k = {k}");
+        assert!(union.len() as u64 <= union.bits());
+        assert!((0..2 * keys).all(|key| back.contains(&key)));
+    }
+}
+
 #[test]
 fn merging_filters_of_different_shapes_is_an_error() {
     let base = AtomicBloomFilter::with_memory(1 << 12, 4).unwrap();
@@ -213,25 +239,27 @@ fn a_merge_beside_inserters_holds_every_earlier_key() {
         AtomicBloomFilter::with_memory(1 << 16, 4).unwrap(),
         AtomicBloomFilter::with_memory(1 << 16, 4).unwrap(),
     );
-    let published = AtomicUsize::new(0);
+    let published = [AtomicUsize::new(0), AtomicUsize::new(0)];
     std::thread::scope(|s| {
         for (t, input) in [&left, &right].into_iter().enumerate() {
-            let published = &published;
+            let published = &published[t];
             s.spawn(move || {
                 for i in 0..40_000u64 {
                     input.insert(&(t as u64, i)).unwrap();
-                    if t == 0 {
-                        // Release: keys (0, 0..=i) are in `left`.
-                        published.store(i as usize + 1, Ordering::Release);
-                    }
+                    // Release: keys (t, 0..=i) are in this input.
+                    published.store(i as usize + 1, Ordering::Release);
                 }
             });
         }
         for _ in 0..8 {
             // Acquire: the inserts counted happened before the merge.
-            let before = published.load(Ordering::Acquire) as u64;
+            let before = published
+                .each_ref()
+                .map(|p| p.load(Ordering::Acquire) as u64);
             let union = left.merge(&right).unwrap();
-            assert!((0..before).all(|i| union.contains(&(0u64, i))));
+            for (t, &count) in before.iter().enumerate() {
+                assert!((0..count).all(|i| union.contains(&(t as u64, i))));
+            }
         }
     });
 }

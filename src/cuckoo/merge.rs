@@ -11,7 +11,10 @@
 //! stripe's read lock); the second input is copied the same way, on its own (one filter's locks
 //! are never held while waiting for the other's, so two merges in opposite directions cannot
 //! wait for each other), and each of its copies is inserted into the union, relocating as an
-//! insert does. The inputs only wait for the copies, not for the inserts.
+//! insert does. The inputs only wait for the copies, not for the inserts. A merge so holds
+//! three tables at once for a moment (the union, the second input's copy, and the input); and
+//! as with back-to-back snapshots, back-to-back merges of a lock-free filter keep its
+//! relocating inserts waiting (`cuckoo/pause.rs`).
 //!
 //! The union has the inputs' shape: a fingerprint's bucket comes from hash bits a filter does
 //! not keep, so a table with more buckets cannot place it. The inputs must therefore be sized

@@ -25,7 +25,7 @@
 //! chained migrations (no model doubles more than once).
 
 use conqf::migration_loom::BlockMigration;
-use conqf::{Error, Filter, Fingerprint, GrowableQf, LocallyLockedQf, Remove};
+use conqf::{Error, Filter, Fingerprint, GrowableQf, LocallyLockedQf, Merge, Remove};
 use loom::sync::atomic::{AtomicUsize, Ordering};
 use loom::sync::Arc;
 
@@ -103,9 +103,24 @@ struct Watched {
 /// and the insert's key if the insert returned before it began.
 #[test]
 fn snapshot_racing_a_doubling_holds_every_finished_insert() {
+    copy_racing_a_doubling(|filter| filter.snapshot().unwrap());
+}
+
+/// [`snapshot_racing_a_doubling_holds_every_finished_insert`] with a merge of the growing filter
+/// and an empty one of its shape, which reads the growing filter's current table as the
+/// snapshot does.
+#[test]
+fn merge_racing_a_doubling_holds_every_finished_insert() {
+    copy_racing_a_doubling(|filter| filter.merge(&growable_of(R, &[])).unwrap());
+}
+
+/// Races `copy` of a filter holding [`STORED`] against an insert that grows it: the copy must
+/// be a valid table holding the stored keys, and the insert's key if the insert returned before
+/// the copy began.
+fn copy_racing_a_doubling(copy: fn(&GrowableQf) -> GrowableQf) {
     const INSERTED: [(u64, u64); 1] = [(6, 3)];
     // One preemption: the sweep, the migration and the build make millions of executions at two.
-    super::check(Some(1), || {
+    super::check(Some(1), move || {
         let hashes: Vec<u64> = STORED.iter().map(|&(q, r)| key(q, r)).collect();
         let watched = Arc::new(Watched {
             filter: growable_of(R, &hashes),
@@ -116,25 +131,25 @@ fn snapshot_racing_a_doubling_holds_every_finished_insert() {
             |w| {
                 for (i, (q, r)) in INSERTED.into_iter().enumerate() {
                     assert!(w.filter.insert_hash(key(q, r)).unwrap());
-                    // Release: the snapshot that reads this count happens after the insert.
+                    // Release: the copy that reads this count happens after the insert.
                     w.returned.store(i + 1, Ordering::Release);
                 }
             },
             move |w| {
                 // Acquire: pairs with the Release above.
                 let returned = w.returned.load(Ordering::Acquire);
-                let snapshot = w.filter.snapshot().unwrap();
-                snapshot.check_invariants().unwrap();
+                let copied = copy(&w.filter);
+                copied.check_invariants().unwrap();
                 for k in hashes.iter().copied() {
-                    assert!(snapshot.contains_hash(k), "a stored key is missing");
+                    assert!(copied.contains_hash(k), "a stored key is missing");
                 }
                 for &(q, r) in &INSERTED[..returned] {
                     assert!(
-                        snapshot.contains_hash(key(q, r)),
+                        copied.contains_hash(key(q, r)),
                         "a finished insert is missing"
                     );
                 }
-                assert!((3 + returned..=4).contains(&snapshot.len()));
+                assert!((3 + returned..=4).contains(&copied.len()));
             },
         );
         assert_eq!(watched.filter.doublings(), 1);

@@ -9,7 +9,9 @@
 //!
 //! The union keeps growing as the first input would have: with its `delta_grow` and migration
 //! block size, and its doublings done and left counted on from that input's table, so a union
-//! that needed a larger table has used up that many of its doublings.
+//! that needed a larger table has used up that many of its doublings. A union that needs more
+//! doublings than the first input has left is `Full`, as that input would be with those keys:
+//! `max_doublings` bounds the memory a filter may grow to, and a merge keeps to it.
 
 use super::{reclaim, GrowableQf};
 use crate::filter::{Error, Merge};
@@ -39,17 +41,24 @@ use crate::filter::{Error, Merge};
 impl Merge for GrowableQf {
     /// # Errors
     /// [`Error::Incompatible`] if the fingerprint lengths differ; [`Error::Full`] if the union
-    /// does not fit the largest table a fingerprint of that length allows.
+    /// needs a larger table than the first input may still double to
+    /// ([`doublings_possible`](GrowableQf::doublings_possible)); [`Error::InvalidParameters`]
+    /// if the union's memory cannot be allocated.
     fn merge(&self, other: &Self) -> Result<Self, Error> {
         let guard = reclaim::pin();
         let (mine, theirs) = (self.generation(&guard), other.generation(&guard));
         let union = mine.filter.merge(&theirs.filter)?;
+        // No underflow: the union has at least the larger input's quotient bits
+        // (`sizing::union_quotient_bits`).
         let grown = union.quotient_bits() - mine.filter.quotient_bits();
+        if grown > mine.doublings_possible() {
+            return Err(Error::Full);
+        }
         Ok(GrowableQf::from_parts(
             union.into_sequential(),
             self.delta_grow,
             mine.doublings_done + grown,
-            mine.doublings_left.saturating_sub(grown),
+            mine.doublings_left - grown,
             self.block_slots,
         ))
     }
