@@ -78,7 +78,7 @@
 
 use crate::counter::StripedCounter;
 use crate::filter::Error;
-use crate::hash::{low_mask, remix, Fingerprint};
+use crate::hash::{low_mask, remix, Splitter};
 use crate::storage::{GroupSource, LaneFields, SlotArray, SlotLayout};
 use crate::sync::Ordering;
 
@@ -234,6 +234,8 @@ pub(crate) struct CuckooTable {
     pub(crate) entries: SlotArray,
     bucket_bits: u32,
     fingerprint_bits: u32,
+    /// Splits a hash into the primary bucket and the non-zero fingerprint.
+    splitter: Splitter,
     /// Stored copies (inserts minus removes); a statistic.
     pub(crate) len: StripedCounter,
     /// The word constants of the broadword bucket search.
@@ -317,6 +319,7 @@ impl CuckooTable {
             entries,
             bucket_bits,
             fingerprint_bits,
+            splitter: Splitter::new(bucket_bits, fingerprint_bits),
             len: StripedCounter::new(),
         })
     }
@@ -408,12 +411,11 @@ impl CuckooTable {
     /// The buckets and fingerprint of a hash.
     #[inline]
     pub(crate) fn placement(&self, hash: u64) -> Placement {
-        let split = Fingerprint::nonzero(hash, self.bucket_bits, self.fingerprint_bits);
-        let primary = split.quotient as usize;
+        let (primary, fingerprint) = self.splitter.split_nonzero(hash);
         Placement {
             primary,
-            alternate: self.alternate(primary, split.remainder),
-            fingerprint: split.remainder,
+            alternate: self.alternate(primary, fingerprint),
+            fingerprint,
         }
     }
 

@@ -6,8 +6,8 @@
 //! `2^q` addressable slots plus a short overflow tail (DESIGN.md "Layout"), packed into 64-bit
 //! groups by [`SlotArray`]. A slot is `r` bits wide and holds nothing but a remainder: there are
 //! no status bits. `r` is the paper's `r + 3`: the three bits the status bits would have taken go
-//! to the remainder instead. Remainders are never 0 ([`Fingerprint::nonzero`]), so 0 marks an
-//! empty slot.
+//! to the remainder instead. Remainders are never 0
+//! ([`Fingerprint::nonzero`](crate::Fingerprint::nonzero)), so 0 marks an empty slot.
 //!
 //! A key with fingerprint `(quotient, remainder)` is stored in the first empty slot at or after
 //! slot `quotient`, like a key in a linear probing hash table. Stored remainders are never moved,
@@ -69,7 +69,7 @@ use std::fmt;
 
 use crate::budget::CapBudget;
 use crate::filter::{Error, Filter};
-use crate::hash::Fingerprint;
+use crate::hash::Splitter;
 use crate::sizing;
 use crate::storage::{with_fixed_width, Cursor, GroupSource, LaneFields, SlotArray};
 use crate::sync::Ordering;
@@ -113,6 +113,8 @@ pub struct LinearProbingQf {
     pub(crate) slots: SlotArray,
     quotient_bits: u32,
     remainder_bits: u32,
+    /// Splits a hash into its quotient and non-zero remainder.
+    splitter: Splitter,
     max_load: f64,
     /// The places under the cap, `floor(max_load * 2^q)`: stored elements plus inserts that
     /// have taken a place and not yet finished are the places used. Only inserts touch it;
@@ -202,6 +204,7 @@ impl LinearProbingBuilder {
             slots: SlotArray::new(remainder_bits, slot_count)?,
             quotient_bits,
             remainder_bits,
+            splitter: Splitter::new(quotient_bits, remainder_bits),
             max_load,
             budget: CapBudget::new(cap),
         })
@@ -288,8 +291,7 @@ impl LinearProbingQf {
 
     #[inline]
     pub(crate) fn fingerprint(&self, hash: u64) -> (usize, u64) {
-        let f = Fingerprint::nonzero(hash, self.quotient_bits, self.remainder_bits);
-        (f.quotient as usize, f.remainder)
+        self.splitter.split_nonzero(hash)
     }
 
     /// Whether fingerprint `(quotient, remainder)` is stored ([`Filter::contains_hash`] after

@@ -83,8 +83,8 @@
 //! [`TwoBitQf::grow`] moves the top remainder bit into the quotient, as
 //! [`SequentialQf::grow`](crate::SequentialQf::grow) does. A remainder `10…0` would become 0,
 //! which this table cannot store; the filter therefore stores a zero remainder as 1 from the
-//! start ([`table::fold`]), a rule that commutes with growing, so every key is found after any
-//! number of doublings.
+//! start ([`TwoBitTable::fingerprint`](table::TwoBitTable::fingerprint)), a rule that commutes
+//! with growing, so every key is found after any number of doublings.
 
 mod merge;
 mod sweep;

@@ -27,7 +27,7 @@
 //! stays empty.
 
 use crate::filter::Error;
-use crate::hash::{low_mask, Fingerprint};
+use crate::hash::{low_mask, Fingerprint, Splitter};
 use crate::sizing;
 use crate::storage::{Cursor, GroupSource, SlotArray};
 use crate::sync::Ordering;
@@ -82,21 +82,10 @@ pub(crate) const fn element(remainder: u64, new_run: bool) -> u64 {
     (remainder << STATUS_BITS) | if new_run { NEW_RUN } else { 0 }
 }
 
-/// The fingerprint of `hash` in a table of `2^quotient_bits` canonical slots: the top `q` bits
-/// and the next `r` bits, where a remainder of 0 is stored as 1.
-///
-/// Folding 0 onto 1 (rather than re-mixing the hash until the remainder is non-zero, as
-/// [`Fingerprint::nonzero`] does) is what makes bounded growing sound. Growing moves the top
-/// remainder bit into the quotient; a stored remainder `10…0` becomes `0`, and the keys that had
-/// it must be found again after the growth. Under re-mixing their new fingerprint depends on hash
-/// bits the table never stored; under folding it is `1`, at the same new quotient, for every such
-/// key. In general folding commutes with growing: `fold(split(h, q + 1, r - 1))` equals
-/// `grow(fold(split(h, q, r)))` for every hash `h`, where `grow` maps `(x, v)` to
-/// `(2x + top bit of v, fold(v without its top bit))`. The price is that remainder 1 is twice as
-/// likely as the others, which raises the false-positive rate by a factor of about `1 + 2^-r`
-/// over `δ / (2^r - 1)` (see [`TwoBitTable::false_positive_rate`]).
-#[inline]
-pub(crate) fn fold(hash: u64, quotient_bits: u32, remainder_bits: u32) -> Fingerprint {
+/// The fingerprint rule of the 2-bit tables written out ([`TwoBitTable::fingerprint`] has it
+/// through a [`Splitter`]): the top `q` bits and the next `r`, a remainder of 0 stored as 1.
+#[cfg(test)]
+fn fold(hash: u64, quotient_bits: u32, remainder_bits: u32) -> Fingerprint {
     let f = Fingerprint::split(hash, quotient_bits, remainder_bits);
     Fingerprint {
         quotient: f.quotient,
@@ -109,6 +98,8 @@ pub(crate) struct TwoBitTable {
     pub(crate) slots: SlotArray,
     pub(crate) quotient_bits: u32,
     pub(crate) remainder_bits: u32,
+    /// Splits a hash into quotient and remainder, with the shifts and mask worked out once.
+    splitter: Splitter,
 }
 
 /// The fill up to which the `new` constructor plans, as for the 3-status-bit filters.
@@ -128,6 +119,7 @@ impl TwoBitTable {
             slots: SlotArray::new(remainder_bits + STATUS_BITS, slot_count)?,
             quotient_bits,
             remainder_bits,
+            splitter: Splitter::new(quotient_bits, remainder_bits),
         })
     }
 
@@ -140,11 +132,25 @@ impl TwoBitTable {
         Self::with_bits(q, r)
     }
 
-    /// The canonical slot index and the remainder of a hash.
+    /// The canonical slot index (after the guard slots) and the remainder of a hash: the top `q`
+    /// bits and the next `r` bits, where a remainder of 0 is stored as 1 (*folding*).
+    ///
+    /// Folding 0 onto 1 (rather than re-mixing the hash until the remainder is non-zero, as
+    /// [`Fingerprint::nonzero`] does) is what makes bounded growing sound. Growing moves the top
+    /// remainder bit into the quotient; a stored remainder `10…0` becomes `0`, and the keys that
+    /// had it must be found again after the growth. Under re-mixing their new fingerprint depends
+    /// on hash bits the table never stored; under folding it is `1`, at the same new quotient,
+    /// for every such key. In general folding commutes with growing: `fold(split(h, q + 1, r -
+    /// 1))` equals `grow(fold(split(h, q, r)))` for every hash `h`, where `grow` maps `(x, v)` to
+    /// `(2x + top bit of v, fold(v without its top bit))` (a proptest checks it). The price is
+    /// that remainder 1 is twice as likely as the others, which raises the false-positive rate
+    /// by a factor of about `1 + 2^-r` over `δ / (2^r - 1)` (see
+    /// [`TwoBitTable::false_positive_rate`]).
     #[inline]
     pub(crate) fn fingerprint(&self, hash: u64) -> (usize, u64) {
-        let f = fold(hash, self.quotient_bits, self.remainder_bits);
-        (f.quotient as usize + GUARD, f.remainder)
+        // `fold`, through the splitter.
+        let (quotient, remainder) = self.splitter.split(hash);
+        (quotient + GUARD, remainder.max(1))
     }
 
     /// How many fingerprints fit at [`MAX_LOAD`].
@@ -273,7 +279,8 @@ pub(crate) fn check_slots<S: GroupSource>(
 }
 
 /// `δ (2^r + 2) / 4^r`: the chance that a query's fingerprint equals one of the `δ` stored
-/// fingerprints expected at its canonical slot, with remainders folded as in [`fold`] (remainder
+/// fingerprints expected at its canonical slot, with remainders folded as
+/// [`TwoBitTable::fingerprint`] folds them (remainder
 /// 1 has probability `2 / 2^r`, every other non-zero value `1 / 2^r`).
 pub(crate) fn folded_fpr(load: f64, remainder_bits: u32) -> f64 {
     let values = (remainder_bits as f64).exp2();
@@ -379,6 +386,16 @@ mod tests {
                 remainder: (before.remainder & low_mask(r - 1)).max(1),
             };
             prop_assert_eq!(grown, fold(hash, q + 1, r - 1));
+        }
+
+        /// A table splits as `fold` does, after its guard slots; among the hashes, those
+        /// whose plain remainder is 0.
+        #[test]
+        fn tables_fold_their_fingerprints(hash: u64, q in 1u32..12, r in 1u32..20, zero: bool) {
+            let hash = if zero { hash & !(low_mask(r) << (64 - q - r)) } else { hash };
+            let table = TwoBitTable::with_bits(q, r).unwrap();
+            let f = fold(hash, q, r);
+            prop_assert_eq!(table.fingerprint(hash), (f.quotient as usize + GUARD, f.remainder));
         }
     }
 
