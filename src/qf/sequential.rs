@@ -131,8 +131,23 @@ impl SequentialQf {
     }
 
     /// Whether the fingerprint of `hash` is stored.
+    #[inline]
     pub fn contains_hash(&self, hash: u64) -> bool {
         let (quotient, remainder) = self.table.fingerprint(hash);
+        // At 72% fill about half of the quotients an absent key asks for have no run
+        // (`e^-0.72`): answered here, with one load, they skip the walk's set-up in
+        // `contains_in_run` (`peer_probe`, 2026-11-29: absent lookups 6-9% faster at `2^16` and
+        // `2^22` slots; decoding the slot through a lock, as a concurrent filter would, lost it).
+        // Relaxed: reads of a table no other thread writes (`&mut self` for every write).
+        if !self.table.is_occupied_at_rest(quotient, Ordering::Relaxed) {
+            return false;
+        }
+        self.contains_in_run(quotient, remainder)
+    }
+
+    /// [`contains_hash`](Self::contains_hash) of a quotient whose canonical slot has a run.
+    #[inline(never)]
+    fn contains_in_run(&self, quotient: usize, remainder: u64) -> bool {
         // Relaxed: reads of a table no other thread writes (`&mut self` for every write).
         let slots = self.slots();
         with_fixed_width!(slots => Self::found(

@@ -9,7 +9,7 @@ use crate::storage::SlotArray;
 use crate::sync::Ordering;
 
 use super::scan::{check_table, Fingerprints};
-use super::slot::STATUS_BITS;
+use super::slot::{OCCUPIED, STATUS_BITS};
 use super::usual_slots;
 
 /// The fill up to which the `new` constructors plan: beyond it clusters grow long.
@@ -83,6 +83,13 @@ impl QfTable {
     #[inline]
     pub(crate) fn fingerprint(&self, hash: u64) -> (usize, u64) {
         self.splitter.split(hash)
+    }
+
+    /// Whether canonical slot `quotient` of a table that holds no lock (the sequential filter's)
+    /// is occupied (has a run), with one load.
+    #[inline(always)]
+    pub(crate) fn is_occupied_at_rest(&self, quotient: usize, order: Ordering) -> bool {
+        self.slots.get(quotient, order) & OCCUPIED != 0
     }
 
     /// How many fingerprints fit at [`MAX_LOAD`].
