@@ -249,49 +249,29 @@ fn insert_across_levels(cascading: bool, seed: u64, checker: common::Checker) {
         .unwrap();
     let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
     let hashes: Vec<u64> = (0..THREADS * PER_THREAD).map(|_| rng.random()).collect();
-    let published: Vec<AtomicUsize> = (0..THREADS).map(|_| AtomicUsize::new(0)).collect();
-    let done = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        let writers: Vec<_> = (0..THREADS)
-            .map(|t| {
-                let keys = &hashes[t * PER_THREAD..(t + 1) * PER_THREAD];
-                let (filter, published) = (&filter, &published);
-                s.spawn(move || {
-                    for (i, &key) in keys.iter().enumerate() {
-                        filter.insert_hash(key).unwrap();
-                        assert!(filter.contains_hash(key), "false negative after insert");
-                        published[t].store(i + 1, Ordering::Release);
-                        if i % 5 == 0 {
-                            assert_eq!(filter.remove_hash(key), Ok(true));
-                        }
-                    }
-                })
-            })
-            .collect();
-        let (filter, published, done, hashes) = (&filter, &published, &done, &hashes);
-        let checker = s.spawn(move || {
-            common::check_published(
-                checker,
-                filter,
-                (
-                    || filter.snapshot().unwrap(),
-                    |snapshot: &mut ExpandableQf| {
-                        snapshot.check_invariants().unwrap();
-                        assert!(snapshot.levels() <= filter.levels());
-                        let back = ExpandableQf::from_bytes(&snapshot.to_bytes()).unwrap();
-                        assert_eq!(back.len(), snapshot.len());
-                    },
-                ),
-                (hashes, PER_THREAD),
-                published,
-                done,
-                |i| i % 5 != 0,
-                "false negative while levels open",
-            )
-        });
-        common::join_writers(writers, done);
-        assert!(checker.join().unwrap() > 0);
-    });
+    common::insert_beside_checker(
+        &filter,
+        (&hashes, PER_THREAD),
+        |i, key| {
+            if i % 5 == 0 {
+                assert_eq!(filter.remove_hash(key), Ok(true));
+            }
+        },
+        (
+            checker,
+            (
+                || filter.snapshot().unwrap(),
+                |snapshot: &mut ExpandableQf| {
+                    snapshot.check_invariants().unwrap();
+                    assert!(snapshot.levels() <= filter.levels());
+                    let back = ExpandableQf::from_bytes(&snapshot.to_bytes()).unwrap();
+                    assert_eq!(back.len(), snapshot.len());
+                },
+            ),
+        ),
+        |i| i % 5 != 0,
+        "false negative while levels open",
+    );
     assert!(filter.levels() >= 4, "{} levels", filter.levels());
     for (i, &k) in hashes.iter().enumerate() {
         if i % PER_THREAD % 5 != 0 {

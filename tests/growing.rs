@@ -6,7 +6,6 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use conqf::{Error, Filter, GrowableQf, LocallyLockedQf, Remove};
 use rand::{Rng, SeedableRng};
@@ -210,54 +209,34 @@ fn grow_together(seed: u64, threads: usize, checker: common::Checker) {
     // Growing keeps the top `q + r` bits of the first table as the fingerprint.
     let (q, r) = (filter.quotient_bits(), filter.remainder_bits());
     let hashes = common::distinct_hashes(q, r, 1 << q, threads * PER_THREAD, seed);
-    let published: Vec<AtomicUsize> = (0..threads).map(|_| AtomicUsize::new(0)).collect();
-    let done = AtomicBool::new(false);
-    std::thread::scope(|s| {
-        let writers: Vec<_> = (0..threads)
-            .map(|t| {
-                let keys = &hashes[t * PER_THREAD..(t + 1) * PER_THREAD];
-                let (filter, published) = (&filter, &published);
-                s.spawn(move || {
-                    for (i, &key) in keys.iter().enumerate() {
-                        filter.insert_hash(key).unwrap();
-                        assert!(filter.contains_hash(key), "false negative after insert");
-                        published[t].store(i + 1, Ordering::Release);
-                        // Every 5th key leaves and comes back, so removals race migrations.
-                        if i % 5 == 0 {
-                            assert_eq!(filter.remove_hash(key), Ok(true));
-                            // Its own fingerprint: no thread stores it again until the
-                            // insert below, however the others shift it or grow the table.
-                            assert!(!filter.contains_hash_locked(key), "misread after remove");
-                            filter.insert_hash(key).unwrap();
-                        }
-                    }
-                })
-            })
-            .collect();
-        let (filter, published, done, hashes) = (&filter, &published, &done, &hashes);
-        let checker = s.spawn(move || {
-            common::check_published(
-                checker,
-                filter,
-                (
-                    || filter.snapshot().unwrap(),
-                    |snapshot: &mut GrowableQf| {
-                        snapshot.check_invariants().unwrap();
-                        assert!(snapshot.doublings() <= filter.doublings());
-                        let back = GrowableQf::from_bytes(&snapshot.to_bytes()).unwrap();
-                        assert_eq!(back.len(), snapshot.len());
-                    },
-                ),
-                (hashes, PER_THREAD),
-                published,
-                done,
-                |i| i % 5 != 0,
-                "false negative during growth",
-            )
-        });
-        common::join_writers(writers, done);
-        assert!(checker.join().unwrap() > 0);
-    });
+    common::insert_beside_checker(
+        &filter,
+        (&hashes, PER_THREAD),
+        |i, key| {
+            // Every 5th key leaves and comes back, so removals race migrations.
+            if i % 5 == 0 {
+                assert_eq!(filter.remove_hash(key), Ok(true));
+                // Its own fingerprint: no thread stores it again until the insert below,
+                // however the others shift it or grow the table.
+                assert!(!filter.contains_hash_locked(key), "misread after remove");
+                filter.insert_hash(key).unwrap();
+            }
+        },
+        (
+            checker,
+            (
+                || filter.snapshot().unwrap(),
+                |snapshot: &mut GrowableQf| {
+                    snapshot.check_invariants().unwrap();
+                    assert!(snapshot.doublings() <= filter.doublings());
+                    let back = GrowableQf::from_bytes(&snapshot.to_bytes()).unwrap();
+                    assert_eq!(back.len(), snapshot.len());
+                },
+            ),
+        ),
+        |i| i % 5 != 0,
+        "false negative during growth",
+    );
     assert!(
         filter.doublings() >= 4,
         "only {} doublings",

@@ -378,6 +378,58 @@ pub(crate) fn check_published<F: conqf::Filter, S: conqf::Filter>(
     }
 }
 
+/// The writers and the checker of the growing stress tests: one writer per `per_thread` keys of
+/// `hashes` inserts its keys in order, asserts it finds each, publishes how many it inserted
+/// (Release) and then calls `after(i, key)` (a removal, say); beside them `checker` runs
+/// [`check_published`] with `snapshots` until the writers are done, looking for the keys whose
+/// index `kept` accepts. Fails if the checker checked nothing.
+pub(crate) fn insert_beside_checker<F: conqf::Filter + Sync, S: conqf::Filter>(
+    filter: &F,
+    (hashes, per_thread): (&[u64], usize),
+    after: impl Fn(usize, u64) + Sync,
+    (checker, snapshots): (Checker, (impl Fn() -> S + Send, impl Fn(&mut S) + Send)),
+    kept: impl Fn(usize) -> bool + Send,
+    what: &str,
+) {
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+    let threads = hashes.len() / per_thread;
+    let published: Vec<AtomicUsize> = (0..threads).map(|_| AtomicUsize::new(0)).collect();
+    let done = AtomicBool::new(false);
+    std::thread::scope(|s| {
+        let writers: Vec<_> = hashes
+            .chunks(per_thread)
+            .zip(&published)
+            .map(|(keys, published)| {
+                let after = &after;
+                s.spawn(move || {
+                    for (i, &key) in keys.iter().enumerate() {
+                        filter.insert_hash(key).unwrap();
+                        assert!(filter.contains_hash(key), "false negative after insert");
+                        // Release: keys 0..=i of this writer are inserted.
+                        published.store(i + 1, Ordering::Release);
+                        after(i, key);
+                    }
+                })
+            })
+            .collect();
+        let (published, done) = (&published, &done);
+        let checker = s.spawn(move || {
+            check_published(
+                checker,
+                filter,
+                snapshots,
+                (hashes, per_thread),
+                published,
+                done,
+                kept,
+                what,
+            )
+        });
+        join_writers(writers, done);
+        assert!(checker.join().unwrap() > 0);
+    });
+}
+
 /// [`check_published_keys`] for `&self` snapshots: until `done` is set (and at least 20 rounds
 /// have run), reads every writer's published count, takes a snapshot with `take`, checks it with
 /// `valid` and asserts it holds every published key that `kept` says stays stored. Returns the
