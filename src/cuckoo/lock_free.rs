@@ -388,26 +388,20 @@ impl LockFreeCuckooFilter {
     /// Stores a copy of `place`'s fingerprint in one of its buckets (the insert of a hash, and
     /// of a stored copy during a merge); `seed` picks the order of the entry indices tried.
     pub(crate) fn insert_placed(&self, seed: u64, place: Placement) -> Result<(), Error> {
-        let mut path = Vec::new();
-        let stable = Entry::new(place.fingerprint, State::Stable);
         insert_with_relocations(
+            &self.table,
             seed,
             place,
             || {
                 self.fill_empty(place.primary, place.fingerprint, seed)
                     || self.fill_empty(place.alternate, place.fingerprint, seed)
             },
-            |bucket, index| {
-                let relocation = self.relocate(bucket, index, &mut path);
-                let stored = relocation == Relocation::Freed
-                    && self
-                        .table
-                        .compare_exchange(bucket, index, Entry::EMPTY, stable);
-                (relocation, stored)
+            |bucket, index, path| self.relocate(bucket, index, path),
+            |bucket, index, stable| {
+                self.table
+                    .compare_exchange(bucket, index, Entry::EMPTY, stable)
             },
-        )?;
-        self.table.len.increment();
-        Ok(())
+        )
     }
 
     /// Moves stable `fingerprint` from `source[index]` to `destination[index]` (its alternate

@@ -272,9 +272,8 @@ impl LockedCuckooFilter {
     /// Stores a copy of `place`'s fingerprint in one of its buckets (the insert of a hash, and
     /// of a stored copy during a merge); `seed` picks the order of the entry indices tried.
     pub(crate) fn insert_placed(&self, seed: u64, place: Placement) -> Result<(), Error> {
-        let mut path = Vec::new();
-        let stable = Entry::new(place.fingerprint, State::Stable);
         insert_with_relocations(
+            &self.table,
             seed,
             place,
             || {
@@ -282,18 +281,13 @@ impl LockedCuckooFilter {
                 self.fill_empty(place.primary, place.fingerprint, seed)
                     || self.fill_empty(place.alternate, place.fingerprint, seed)
             },
-            |bucket, index| {
-                let relocation = self.relocate(bucket, index, &mut path);
-                let stored = relocation == Relocation::Freed && {
-                    let _locks = self.write_both(place.primary, place.alternate);
-                    self.table
-                        .compare_exchange(bucket, index, Entry::EMPTY, stable)
-                };
-                (relocation, stored)
+            |bucket, index, path| self.relocate(bucket, index, path),
+            |bucket, index, stable| {
+                let _locks = self.write_both(place.primary, place.alternate);
+                self.table
+                    .compare_exchange(bucket, index, Entry::EMPTY, stable)
             },
-        )?;
-        self.table.len.increment();
-        Ok(())
+        )
     }
 
     /// Frees entry `index` of `start` by moving its chain one step along, each move under the

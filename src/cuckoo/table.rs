@@ -182,39 +182,49 @@ const INSERT_ROUNDS: usize = 4;
 
 /// The insert of both cuckoo filters (paper 001 §2.2), written once over the filter's own
 /// steps: `fill_empty()` stores the fingerprint in an empty entry of either bucket if there is
-/// one; `free(bucket, index)` relocates the chain behind entry `index` of `bucket` and, if that
-/// freed it, tries to store the fingerprint there, returning `(how the relocation ended, whether
-/// it stored)`. Each round tries every entry of both buckets (in [`CuckooTable::index_order`]).
-/// `Err(Full)` after a round in which every chain was too long, or after [`INSERT_ROUNDS`]
-/// rounds in which other threads took what the relocations freed or got in the way; a failed
-/// insert has moved copies along chains but dropped none.
+/// one; `relocate(bucket, index, path)` moves the chain behind entry `index` of `bucket` one step
+/// along (`path` is scratch space for the chain); `store(bucket, index, entry)` puts `entry`,
+/// the fingerprint as a stable entry, into that entry if it is still empty. Each round tries
+/// every entry of both buckets (in [`CuckooTable::index_order`] of `seed`). On success the
+/// table's count goes up by one. `Err(Full)` after a round in which every chain was too long,
+/// or after [`INSERT_ROUNDS`] rounds in which other threads took what the relocations freed or
+/// got in the way; a failed insert has moved copies along chains but dropped none.
 pub(crate) fn insert_with_relocations(
-    hash: u64,
+    table: &CuckooTable,
+    seed: u64,
     place: Placement,
     mut fill_empty: impl FnMut() -> bool,
-    mut free: impl FnMut(usize, usize) -> (Relocation, bool),
+    mut relocate: impl FnMut(usize, usize, &mut Vec<(usize, u64)>) -> Relocation,
+    mut store: impl FnMut(usize, usize, Entry) -> bool,
 ) -> Result<(), Error> {
-    for _ in 0..INSERT_ROUNDS {
-        if fill_empty() {
-            return Ok(());
-        }
-        let mut may_succeed_later = false;
-        for index in CuckooTable::index_order(hash) {
-            for bucket in [place.primary, place.alternate] {
-                match free(bucket, index) {
-                    (_, true) => return Ok(()),
-                    (Relocation::NoRoom, false) => {}
-                    (Relocation::Freed | Relocation::Contended, false) => {
-                        may_succeed_later = true;
+    let stable = Entry::new(place.fingerprint, State::Stable);
+    let mut path = Vec::new();
+    let stored = 'rounds: {
+        for _ in 0..INSERT_ROUNDS {
+            if fill_empty() {
+                break 'rounds true;
+            }
+            let mut may_succeed_later = false;
+            for index in CuckooTable::index_order(seed) {
+                for bucket in [place.primary, place.alternate] {
+                    match relocate(bucket, index, &mut path) {
+                        Relocation::NoRoom => {}
+                        Relocation::Freed if store(bucket, index, stable) => break 'rounds true,
+                        Relocation::Freed | Relocation::Contended => may_succeed_later = true,
                     }
                 }
             }
+            if !may_succeed_later {
+                break 'rounds false;
+            }
         }
-        if !may_succeed_later {
-            return Err(Error::Full);
-        }
+        false
+    };
+    if !stored {
+        return Err(Error::Full);
     }
-    Err(Error::Full)
+    table.len.increment();
+    Ok(())
 }
 
 /// Where a hash lives: its two buckets and its fingerprint.
@@ -743,21 +753,32 @@ mod tests {
             alternate: 2,
             fingerprint: 7,
         };
-        // (how every relocation ends, in which round the entry is stored if any)
+        // (how every relocation of rounds before the last one ends, in which round the
+        // relocations free the entry and it is stored, if any; a relocation that frees the
+        // entry in an earlier round finds it taken by another thread)
         let run = |ending: Relocation, stored_in_round: Option<usize>| {
+            let table = CuckooTable::new(2, 8).unwrap();
             let (rounds, mut attempts) = (std::cell::Cell::new(0), 0);
             let result = insert_with_relocations(
+                &table,
                 0,
                 place,
                 || {
                     rounds.set(rounds.get() + 1);
                     false
                 },
-                |_, _| {
+                |_, _, _| {
                     attempts += 1;
-                    (ending, Some(rounds.get()) == stored_in_round)
+                    if Some(rounds.get()) == stored_in_round {
+                        Relocation::Freed
+                    } else {
+                        ending
+                    }
                 },
+                |_, _, _| Some(rounds.get()) == stored_in_round,
             );
+            // Only a stored fingerprint is counted.
+            assert_eq!(table.len.sum(), usize::from(result.is_ok()));
             (result, rounds.get(), attempts)
         };
         let per_round = 2 * ENTRIES_PER_BUCKET;
