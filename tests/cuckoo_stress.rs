@@ -143,13 +143,28 @@ macro_rules! cuckoo {
 
 cuckoo!(LockFreeCuckooFilter, LockedCuckooFilter);
 
+/// Asserts `filter` (the hammered one, or a copy of it) holds every stable key under both of its
+/// hashes (`what` says what lost one).
+fn assert_holds(filter: &impl Filter, stable: &[u64], mirrored: &[u64], what: &str) {
+    for (&k, &m) in stable.iter().zip(mirrored) {
+        assert!(filter.contains_hash(k), "{what}");
+        assert!(filter.contains_hash(m), "{what}");
+    }
+}
+
+/// The most entries a copy of the hammered filter can hold: the stable keys and the churned
+/// ones together stay at 70% of the table.
+const MOST_ENTRIES: usize = (4usize << BUCKET_BITS) * 70 / 100;
+
 /// The reader of [`hammer`] that queries: every stable key under both of its hashes.
 fn query_all(filter: &impl Filter) -> impl Fn(&[u64], &[u64]) + Sync + '_ {
     move |stable, mirrored| {
-        for (&k, &m) in stable.iter().zip(mirrored) {
-            assert!(filter.contains_hash(k), "false negative during relocations");
-            assert!(filter.contains_hash(m), "false negative during relocations");
-        }
+        assert_holds(
+            filter,
+            stable,
+            mirrored,
+            "false negative during relocations",
+        );
     }
 }
 
@@ -157,14 +172,10 @@ fn query_all(filter: &impl Filter) -> impl Fn(&[u64], &[u64]) + Sync + '_ {
 /// stable key and at most the keys that exist, and read back from its bytes (which refuses an
 /// entry left in a relocation state).
 fn snapshot_all(filter: &LockFreeCuckooFilter) -> impl Fn(&[u64], &[u64]) + Sync + '_ {
-    let entries = 4usize << BUCKET_BITS;
     move |stable, mirrored| {
         let mut copy = filter.snapshot().unwrap();
-        for (&k, &m) in stable.iter().zip(mirrored) {
-            assert!(copy.contains_hash(k), "a snapshot lost a key");
-            assert!(copy.contains_hash(m), "a snapshot lost a key");
-        }
-        assert!(copy.len() <= entries * 70 / 100, "{} entries", copy.len());
+        assert_holds(&copy, stable, mirrored, "a snapshot lost a key");
+        assert!(copy.len() <= MOST_ENTRIES, "{} entries", copy.len());
         let back = LockFreeCuckooFilter::from_bytes(&copy.to_bytes()).unwrap();
         assert_eq!(back.len(), copy.len());
     }
@@ -174,15 +185,11 @@ fn snapshot_all(filter: &LockFreeCuckooFilter) -> impl Fn(&[u64], &[u64]) + Sync
 /// union starts as a copy of `filter`, or gets each of its copies inserted): each union must
 /// hold every stable key and at most the keys that exist.
 fn merge_all<F: Cuckoo>(filter: &F) -> impl Fn(&[u64], &[u64]) + Sync + '_ {
-    let entries = 4usize << BUCKET_BITS;
     let empty = F::empty();
     move |stable, mirrored| {
         for union in [filter.merge(&empty).unwrap(), empty.merge(filter).unwrap()] {
-            for (&k, &m) in stable.iter().zip(mirrored) {
-                assert!(union.contains_hash(k), "a merge lost a key");
-                assert!(union.contains_hash(m), "a merge lost a key");
-            }
-            assert!(union.len() <= entries * 70 / 100, "{} entries", union.len());
+            assert_holds(&union, stable, mirrored, "a merge lost a key");
+            assert!(union.len() <= MOST_ENTRIES, "{} entries", union.len());
             union.check_invariants().unwrap();
         }
     }
