@@ -10,7 +10,23 @@ use conqf::{Filter, LockFreeCuckooFilter, LockedCuckooFilter, Merge};
 use loom::sync::Arc;
 use loom::thread;
 
-use super::cuckoo::{scenario, scenario_from, BUCKET_BITS, FINGERPRINT_BITS};
+use super::cuckoo::{scenario, scenario_from, Scenario, BUCKET_BITS, FINGERPRINT_BITS};
+
+/// Checks a copy of the scenario's filter (a snapshot, or a merge into an empty filter) taken
+/// beside the newcomer's insert, given how many entries it stores: all 8 stored keys, the mover
+/// under both of its hashes, and the newcomer exactly when the copy holds 9 entries, as its
+/// `len` says too.
+fn assert_copy_of(s: &Scenario, copy: &impl Filter, entries: usize) {
+    assert!(copy.contains_hash(s.mover) && copy.contains_hash(s.mover_from_other_bucket));
+    for &k in &s.full {
+        assert!(copy.contains_hash(k));
+    }
+    let has_newcomer = entries == 9;
+    assert_eq!(copy.len(), 8 + has_newcomer as usize);
+    if has_newcomer {
+        assert!(copy.contains_hash(s.newcomer));
+    }
+}
 
 /// Buckets 0 and 1 are full; the writer's insert moves a fingerprint from bucket 0 to bucket 2
 /// (stripes 0 and 2, one bucket per stripe) and then stores its own in bucket 0, while the
@@ -30,17 +46,7 @@ fn locked_cuckoo_snapshot_racing_a_relocation_keeps_the_moved_key() {
         let t = thread::spawn(move || writer.insert_hash(newcomer));
         let snapshot = LockedCuckooFilter::from_bytes(&filter.to_bytes()).unwrap();
         snapshot.check_invariants().unwrap();
-        assert!(
-            snapshot.contains_hash(s.mover) && snapshot.contains_hash(s.mover_from_other_bucket)
-        );
-        for &k in &s.full {
-            assert!(snapshot.contains_hash(k));
-        }
-        let has_newcomer = snapshot.fingerprints().len() == 9;
-        assert_eq!(snapshot.len(), 8 + has_newcomer as usize);
-        if has_newcomer {
-            assert!(snapshot.contains_hash(s.newcomer));
-        }
+        assert_copy_of(&s, &snapshot, snapshot.fingerprints().len());
         assert_eq!(t.join().unwrap(), Ok(true));
     });
 }
@@ -66,12 +72,7 @@ fn locked_cuckoo_merge_racing_a_relocation_keeps_the_moved_key() {
         let t = thread::spawn(move || writer.insert_hash(newcomer));
         let union = empty.merge(&filter).unwrap();
         union.check_invariants().unwrap();
-        assert!(union.contains_hash(s.mover) && union.contains_hash(s.mover_from_other_bucket));
-        for &k in &s.full {
-            assert!(union.contains_hash(k));
-        }
-        let has_newcomer = union.fingerprints().len() == 9;
-        assert_eq!(union.len(), 8 + has_newcomer as usize);
+        assert_copy_of(&s, &union, union.fingerprints().len());
         assert_eq!(t.join().unwrap(), Ok(true));
     });
 }
@@ -97,15 +98,7 @@ fn lock_free_cuckoo_snapshot_racing_a_relocation_keeps_the_moved_key() {
         );
         assert_eq!(inserted, Ok(true));
         copy.check_invariants().unwrap();
-        assert!(copy.contains_hash(s.mover) && copy.contains_hash(s.mover_from_other_bucket));
-        for &k in &s.full {
-            assert!(copy.contains_hash(k));
-        }
-        let has_newcomer = copy.fingerprints().len() == 9;
-        assert_eq!(copy.len(), 8 + has_newcomer as usize);
-        if has_newcomer {
-            assert!(copy.contains_hash(s.newcomer));
-        }
+        assert_copy_of(&s, &copy, copy.fingerprints().len());
         LockFreeCuckooFilter::from_bytes(&copy.to_bytes()).unwrap();
     });
 }
