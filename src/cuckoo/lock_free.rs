@@ -377,11 +377,14 @@ impl LockFreeCuckooFilter {
     /// [`Error::InvalidParameters`] if the copy's memory cannot be allocated.
     pub fn snapshot(&self) -> Result<LockFreeCuckooFilter, Error> {
         let copy = Self::with_bits(self.table.bucket_bits(), self.table.fingerprint_bits())?;
-        // With no move under way, every entry is empty or `Stable` and stays where it is until
-        // removed, so one pass over the words reads every copy stored throughout.
-        let _paused = self.pause.pause();
-        // Acquire: pairs with the Release CASes that filled the entries.
-        copy.table.copy_from(&self.table, Ordering::Acquire);
+        {
+            // With no move under way, every entry is empty or `Stable` and stays where it is
+            // until removed, so one pass over the words reads every copy stored throughout.
+            let _paused = self.pause.pause();
+            // Acquire: pairs with the Release CASes that filled the entries.
+            copy.table.copy_from(&self.table, Ordering::Acquire);
+        }
+        copy.table.recount();
         Ok(copy)
     }
 

@@ -244,9 +244,12 @@ impl LockedCuckooFilter {
             self.table.fingerprint_bits(),
             self.stripes(),
         )?;
-        let _locks = self.read_all();
-        // Relaxed: the read locks order these loads after every write made under the locks.
-        copy.table.copy_from(&self.table, Ordering::Relaxed);
+        {
+            let _locks = self.read_all();
+            // Relaxed: the read locks order these loads after every write made under the locks.
+            copy.table.copy_from(&self.table, Ordering::Relaxed);
+        }
+        copy.table.recount();
         Ok(copy)
     }
 

@@ -612,25 +612,35 @@ impl CuckooTable {
     }
 
     /// Copies every entry of `from` (a table of the same shape) into this table, which no
-    /// other thread uses yet, and sets `len` to the copies stored. The caller keeps `from`'s
-    /// entries where they are meanwhile (holds its locks, or pauses its relocations), so one
-    /// pass over the words reads every copy stored throughout; `ordering` is the loads' order.
+    /// other thread uses yet. The caller keeps `from`'s entries where they are meanwhile (holds
+    /// its locks, or pauses its relocations), so one pass over the words reads every copy
+    /// stored throughout; `ordering` is the loads' order. The count is left to
+    /// [`recount`](Self::recount), which needs no lock of `from`.
     pub(crate) fn copy_from(&self, from: &CuckooTable, ordering: Ordering) {
         debug_assert_eq!(
             (self.bucket_bits, self.fingerprint_bits),
             (from.bucket_bits, from.fingerprint_bits)
         );
-        let layout = *self.entries.layout();
-        let mut stored = 0;
-        for group in 0..layout.groups_for(self.entries.len()) {
+        for group in 0..self.entries.layout().groups_for(self.entries.len()) {
             let word = from.entries.load_group(group, ordering);
             // Relaxed: this table is not shared yet.
             self.entries.store_group(group, word, Ordering::Relaxed);
-            // Lanes past the last slot are never written, so they read as empty.
-            stored += (0..layout.per_group())
-                .filter(|&lane| layout.get(word, lane) != 0)
-                .count();
         }
+    }
+
+    /// Sets the count to the entries stored, for a table no other thread uses yet (a copy).
+    pub(crate) fn recount(&self) {
+        let layout = *self.entries.layout();
+        let stored: usize = (0..layout.groups_for(self.entries.len()))
+            // Relaxed: no other thread uses this table.
+            .map(|group| self.entries.load_group(group, Ordering::Relaxed))
+            // Lanes past the last slot are never written, so they read as empty.
+            .map(|word| {
+                (0..layout.per_group())
+                    .filter(|&lane| layout.get(word, lane) != 0)
+                    .count()
+            })
+            .sum();
         self.len.reset(stored);
     }
 
