@@ -14,9 +14,10 @@
 //! `AtomicBloomFilter` writes its count before its bits: the count must not run ahead of the
 //! bits the copy then reads (its decoder rejects a count above the bits set), which needs the
 //! fences between an insert's bits and its count and between the snapshot's count and its
-//! copy; loom's relaxed loads find the stale bit without them.
+//! copy; loom's relaxed loads find the stale bit without them. Its merge reads both tables with
+//! relaxed loads, which see every insert that happens before the merge.
 
-use conqf::{AtomicBloomFilter, ExternallyLockedQf, Filter, LinearProbingQf, SequentialQf};
+use conqf::{AtomicBloomFilter, ExternallyLockedQf, Filter, LinearProbingQf, Merge, SequentialQf};
 use loom::sync::atomic::{AtomicBool, Ordering};
 use loom::sync::Arc;
 use loom::thread;
@@ -103,6 +104,41 @@ fn bloom_snapshot_count_never_runs_ahead_of_its_bits() {
             |reader| {
                 let back = AtomicBloomFilter::from_bytes(&reader.to_bytes()).unwrap();
                 assert!(back.len() <= 1);
+            },
+        );
+    });
+}
+
+/// Two one-word Bloom filters, a writer inserting into each and then publishing (Release), and a
+/// merge that reads the flag (Acquire) first: the merge's Relaxed word loads happen after every
+/// insert the flag publishes, so the union holds both keys then, and its estimated count never
+/// runs ahead of its bits (its bytes read back) either way. (A merge that drops the second
+/// input's words fails it.)
+#[test]
+fn bloom_merge_holds_every_insert_published_before_it() {
+    const LEFT: u64 = 0x1234_5678_9abc_def0;
+    const RIGHT: u64 = 0x0fed_cba9_8765_4321;
+    super::check(None, || {
+        let filters = Arc::new((
+            AtomicBloomFilter::with_memory(8, 2).unwrap(),
+            AtomicBloomFilter::with_memory(8, 2).unwrap(),
+            AtomicBool::new(false),
+        ));
+        super::race(
+            &filters,
+            |(left, right, published)| {
+                left.insert_hash(LEFT).unwrap();
+                right.insert_hash(RIGHT).unwrap();
+                published.store(true, Ordering::Release);
+            },
+            |(left, right, published)| {
+                let both = published.load(Ordering::Acquire);
+                let union = left.merge(right).unwrap();
+                if both {
+                    assert!(union.contains_hash(LEFT) && union.contains_hash(RIGHT));
+                }
+                let back = AtomicBloomFilter::from_bytes(&union.to_bytes()).unwrap();
+                assert_eq!(back.len(), union.len());
             },
         );
     });
