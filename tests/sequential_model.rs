@@ -69,6 +69,34 @@ proptest! {
         prop_assert_eq!(refined, expected);
     }
 
+    /// A clone holds the original's fingerprints bit for bit, and the two then change apart:
+    /// the second sequence, run on the clone, leaves the original as the first one left it.
+    #[test]
+    fn a_clone_is_a_copy_that_changes_apart(a in ops(5, 5, 32, 32, 80), b in ops(5, 5, 32, 32, 80)) {
+        let (original, model) = run_model(5, 5, &a)?;
+        let mut clone = original.clone();
+        clone.check_invariants().map_err(TestCaseError::fail)?;
+        prop_assert_eq!(clone.to_bytes(), original.to_bytes());
+        prop_assert_eq!(clone.len(), original.len());
+        for op in &b {
+            match *op {
+                Op::Insert(h) => match clone.insert_hash(h) {
+                    Ok(_) | Err(Error::Full) => {}
+                    Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
+                },
+                Op::Remove(h) => {
+                    clone.remove_hash(h).unwrap();
+                }
+                Op::Contains(_) => {}
+            }
+        }
+        clone.check_invariants().map_err(TestCaseError::fail)?;
+        original.check_invariants().map_err(TestCaseError::fail)?;
+        prop_assert_eq!(original.len(), model.set.len());
+        let kept: Vec<_> = original.fingerprints().collect();
+        prop_assert_eq!(kept, model.set.iter().copied().collect::<Vec<_>>());
+    }
+
     #[test]
     fn merge_is_the_union(a in ops(5, 5, 32, 32, 60), b in ops(4, 6, 16, 64, 60)) {
         let (fa, ma) = run_model(5, 5, &a)?;

@@ -401,6 +401,40 @@ pub(crate) fn refine(f: Fingerprint, from_r: u32, to_r: u32) -> Fingerprint {
     }
 }
 
+/// A copy with the same keys, parameters and bytes; the two then change independently.
+///
+/// Like `Vec`'s, the clone aborts the process if its memory cannot be had (see
+/// [`std::alloc::handle_alloc_error`]); the constructors report that case as an error instead.
+///
+/// ```
+/// use conqf::SequentialQf;
+///
+/// let mut original = SequentialQf::new(1000, 0.01)?;
+/// original.insert("apple")?;
+/// let mut copy = original.clone();
+/// copy.insert("pear")?;
+/// assert!(copy.contains("apple") && copy.contains("pear"));
+/// assert!(!original.contains("pear"));
+/// assert_eq!(original.clone().to_bytes(), original.to_bytes()); // bit for bit
+/// # Ok::<(), conqf::Error>(())
+/// ```
+impl Clone for SequentialQf {
+    fn clone(&self) -> Self {
+        match self.table.copy_at_rest() {
+            Ok(table) => SequentialQf {
+                table,
+                len: self.len,
+            },
+            Err(_) => {
+                let bytes = self.table.slots.memory_bytes();
+                let layout = std::alloc::Layout::from_size_align(bytes, 8)
+                    .unwrap_or(std::alloc::Layout::new::<u64>());
+                std::alloc::handle_alloc_error(layout)
+            }
+        }
+    }
+}
+
 impl std::fmt::Debug for SequentialQf {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SequentialQf")

@@ -73,6 +73,17 @@ impl QfTable {
         Self::with_slots(q, r, 2 * self.slots.len())
     }
 
+    /// A copy of a table no thread writes meanwhile ([`SlotArray::copy_at_rest`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if the memory cannot be allocated.
+    pub(crate) fn copy_at_rest(&self) -> Result<Self, Error> {
+        Ok(QfTable {
+            slots: self.slots.copy_at_rest()?,
+            ..*self
+        })
+    }
+
     /// The parameters for `capacity` keys at a false-positive rate of at most `fpr`.
     pub(crate) fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
         let (q, r) = sizing::qf_parameters(capacity, fpr, MAX_LOAD)?;

@@ -40,6 +40,24 @@ impl SlotArray {
         })
     }
 
+    /// A copy of the array, group by group: exact for an array no thread writes meanwhile
+    /// (the caller has `&mut` access to its filter, or is its only user).
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if the memory cannot be allocated.
+    pub(crate) fn copy_at_rest(&self) -> Result<Self, Error> {
+        let mut groups = self.groups.iter();
+        Ok(SlotArray {
+            layout: self.layout,
+            slots: self.slots,
+            // Relaxed: no thread writes the array meanwhile, and whatever made this one the
+            // only user (a `&mut` borrow, a join) ordered the writers' stores before these loads.
+            groups: try_boxed(self.groups.len(), || {
+                AtomicU64::new(groups.next().map_or(0, |g| g.load(Ordering::Relaxed)))
+            })?,
+        })
+    }
+
     /// The slot layout.
     #[inline]
     pub(crate) fn layout(&self) -> &SlotLayout {
