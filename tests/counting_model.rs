@@ -150,9 +150,9 @@ fn run(q: u32, r: u32, region_blocks: usize, ops: &[Op]) -> Result<(), TestCaseE
     let listed: Vec<(Fingerprint, u64)> = filter.counts().collect();
     let expected: Vec<(Fingerprint, u64)> = model.counts.iter().map(|(&f, &c)| (f, c)).collect();
     prop_assert_eq!(listed, expected);
-    // `len` reports the total modulo 2^64 (the type's doc); huge counts reach past it.
-    let copies = model.counts.values().fold(0u64, |a, &c| a.wrapping_add(c));
-    prop_assert_eq!(filter.len(), copies as usize);
+    // `len` saturates at `usize::MAX` (the type's doc); huge counts reach past it.
+    let copies: u128 = model.counts.values().map(|&c| u128::from(c)).sum();
+    prop_assert_eq!(filter.len(), usize::try_from(copies).unwrap_or(usize::MAX));
     prop_assert_eq!(filter.distinct(), model.counts.len());
     Ok(())
 }
@@ -222,6 +222,44 @@ fn thousands_of_copies_cost_a_few_slots_and_remove_exactly() {
     for &h in &neighbours {
         assert_eq!(filter.count_hash(h), 1);
     }
+    filter.check_invariants().unwrap();
+}
+
+/// Counts near `u64::MAX` on several keys: `len` saturates instead of wrapping (it read 0, and
+/// `is_empty` said true, with two keys stored), in the filter, its merge and its bytes; and it
+/// comes back exactly when the huge count goes.
+#[test]
+fn len_saturates_past_u64_max_copies() {
+    use conqf::{CountingQfRef, Merge};
+    let (q, r) = (10, 8);
+    let (huge, small) = (hash_of(3, 5, q, r, 0), hash_of(700, 9, q, r, 0));
+    let filter = CountingQf::with_bits(q, r).unwrap();
+    filter.insert_count_hash(huge, u64::MAX).unwrap();
+    filter.insert_count_hash(small, 2).unwrap();
+    assert_eq!(
+        (filter.count_hash(huge), filter.count_hash(small)),
+        (u64::MAX, 2)
+    );
+    assert_eq!(filter.len(), usize::MAX);
+    assert!(!filter.is_empty());
+    filter.check_invariants().unwrap();
+    let bytes = filter.to_bytes();
+    let view = CountingQfRef::from_bytes(&bytes).unwrap();
+    assert_eq!((view.len(), view.is_empty()), (usize::MAX, false));
+    assert_eq!(CountingQf::from_bytes(&bytes).unwrap().len(), usize::MAX);
+    // A second input with more copies of both keys: the union's counts saturate per key.
+    let other = CountingQf::with_bits(q, r).unwrap();
+    other.insert_count_hash(huge, 5).unwrap();
+    other.insert_count_hash(small, 1).unwrap();
+    let union = filter.merge(&other).unwrap();
+    assert_eq!(
+        (union.count_hash(huge), union.count_hash(small)),
+        (u64::MAX, 3)
+    );
+    assert_eq!(union.len(), usize::MAX);
+    union.check_invariants().unwrap();
+    assert_eq!(filter.remove_all_hash(huge).unwrap(), u64::MAX);
+    assert_eq!(filter.len(), 2);
     filter.check_invariants().unwrap();
 }
 

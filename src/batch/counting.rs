@@ -147,9 +147,7 @@ pub(crate) fn build(
                     keys.partition_point(|&key| ((key >> r) as usize) < region * region_slots);
                 let stop = keys
                     .partition_point(|&key| ((key >> r) as usize) < (region + 1) * region_slots);
-                let copies = counts[start..stop]
-                    .iter()
-                    .fold(0u64, |sum, &count| sum.wrapping_add(count));
+                let copies: u128 = counts[start..stop].iter().map(|&c| u128::from(c)).sum();
                 (region, copies, (stop - start) as u64)
             })
             .collect::<Vec<_>>()

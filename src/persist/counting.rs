@@ -237,9 +237,10 @@ impl<'a> CountingQfRef<'a> {
         self.contains_hash(hash_key(key))
     }
 
-    /// Number of stored copies (as [`Filter::len`](crate::Filter::len) of the filter).
+    /// Number of stored copies (as [`Filter::len`](crate::Filter::len) of the filter): at most
+    /// `usize::MAX`.
     pub fn len(&self) -> usize {
-        self.decoded.stored.copies as usize
+        usize::try_from(self.decoded.stored.copies).unwrap_or(usize::MAX)
     }
 
     /// Whether nothing is stored.
@@ -282,7 +283,7 @@ impl std::fmt::Debug for CountingQfRef<'_> {
         f.debug_struct("CountingQfRef")
             .field("quotient_bits", &self.decoded.quotient_bits)
             .field("remainder_bits", &self.decoded.remainder_bits)
-            .field("len", &self.decoded.stored.copies)
+            .field("len", &self.len())
             .field("distinct", &self.decoded.stored.entries)
             .finish_non_exhaustive()
     }

@@ -300,6 +300,26 @@ fn merge_racing_a_shift_across_the_boundary_keeps_every_stored_key() {
     });
 }
 
+/// `len` while an insert in the same region carries the region's count of copies past
+/// `u64::MAX` (its two words go from `(u64::MAX, 0)` to `(0, 1)`): `len` reads them through the
+/// region's seqlock, so it sees the count before or after (both saturate to `usize::MAX`),
+/// never the new low word with the old high one (0, which `is_empty` would call empty).
+#[test]
+fn len_never_reads_a_half_written_count_of_copies() {
+    model(|| {
+        let filter = filter_with(&[(key(64, 7), u64::MAX)]);
+        let (inserted, (len, empty)) = super::race(
+            &filter,
+            |x| x.insert_hash(key(65, 0)).unwrap(),
+            |y| (y.len(), y.is_empty()),
+        );
+        assert!(inserted);
+        assert_eq!((len, empty), (usize::MAX, false));
+        assert_eq!(filter.len(), usize::MAX);
+        filter.check_invariants().unwrap();
+    });
+}
+
 /// `to_bytes` (through `&self`, under every region lock) while an insert at 62 shifts the runs
 /// of 63-65 across the block boundary: the bytes decode (the decoder checks every invariant)
 /// to the table before the insert or after it, never a half-shifted one.

@@ -51,8 +51,9 @@ fn scanned_runs<'v, S: BlockSource>(
 /// What [`check_table`] counted in a valid table.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Stored {
-    /// The sum of the counts (wrapping, like the filter's count of copies).
-    pub(crate) copies: u64,
+    /// The sum of the counts (in 128 bits, like the filter's count of copies: a table of
+    /// fewer than `2^64` entries cannot pass it).
+    pub(crate) copies: u128,
     /// Entries: distinct fingerprints.
     pub(crate) entries: usize,
     /// Slots the runs take (what the load cap counts).
@@ -71,7 +72,7 @@ pub(crate) fn check_table<S: BlockSource>(table: &S, quotients: usize) -> Result
         ));
     }
     let r = table.remainder_bits();
-    let (mut copies, mut entries, mut slots) = (0u64, 0usize, 0usize);
+    let (mut copies, mut entries, mut slots) = (0u128, 0usize, 0usize);
     // The first slot after the last run checked: slots from here to the next run are empty.
     let mut free_from = 0;
     let mut offsets = Offsets::default();
@@ -117,7 +118,7 @@ pub(crate) fn check_table<S: BlockSource>(table: &S, quotients: usize) -> Result
                 return Err(format!("entry at slot {at} is not encoded canonically"));
             }
             last_remainder = Some(x);
-            copies = copies.wrapping_add(count);
+            copies += u128::from(count);
             entries += 1;
             at += len;
         }

@@ -52,8 +52,10 @@
 //!   reader's fence, so the writer's lock happens before the second load, which then sees a
 //!   newer version and the reader retries (Boehm, "Can seqlocks get along with programming
 //!   language memory models?", 2012).
-//! * Table accesses are `Relaxed` (see `blocks`); the per-region counts are read and written
-//!   `Relaxed` under the lock (`len` is a statistic that may lag).
+//! * Table accesses are `Relaxed` (see `blocks`); the per-region counts are written `Relaxed`
+//!   under the lock, and read like the table, through the region's seqlock (a region's copies
+//!   take two words, which a reader must not take from two different updates); `len` is a
+//!   statistic that may lag.
 
 use super::blocks::{Blocks, View};
 use crate::filter::Error;
@@ -68,10 +70,36 @@ const OPTIMISTIC_TRIES: usize = 4;
 struct Region {
     /// Even: free; odd: held by a writer.
     version: AtomicU64,
-    /// Copies stored by operations on quotients of this region (wrapping).
+    /// Copies stored by operations on quotients of this region: the low 64 bits of a 128-bit
+    /// count (a region may hold several fingerprints of up to `u64::MAX` copies each).
     copies: AtomicU64,
+    /// The high 64 bits of the copies.
+    copies_high: AtomicU64,
     /// Distinct fingerprints of quotients of this region (wrapping).
     distinct: AtomicU64,
+}
+
+impl Region {
+    /// The region's copies, as its holder (or a thread with the filter to itself) reads them.
+    #[inline]
+    fn held_copies(&self) -> u128 {
+        // Relaxed: only the region's holder writes the counts, and this is the holder.
+        let low = self.copies.load(Ordering::Relaxed);
+        // Relaxed: as above.
+        let high = self.copies_high.load(Ordering::Relaxed);
+        u128::from(high) << 64 | u128::from(low)
+    }
+
+    /// Sets the region's copies; only its holder (or a thread with the filter to itself).
+    #[inline]
+    fn set_held_copies(&self, copies: u128) {
+        // Relaxed: only the holder writes; readers of both words go through the seqlock
+        // (`RegionLocks::counts`), which the holder's unlock (Release) publishes them to.
+        self.copies.store(copies as u64, Ordering::Relaxed);
+        // Relaxed: as above.
+        self.copies_high
+            .store((copies >> 64) as u64, Ordering::Relaxed);
+    }
 }
 
 impl RegionLock for Region {
@@ -133,6 +161,7 @@ impl RegionLocks {
             regions: crate::storage::try_boxed(count, || Region {
                 version: AtomicU64::new(0),
                 copies: AtomicU64::new(0),
+                copies_high: AtomicU64::new(0),
                 distinct: AtomicU64::new(0),
             })?,
             shift,
@@ -164,17 +193,36 @@ impl RegionLocks {
         region_locks::check_unlocked(&self.regions)
     }
 
-    /// The sums of the regions' copies and distinct counts.
-    pub(crate) fn counts(&self) -> (u64, u64) {
-        self.regions
-            .iter()
-            .fold((0u64, 0u64), |(copies, distinct), region| {
-                (
-                    // Relaxed: statistics (module doc).
-                    copies.wrapping_add(region.copies.load(Ordering::Relaxed)),
-                    distinct.wrapping_add(region.distinct.load(Ordering::Relaxed)),
-                )
-            })
+    /// The sums of the regions' copies (saturating at `u128::MAX`, which no table of up to
+    /// `2^64` fingerprints of `u64::MAX` copies each reaches) and distinct counts.
+    ///
+    /// Each region's two words of copies are read through its seqlock, so a reader never pairs
+    /// one update's low word with another's high word; after a few tries spoilt by writers it
+    /// reads them under the region's lock.
+    pub(crate) fn counts(&self) -> (u128, u64) {
+        let mut copies = 0u128;
+        let mut distinct = 0u64;
+        for (index, region) in self.regions.iter().enumerate() {
+            let read = || {
+                // Relaxed: ordered by the seqlock's loads and fence (module doc).
+                let low = region.copies.load(Ordering::Relaxed);
+                // Relaxed: as above.
+                let high = region.copies_high.load(Ordering::Relaxed);
+                // Relaxed: as above.
+                let fingerprints = region.distinct.load(Ordering::Relaxed);
+                (u128::from(high) << 64 | u128::from(low), fingerprints)
+            };
+            let optimistic = (0..OPTIMISTIC_TRIES).find_map(|_| self.optimistic(index, read));
+            let (region_copies, region_distinct) = optimistic.unwrap_or_else(|| {
+                region.lock();
+                let counts = read();
+                region.unlock();
+                counts
+            });
+            copies = copies.saturating_add(region_copies);
+            distinct = distinct.wrapping_add(region_distinct);
+        }
+        (copies, distinct)
     }
 
     /// Records that a count in `block`'s region went from `old` to `new`. The caller holds the
@@ -182,12 +230,9 @@ impl RegionLocks {
     #[inline]
     pub(crate) fn account(&self, block: usize, old: u64, new: u64) {
         let region = &self.regions[self.region_of(block)];
-        // Relaxed load and store, no read-modify-write: only the region's holder writes them.
-        let copies = region.copies.load(Ordering::Relaxed);
-        region.copies.store(
-            copies.wrapping_add(new.wrapping_sub(old)),
-            Ordering::Relaxed,
-        );
+        // The region holds the `old` copies, so the difference never goes below 0.
+        let copies = region.held_copies() - u128::from(old) + u128::from(new);
+        region.set_held_copies(copies);
         let change = u64::from(new > 0).wrapping_sub(u64::from(old > 0));
         if change != 0 {
             // Relaxed: as above.
@@ -200,10 +245,10 @@ impl RegionLocks {
 
     /// Adds `copies` copies of `distinct` new fingerprints to `block`'s region (a bulk build
     /// filling an empty filter it has to itself).
-    pub(crate) fn add(&self, block: usize, copies: u64, distinct: u64) {
+    pub(crate) fn add(&self, block: usize, copies: u128, distinct: u64) {
         let region = &self.regions[self.region_of(block)];
-        // Relaxed: the filter is not shared yet; publishing it orders these stores.
-        region.copies.fetch_add(copies, Ordering::Relaxed);
+        // The filter is not shared yet (publishing it orders these stores).
+        region.set_held_copies(region.held_copies() + copies);
         // Relaxed: as above.
         region.distinct.fetch_add(distinct, Ordering::Relaxed);
     }

@@ -47,8 +47,8 @@ const MAX_LOAD: f64 = 0.95;
 /// `Ok(true)` for the first), [`count`](Count::count) tells how many there are (never fewer than
 /// inserted; more only through fingerprint collisions), [`remove`](Remove::remove) takes one
 /// away and [`remove_all`](Self::remove_all) all of them. [`len`](Filter::len) counts copies;
-/// a fingerprint's count stops at `u64::MAX`, and a total past `2^64` copies (reachable only
-/// with huge [`insert_count`](Count::insert_count) calls) is reported modulo `2^64`.
+/// a fingerprint's count stops at `u64::MAX`, and a total past `usize::MAX` copies (reachable
+/// only with huge [`insert_count`](Count::insert_count) calls) is reported as `usize::MAX`.
 ///
 /// All methods take `&self`; share it with an [`Arc`](std::sync::Arc). Every write locks the
 /// region (a few blocks of 64 slots) of its key and, in ascending order, the following regions
@@ -513,8 +513,10 @@ impl Filter for CountingQf {
         self.count_hash(hash) > 0
     }
 
+    /// The copies stored, the sum of every fingerprint's count; at most `usize::MAX` (a few
+    /// counts near `u64::MAX` pass it).
     fn len(&self) -> usize {
-        self.locks.counts().0 as usize
+        usize::try_from(self.locks.counts().0).unwrap_or(usize::MAX)
     }
 
     fn capacity(&self) -> usize {
