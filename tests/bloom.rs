@@ -25,7 +25,9 @@ fn no_false_negatives() {
     assert_eq!(filter.len(), new);
     // Only keys whose bits were all set by others (false positives) are not counted.
     assert!(new > 49_000, "{new}");
-    assert!(filter.false_positive_rate() <= 0.01);
+    // About the target at the capacity: the rate of the bits actually set.
+    let rate = filter.false_positive_rate();
+    assert!((0.009..=0.011).contains(&rate), "{rate}");
     assert!(filter.memory_bytes() * 8 >= filter.bits() as usize);
 }
 
@@ -80,17 +82,19 @@ fn measured_false_positive_rate_matches_the_formula() {
             .filter(|i| filter.contains(&(u64::MAX - i)))
             .count();
         let measured = positives as f64 / queries as f64;
-        let expected = analytical(filter, n);
+        let (expected, reported) = (analytical(filter, n), filter.false_positive_rate());
         let sigma = (expected * (1.0 - expected) / queries as f64).sqrt();
         println!(
-            "m {} k {} n {n}: measured {measured:.6}, analytical {expected:.6}",
+            "m {} k {} n {n}: measured {measured:.6}, analytical {expected:.6}, reported {reported:.6}",
             filter.bits(),
             filter.hash_functions()
         );
-        assert!(
-            (measured - expected).abs() <= 0.05 * expected + 5.0 * sigma,
-            "measured {measured} vs analytical {expected}"
-        );
+        for rate in [expected, reported] {
+            assert!(
+                (measured - rate).abs() <= 0.05 * rate + 5.0 * sigma,
+                "measured {measured} vs {rate} (analytical {expected}, reported {reported})"
+            );
+        }
         measured
     };
     let sized = AtomicBloomFilter::new(20_000, 0.01).unwrap();
@@ -102,8 +106,31 @@ fn measured_false_positive_rate_matches_the_formula() {
         assert_eq!(baseline.memory_bytes(), qf_bytes);
         let n = (load * (1u64 << 16) as f64) as usize;
         measure(&baseline, n);
+    }
+}
+
+/// Past its capacity a Bloom filter keeps taking keys, and many of them find their bits set
+/// already and are not counted in `len`: the reported rate must follow the bits, not `len`
+/// (from `len` it said 0.52 where 0.84 was measured, at five times the capacity).
+#[test]
+fn past_its_capacity_the_reported_rate_follows_the_bits() {
+    let queries = 200_000u64;
+    for (capacity, rate, keys) in [
+        (1000, 0.01, 5000u64),
+        (50_000, 0.3, 50_000),
+        (2000, 0.05, 1000),
+    ] {
+        let filter = AtomicBloomFilter::new(capacity, rate).unwrap();
+        for key in 0..keys {
+            filter.insert(&(1u8, key)).unwrap();
+        }
+        let positives = (0..queries).filter(|i| filter.contains(&(2u8, *i))).count();
+        let measured = positives as f64 / queries as f64;
+        let reported = filter.false_positive_rate();
+        let sigma = (measured * (1.0 - measured) / queries as f64).sqrt();
         assert!(
-            (baseline.false_positive_rate() - analytical(&baseline, baseline.len())).abs() < 1e-15
+            (measured - reported).abs() <= 0.05 * reported + 5.0 * sigma,
+            "capacity {capacity}, {keys} keys: measured {measured}, reported {reported}"
         );
     }
 }
