@@ -101,8 +101,9 @@ pub(crate) fn smallest_remainder(
         })
 }
 
-/// A fill for the FPR formulas: clamped to `[0, 1]`, and a NaN counted as a full table, so a
-/// formula never answers a rate lower than some fill would give.
+/// A fill for the FPR formulas of tables that never hold more keys than places (linear probing,
+/// cuckoo): clamped to `[0, 1]`, and a NaN counted as a full table, so a formula never answers
+/// a rate lower than some fill would give.
 #[inline]
 pub(crate) fn formula_load(load: f64) -> f64 {
     if load.is_nan() {
@@ -112,18 +113,32 @@ pub(crate) fn formula_load(load: f64) -> f64 {
     }
 }
 
-/// Expected FPR of a QF with status bits at fill `load` (clamped to `[0, 1]`, NaN counted as 1)
-/// and `r` remainder bits: `δ · 2^-r`.
+/// A quotient filter's fill `n / 2^q` for its FPR formulas: at least 0, and a NaN counted as a
+/// full table, but not capped at 1. Its overflow tail can hold more keys than canonical slots
+/// (the tables too small for a load cap take keys until they are full), and each key is one
+/// more fingerprint a query may match: 25 keys in a table of 8 canonical slots with 2-bit
+/// remainders match 25/32 of the queries, not 8/32.
 #[inline]
-pub fn qf_fpr(load: f64, remainder_bits: u32) -> f64 {
-    (formula_load(load) * (-(remainder_bits as f64)).exp2()).min(1.0)
+fn quotient_filter_load(load: f64) -> f64 {
+    if load.is_nan() {
+        1.0
+    } else {
+        load.max(0.0)
+    }
 }
 
-/// Expected FPR of a QF whose remainders are never zero (`r >= 1`), at fill `load` (clamped to
-/// `[0, 1]`, NaN counted as 1): `δ / (2^r - 1)`.
+/// Expected FPR of a QF with status bits at fill `load = n / 2^q` (at least 0, NaN counted as 1,
+/// above 1 when the overflow tail holds keys) and `r` remainder bits: `δ · 2^-r`, at most 1.
+#[inline]
+pub fn qf_fpr(load: f64, remainder_bits: u32) -> f64 {
+    (quotient_filter_load(load) * (-(remainder_bits as f64)).exp2()).min(1.0)
+}
+
+/// Expected FPR of a QF whose remainders are never zero (`r >= 1`), at fill `load = n / 2^q`
+/// (as for [`qf_fpr`]): `δ / (2^r - 1)`, at most 1.
 #[inline]
 pub fn nonzero_qf_fpr(load: f64, remainder_bits: u32) -> f64 {
-    (formula_load(load) / ((remainder_bits as f64).exp2() - 1.0)).min(1.0)
+    (quotient_filter_load(load) / ((remainder_bits as f64).exp2() - 1.0)).min(1.0)
 }
 
 /// Expected FPR of the linear probing QF (paper 000 Corollary 1) with `r` stored remainder bits,
@@ -245,7 +260,21 @@ mod tests {
         );
         assert_eq!(qf_fpr(f64::NAN, 10), 1.0 / 1024.0);
         assert_eq!(qf_fpr(-3.0, 10), 0.0);
-        assert_eq!(qf_fpr(f64::INFINITY, 10), 1.0 / 1024.0);
+        assert_eq!(qf_fpr(f64::INFINITY, 10), 1.0);
+    }
+
+    /// A quotient filter's overflow tail may hold more keys than canonical slots: the rate
+    /// grows on with the fill past 1 (it was held at the rate of fill 1), up to 1.
+    #[test]
+    fn a_quotient_filter_fill_past_one_raises_the_rate() {
+        assert_eq!(qf_fpr(25.0 / 8.0, 2), 25.0 / 32.0);
+        assert_eq!(nonzero_qf_fpr(2.0, 3), 2.0 / 7.0);
+        assert_eq!(qf_fpr(5.0, 2), 1.0);
+        assert_eq!(
+            linear_probing_fpr(3.0, 13),
+            linear_probing_fpr(1.0, 13),
+            "a linear-probing table never holds more keys than slots"
+        );
     }
 
     #[test]

@@ -699,8 +699,8 @@ impl CuckooTable {
 /// fingerprints: a query compares with the `8 · load` stored fingerprints of its two buckets on
 /// average, each equal with probability `1 / (2^f - 1)`, so `1 - (1 - 1/(2^f - 1))^(8 load)`
 /// (about `8 load / (2^f - 1)`, and at most that once `8 load >= 1`; Fan et al., reference 1 of
-/// paper 001). `load` is clamped to `[0, 1]` and a NaN counts as 1, as in the quotient filters'
-/// formulas (`conqf::qf_fpr`).
+/// paper 001). `load` is clamped to `[0, 1]` (a table holds at most one fingerprint per entry)
+/// and a NaN counts as 1, as in `conqf::linear_probing_fpr`.
 ///
 /// ```
 /// let rate = conqf::cuckoo_fpr(0.5, 12);
