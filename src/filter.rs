@@ -111,6 +111,15 @@ pub trait Filter: Send + Sync {
     fn len(&self) -> usize;
 
     /// How many fingerprints fit at the filter's maximum load factor: the planned load.
+    ///
+    /// For a filter made by `new(capacity, fpr)` it is at least the `capacity` asked, and in
+    /// the quotient filters often up to twice that (their `2^q` slots are the next power of
+    /// two). The rate `fpr` is promised up to the `capacity` asked: a quotient filter's
+    /// remainder is sized for it, and filled on to `capacity()` its rate grows with the fill
+    /// (`new(922, 0.01)` has `capacity() == 1843`, where the rate is 0.014;
+    /// [`false_positive_rate`](Filter::false_positive_rate) tells). The cuckoo, linear-probing
+    /// and Bloom filters are sized for their `capacity()` itself.
+    ///
     /// `LinearProbingQf` stops there and `ExpandableQf` opens a new level. `SequentialQf`,
     /// `LocallyLockedQf`, `ExternallyLockedQf`, `TwoBitQf` (and `GrowableQf` once it cannot
     /// double) and `CountingQf` take fingerprints past it up to their load cap, 31/32 of their

@@ -183,6 +183,22 @@ fn new_meets_its_capacity_and_rate() {
     assert!((0..10_000u64).all(|i| filter.contains(&i)));
 }
 
+/// What `Filter::capacity` documents: `new` promises its rate up to the capacity asked, while
+/// `capacity()` (the power-of-two table at 90%) may hold twice as many at a higher rate.
+#[test]
+fn the_rate_is_promised_up_to_the_capacity_asked() {
+    let mut filter = SequentialQf::new(922, 0.01).unwrap();
+    assert_eq!(filter.capacity(), 1843);
+    for i in 0..1843u64 {
+        filter.insert(&i).unwrap();
+        if i + 1 == 922 {
+            assert!(filter.false_positive_rate() <= 0.01);
+        }
+    }
+    let rate = filter.false_positive_rate();
+    assert!((0.0135..0.0145).contains(&rate), "{rate}");
+}
+
 /// The measured false-positive rate on 10^6 absent keys is within the statistical bound of the
 /// expected rate `n / 2^(q + r)`.
 #[test]
