@@ -85,18 +85,19 @@ pub(crate) fn quotient_bits_for(capacity: usize, max_load: f64) -> Result<u32, E
     Ok(q)
 }
 
-/// The smallest `r >= min_r` for which `fpr_at(r) <= target`, or an error past `max_r`.
-pub(crate) fn smallest_remainder(
+/// The smallest `r >= min_r` for which `fpr_at(r) <= target`, or an error past `max_r` that
+/// names the bits as `what` ("remainder", "fingerprint").
+pub(crate) fn smallest_bits(
     target: f64,
-    min_r: u32,
-    max_r: u32,
+    (min_r, max_r): (u32, u32),
+    what: &str,
     fpr_at: impl Fn(u32) -> f64,
 ) -> Result<u32, Error> {
     (min_r..=max_r)
         .find(|&r| fpr_at(r) <= target)
         .ok_or_else(|| {
             Error::InvalidParameters(format!(
-                "false-positive rate {target:e} needs more than {max_r} remainder bits"
+                "false-positive rate {target:e} needs more than {max_r} {what} bits"
             ))
         })
 }
@@ -155,7 +156,7 @@ pub(crate) fn qf_parameters(capacity: usize, fpr: f64, max_load: f64) -> Result<
     check_capacity_and_fpr(capacity, fpr)?;
     let q = quotient_bits_for(capacity, max_load)?;
     let load = capacity as f64 / (1u64 << q) as f64;
-    let r = smallest_remainder(fpr, 1, 61.min(64 - q), |r| qf_fpr(load, r))?;
+    let r = smallest_bits(fpr, (1, 61.min(64 - q)), "remainder", |r| qf_fpr(load, r))?;
     Ok((q, r))
 }
 

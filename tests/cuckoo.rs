@@ -59,6 +59,11 @@ fn bad_parameters_are_errors_not_panics() {
     }
     assert!(LockFreeCuckooFilter::new(usize::MAX, 0.01).is_err());
     assert!(LockedCuckooFilter::with_stripes(4, 8, 0).is_err());
+    // The message names what ran short: fingerprint bits (it said remainder bits).
+    let Err(Error::InvalidParameters(message)) = LockFreeCuckooFilter::new(100, 1e-12) else {
+        panic!("accepted");
+    };
+    assert!(message.contains("fingerprint bits"), "{message}");
 }
 
 #[test]

@@ -150,6 +150,27 @@ fn capacity_counts_only_the_doublings_the_remainder_bits_allow() {
     );
 }
 
+/// `capacity()` is the last table's capacity from the start: it stays the same while the filter
+/// doubles to the end, also from a table too small to hold one key at 90% (a start of 2 slots
+/// said 256 for a last table of 512 slots, which holds 460: the start's truncated capacity was
+/// scaled up instead of the last table's).
+#[test]
+fn capacity_is_the_last_table_s_from_the_start() {
+    for (capacity, rate) in [(1, 1e-9), (3, 1e-6), (100, 0.001)] {
+        let filter = LocallyLockedQf::growable(capacity, rate).build().unwrap();
+        let promised = filter.capacity();
+        for &h in &random_hashes(1_000_000, 11) {
+            if filter.doublings_possible() == 0 || filter.insert_hash(h).is_err() {
+                break;
+            }
+        }
+        assert_eq!(filter.doublings_possible(), 0, "new({capacity}, {rate})");
+        assert_eq!(filter.capacity(), promised, "new({capacity}, {rate})");
+        let last = filter.into_inner();
+        assert_eq!(promised, last.capacity(), "new({capacity}, {rate})");
+    }
+}
+
 #[test]
 fn bad_parameters_are_errors() {
     for delta in [0.0, -1.0, 0.95, f64::NAN] {

@@ -377,10 +377,10 @@ impl CuckooTable {
                 "capacity {capacity} needs more than 2^{MAX_BUCKET_BITS} buckets"
             )));
         }
-        let fingerprint_bits = crate::sizing::smallest_remainder(
+        let fingerprint_bits = crate::sizing::smallest_bits(
             fpr,
-            MIN_SIZED_FINGERPRINT_BITS,
-            MAX_FINGERPRINT_BITS,
+            (MIN_SIZED_FINGERPRINT_BITS, MAX_FINGERPRINT_BITS),
+            "fingerprint",
             |f| cuckoo_fpr(MAX_LOAD, f),
         )?;
         Ok((bucket_bits, fingerprint_bits))

@@ -173,7 +173,7 @@ impl LinearProbingBuilder {
         // Size the remainder at the fill the cap allows, which may be a little above
         // `capacity / 2^q`: the promised rate must hold for every fill the filter accepts.
         let cap_load = cap_for(q, max_load) as f64 / (1u64 << q) as f64;
-        let r = sizing::smallest_remainder(fpr, 1, 64 - q, |r| {
+        let r = sizing::smallest_bits(fpr, (1, 64 - q), "remainder", |r| {
             sizing::linear_probing_fpr(cap_load, r)
         })?;
         self.build_with_bits(q, r)

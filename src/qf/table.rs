@@ -15,6 +15,14 @@ use super::usual_slots;
 /// The fill up to which the `new` constructors plan: beyond it clusters grow long.
 pub(crate) const MAX_LOAD: f64 = 0.9;
 
+/// How many fingerprints `2^quotient_bits` canonical slots hold at [`MAX_LOAD`] (saturating).
+pub(crate) fn capacity_of(quotient_bits: u32) -> usize {
+    let slots = 1u64
+        .checked_shl(quotient_bits)
+        .map_or(f64::MAX, |slots| slots as f64);
+    (slots * MAX_LOAD) as usize
+}
+
 /// `2^q` canonical slots plus the overflow tail, each of `r + 3` bits.
 pub(crate) struct QfTable {
     pub(crate) slots: SlotArray,
@@ -105,7 +113,7 @@ impl QfTable {
 
     /// How many fingerprints fit at [`MAX_LOAD`].
     pub(crate) fn capacity(&self) -> usize {
-        ((1u64 << self.quotient_bits) as f64 * MAX_LOAD) as usize
+        capacity_of(self.quotient_bits)
     }
 
     /// How many fingerprints the table takes before inserts are refused

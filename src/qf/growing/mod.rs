@@ -759,11 +759,13 @@ impl Filter for GrowableQf {
     fn capacity(&self) -> usize {
         let guard = reclaim::pin();
         let generation = self.generation(&guard);
-        generation.filter.capacity().saturating_mul(
-            1usize
-                .checked_shl(generation.doublings_possible())
-                .unwrap_or(usize::MAX),
-        )
+        // The last table's capacity, not the current one's scaled: a table of 2 slots holds
+        // 1 key at 90%, one of 512 holds 460, not 256.
+        let last = generation
+            .filter
+            .quotient_bits()
+            .saturating_add(generation.doublings_possible());
+        crate::qf::table::capacity_of(last)
     }
 
     fn memory_bytes(&self) -> usize {

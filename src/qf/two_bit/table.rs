@@ -128,7 +128,9 @@ impl TwoBitTable {
         sizing::check_capacity_and_fpr(capacity, fpr)?;
         let q = sizing::quotient_bits_for(capacity, MAX_LOAD)?;
         let load = capacity as f64 / (1u64 << q) as f64;
-        let r = sizing::smallest_remainder(fpr, 1, 62.min(64 - q), |r| folded_fpr(load, r))?;
+        let r = sizing::smallest_bits(fpr, (1, 62.min(64 - q)), "remainder", |r| {
+            folded_fpr(load, r)
+        })?;
         Self::with_bits(q, r)
     }
 
