@@ -327,3 +327,42 @@ fn a_refusal_through_the_dry_mask_sees_keys_stored_before_the_last_take() {
         filter.check_invariants().unwrap();
     });
 }
+
+/// A refusal that finds every stripe dry and then the returned places at 0 must see the keys
+/// stored before the take that emptied them. First two inserts of one key race (stripe 0, two
+/// of the three places): the one that finds its key stored gives its place back. Then `X`
+/// stores `K1` and takes the last place for `K2` (from the returned places, when the first race
+/// gave one back), while `C` inserts `K1` too. If `X` got both places, `C` was refused after
+/// `X`'s last take, so `Full` would deny a key stored before it. Fails (plain mode) if
+/// `take_one` loads the returned places `Relaxed` where it finds them at 0. From a review of
+/// `LinearProbingQf`.
+#[test]
+fn a_refusal_through_the_returned_places_sees_keys_stored_before_the_last_take() {
+    super::check(Some(3), || {
+        let filter = capped(3);
+        let k0 = key(4, 3);
+        let (a, b) = super::race(
+            &filter,
+            move |f| f.insert_hash(k0),
+            move |f| f.insert_hash(k0),
+        );
+        let mut firsts = [a, b];
+        firsts.sort_by_key(|r| format!("{r:?}"));
+        assert_eq!(firsts, [Ok(false), Ok(true)]);
+        // Both start at stripe 1, which holds one place.
+        let (k1, k2) = (key(1, 5), key(3, 6));
+        let ((x1, x2), c) = super::race(
+            &filter,
+            move |x| (x.insert_hash(k1), x.insert_hash(k2)),
+            move |c| c.insert_hash(k1),
+        );
+        if x2 == Ok(true) {
+            assert_ne!(
+                c,
+                Err(Error::Full),
+                "Full for a key stored before the refusal ({x1:?})"
+            );
+        }
+        filter.check_invariants().unwrap();
+    });
+}

@@ -59,9 +59,10 @@ fn region_locked_snapshot_holds_whole_operations() {
 }
 
 /// Two inserts by one thread collide at slot 2 (already full): the first lands in slot 3
-/// (group 0), the second in slot 4 (group 1), so a copy that reads group 0 before the first and
-/// group 1 after the second holds the second alone, unreachable. It must still decode, and once
-/// the thread's flag says both returned (read before the snapshot) both must be found.
+/// (group 0), the second in slot 4 (group 1). The copy reads the tail end first (groups 2 and
+/// 1), then group 0, so it may hold the first without the second but never the second alone.
+/// It must decode, and once the thread's flag says both returned (read before the snapshot)
+/// both must be found.
 #[test]
 fn linear_probing_snapshot_holds_finished_inserts() {
     let k = |quotient, remainder| key(quotient, remainder, 3, 16);
@@ -141,5 +142,35 @@ fn bloom_merge_holds_every_insert_published_before_it() {
                 assert_eq!(back.len(), union.len());
             },
         );
+    });
+}
+
+/// Two inserts of the last canonical slot's quotient while a snapshot is copied: the first
+/// lands in slot 7 (the last addressable slot, group 1), the second in slot 8 (the overflow
+/// tail, group 2). The copy must never hold slot 8 without slot 7, a tail cut off from the
+/// table, which the decoder rejects: it reads the tail end first, last group first. A copy in
+/// plain ascending order fails this model in `CONQF_LOOM_RMW_LOADS=1` mode (the plain mode
+/// explores 9 executions and misses it). From a review of `LinearProbingQf`.
+#[test]
+fn linear_probing_snapshot_racing_inserts_into_the_tail_decodes() {
+    let k = |quotient, remainder| key(quotient, remainder, 3, 16);
+    super::check(None, move || {
+        let filter = LinearProbingQf::builder()
+            .max_load(1.0)
+            .build_with_bits(3, 16)
+            .unwrap();
+        filter.insert_hash(k(6, 1)).unwrap();
+        let filter = Arc::new(filter);
+        let (bytes, ()) = super::race(
+            &filter,
+            |f| f.to_bytes(),
+            move |f| {
+                f.insert_hash(k(6, 2)).unwrap();
+                f.insert_hash(k(6, 3)).unwrap();
+            },
+        );
+        let snapshot = LinearProbingQf::from_bytes(&bytes).unwrap();
+        snapshot.check_invariants().unwrap();
+        assert!(snapshot.contains_hash(k(6, 1)));
     });
 }
