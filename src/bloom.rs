@@ -261,8 +261,8 @@ impl Filter for AtomicBloomFilter {
 /// [`len`](Filter::len) of the union is estimated from its set bits, since keys inserted into
 /// both inputs set the same bits: `n = -(m / k) ln(1 - X / m)` for `X` set bits (Swamidass and
 /// Baldi, 2007), the count at which `X` bits are expected set (the union's
-/// [`false_positive_rate`](Filter::false_positive_rate), `(X / m)^k`, comes from the bits
-/// themselves, as every filter's does). The estimate is rounded and never more than `X` (each counted insert set a bit,
+/// [`false_positive_rate`](Filter::false_positive_rate), `(X / m)^k`, is read from the bits
+/// themselves). The estimate is rounded and never more than `X` (each counted insert set a bit,
 /// which a filter read back from bytes must satisfy; with `k = 1`, or nearly every bit set, the
 /// formula alone would pass it). The union has the first input's
 /// [`capacity`](Filter::capacity).

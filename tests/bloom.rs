@@ -85,7 +85,8 @@ fn measured_false_positive_rate_matches_the_formula() {
         let (expected, reported) = (analytical(filter, n), filter.false_positive_rate());
         let sigma = (expected * (1.0 - expected) / queries as f64).sqrt();
         println!(
-            "m {} k {} n {n}: measured {measured:.6}, analytical {expected:.6}, reported {reported:.6}",
+            "m {} k {} n {n}: measured {measured:.6}, analytical {expected:.6}, \
+             reported {reported:.6}",
             filter.bits(),
             filter.hash_functions()
         );

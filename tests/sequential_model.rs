@@ -72,7 +72,10 @@ proptest! {
     /// A clone holds the original's fingerprints bit for bit, and the two then change apart:
     /// the second sequence, run on the clone, leaves the original as the first one left it.
     #[test]
-    fn a_clone_is_a_copy_that_changes_apart(a in ops(5, 5, 32, 32, 80), b in ops(5, 5, 32, 32, 80)) {
+    fn a_clone_is_a_copy_that_changes_apart(
+        a in ops(5, 5, 32, 32, 80),
+        b in ops(5, 5, 32, 32, 80),
+    ) {
         let (original, model) = run_model(5, 5, &a)?;
         let mut clone = original.clone();
         clone.check_invariants().map_err(TestCaseError::fail)?;
