@@ -439,3 +439,45 @@ fn two_bit_snapshot_during_an_insert_merging_two_superclusters_keeps_every_store
         x.insert_hash(key(1, 3)).unwrap()
     });
 }
+
+/// `contains_hash_locked` of a key whose supercluster a removal splits (removing (1, 1) empties
+/// slot 4; quotient 4's run stays in its canonical slot 5). The query's walk without locks sees
+/// the boundary on slot 1 and goes to the locked query, which may lock slot 1 after the removal:
+/// its walk under that lock then meets the empty slot 4 before quotient 4's slot and must
+/// restart from the new boundary, never answer "absent" for a key that stays stored.
+#[test]
+fn two_bit_locked_query_of_the_part_a_removal_splits_off_restarts() {
+    model(|| {
+        let filter = filter_with(&[key(1, 1), key(1, 2), key(2, 5), key(4, 7)]);
+        let (removed, found) = super::race(
+            &filter,
+            |x| x.remove_hash(key(1, 1)).unwrap(),
+            |y| y.contains_hash_locked(key(4, 7)),
+        );
+        assert!(removed);
+        assert!(found, "a stored key must be found");
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// A removal of (4, 7) races a removal of (1, 1) that splits their supercluster (it empties
+/// slot 4; quotient 4's run stays in its canonical slot 5). The first may scan back to the old
+/// boundary on slot 1 and lock it once the split is done: its walk under that lock then meets
+/// the empty slot 4 and must restart from the new boundary, never report the stored key absent.
+#[test]
+fn two_bit_removal_in_the_part_a_removal_splits_off_restarts() {
+    model(|| {
+        let filter = filter_with(&[key(1, 1), key(1, 2), key(2, 5), key(4, 7)]);
+        let (split, removed) = super::race(
+            &filter,
+            |x| x.remove_hash(key(1, 1)).unwrap(),
+            |y| y.remove_hash(key(4, 7)).unwrap(),
+        );
+        assert!(split);
+        assert!(removed, "a stored key must be removed");
+        assert!(!filter.contains_hash(key(4, 7)));
+        assert!(filter.contains_hash(key(1, 2)) && filter.contains_hash(key(2, 5)));
+        assert_eq!(filter.len(), 2);
+        filter.check_invariants().unwrap();
+    });
+}
