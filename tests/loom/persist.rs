@@ -58,6 +58,17 @@ fn region_locked_snapshot_holds_whole_operations() {
     });
 }
 
+/// A linear-probing filter of `2^3` addressable 16-bit slots (groups 0 and 1; the overflow
+/// tail starts in group 2) without a load cap, holding `first`.
+fn linear_probing_holding(first: u64) -> Arc<LinearProbingQf> {
+    let filter = LinearProbingQf::builder()
+        .max_load(1.0)
+        .build_with_bits(3, 16)
+        .unwrap();
+    filter.insert_hash(first).unwrap();
+    Arc::new(filter)
+}
+
 /// Two inserts by one thread collide at slot 2 (already full): the first lands in slot 3
 /// (group 0), the second in slot 4 (group 1). The copy reads the tail end first (groups 2 and
 /// 1), then group 0, so it may hold the first without the second but never the second alone.
@@ -67,12 +78,7 @@ fn region_locked_snapshot_holds_whole_operations() {
 fn linear_probing_snapshot_holds_finished_inserts() {
     let k = |quotient, remainder| key(quotient, remainder, 3, 16);
     super::check(None, move || {
-        let filter = LinearProbingQf::builder()
-            .max_load(1.0)
-            .build_with_bits(3, 16)
-            .unwrap();
-        filter.insert_hash(k(2, 1)).unwrap();
-        let filter = Arc::new(filter);
+        let filter = linear_probing_holding(k(2, 1));
         let done = Arc::new(AtomicBool::new(false));
         let (writer, flag) = (filter.clone(), done.clone());
         let t = thread::spawn(move || {
@@ -155,12 +161,7 @@ fn bloom_merge_holds_every_insert_published_before_it() {
 fn linear_probing_snapshot_racing_inserts_into_the_tail_decodes() {
     let k = |quotient, remainder| key(quotient, remainder, 3, 16);
     super::check(None, move || {
-        let filter = LinearProbingQf::builder()
-            .max_load(1.0)
-            .build_with_bits(3, 16)
-            .unwrap();
-        filter.insert_hash(k(6, 1)).unwrap();
-        let filter = Arc::new(filter);
+        let filter = linear_probing_holding(k(6, 1));
         let (bytes, ()) = super::race(
             &filter,
             |f| f.to_bytes(),
