@@ -692,3 +692,30 @@ fn merge_during_a_removal_across_groups_keeps_every_other_key() {
         key(2, 1),
     );
 }
+
+/// A locked query must walk the cluster whose start it holds. One cluster in slots 1-5, (1,1)
+/// (1,2) (2,5) (3,5) (3,6), slot 6 empty. `a` queries (3,5): its walk without locks reads
+/// group 0 before `b` removes (1,1) and group 1 after, misses, and hands the locked query the
+/// stale hint 1. The removal split the cluster (2 and 3 start their own), so slot 1 is still an
+/// unlocked cluster start but not that of quotient 3: `b`'s insert of (3,0) shifts cluster 3
+/// across the group boundary without waiting for a lock on slot 1, and a walk under that lock
+/// may see group 0 after the shift and group 1 before it, (3,0) (3,6): a false negative unless
+/// the walk's cluster start is checked against the locked one (`seen == start`).
+#[test]
+fn a_locked_query_holding_a_stale_cluster_start_restarts() {
+    model(|| {
+        let filter = filter_with(&[key(1, 1), key(1, 2), key(2, 5), key(3, 5), key(3, 6)]);
+        super::race(
+            &filter,
+            |a| assert!(a.contains_hash(key(3, 5)), "missed (3, 5)"),
+            |b| {
+                assert!(b.remove_hash(key(1, 1)).unwrap());
+                assert!(b.insert_hash(key(3, 0)).unwrap());
+            },
+        );
+        filter.check_invariants().unwrap();
+        for (q, r) in [(1, 2), (2, 5), (3, 0), (3, 5), (3, 6)] {
+            assert!(filter.contains_hash_locked(key(q, r)), "lost ({q}, {r})");
+        }
+    });
+}
