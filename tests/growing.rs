@@ -151,9 +151,8 @@ fn capacity_counts_only_the_doublings_the_remainder_bits_allow() {
 }
 
 /// `capacity()` is the last table's capacity from the start: it stays the same while the filter
-/// doubles to the end, also from a table too small to hold one key at 90% (a start of 2 slots
-/// said 256 for a last table of 512 slots, which holds 460: the start's truncated capacity was
-/// scaled up instead of the last table's).
+/// doubles to the end, also from a start of 2 slots (it said 256 there, the start's 1.8 keys at
+/// 90% truncated to 1 and scaled by 2^8, for a last table of 512 slots, which holds 460).
 #[test]
 fn capacity_is_the_last_table_s_from_the_start() {
     for (capacity, rate) in [(1, 1e-9), (3, 1e-6), (100, 0.001)] {
@@ -164,10 +163,14 @@ fn capacity_is_the_last_table_s_from_the_start() {
                 break;
             }
         }
-        assert_eq!(filter.doublings_possible(), 0, "new({capacity}, {rate})");
-        assert_eq!(filter.capacity(), promised, "new({capacity}, {rate})");
+        assert_eq!(
+            filter.doublings_possible(),
+            0,
+            "growable({capacity}, {rate})"
+        );
+        assert_eq!(filter.capacity(), promised, "growable({capacity}, {rate})");
         let last = filter.into_inner();
-        assert_eq!(promised, last.capacity(), "new({capacity}, {rate})");
+        assert_eq!(promised, last.capacity(), "growable({capacity}, {rate})");
     }
 }
 
