@@ -40,7 +40,7 @@ use crate::storage::{Cursor, LeWords};
 use crate::sync::Ordering;
 
 use super::format::{self, corrupt, ParamsWriter, Tag};
-use super::{array_groups, bad_parameters, check_padding, fill_array, table_words};
+use super::{bad_parameters, check_padding, fill_array, table_words};
 
 /// Writes `table`, which no thread changes during the call.
 fn write_table<W: Write>(table: &CuckooTable, out: W) -> std::io::Result<()> {
@@ -49,7 +49,7 @@ fn write_table<W: Write>(table: &CuckooTable, out: W) -> std::io::Result<()> {
         .u32(table.fingerprint_bits());
     // The callers hold `&mut self` or every stripe's lock, which orders every write to the
     // table before the loads.
-    format::write_file(out, Tag::Cuckoo, params, array_groups(&table.entries))
+    format::write_file(out, Tag::Cuckoo, params, table.entries.groups_at_rest())
 }
 
 /// A validated cuckoo table in borrowed bytes.

@@ -24,9 +24,9 @@ use crate::qf::slot::STATUS_BITS;
 use crate::sizing;
 use crate::storage::le_word;
 
+use super::bad_parameters;
 use super::format::{self, corrupt, File, ParamsReader, ParamsWriter, Tag};
 use super::qf::{params as qf3_params, Decoded};
-use super::{array_groups, bad_parameters};
 
 /// The largest number of doublings a file may record (a fingerprint has at most 64 bits).
 const MAX_DOUBLINGS: u32 = 64;
@@ -51,7 +51,12 @@ fn write_growable<W: Write>(filter: &GrowableQf, out: W) -> std::io::Result<()> 
             .u32(left)
             .u64(block_slots as u64)
             .u64(table.table.slots.len() as u64);
-        format::write_file(out, Tag::Growable, params, array_groups(&table.table.slots))
+        format::write_file(
+            out,
+            Tag::Growable,
+            params,
+            table.table.slots.groups_at_rest(),
+        )
     })
 }
 

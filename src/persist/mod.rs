@@ -78,14 +78,6 @@ pub(crate) fn table_words(payload: &[u8], bits: u32, slots: usize) -> Result<LeW
     LeWords::new(payload, bits, slots).ok_or_else(|| corrupt("table size out of range"))
 }
 
-/// The groups of a slot array no thread writes during the read (the caller holds `&mut self`,
-/// every lock of the filter, or a filter that is not shared).
-pub(crate) fn array_groups(slots: &SlotArray) -> impl ExactSizeIterator<Item = u64> + '_ {
-    // Relaxed: no thread writes the array while it is read (see above); whatever handed the
-    // caller its access ordered the writes before these loads.
-    (0..slots.layout().groups_for(slots.len())).map(|g| slots.load_group(g, Ordering::Relaxed))
-}
-
 /// Copies validated words into a fresh array of the same layout that no other thread sees yet.
 pub(crate) fn fill_array(words: &LeWords<'_>, slots: &SlotArray) {
     debug_assert_eq!(words.group_count(), slots.layout().groups_for(slots.len()));

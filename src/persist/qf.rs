@@ -32,7 +32,7 @@ use crate::storage::{Cursor, GroupSource, LeWords, SlotLayout};
 use crate::sync::Ordering;
 
 use super::format::{self, corrupt, File, ParamsWriter, Tag};
-use super::{array_groups, bad_parameters, check_padding, fill_array, table_words};
+use super::{bad_parameters, check_padding, fill_array, table_words};
 
 pub(super) fn params(table: &QfTable) -> ParamsWriter {
     ParamsWriter::default()
@@ -172,7 +172,7 @@ impl SequentialQf {
             out,
             Tag::Qf3,
             params(&self.table),
-            array_groups(&self.table.slots),
+            self.table.slots.groups_at_rest(),
         )
     }
 
@@ -239,7 +239,7 @@ impl LocallyLockedQf {
             out,
             Tag::Qf3,
             params(&self.table),
-            array_groups(&self.table.slots),
+            self.table.slots.groups_at_rest(),
         )
     }
 

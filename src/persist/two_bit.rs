@@ -22,7 +22,7 @@ use crate::qf::usual_slots;
 use crate::sizing;
 
 use super::format::{self, corrupt, ParamsWriter, Tag};
-use super::{array_groups, bad_parameters, check_padding, fill_array, table_words};
+use super::{bad_parameters, check_padding, fill_array, table_words};
 
 impl TwoBitQf {
     /// Writes the filter in the crate's portable format (see [`to_bytes`](Self::to_bytes)).
@@ -34,7 +34,7 @@ impl TwoBitQf {
             .u32(self.table.quotient_bits)
             .u32(self.table.remainder_bits);
         // `&mut self`: no operation is in flight, so no slot is locked or half shifted.
-        format::write_file(out, Tag::TwoBit, params, array_groups(&self.table.slots))
+        format::write_file(out, Tag::TwoBit, params, self.table.slots.groups_at_rest())
     }
 
     /// The filter as bytes: a versioned little-endian format with a checksum, which

@@ -46,16 +46,26 @@ impl SlotArray {
     /// # Errors
     /// [`Error::InvalidParameters`] if the memory cannot be allocated.
     pub(crate) fn copy_at_rest(&self) -> Result<Self, Error> {
-        let mut groups = self.groups.iter();
+        let mut groups = self.groups_at_rest();
         Ok(SlotArray {
             layout: self.layout,
             slots: self.slots,
-            // Relaxed: no thread writes the array meanwhile, and whatever made this one the
-            // only user (a `&mut` borrow, a join) ordered the writers' stores before these loads.
             groups: try_boxed(self.groups.len(), || {
-                AtomicU64::new(groups.next().map_or(0, |g| g.load(Ordering::Relaxed)))
+                AtomicU64::new(groups.next().unwrap_or(0))
             })?,
         })
+    }
+
+    /// The groups of an array no thread writes during the read (the caller holds `&mut` to its
+    /// filter, every lock of the filter, or a filter that is not shared): what a copy or the
+    /// bytes of a quiescent table read.
+    pub(crate) fn groups_at_rest(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
+        // Relaxed: no thread writes the array while it is read (see above); whatever handed
+        // the caller its access ordered the writes before these loads. Read as `load_group`
+        // reads (a read-modify-write in loom's RMW mode).
+        self.groups
+            .iter()
+            .map(|group| crate::sync::load_word(group, Ordering::Relaxed))
     }
 
     /// The slot layout.
