@@ -4,7 +4,8 @@
 //! bucket 0 after the move emptied it would lose the moved key (the false miss of paper 001
 //! §2.2, here in a snapshot). The lock-free filter's `snapshot` pauses relocations instead
 //! (`src/cuckoo/pause.rs`); its model races the same relocating insert. A locked filter's merge
-//! copies each input under the same read locks; its model races the relocation too.
+//! copies each input under the same read locks, and a lock-free filter's merge copies each
+//! input with its relocations paused; their models race the relocation too.
 
 use conqf::{Filter, LockFreeCuckooFilter, LockedCuckooFilter, Merge};
 use loom::sync::Arc;
@@ -100,5 +101,33 @@ fn lock_free_cuckoo_snapshot_racing_a_relocation_keeps_the_moved_key() {
         copy.check_invariants().unwrap();
         assert_copy_of(&s, &copy, copy.fingerprints().len());
         LockFreeCuckooFilter::from_bytes(&copy.to_bytes()).unwrap();
+    });
+}
+
+/// The merge of the lock-free filter into an empty one while the relocation moves down, from
+/// bucket 2 to bucket 0 (`scenario_from(2)`): the merge copies its *second* input with that
+/// input's relocations paused, so the union holds all 8 stored keys, the mover under both of
+/// its hashes, and the newcomer exactly when it counts 9 entries. (Inserting every entry of the
+/// second input's live table, without the pause, fails this model in both modes: the union
+/// counts 9 entries without the newcomer, the mover read in both of its buckets.)
+#[test]
+fn lock_free_cuckoo_merge_racing_a_relocation_in_its_second_input_keeps_the_moved_key() {
+    super::check(Some(2), || {
+        let s = scenario_from(2);
+        let filter = LockFreeCuckooFilter::with_bits(BUCKET_BITS, FINGERPRINT_BITS).unwrap();
+        for &k in &s.full {
+            assert_eq!(filter.insert_hash(k), Ok(true));
+        }
+        let empty = LockFreeCuckooFilter::with_bits(BUCKET_BITS, FINGERPRINT_BITS).unwrap();
+        let filter = Arc::new(filter);
+        let newcomer = s.newcomer;
+        let (inserted, union) = super::race(
+            &filter,
+            move |writer| writer.insert_hash(newcomer),
+            move |reader| empty.merge(reader).unwrap(),
+        );
+        assert_eq!(inserted, Ok(true));
+        union.check_invariants().unwrap();
+        assert_copy_of(&s, &union, union.fingerprints().len());
     });
 }
