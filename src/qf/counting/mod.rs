@@ -373,7 +373,14 @@ impl CountingQf {
     #[inline]
     pub(crate) fn count_prefetched(&self, quotient: usize, remainder: u64) -> u64 {
         let block = quotient / BLOCK_SLOTS;
-        // The next block is read only if the same version check covers it.
+        // The next block is read only if the same version check covers it. (In our reading
+        // the check is stronger than needed: the part of the next block such a lookup reads,
+        // the runs of this block's quotients and the runends below their ends, is written only
+        // by writers of this block's quotients or earlier ones, which hold this region; a
+        // writer of a later quotient writes from its own run on and stores whole words with
+        // the bits below unchanged. No model tells the two apart, and the check keeps the
+        // argument local; it sends to the slow path only lookups whose run crosses a region
+        // boundary, one block boundary in 64 with the default regions.)
         let may_read_next =
             || block + 1 < self.table.blocks() && self.locks.same_region(block, block + 1);
         if let Some(count) = self.locks.read_in_block(block, || {
