@@ -719,3 +719,26 @@ fn a_locked_query_holding_a_stale_cluster_start_restarts() {
         }
     });
 }
+
+/// `contains_locked` never trusts a hit of a walk without locks over several groups. Three
+/// one-element clusters in slots 2-4, (2,10) (3,30) (4,40); `b` inserts (2,15) into slot 3,
+/// shifting (3,30) and (4,40) one slot right across the boundary of groups 0 and 1. `a` asks
+/// for (3,40), never stored: a walk that reads group 0 after the shift and group 1 before it
+/// sees (2,10) (2,15) as quotient 2's run and takes the next run start, (4,40) in slot 4, for
+/// quotient 3's, while the element the shift carries, (3,30), is in neither group. A plain
+/// `contains` may answer that false positive; `contains_locked` must not.
+#[test]
+fn a_locked_contains_never_trusts_a_hit_read_across_a_shift() {
+    model(|| {
+        let filter = filter_with(&[key(2, 10), key(3, 30), key(4, 40)]);
+        super::race(
+            &filter,
+            |a| assert!(!a.contains_hash_locked(key(3, 40)), "a false hit"),
+            |b| assert!(b.insert_hash(key(2, 15)).unwrap()),
+        );
+        filter.check_invariants().unwrap();
+        for (q, r) in [(2, 10), (2, 15), (3, 30), (4, 40)] {
+            assert!(filter.contains_hash_locked(key(q, r)), "lost ({q}, {r})");
+        }
+    });
+}
