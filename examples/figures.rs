@@ -6,13 +6,13 @@
 //!   thread, measured false-positive rate and bits per item. `SequentialQf` and `qfilter` on one
 //!   thread, called directly; at every thread count both behind a global `Mutex`,
 //!   `LocallyLockedQf`, `ExternallyLockedQf` (one spin lock per 4096 slots), `TwoBitQf`,
-//!   `LinearProbingQf`
-//!   (r = 10 + 3 bits, load cap raised to 72%),
-//!   `AtomicBloomFilter` and `fastbloom`'s atomic Bloom filter (both with the r = 10 table's
-//!   memory and 4 hash functions), `CountingQf` (with `qfilter`'s r + 1 bits). The concurrent part is generic over `conqf::Filter`, so each
-//!   concurrent filter joins with one line in [`fig2`]. The lines are measured in rounds (every
-//!   line once per round, in table order and reversed in turn, medians over the rounds), so the
-//!   ratios between lines of one run are not skewed by a slow spell of the machine.
+//!   `LinearProbingQf` (r = 10 + 3 bits, load cap raised to 72%), `AtomicBloomFilter` and
+//!   `fastbloom`'s atomic Bloom filter (both with the r = 10 table's memory and 4 hash functions),
+//!   `CountingQf` (with `qfilter`'s r + 1 bits). The concurrent part is generic over
+//!   `conqf::Filter`, so each concurrent filter joins with one line in [`fig2`]. The lines are
+//!   measured in rounds (every line once per round, in table order and reversed in turn, medians
+//!   over the rounds), so the ratios between lines of one run are not skewed by a slow spell of the
+//!   machine.
 //! * `fig3`: paper 000 Figure 3, single-threaded throughput against fill degree (every 10% up to
 //!   90%; `LinearProbingQf` up to its 70% cap) for `SequentialQf`, `qfilter`, `LocallyLockedQf`,
 //!   `ExternallyLockedQf`, `TwoBitQf`, `LinearProbingQf`, `AtomicBloomFilter` and `CountingQf`
@@ -45,7 +45,8 @@
 //! mix, with 8-bit ones for the single-thread lookups, whose limit rows have the phases
 //! [`CUCKOO_LOOKUP_LIMIT_PHASES`]); every lookup throughput is also printed as a share of the
 //! random-read limit at the same thread count.
-//! Keys are hashed before every timed loop (except the cuckoo lookups, which compare hashing too). `--help` lists the options.
+//! Keys are hashed before every timed loop (except the cuckoo lookups, which compare hashing
+//! too). `--help` lists the options.
 
 #[path = "figures/bulk.rs"]
 mod bulk;

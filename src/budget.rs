@@ -10,7 +10,8 @@
 //!
 //! ```text
 //!   stripes:  [ 12 ][ 12 ][ 12 ][ 12 ] ... [ 11 ]   only ever decrease while shared
-//!   returned: [  0 ]                                places given back by inserts that stored nothing
+//!   returned: [  0 ]                                places given back by inserts that stored
+//!                                                   nothing
 //! ```
 //!
 //! # Why "full" is exact

@@ -1,6 +1,5 @@
 //! A striped counter for `len()`: each thread adds to its own cache-padded stripe, so writers
-//! on different threads do not bounce one cache line, and readers of the table never touch it
-//! (DESIGN.md, "Concurrency rules").
+//! on different threads do not bounce one cache line, and readers of the table never touch it.
 //!
 //! The stripes used to be picked by slot index. With random keys every thread then wrote every
 //! stripe, so about every other increment missed on a line the other thread had just written:

@@ -181,8 +181,9 @@ pub trait Remove: Filter {
     /// of the second returned `Ok(false)`, and removing either key removes the copy, so the other
     /// then answers
     /// `false`, a false negative the filter cannot avoid. A kept key loses its copy so with about
-    /// the chance that it is a false positive of the removed keys alone, which grows with every
-    /// doubling of a growing filter (its fingerprints get shorter). `CountingQf` and the cuckoo
+    /// the chance that it is a false positive of the removed keys alone, `2^-(q + r)` per removed
+    /// key; a growing filter keeps `q + r` when it doubles, so that chance per key does not
+    /// change, but it grows with the number of keys removed. `CountingQf` and the cuckoo
     /// filters keep a count or a copy per insert, so removing one key leaves the others: use one
     /// of them when removed and kept keys must not interfere.
     ///
@@ -269,7 +270,10 @@ pub trait Merge: Sized {
     /// A new filter holding the fingerprints of both.
     ///
     /// # Errors
-    /// [`Error::Incompatible`] if the fingerprint lengths differ; [`Error::Full`] if the union
-    /// does not fit.
+    /// [`Error::Incompatible`] if the inputs' shapes differ: the fingerprint lengths `q + r` of
+    /// the quotient filters, the bits and hash functions of `AtomicBloomFilter`, the bucket and
+    /// fingerprint bits of the cuckoo filters. [`Error::Full`] if the union does not fit (never
+    /// for `AtomicBloomFilter`). [`Error::InvalidParameters`] if the union's memory cannot be
+    /// allocated. Each implementation's docs give its own list.
     fn merge(&self, other: &Self) -> Result<Self, Error>;
 }

@@ -4,8 +4,9 @@
 //! order and `usize` as `u64`, so a key hashes the same on every platform and in every run, which
 //! serialised filters rely on. A fingerprint is the top `q` bits of the hash (the quotient,
 //! addressing the table) followed by the next `r` bits (the remainder, stored in the slot). The
-//! 2-status-bit and linear-probing variants need remainders that are never zero (paper 000 §2.2);
-//! [`Fingerprint::nonzero`] re-mixes the hash until the remainder is non-zero.
+//! linear-probing filter and the cuckoo filters need remainders that are never zero (paper 000
+//! §2.2): [`Fingerprint::nonzero`] re-mixes the hash until the remainder is non-zero. The
+//! 2-status-bit filter stores a zero remainder as 1 instead, a rule that survives growing.
 
 use std::hash::{Hash, Hasher};
 
@@ -251,7 +252,8 @@ impl Fingerprint {
     }
 
     /// Like [`split`](Self::split), but re-mixes the hash until the remainder is non-zero, as the
-    /// 2-status-bit and linear-probing filters need (their empty slot is remainder 0).
+    /// linear-probing and cuckoo filters need (their empty slot or entry is 0). The 2-status-bit
+    /// filter does not re-mix: it stores a zero remainder as 1, which survives growing.
     ///
     /// The result is a pure function of the hash. After 64 unlucky rounds (probability
     /// `2^-(64 r)` while `q + r <= 64`; always when `q >= 64` leaves the remainder no hash bits)

@@ -9,7 +9,7 @@
 //! | --- | --- | --- |
 //! | [`SequentialQf`] | one thread (`&mut self` writes); the baseline | yes |
 //! | [`LocallyLockedQf`] | locks in the table's own status bits; lock-free when an operation stays in one 64-bit group | yes |
-//! | [`GrowableQf`] | a `LocallyLockedQf` that doubles when full, migrated by all writing threads ([`LocallyLockedQf::growable`]) | yes |
+//! | [`GrowableQf`] | a `LocallyLockedQf` that doubles at 75% fill (by default), migrated by all writing threads ([`LocallyLockedQf::growable`]) | yes |
 //! | [`ExpandableQf`] | levels of growable filters, unbounded at a bounded false-positive rate | yes |
 //! | [`ExternallyLockedQf`] | one spin lock per region of 4096 slots in a separate array (the paper's baseline) | yes |
 //! | [`LinearProbingQf`] | lock-free, one CAS per insert | no |
@@ -41,9 +41,10 @@
 //! Constructors validate their arguments and return [`Error::InvalidParameters`]; an insert into
 //! a full table returns [`Error::Full`] and leaves the filter unchanged and usable. "Full" comes
 //! before the last slot in the quotient filters that shift: `SequentialQf`, `LocallyLockedQf`,
-//! `ExternallyLockedQf`, `TwoBitQf` and `CountingQf` stop at a load cap of 31/32 of their
-//! slots, before the last few percent where their operations slow down most
-//! ([`Filter::capacity`]).
+//! `ExternallyLockedQf`, `TwoBitQf`, `CountingQf` (and `GrowableQf` once it cannot double) stop
+//! at a load cap of 31/32 of their slots (tables of `2^10` slots or more), before the last few
+//! percent where their operations slow down most ([`Filter::capacity`]); `LinearProbingQf`
+//! stops at its own cap, 70% by default.
 //!
 //! # Consistency
 //!
@@ -113,8 +114,10 @@
 //!
 //! Every filter has `to_bytes`/`write_to` and `from_bytes`/`read_from` in one versioned,
 //! checksummed, little-endian format that reads back identically on every platform and rejects
-//! corrupt or hostile bytes with [`Error::Corrupt`]; [`SequentialQfRef`] queries serialised
-//! bytes in place. A concurrent filter's snapshot is documented on its `write_to`.
+//! corrupt or hostile bytes with [`Error::Corrupt`]; [`SequentialQfRef`] and [`CountingQfRef`]
+//! query serialised bytes in place. A concurrent filter's snapshot is documented on its
+//! `write_to`; the filters whose `write_to` needs `&mut self` also have a `snapshot()` that
+//! copies them beside other threads ([`LocallyLockedQf::snapshot`]).
 //!
 //! # Cargo features and testing
 //!
@@ -123,6 +126,21 @@
 //!
 //! The locking protocols are model-checked with [loom](https://docs.rs/loom):
 //! `RUSTFLAGS="--cfg loom" cargo test --release --test loom`.
+//!
+//! # References
+//!
+//! The docs cite the papers by number:
+//!
+//! * paper 000: Maier, Sanders, Williger, *Concurrent Expandable AMQs on the Basis of Quotient
+//!   Filters* (the README's "MSW");
+//! * paper 001: *Lock-free Cuckoo Filter* (a course report), which builds on Fan et al.'s cuckoo
+//!   filter;
+//! * paper 002: a blog post on the quotient filter and a small C implementation (run and cluster
+//!   search, insert shifting);
+//! * paper 003: the Wikipedia article *Quotient filter* (the 3-status-bit encoding, its lookup
+//!   and insert walk-throughs, merging and resizing without rehashing);
+//! * paper 004: Geil, Farach-Colton, Owens, *Quotient Filters: Approximate Membership Queries on
+//!   the GPU* (the README's "GFO").
 
 mod batch;
 mod bloom;

@@ -130,6 +130,12 @@ fn quotient_filter_load(load: f64) -> f64 {
 
 /// Expected FPR of a QF with status bits at fill `load = n / 2^q` (at least 0, NaN counted as 1,
 /// above 1 when the overflow tail holds keys) and `r` remainder bits: `δ · 2^-r`, at most 1.
+///
+/// ```
+/// // Half full with 10-bit remainders; remainders that are never 0 leave one value fewer.
+/// assert_eq!(conqf::qf_fpr(0.5, 10), 0.5 / 1024.0);
+/// assert_eq!(conqf::nonzero_qf_fpr(0.5, 10), 0.5 / 1023.0);
+/// ```
 #[inline]
 pub fn qf_fpr(load: f64, remainder_bits: u32) -> f64 {
     (quotient_filter_load(load) * (-(remainder_bits as f64)).exp2()).min(1.0)

@@ -260,8 +260,10 @@ impl LocallyLockedQf {
     ///
     /// Takes `&mut self`: supercluster rounds write without the status-bit locks, and a
     /// merge-insert replaces the table, so no other thread may use the filter meanwhile. To
-    /// insert a batch while other threads work, call [`insert_hash`](crate::Filter::insert_hash) from
-    /// several threads (it locks per insert).
+    /// insert a batch while other threads work, call
+    /// [`insert_batch_concurrent`](Self::insert_batch_concurrent) (`&self`: one
+    /// [`insert_hash`](crate::Filter::insert_hash) per hash, with its locks, from any number
+    /// of threads).
     ///
     /// ```
     /// use conqf::{BatchInsert, Filter, LocallyLockedQf};

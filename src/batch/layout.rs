@@ -2,14 +2,14 @@
 //! methods.
 //!
 //! The input is sorted fingerprints, distinct unless the build keeps repeats
-//! ([`Dedupe::Off`](super::Dedupe::Off): a copy is one more element of its run). Element `i` of
-//! the sorted order lands in slot `pos[i] = max(pos[i - 1] + 1, quotient[i])` (the paper's
+//! ([`Dedupe::Off`](super::Dedupe::Off): a copy is one more element of its run). Element `i` of the
+//! sorted order lands in slot `pos[i] = max(pos[i - 1] + 1, quotient[i])` (the paper's
 //! non-associative operator), which is exactly where inserting the same set one by one puts it.
-//! Within a run the slots are consecutive, so only run heads need the scan: for run `k` starting
-//! at element `head[k]` with quotient `quot[k]`, write `w[k] = quot[k] - head[k]`; then the run
-//! starts at `head[k] + max(w[0..=k])`. The three methods differ in how they compute that prefix maximum
-//! and where they stop early ("saturation": a run that already starts after the previous one
-//! ends takes nothing from the left):
+//! Within a run the slots are consecutive, so only run heads need the scan: for run `k` starting at
+//! element `head[k]` with quotient `quot[k]`, write `w[k] = quot[k] - head[k]`; then the run starts
+//! at `head[k] + max(w[0..=k])`. The three methods differ in how they compute that prefix maximum
+//! and where they stop early ("saturation": a run that already starts after the previous one ends
+//! takes nothing from the left):
 //!
 //! * [`BuildMethod::ParallelMerging`] (§IV-C1, Algorithm 4): segments start as single runs and
 //!   neighbouring segments merge pairwise, `log2(runs)` rounds; the left segment's carry moves

@@ -351,14 +351,13 @@ impl LockFreeCuckooFilter {
         Relocation::Freed
     }
 
-    /// A copy of the filter, taken while other threads keep working: a filter of the same
-    /// shape holding every copy stored before the call and not removed during it, each where it
-    /// was; copies inserted or removed meanwhile may or may not be in it (crate docs,
-    /// "Consistency"). While it copies the table (one pass, no locks), relocations wait: an
-    /// insert that must move entries to make room waits for the copy, while lookups, removals
-    /// and inserts that find an empty entry go on (see the module docs of `pause`). Persist a
-    /// live filter with `filter.snapshot()?.to_bytes()`; [`to_bytes`](Self::to_bytes) needs
-    /// `&mut self`.
+    /// A copy of the filter, taken while other threads keep working: a filter of the same shape
+    /// holding every copy stored before the call and not removed during it, each where it was;
+    /// copies inserted or removed meanwhile may or may not be in it (crate docs, "Consistency").
+    /// While it copies the table (one pass, no locks), relocations wait: an insert that must move
+    /// entries to make room waits for the copy, while lookups, removals and inserts that find an
+    /// empty entry go on (`src/cuckoo/pause.rs` has the handshake). Persist a live filter with
+    /// `filter.snapshot()?.to_bytes()`; [`to_bytes`](Self::to_bytes) needs `&mut self`.
     ///
     /// ```
     /// use conqf::{Filter, LockFreeCuckooFilter};
@@ -473,7 +472,7 @@ impl Filter for LockFreeCuckooFilter {
     }
 
     /// The number of keys that fit at the sizing fill of 70% (the same-index rule keeps cuckoo
-    /// tables from filling as far as sequential ones; see the table's module docs).
+    /// tables from filling as far as sequential ones; see the README's cuckoo section).
     fn capacity(&self) -> usize {
         CuckooTable::capacity_of(self.table.bucket_bits())
     }

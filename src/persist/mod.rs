@@ -1,9 +1,10 @@
 //! Persistence: every filter written as bytes and read back, from untrusted input (issue 10).
 //!
-//! The format ([`format`](mod@format)) is versioned, little-endian and checksummed (xxh3), so a filter read
-//! back answers every query exactly as before on any platform. Reading never trusts the bytes:
-//! the header, every length (before anything is allocated), the checksum, the parameters and the
-//! table's own invariants are checked, and anything wrong is [`Error::Corrupt`], never a panic.
+//! The format ([`format`](mod@format)) is versioned, little-endian and checksummed (xxh3), so a
+//! filter read back answers every query exactly as before on any platform. Reading never trusts
+//! the bytes: the header, every length (before anything is allocated), the checksum, the
+//! parameters and the table's own invariants are checked, and anything wrong is
+//! [`Error::Corrupt`], never a panic.
 //!
 //! One module per variant family holds its parameters, its payload and its methods:
 //! [`qf`] (the 3-status-bit table of `SequentialQf`, `LocallyLockedQf`, `ExternallyLockedQf`,

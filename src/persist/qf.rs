@@ -8,8 +8,10 @@
 //!
 //! * `SequentialQf` writes with `&self`: nothing else can change it meanwhile.
 //! * `LocallyLockedQf` writes with `&mut self`, so no operation is in flight and the table holds
-//!   no status-bit lock. A `&self` snapshot would have to stop every writer, which its locks
-//!   (inside the table, per cluster) cannot do without a new global protocol.
+//!   no status-bit lock. An exact `&self` copy would have to stop every writer, which its locks
+//!   (inside the table, per cluster) cannot do without a new global protocol; its `&self`
+//!   [`snapshot`](LocallyLockedQf::snapshot) reads a cluster at a time instead, and is not the
+//!   table of one instant.
 //! * `ExternallyLockedQf` writes with `&self`: it takes every region lock, in the ascending order
 //!   all its operations use, copies the table and releases them, so the snapshot is the table
 //!   between two operations while other threads keep working (they wait for the copy).

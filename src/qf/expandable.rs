@@ -137,7 +137,7 @@ impl ExpandableBuilder {
     /// Cascading inserts (paper 000 §4.2; default off): insert on the lowest level whose
     /// canonical slot is empty, and let queries stop at an empty canonical slot. Lower levels
     /// then fill past `delta_grow`, so level 0 may get one remainder bit more to keep the
-    /// bound (see the module docs of `expandable`).
+    /// bound (see the module docs of `src/qf/expandable.rs`).
     pub fn cascading(mut self, on: bool) -> Self {
         self.cascading = on;
         self
@@ -211,8 +211,9 @@ impl GrowableQf {
 }
 
 /// A concurrent quotient filter that grows without bound at a false-positive rate below a
-/// bound you choose: levels of growable locally locked filters (paper 000 §4; see the module
-/// docs for the level sizes, cascading inserts and how removals stay safe for lock-free reads).
+/// bound you choose: levels of growable locally locked filters (paper 000 §4; the module docs
+/// of `src/qf/expandable.rs`, which rustdoc does not show, give the level sizes, cascading
+/// inserts and how removals stay safe for lock-free reads).
 ///
 /// ```
 /// use conqf::{ExpandableQf, Filter, Remove};
@@ -254,8 +255,8 @@ impl ExpandableQf {
     /// A filter expecting about `expected_capacity` keys whose false-positive rate stays below
     /// `fpr_bound`. It takes keys until memory runs out, adding levels each twice the last; once
     /// the fingerprints fill the 64-bit hash (only for small capacities with tiny bounds) the
-    /// rate may pass the bound by `N 2^-64` for the `N` keys stored from then on (module docs,
-    /// "Capped levels").
+    /// rate may pass the bound by `N 2^-64` for the `N` keys stored from then on (the module
+    /// docs of `src/qf/expandable.rs`, "Capped levels").
     ///
     /// ```
     /// use conqf::{ExpandableQf, Filter};
@@ -352,7 +353,8 @@ impl ExpandableQf {
     /// a higher level whose canonical slot a lower level's copy has empty (a key inserted
     /// beside the read of the lower level). So that a query of the copy never stops early at
     /// such a slot, a cascading filter's copy treats every level below its newest as one that
-    /// has seen a removal (the module doc's early stop is off there, as after any removal).
+    /// has seen a removal (the early stop of [`cascading`](ExpandableBuilder::cascading) is off
+    /// there, as after any removal).
     ///
     /// Persist a live filter with `filter.snapshot()?.to_bytes()`.
     ///

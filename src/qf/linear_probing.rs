@@ -3,10 +3,11 @@
 //!
 //! # What the table holds
 //!
-//! `2^q` addressable slots plus a short overflow tail (DESIGN.md "Layout"), packed into 64-bit
-//! groups by [`SlotArray`]. A slot is `r` bits wide and holds nothing but a remainder: there are
-//! no status bits. `r` is the paper's `r + 3`: the three bits the status bits would have taken go
-//! to the remainder instead. Remainders are never 0
+//! `2^q` addressable slots plus a short overflow tail
+//! ([`overflow_slots`](super::overflow_slots)), packed into 64-bit groups by [`SlotArray`]. A
+//! slot is `r` bits wide and holds nothing but a remainder: there are no status bits. `r` is the
+//! paper's `r + 3`: the three bits the status bits would have taken go to the remainder instead.
+//! Remainders are never 0
 //! ([`Fingerprint::nonzero`](crate::Fingerprint::nonzero)), so 0 marks an empty slot.
 //!
 //! A key with fingerprint `(quotient, remainder)` is stored in the first empty slot at or after
@@ -39,17 +40,17 @@
 //!
 //! # Full
 //!
-//! The load cap counts places, shared by the inserts through a striped budget (`budget.rs`): an insert
-//! takes a place when its scan reaches an empty slot, after it has found its remainder absent, and
-//! gives it back if it stores nothing. `Err(Full)` means that when the insert asked, every place
-//! was taken by a stored key or by an insert still running (which is what `len` counts too), and
-//! that the key was absent. An insert refused a place therefore reads the empty slot again: a
-//! racing insert of the same key may have filled it since the scan, and then the answer is
+//! The load cap counts places, shared by the inserts through a striped budget (`budget.rs`): an
+//! insert takes a place when its scan reaches an empty slot, after it has found its remainder
+//! absent, and gives it back if it stores nothing. `Err(Full)` means that when the insert asked,
+//! every place was taken by a stored key or by an insert still running (which is what `len` counts
+//! too), and that the key was absent. An insert refused a place therefore reads the empty slot
+//! again: a racing insert of the same key may have filled it since the scan, and then the answer is
 //! `Ok(false)`. If the slot is still empty, the key was absent at the refusal too (a stored key
 //! stays stored, in the first empty slot of its stretch), so `Full` is the answer of that moment.
 //! An insert whose scan reaches the table's last slot, which always stays empty so that no scan
-//! runs off the end, also gets `Full` with places left: the stretch from its quotient to the end
-//! of the table is taken, and its remainder is not in it.
+//! runs off the end, also gets `Full` with places left: the stretch from its quotient to the end of
+//! the table is taken, and its remainder is not in it.
 //!
 //! # Memory orderings
 //!

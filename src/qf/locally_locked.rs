@@ -73,15 +73,15 @@
 //! always the restriction of a consistent table to that group, which is what makes the
 //! lock-elided fast paths correct.
 //!
-//! **No deadlock**: a thread waits for a write lock only while holding no lock (Block B). It
-//! waits for a read lock either holding nothing (queries, and the merge's and snapshot's sweep,
-//! which release their read lock without waiting for anything) or holding a write lock (inserts and removes: Block C, and the shift's
-//! waits for read locks ahead of it). Before its first group commit, every read lock a writer
-//! holds lies in the supercluster whose write lock it holds, so no other writer can be waiting
-//! for it while holding a lock. A removal's commits may split the supercluster, after which a
-//! writer of the left part can wait for the removal's new, read-locked cluster starts; but a
-//! removal never waits after its first commit. So every chain of waits ends at a thread that
-//! waits for nothing.
+//! **No deadlock**: a thread waits for a write lock only while holding no lock (Block B). It waits
+//! for a read lock either holding nothing (queries, and the merge's and snapshot's sweep, which
+//! release their read lock without waiting for anything) or holding a write lock (inserts and
+//! removes: Block C, and the shift's waits for read locks ahead of it). Before its first group
+//! commit, every read lock a writer holds lies in the supercluster whose write lock it holds, so no
+//! other writer can be waiting for it while holding a lock. A removal's commits may split the
+//! supercluster, after which a writer of the left part can wait for the removal's new, read-locked
+//! cluster starts; but a removal never waits after its first commit. So every chain of waits ends
+//! at a thread that waits for nothing.
 //!
 //! **No false negatives**: a key whose insert has returned is in the table until it is removed;
 //! a query answers `false` only from one consistent group or from a walk of a cluster it has
@@ -180,6 +180,18 @@ impl LocallyLockedQf {
 
     /// The concurrent filter over a sequential filter's table (no copy: the layouts are the
     /// same).
+    ///
+    /// ```
+    /// use conqf::{Filter, LocallyLockedQf, SequentialQf};
+    /// let mut sequential = SequentialQf::new(1000, 0.01)?;
+    /// sequential.insert("apple")?;
+    /// let concurrent = LocallyLockedQf::from_sequential(sequential); // no copy
+    /// concurrent.insert(&"pear")?; // `&self`, from any thread
+    /// let mut back = concurrent.into_sequential(); // no copy either
+    /// back.grow()?;
+    /// assert!(back.contains("apple") && back.contains("pear"));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
     pub fn from_sequential(filter: SequentialQf) -> Self {
         let continuation_lanes = filter.table.slots.layout().lanes(CONTINUATION);
         let (len, cap) = LoadCap::with_counter(filter.table.quotient_bits, filter.len);

@@ -18,9 +18,9 @@ pub(crate) mod table;
 pub(crate) mod two_bit;
 pub(crate) mod walk;
 
-/// Slots after the `2^q` addressable ones, so clusters near the end need no wrap-around
-/// (DESIGN.md "Layout"). About `4 sqrt(2^q)`: far beyond the longest cluster at any sane fill,
-/// yet a fraction of a percent of the table. The last slot always stays empty.
+/// Slots after the `2^q` addressable ones, so clusters near the end need no wrap-around. About
+/// `4 sqrt(2^q)`: far beyond the longest cluster at any sane fill, yet a fraction of a percent of
+/// the table. The last slot always stays empty.
 pub(crate) fn overflow_slots(quotient_bits: u32) -> usize {
     2 + (4usize << quotient_bits.div_ceil(2))
 }

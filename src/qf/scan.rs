@@ -178,8 +178,9 @@ pub(crate) fn check_table<S: GroupSource>(array: &S, remainder_bits: u32) -> Res
     Ok(elements)
 }
 
-/// The placement rule of the sorted build, for any destination (the migration of a growing filter writes through it): each fingerprint (increasing,
-/// equal ones stored once) goes to its canonical slot or the first slot at or after
+/// The placement rule of the sorted build, for any destination (the migration of a growing
+/// filter writes through it): each fingerprint (increasing, equal ones stored once) goes to its
+/// canonical slot or the first slot at or after
 /// `first_free` right of the previous run, whichever is later. `write(index, bits)` ORs bits
 /// into a slot that starts out zero: the element's bits at its position, the occupied bit at
 /// its canonical slot. Returns how many were placed.

@@ -287,6 +287,20 @@ impl SequentialQf {
     /// remainder bit moves into the quotient. The fingerprints, and so the false-positive rate
     /// for the stored keys, stay the same; each doubling halves the fill.
     ///
+    /// ```
+    /// use conqf::SequentialQf;
+    /// let mut filter = SequentialQf::with_bits(8, 10)?;
+    /// for k in 0..200u64 {
+    ///     filter.insert(&k)?;
+    /// }
+    /// let stored = filter.len();
+    /// filter.grow()?;
+    /// assert_eq!((filter.quotient_bits(), filter.remainder_bits()), (9, 9));
+    /// assert_eq!(filter.len(), stored);
+    /// assert!((0..200u64).all(|k| filter.contains(&k)));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::InvalidParameters`] if only one remainder bit is left or the quotient would
     /// exceed 40 bits; the filter is then unchanged.

@@ -267,9 +267,11 @@ impl CountingQf {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidParameters`] if the remainder would drop below 2 bits or the quotient
-    /// above the maximum; [`Error::Full`] if the entries do not fit (not expected: the load
-    /// halves). The filter is unchanged on error.
+    /// [`Error::InvalidParameters`] if the remainder would drop below 2 bits, the quotient
+    /// above the maximum, or the larger table cannot be allocated; [`Error::Full`] if the
+    /// entries do not fit (not expected: the load halves); [`Error::Corrupt`] if a run of the
+    /// table cannot be decoded (not expected either: no operation leaves such a table). The
+    /// filter is unchanged on error.
     pub fn grow(&mut self) -> Result<(), Error> {
         let (q, r) = (self.quotient_bits, self.remainder_bits);
         if r <= MIN_REMAINDER_BITS || q >= MAX_QUOTIENT_BITS {

@@ -5,7 +5,8 @@
 //! Each input's current table is read as [`GrowableQf::snapshot`] reads it, one cluster at a
 //! time under its read lock, beside a doubling under way (the proof is `snapshot`'s module
 //! doc), and the union is built by [`LocallyLockedQf`](crate::LocallyLockedQf)'s merge: the
-//! larger table's quotient bits, plus one for each time the union would pass the load cap.
+//! larger table's quotient bits, plus one for each time the union would pass 90% of the slots
+//! (as [`SequentialQf`](crate::SequentialQf)'s merge sizes it).
 //!
 //! The union keeps growing as the first input would have: with its `delta_grow` and migration
 //! block size, and its doublings done and left counted on from that input's table, so a union

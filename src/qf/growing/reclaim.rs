@@ -1,5 +1,5 @@
 //! Safe reclamation of replaced tables: epoch-based with [`crossbeam_epoch`], so an operation
-//! pays a thread-local pin and touches no shared counter (DESIGN.md, "Concurrency rules").
+//! pays a thread-local pin and touches no shared counter.
 //!
 //! Also a grace period for anything else ([`defer`]): an expandable filter seals a level once no
 //! operation that saw it as the newest can still run.

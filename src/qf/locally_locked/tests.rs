@@ -1,5 +1,5 @@
 //! Unit tests of `LocallyLockedQf`'s fast paths and lock releases (the protocol's interleavings
-//! are model-checked in `tests/loom.rs`).
+//! are model-checked in `tests/loom/`).
 
 use super::locks::Locked;
 use super::*;

@@ -1,6 +1,6 @@
 //! `TwoBitQf`: the 2-status-bit quotient filter of paper 000 §2.2, made concurrent with locks
 //! that live in the table's own empty slots (paper 000 §3.2, "2-Status-Bit Concurrent Quotient
-//! Filter", and DESIGN.md's "2-status-bit locking").
+//! Filter"; "Protocol" below gives the details).
 //!
 //! # Table
 //!
@@ -109,9 +109,10 @@ use walk::{InsertPlan, InsertStep, RunSearch};
 ///
 /// One status bit fewer than [`LocallyLockedQf`](crate::LocallyLockedQf) per slot; in exchange,
 /// operations walk from the start of a supercluster rather than a cluster, and writes whose walk
-/// leaves one 64-bit group lock the supercluster, as do queries that miss over several groups
-/// (a hit needs no lock; see the module docs). All methods take `&self`;
-/// share it with an [`Arc`](std::sync::Arc). [`grow`](TwoBitQf::grow) doubles the table.
+/// leaves one 64-bit group lock the supercluster, as do queries that miss over several groups (a
+/// hit needs no lock; the module docs of `src/qf/two_bit/mod.rs` give the protocol). All methods
+/// take `&self`; share it with an [`Arc`](std::sync::Arc). [`grow`](TwoBitQf::grow) doubles the
+/// table.
 ///
 /// ```
 /// use conqf::{Filter, Remove, TwoBitQf};

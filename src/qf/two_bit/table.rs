@@ -23,8 +23,8 @@
 //!
 //! Slot 0 is a guard that is never filled, so every supercluster has an empty slot on its left
 //! (the concurrent filter locks it); quotient `x` has its canonical slot at index `x + 1`. An
-//! overflow tail follows the `2^q` canonical slots (DESIGN.md "Layout"), and the last slot always
-//! stays empty.
+//! overflow tail follows the `2^q` canonical slots
+//! ([`overflow_slots`](crate::qf::overflow_slots)), and the last slot always stays empty.
 
 use crate::filter::Error;
 use crate::hash::{low_mask, Fingerprint, Splitter};
