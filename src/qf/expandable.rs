@@ -1,66 +1,8 @@
 //! `ExpandableQf`: the fully expandable quotient filter of paper 000 §4, levels of growable
 //! locally locked filters whose false-positive rate stays below a bound however many keys come.
 //!
-//! # Levels (paper 000 §4.1)
-//!
-//! Level 0 has `m_0 = 2^q_0` slots, the first power of two with `δ_grow · m_0 > c` for the
-//! expected capacity `c`, and `r_0` remainder bits, the fewest with `2 δ_grow 2^-r_0 < p̄`
-//! for the bound `p̄`. Level `i > 0` has twice the final slots of level `i - 1` and fingerprints
-//! of `k_i = k_{i-1} + 2` bits; it starts at 1/8 of its final size (three remainder bits more)
-//! and reaches it by three bounded-growing doublings ([`GrowableQf`]), so the structure is
-//! always at least `2/3 δ_grow` full. Only the newest level takes ordinary inserts; when it is at
-//! its final size and `δ_grow` full, the next level opens. A level holds at most
-//! `n̄_i = δ_grow m_i` fingerprints of `k_i` bits, so its rate is at most `p_i = n̄_i 2^-k_i`,
-//! which halves from level to level, and the union bound gives Theorem 2:
-//! `p+ <= Σ p_i < 2 p_0 <= p̄`. [`false_positive_rate`](Filter::false_positive_rate) reports that
-//! sum at the current fills.
-//!
-//! Cascading inserts (below) break one premise of that bound: they keep adding fingerprints to
-//! lower levels past `n̄_i`, up to nearly every slot. So with cascading on, `r_0` is the fewest
-//! bits with `2 · 2^-r_0 < p̄` (a level's fill counted as 1 instead of `δ_grow`), which keeps
-//! `Σ n_i 2^-k_i < 2 · 2^-r_0 < p̄` however full the lower levels get; it costs at most one
-//! remainder bit per slot. (With the `δ_grow` rule alone, a cascading filter for `p̄ = 0.0008`
-//! reaches about `0.93 · 2 · 2^-11 ≈ 9e-4`.)
-//!
-//! # Capped levels
-//!
-//! The hash has 64 bits, so after about `(64 - k_0) / 2` levels a fingerprint two bits longer
-//! would not fit. For most bounds that level is far beyond any memory, but not for a small
-//! capacity with a tiny bound (`new(1000, 1e-9)` has `k_0 = 42`, so level 11, of `2^22` slots,
-//! is the last one whose fingerprint grows). From there on each new level is *capped*: it still
-//! doubles, but keeps 64-bit fingerprints (its quotient takes one bit more, its remainder one
-//! fewer, than the capped level before it; the constructor refuses the few tiny-bound
-//! parameters whose remainders would outgrow a slot before the fingerprints reach 64 bits), so
-//! the filter keeps taking keys until memory runs out (or 32 levels, or `2^40` slots, whichever
-//! comes first; then inserts return [`Error::Full`]). A capped level holding `n_i` keys adds
-//! `n_i 2^-64` to the rate instead of a halving share, so with `N` keys in capped levels the
-//! rate is below `p̄ + N 2^-64` (`p̄ + 5.4e-10` at ten billion keys), and
-//! [`false_positive_rate`](Filter::false_positive_rate) reports it. No hash of 64 bits can do
-//! better: two keys with the same hash are never told apart.
-//!
-//! # Cascading inserts (paper 000 §4.2)
-//!
-//! With [`cascading`](ExpandableBuilder::cascading) on, an insert stores the fingerprint in the
-//! lowest level whose canonical slot is empty, with one CAS that moves nothing. Every insert
-//! (cascading or not) first asks the lower levels whether the key is there (insert-if-absent,
-//! the set semantics of [`Filter::insert`]), so cascading costs one extra CAS only when it
-//! succeeds. A query that meets an empty canonical slot on a lower level stops there: the key
-//! would have been stored in that slot.
-//!
-//! Two threads inserting the same new key may both store it (one per level) and both get
-//! `Ok(true)` in two races: while the next level opens, and, with cascading inserts, when a
-//! removal on a lower level empties the key's canonical slot there between the two inserts (the
-//! one that found the slot taken goes on to the newest level, the other stores the key in the
-//! emptied slot before the first reaches the newest level). A later removal then takes one copy
-//! and the key still answers `true` until the second removal; `len` counts both. No copy an
-//! insert reported is lost (the loom model
-//! `racing_inserts_of_a_new_key_around_a_removal_keep_every_reported_copy`). Everything else is
-//! as in [`Filter`].
-//!
-//! A removal can empty a lower level's canonical slot after a key went higher up because that
-//! slot was taken. So a cascading insert that finds the slot empty on a level that has seen a
-//! removal (its flag, see below) first asks the higher levels, and stores nothing if one holds the
-//! key.
+//! What users need (the level sizes, capped levels, cascading inserts and their races) is in
+//! [`ExpandableQf`]'s own docs; this module doc is about how it stays correct and fast.
 //!
 //! # Removals and lock-free reads of lower levels
 //!
@@ -108,7 +50,7 @@ use crate::sizing;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, Waiter};
 
 /// The most levels a filter can have: level 31 has `2^31` times level 0's slots, past any
-/// memory for all but the smallest level 0 (module doc, "Capped levels").
+/// memory for all but the smallest level 0 ([`ExpandableQf`], "Capped levels").
 pub(crate) const MAX_LEVELS: usize = 32;
 
 /// `((q_0, r_0), delta_grow, cascading)`: what fixes every level's shape.
@@ -137,7 +79,7 @@ impl ExpandableBuilder {
     /// Cascading inserts (paper 000 §4.2; default off): insert on the lowest level whose
     /// canonical slot is empty, and let queries stop at an empty canonical slot. Lower levels
     /// then fill past `delta_grow`, so level 0 may get one remainder bit more to keep the
-    /// bound (see the module docs of `src/qf/expandable.rs`).
+    /// bound ([`ExpandableQf`]'s docs, "Levels").
     pub fn cascading(mut self, on: bool) -> Self {
         self.cascading = on;
         self
@@ -163,7 +105,8 @@ impl ExpandableBuilder {
             q0 += 1;
         }
         // r_0: the fewest bits with 2 f 2^-r_0 < bound, where f is the most a level can be
-        // filled: delta without cascading inserts, but up to every slot with them (module doc).
+        // filled: delta without cascading inserts, but up to every slot with them (type doc,
+        // "Levels").
         let fill = if self.cascading { 1.0 } else { self.delta_grow };
         let r0 = (1..=61u32.min(64 - q0))
             .find(|&r| 2.0 * fill * (-(r as f64)).exp2() < self.fpr_bound)
@@ -211,9 +154,8 @@ impl GrowableQf {
 }
 
 /// A concurrent quotient filter that grows without bound at a false-positive rate below a
-/// bound you choose: levels of growable locally locked filters (paper 000 §4; the module docs
-/// of `src/qf/expandable.rs`, which rustdoc does not show, give the level sizes, cascading
-/// inserts and how removals stay safe for lock-free reads).
+/// bound you choose: levels of growable locally locked filters (paper 000 §4; below: the level
+/// sizes, capped levels and cascading inserts).
 ///
 /// ```
 /// use conqf::{ExpandableQf, Filter, Remove};
@@ -228,6 +170,68 @@ impl GrowableQf {
 /// assert!(filter.remove(&7u64)?);
 /// # Ok::<(), conqf::Error>(())
 /// ```
+///
+/// # Levels (paper 000 §4.1)
+///
+/// Level 0 has `m_0 = 2^q_0` slots, the first power of two with `δ_grow · m_0 > c` for the
+/// expected capacity `c`, and `r_0` remainder bits, the fewest with `2 δ_grow 2^-r_0 < p̄`
+/// for the bound `p̄`. Level `i > 0` has twice the final slots of level `i - 1` and fingerprints
+/// of `k_i = k_{i-1} + 2` bits; it starts at 1/8 of its final size (three remainder bits more)
+/// and reaches it by three bounded-growing doublings ([`GrowableQf`]), so the structure is
+/// always at least `2/3 δ_grow` full. Only the newest level takes ordinary inserts; when it is at
+/// its final size and `δ_grow` full, the next level opens. A level holds at most
+/// `n̄_i = δ_grow m_i` fingerprints of `k_i` bits, so its rate is at most `p_i = n̄_i 2^-k_i`,
+/// which halves from level to level, and the union bound gives Theorem 2:
+/// `p+ <= Σ p_i < 2 p_0 <= p̄`. [`false_positive_rate`](Filter::false_positive_rate) reports that
+/// sum at the current fills.
+///
+/// Cascading inserts (below) break one premise of that bound: they keep adding fingerprints to
+/// lower levels past `n̄_i`, up to nearly every slot. So with cascading on, `r_0` is the fewest
+/// bits with `2 · 2^-r_0 < p̄` (a level's fill counted as 1 instead of `δ_grow`), which keeps
+/// `Σ n_i 2^-k_i < 2 · 2^-r_0 < p̄` however full the lower levels get; it costs at most one
+/// remainder bit per slot. (With the `δ_grow` rule alone, a cascading filter for `p̄ = 0.0008`
+/// reaches about `0.93 · 2 · 2^-11 ≈ 9e-4`.)
+///
+/// # Capped levels
+///
+/// The hash has 64 bits, so after about `(64 - k_0) / 2` levels a fingerprint two bits longer
+/// would not fit. For most bounds that level is far beyond any memory, but not for a small
+/// capacity with a tiny bound (`new(1000, 1e-9)` has `k_0 = 42`, so level 11, of `2^22` slots,
+/// is the last one whose fingerprint grows). From there on each new level is *capped*: it still
+/// doubles, but keeps 64-bit fingerprints (its quotient takes one bit more, its remainder one
+/// fewer, than the capped level before it; the constructor refuses the few tiny-bound
+/// parameters whose remainders would outgrow a slot before the fingerprints reach 64 bits), so
+/// the filter keeps taking keys until memory runs out (or 32 levels, or `2^40` slots, whichever
+/// comes first; then inserts return [`Error::Full`]). A capped level holding `n_i` keys adds
+/// `n_i 2^-64` to the rate instead of a halving share, so with `N` keys in capped levels the
+/// rate is below `p̄ + N 2^-64` (`p̄ + 5.4e-10` at ten billion keys), and
+/// [`false_positive_rate`](Filter::false_positive_rate) reports it. No hash of 64 bits can do
+/// better: two keys with the same hash are never told apart.
+///
+/// # Cascading inserts (paper 000 §4.2)
+///
+/// With [`cascading`](ExpandableBuilder::cascading) on, an insert stores the fingerprint in the
+/// lowest level whose canonical slot is empty, with one CAS that moves nothing. Every insert
+/// (cascading or not) first asks the lower levels whether the key is there (insert-if-absent,
+/// the set semantics of [`Filter::insert`]), so cascading costs one extra CAS only when it
+/// succeeds. A query that meets an empty canonical slot on a lower level stops there, the key
+/// would have been stored in that slot, unless a removal has touched that level (a removal may
+/// have emptied the slot after the key went higher up).
+///
+/// Two threads inserting the same new key may both store it (one per level) and both get
+/// `Ok(true)` in two races: while the next level opens, and, with cascading inserts, when a
+/// removal on a lower level empties the key's canonical slot there between the two inserts (the
+/// one that found the slot taken goes on to the newest level, the other stores the key in the
+/// emptied slot before the first reaches the newest level). A later removal then takes one copy
+/// and the key still answers `true` until the second removal; `len` counts both. No copy an
+/// insert reported is lost (the loom model
+/// `racing_inserts_of_a_new_key_around_a_removal_keep_every_reported_copy`). Everything else is
+/// as in [`Filter`].
+///
+/// A removal can empty a lower level's canonical slot after a key went higher up because that
+/// slot was taken. So a cascading insert that finds the slot empty on a level that has seen a
+/// removal (a flag each removal sets) first asks the higher levels, and stores nothing if one
+/// holds the key.
 pub struct ExpandableQf {
     /// Level `i`, or null if it does not exist yet. Levels are never freed before the filter.
     levels: Box<[AtomicPtr<GrowableQf>]>,
@@ -255,8 +259,8 @@ impl ExpandableQf {
     /// A filter expecting about `expected_capacity` keys whose false-positive rate stays below
     /// `fpr_bound`. It takes keys until memory runs out, adding levels each twice the last; once
     /// the fingerprints fill the 64-bit hash (only for small capacities with tiny bounds) the
-    /// rate may pass the bound by `N 2^-64` for the `N` keys stored from then on (the module
-    /// docs of `src/qf/expandable.rs`, "Capped levels").
+    /// rate may pass the bound by `N 2^-64` for the `N` keys stored from then on ("Capped
+    /// levels" in the [type's docs](ExpandableQf)).
     ///
     /// ```
     /// use conqf::{ExpandableQf, Filter};
@@ -407,8 +411,8 @@ impl ExpandableQf {
     ///
     /// Level `i` has `q_0 + i` quotient bits at its final size and `r_0 + i` remainder bits,
     /// until the fingerprint would pass the hash's 64 bits: from then on it takes
-    /// `64 - q_0 - i` (a *capped* level, module doc), and no more than a slot of 64 bits holds
-    /// at the level's start.
+    /// `64 - q_0 - i` (a *capped* level, see the type doc), and no more than a slot of 64 bits
+    /// holds at the level's start.
     pub(crate) fn level_shape(
         (q0, r0): (u32, u32),
         level: usize,
@@ -455,7 +459,7 @@ impl ExpandableQf {
     /// fails after a few keys: a level whose remainder would pass 58 bits (then its slots could
     /// not start at 1/8 of its size) would get a fingerprint of fewer bits, and a rate share
     /// above its half of the last. The constructor and the decoder refuse such parameters; past
-    /// them, every capped level has 64-bit fingerprints (module doc).
+    /// them, every capped level has 64-bit fingerprints (type doc, "Capped levels").
     pub(crate) fn fingerprints_grow_to_64_bits((q0, r0): (u32, u32)) -> bool {
         let fits = |level: usize| {
             q0 + r0 + 2 * level as u32 <= 64 && q0 + level as u32 <= sizing::MAX_QUOTIENT_BITS
@@ -819,7 +823,8 @@ mod tests {
     use crate::filter::Filter;
 
     /// Level 0's remainder bits: the fewest with `2 f 2^-r_0 < p̄`, `f = δ_grow` without
-    /// cascading inserts and 1 with them (module doc). The loom models rely on these sizes.
+    /// cascading inserts and 1 with them ([`ExpandableQf`], "Levels"). The loom models rely on
+    /// these sizes.
     #[test]
     fn level_zero_remainder_follows_the_sizing_rule() {
         let r0 = |capacity, bound, delta, cascading| {
@@ -898,7 +903,7 @@ mod tests {
 
     /// For every level-0 shape the constructor accepts, every level's fingerprint is two bits
     /// longer than the one before until it reaches 64 bits, and exactly 64 bits after that: the
-    /// premise of the rate bound in the module doc. A review found `new(1, 1.05e-17)` (`r_0 =
+    /// premise of the rate bound in the type doc. A review found `new(1, 1.05e-17)` (`r_0 =
     /// 57`) with levels of 61 to 63 bits between; it is refused now.
     #[test]
     fn accepted_shapes_grow_their_fingerprints_to_exactly_64_bits() {
