@@ -252,9 +252,10 @@ impl CountingQf {
 
     /// [`insert_batch`](Self::insert_batch) with a chosen strategy. On the rank-and-select
     /// layout, [`BatchInsert::Superclusters`] takes the paper's inserts by region (§V-B) in
-    /// place of supercluster rounds (module doc): it cuts the sorted batch into about one range
-    /// per thread and inserts each range in table order (consecutive
-    /// inserts touch nearby blocks) under the region locks, the ranges at once, and
+    /// place of supercluster rounds (superclusters sharing a block would race on its metadata
+    /// words): it cuts the sorted batch into about one range per thread and inserts each range
+    /// in table order (consecutive inserts touch nearby blocks) under the region locks, the
+    /// ranges at once, and
     /// [`BatchInsert::Merge`] extracts the stored entries, adds the batch's counts and bulk
     /// builds a new table (paper 004 §IV-E). `Auto` always takes the ranges, unlike
     /// [`BatchInsert::choose`]'s rule for the 3-bit filters: at `2^22` slots of r = 11, in
