@@ -408,3 +408,30 @@ impl Held<'_> {
         self.locks.account(block, old, new);
     }
 }
+
+#[cfg(all(test, not(loom)))]
+mod tests {
+    use super::*;
+
+    /// `counts` of a region whose writer holds it for longer than the optimistic tries last:
+    /// the reader gives up on them, waits for the region's lock and reads what the writer left
+    /// (a count carried past `u64::MAX` into its high word), never what was there before. The
+    /// loom models cannot spoil four tries, so this is the fallback's one test. The pause only
+    /// lets the reader reach the fallback first (without it the reader may come after the
+    /// writer and read optimistically); the answer is the same either way, and a fallback that
+    /// read without the lock would return `(0, 0)` after the pause.
+    #[test]
+    fn counts_of_a_held_region_waits_for_its_writer() {
+        let locks = RegionLocks::new(4, 1).unwrap();
+        locks.regions[1].lock();
+        std::thread::scope(|s| {
+            let reader = s.spawn(|| locks.counts());
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            // As a writer holding region 1: two fingerprints, `u64::MAX` copies and 5.
+            locks.account(1, 0, u64::MAX);
+            locks.account(1, 0, 5);
+            locks.regions[1].unlock();
+            assert_eq!(reader.join().unwrap(), (u128::from(u64::MAX) + 5, 2));
+        });
+    }
+}
