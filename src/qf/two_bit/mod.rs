@@ -569,11 +569,12 @@ impl TwoBitQf {
 
     /// Plans an insert by walking from the locked slot `left`.
     fn plan_locked(&self, left: usize, quotient: usize, remainder: u64) -> Option<InsertStep> {
-        // Acquire on every group load, not only on the lock: a lock-free insert into an empty
-        // canonical slot (one CAS) can extend the stretch at its end without ever touching the
-        // left lock, so taking the lock does not order us after that fill. Acquiring the word
-        // that shows the fill synchronises with that writer's Release, so the slots and status
-        // bits it published are the ones we read.
+        // Acquire on every group load. Taking the lock does not order us after a lock-free
+        // insert into an empty canonical slot (one CAS) that extends the stretch at its end
+        // without touching the left lock; but such a writer (like every lock-free one) publishes
+        // nothing outside the word it swaps, so a Relaxed load would read the same slots, and
+        // did pass every model when mutation-tested (2026-11-29). Acquire costs nothing on x86
+        // and keeps the walk ordered should a lock-free writer ever publish more than its word.
         let mut cursor = self.table.slots.cursor(left, Ordering::Acquire);
         walk::plan_insert(&mut cursor, quotient, remainder)
     }
