@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::distinct_hashes;
+use common::{distinct_hashes, hash_of};
 use conqf::{
     BatchInsert, BuildMethod, Count, CountingQf, Error, ExternallyLockedQf, Filter,
     LocallyLockedQf, Merge, Remove, SequentialQf, TwoBitQf,
@@ -336,6 +336,33 @@ fn batch_writes_stop_at_the_cap() {
     assert_eq!(rounds.insert_hash(new_key), Err(Error::Full));
     assert_eq!(rounds.remove_batch(&hashes[..1]), 1);
     assert!(rounds.insert_hash(hashes[0]).is_ok());
+}
+
+/// Supercluster rounds stop at the cap exactly when a round has more superclusters than room
+/// under the cap: one key below the cap fills the first slots as one cluster, and the batch's
+/// four keys each start a supercluster of their own in the empty slots after it, so the first
+/// round plans four writes and may make one.
+#[test]
+fn supercluster_rounds_with_more_regions_than_room_stop_at_the_cap() {
+    let below: Vec<u64> = (0..cap(Q) as u64 - 1)
+        .map(|slot| hash_of(slot, 1, Q, R, 0))
+        .collect();
+    let batch: Vec<u64> = [0, 5, 10, 15]
+        .map(|gap| hash_of(cap(Q) as u64 + 8 + gap, 1, Q, R, 0))
+        .to_vec();
+    let mut sequential = SequentialQf::bulk_build(Q, R, &below, BuildMethod::default()).unwrap();
+    let mut locally = LocallyLockedQf::bulk_build(Q, R, &below, BuildMethod::default()).unwrap();
+    let results = [
+        sequential.insert_batch_with(&batch, BatchInsert::Superclusters),
+        locally.insert_batch_with(&batch, BatchInsert::Superclusters),
+    ];
+    assert_eq!(results, [Err(Error::Full), Err(Error::Full)]);
+    assert_eq!((sequential.len(), Filter::len(&locally)), (cap(Q), cap(Q)));
+    let stored = |contains: &dyn Fn(u64) -> bool| batch.iter().filter(|&&h| contains(h)).count();
+    assert_eq!(stored(&|h| sequential.contains_hash(h)), 1);
+    assert_eq!(stored(&|h| locally.contains_hash(h)), 1);
+    sequential.check_invariants().unwrap();
+    locally.check_invariants().unwrap();
 }
 
 /// A growable filter that may not double any more is capped like its table.

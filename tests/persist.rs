@@ -2028,6 +2028,301 @@ fn grown_sequential_filters_read_back() {
     assert!(SequentialQfRef::from_bytes(&bytes).is_ok());
 }
 
+// ----- Fields no writer makes --------------------------------------------------------------------
+
+/// `bytes` with `value` written at offset `at`, the checksum fixed.
+fn patched(bytes: &[u8], at: usize, value: &[u8]) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    out[at..at + value.len()].copy_from_slice(value);
+    rechecksum(&mut out);
+    out
+}
+
+/// `bytes` with `extra` inserted at offset `at` and the header's length field at `length_at`
+/// (12: the parameters' `u32`; 16: the payload's `u64`) grown to match, the checksum fixed.
+fn lengthened(bytes: &[u8], at: usize, extra: &[u8], length_at: usize) -> Vec<u8> {
+    let mut out = bytes.to_vec();
+    out.splice(at..at, extra.iter().copied());
+    if length_at == 12 {
+        let len = u32::from_le_bytes(out[12..16].try_into().unwrap()) + extra.len() as u32;
+        out[12..16].copy_from_slice(&len.to_le_bytes());
+    } else {
+        let len = u64::from_le_bytes(out[16..24].try_into().unwrap()) + extra.len() as u64;
+        out[16..24].copy_from_slice(&len.to_le_bytes());
+    }
+    rechecksum(&mut out);
+    out
+}
+
+/// The sample file of family `name`.
+fn sample(name: &str) -> Vec<u8> {
+    samples().into_iter().find(|(n, _)| *n == name).unwrap().1
+}
+
+/// Files that pass the checksum but whose framing or parameters no writer produces: every
+/// reader rejects them (a decoder that skipped one of these checks would accept a file it
+/// cannot write back, or a filter in a state its code never reaches).
+#[test]
+fn framing_and_parameters_no_writer_makes_are_rejected() {
+    let sequential = sample("SequentialQf");
+    let bloom = sample("AtomicBloomFilter");
+    let bloom_end = bloom.len() - 8;
+    let bits_set: u64 = bloom[24 + 24..bloom_end]
+        .iter()
+        .map(|b| b.count_ones() as u64)
+        .sum();
+    let cases = [
+        // A parameter block longer than the tag's, its extra field ignored by the decoder.
+        (
+            "parameters too long",
+            lengthened(&sequential, 24 + 8, &[0; 8], 12),
+        ),
+        // A payload that is not whole 64-bit words (the Bloom decoder counts its words).
+        (
+            "partial word",
+            lengthened(&bloom, bloom_end, &[0xff; 4], 16),
+        ),
+        // A Bloom count above the bits set, and a Bloom filter without words.
+        (
+            "bloom count",
+            patched(&bloom, 24 + 16, &(bits_set + 1).to_le_bytes()),
+        ),
+        ("no bloom words", {
+            let mut empty = bloom[..24 + 24].to_vec();
+            empty[16..24].copy_from_slice(&0u64.to_le_bytes());
+            empty[24 + 16..24 + 24].copy_from_slice(&0u64.to_le_bytes());
+            empty.extend([0; 8]);
+            rechecksum(&mut empty);
+            empty
+        }),
+        // An externally locked filter's lock region of no slots.
+        (
+            "no region",
+            patched(&sample("ExternallyLockedQf"), 24 + 8, &0u64.to_le_bytes()),
+        ),
+        // Bloom parameters no constructor takes: no hash function, no capacity.
+        (
+            "no hash functions",
+            patched(&bloom, 24, &0u64.to_le_bytes()),
+        ),
+        ("no capacity", patched(&bloom, 24 + 8, &0u64.to_le_bytes())),
+        // 3-status-bit slots of 62 + 3 bits (the fingerprint fits 64 bits, the slot does not).
+        (
+            "65-bit slots",
+            patched(&sequential, 24, &[2, 0, 0, 0, 62, 0, 0, 0]),
+        ),
+        // A payload length so large that the file's length wraps around to the 32 bytes of
+        // the header and parameters, whose last 8 bytes then hold the checksum.
+        ("wrapping payload length", {
+            let mut bytes = sequential[..32].to_vec();
+            bytes[16..24].copy_from_slice(&(u64::MAX - 7).to_le_bytes());
+            let sum = xxh3_64(&bytes[8..24]);
+            bytes[24..32].copy_from_slice(&sum.to_le_bytes());
+            bytes
+        }),
+    ];
+    for (what, bytes) in cases {
+        all_reject(&bytes)
+            .map_err(|e| format!("{what}: {e}"))
+            .unwrap();
+    }
+    // A word after the table, in the families whose payload length the parameters fix.
+    for name in [
+        "LockFreeCuckooFilter",
+        "TwoBitQf",
+        "LinearProbingQf",
+        "CountingQf",
+    ] {
+        let bytes = sample(name);
+        all_reject(&lengthened(&bytes, bytes.len() - 8, &[0; 8], 16))
+            .map_err(|e| format!("{name} with a word after its table: {e}"))
+            .unwrap();
+    }
+}
+
+/// A counting filter's region size and offset padding: the one block of the sample (2^4
+/// canonical slots and the tail, 64 slots) allows regions of one block, and its offset word
+/// holds the block's offset in its first byte and zeros after it.
+#[test]
+fn counting_regions_and_offset_padding_are_checked() {
+    let counting = sample("CountingQf");
+    assert_eq!(
+        counting.len(),
+        24 + 16 + 7 * 8 + 8,
+        "one block of 2 + 4 words, one offset word"
+    );
+    let offsets = 24 + 16 + 6 * 8;
+    assert!(CountingQf::from_bytes(&patched(&counting, 24 + 8, &1u64.to_le_bytes())).is_ok());
+    for region in [2u64, 1 << 40] {
+        all_reject(&patched(&counting, 24 + 8, &region.to_le_bytes()))
+            .map_err(|e| format!("region of {region} blocks: {e}"))
+            .unwrap();
+    }
+    for byte in 1..8 {
+        all_reject(&patched(&counting, offsets + byte, &[1]))
+            .map_err(|e| format!("offset byte {byte}: {e}"))
+            .unwrap();
+    }
+    // An empty table of 1-bit remainders (one block of 2 + 1 words and the offset word), too
+    // narrow for the counters.
+    let mut narrow = counting[..24 + 16].to_vec();
+    narrow[28..32].copy_from_slice(&1u32.to_le_bytes());
+    narrow[16..24].copy_from_slice(&32u64.to_le_bytes());
+    narrow.extend([0; 4 * 8 + 8]);
+    rechecksum(&mut narrow);
+    all_reject(&narrow).unwrap();
+}
+
+/// A set bit in the last group after its slots: in lanes after the last slot (the sequential
+/// sample: 34 slots of 8 bits leave 6 lanes), and in the high bits no lane covers (7-bit slots
+/// of the 2-status-bit and linear probing samples).
+#[test]
+fn padding_bits_of_the_last_group_are_rejected() {
+    for name in ["SequentialQf", "TwoBitQf", "LinearProbingQf"] {
+        let bytes = sample(name);
+        let last = bytes.len() - 16;
+        let mut word = u64::from_le_bytes(bytes[last..last + 8].try_into().unwrap());
+        word |= 1 << 63;
+        all_reject(&patched(&bytes, last, &word.to_le_bytes()))
+            .map_err(|e| format!("{name}: {e}"))
+            .unwrap();
+    }
+}
+
+/// A linear probing table whose overflow tail is one stretch from the last canonical slot to
+/// the last slot: within the load cap and a valid tail, but the last slot must stay empty (an
+/// insert probing past it would leave the table). With 8-bit remainders, slot `i` is byte `i`
+/// of the payload.
+#[test]
+fn a_linear_probing_table_with_its_last_slot_full_is_rejected() {
+    let empty = LinearProbingQf::with_bits(10, 8).unwrap().to_bytes();
+    let payload = 24 + 16;
+    let slots = (1 << 10) + 2 + (4 << 5);
+    let fill = |to: usize| {
+        let mut bytes = empty.clone();
+        bytes[payload + 1023..payload + to].fill(1);
+        rechecksum(&mut bytes);
+        bytes
+    };
+    // Up to the slot before the last: accepted.
+    let back = LinearProbingQf::from_bytes(&fill(slots - 1)).unwrap();
+    assert_eq!(back.len(), slots - 1 - 1023);
+    all_reject(&fill(slots)).unwrap();
+}
+
+/// The growth state of a growable filter: more than 64 doublings done or left is corrupt, and
+/// the largest `delta_grow` the builders take, 0.9, reads back.
+#[test]
+fn growable_growth_state_is_checked() {
+    let growable = sample("GrowableQf");
+    // Parameters: q, r (u32), delta_grow (f64 bits), doublings done, left (u32), ...
+    for at in [24 + 16, 24 + 20] {
+        all_reject(&patched(&growable, at, &65u32.to_le_bytes()))
+            .map_err(|e| format!("field at {at}: {e}"))
+            .unwrap();
+    }
+    // ..., the migration block size (u64): a block of no slots.
+    all_reject(&patched(&growable, 24 + 24, &0u64.to_le_bytes())).unwrap();
+    let mut widest = LocallyLockedQf::growable(100, 0.01)
+        .delta_grow(0.9)
+        .build()
+        .unwrap();
+    for k in 0..300u64 {
+        widest.insert(&k).unwrap();
+    }
+    let bytes = widest.to_bytes();
+    let mut back = GrowableQf::from_bytes(&bytes).unwrap();
+    assert_eq!(back.delta_grow(), 0.9);
+    assert_eq!(back.to_bytes(), bytes);
+}
+
+/// An expandable filter's own fields: the cascading flag is 0 or 1, the reserved field 0, no
+/// removal flag of a level it does not have, the levels' `delta_grow` its own, and nothing
+/// after the last level.
+#[test]
+fn expandable_fields_are_checked() {
+    let expandable = sample("ExpandableQf");
+    // Parameters: q0, r0 (u32), delta_grow (f64 bits), cascading, levels, removal flags,
+    // reserved (u32).
+    let levels = u32::from_le_bytes(expandable[24 + 20..24 + 24].try_into().unwrap());
+    let removed = u32::from_le_bytes(expandable[24 + 24..24 + 28].try_into().unwrap());
+    assert!((1..32).contains(&levels));
+    let delta = f64::from_bits(u64::from_le_bytes(expandable[32..40].try_into().unwrap()));
+    let end = expandable.len() - 8;
+    let cases = [
+        (
+            "cascading 2",
+            patched(&expandable, 24 + 16, &2u32.to_le_bytes()),
+        ),
+        (
+            "reserved 1",
+            patched(&expandable, 24 + 28, &1u32.to_le_bytes()),
+        ),
+        (
+            "removal flag past the levels",
+            patched(&expandable, 24 + 24, &(removed | 1 << levels).to_le_bytes()),
+        ),
+        (
+            "another delta_grow",
+            patched(&expandable, 24 + 8, &(delta / 2.0).to_bits().to_le_bytes()),
+        ),
+        (
+            "a word after the levels",
+            lengthened(&expandable, end, &[0; 8], 16),
+        ),
+        ("no level", {
+            let mut bytes = expandable[..24 + 32].to_vec();
+            bytes[16..24].copy_from_slice(&0u64.to_le_bytes());
+            bytes[24 + 20..24 + 28].fill(0);
+            bytes.extend([0; 8]);
+            rechecksum(&mut bytes);
+            bytes
+        }),
+        ("level 0 with a doubling more left", {
+            // Level 0, a whole growable file, starts the payload; its doublings left (a `u32`
+            // after q, r, delta_grow and the doublings done) grows by one, and both checksums
+            // are fixed.
+            let mut bytes = expandable.clone();
+            let level = 24 + 32;
+            let level_payload =
+                u64::from_le_bytes(bytes[level + 16..level + 24].try_into().unwrap());
+            let level_end = level + 24 + 40 + level_payload as usize + 8;
+            let left = level + 24 + 20;
+            let more = u32::from_le_bytes(bytes[left..left + 4].try_into().unwrap()) + 1;
+            bytes[left..left + 4].copy_from_slice(&more.to_le_bytes());
+            rechecksum(&mut bytes[level..level_end]);
+            rechecksum(&mut bytes);
+            bytes
+        }),
+    ];
+    for (what, bytes) in cases {
+        all_reject(&bytes)
+            .map_err(|e| format!("{what}: {e}"))
+            .unwrap();
+    }
+    // Levels from (q0, r0) = (4, 59): level 0 is a valid growable file of that shape, but
+    // level 1 would need a fingerprint of 65 bits (the constructor refuses these parameters).
+    let mut level = LocallyLockedQf::growable(10, 0.01)
+        .delta_grow(delta)
+        .max_doublings(0)
+        .build_with_bits(4, 59)
+        .unwrap();
+    let level = level.to_bytes();
+    let mut bytes = expandable[..16].to_vec();
+    bytes.extend((level.len() as u64).to_le_bytes());
+    for field in [4u32, 59] {
+        bytes.extend(field.to_le_bytes());
+    }
+    bytes.extend(delta.to_bits().to_le_bytes());
+    for field in [0u32, 1, 0, 0] {
+        bytes.extend(field.to_le_bytes());
+    }
+    bytes.extend(&level);
+    bytes.extend([0; 8]);
+    rechecksum(&mut bytes);
+    all_reject(&bytes).unwrap();
+}
+
 // ----- Fallible allocation -------------------------------------------------------------------
 
 /// Constructors whose table cannot be allocated return an error instead of aborting (issue 10).

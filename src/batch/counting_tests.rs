@@ -183,6 +183,27 @@ fn large_builds_take_the_parallel_paths() {
     }
 }
 
+/// The union takes the larger quotient of its inputs (of one fingerprint length) whichever
+/// comes first, though the keys would fit the smaller one, and holds the copies of both.
+#[test]
+fn merges_take_the_larger_quotient() {
+    let hashes: Vec<u64> = (0..50u64).map(crate::hash::remix).collect();
+    let small = CountingQf::bulk_build(6, 10, &hashes[..25], BuildMethod::default()).unwrap();
+    let large = CountingQf::bulk_build(8, 8, &hashes[25..], BuildMethod::default()).unwrap();
+    for (a, b) in [(&small, &large), (&large, &small)] {
+        let union = a.merge(b).unwrap();
+        assert_eq!((union.quotient_bits(), union.remainder_bits()), (8, 8));
+        union.check_invariants().unwrap();
+        for &hash in &hashes {
+            assert_eq!(
+                union.count_hash(hash),
+                a.count_hash(hash) + b.count_hash(hash)
+            );
+        }
+        assert_eq!(union.len(), hashes.len());
+    }
+}
+
 #[test]
 fn a_full_build_is_an_error_and_different_lengths_do_not_merge() {
     let hashes: Vec<u64> = (0..200u64).map(crate::hash::remix).collect();

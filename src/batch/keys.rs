@@ -365,6 +365,19 @@ mod tests {
         }
     }
 
+    /// Keys of fewer bits than the bucket bits a batch this large would take (2-bit keys, as
+    /// a filter with 2-bit fingerprints sorts them, in a batch of `2^18`, which takes 8
+    /// buckets): the bucket bits are cut to the key's bits.
+    #[test]
+    fn partition_sort_of_keys_shorter_than_the_bucket_bits_sorts() {
+        let keys: Vec<u64> = (0..1u64 << 18)
+            .map(|i| crate::hash::remix(i) >> 62)
+            .collect();
+        let mut expected = keys.clone();
+        expected.sort_unstable();
+        assert_eq!(partition_sort(keys, 2), expected);
+    }
+
     #[test]
     fn counted_keys_count_repeats_and_merging_sums_them() {
         let hashes = [3 << 60, 1 << 60, 3 << 60, 3 << 60, 0];

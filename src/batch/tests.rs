@@ -413,10 +413,38 @@ fn large_batches_take_the_parallel_paths() {
     }
 }
 
+/// A supercluster insert that would take the table's last slot is `Full`, as the one-by-one
+/// insert is, and the last slot stays empty: every key here has the last canonical slot, so
+/// their run fills the overflow tail and, with one key more than fits, reaches the last slot.
+#[test]
+fn supercluster_inserts_leave_the_last_slot_empty() {
+    let (q, r) = (4, 8);
+    let fitting = crate::qf::usual_slots(q) - 1 - ((1 << q) - 1);
+    let key = |remainder: u64| ((((1 << q) - 1) << r) | remainder) << (64 - q - r);
+    let hashes: Vec<u64> = (1..=fitting as u64 + 1).map(key).collect();
+    let mut expected = SequentialQf::with_bits(q, r).unwrap();
+    assert_eq!(insert_each(&mut expected, &hashes), Err(Error::Full));
+    assert_eq!(expected.len(), fitting);
+    let mut filter = SequentialQf::with_bits(q, r).unwrap();
+    assert_eq!(
+        filter.insert_batch_with(&hashes, BatchInsert::Superclusters),
+        Err(Error::Full)
+    );
+    assert!(raw(&filter) == raw(&expected));
+    assert_eq!(filter.len(), fitting);
+    filter.check_invariants().unwrap();
+}
+
 #[test]
 fn mismatched_answer_slice_is_an_error() {
     let filter = SequentialQf::with_bits(4, 4).unwrap();
     let mut out = [false; 2];
+    assert!(matches!(
+        filter.contains_batch(&[1, 2, 3], &mut out),
+        Err(Error::InvalidParameters(_))
+    ));
+    // More answers than hashes is as wrong as fewer.
+    let mut out = [false; 4];
     assert!(matches!(
         filter.contains_batch(&[1, 2, 3], &mut out),
         Err(Error::InvalidParameters(_))
