@@ -2140,6 +2140,33 @@ fn framing_and_parameters_no_writer_makes_are_rejected() {
     }
 }
 
+/// An externally locked filter's lock region as its constructors round it: the sample (`2^4`
+/// slots of 8 bits and the tail, 5 groups of 8 slots) has regions of 8, 16, 32 or 64 slots
+/// (1, 2, 4 or 8 groups), and those read back and write back the same bytes; any other size
+/// would be rounded on reading, so the file is one no writer makes and `ExternallyLockedQf`
+/// rejects it (the 3-status-bit readers without locks ignore the field).
+#[test]
+fn externally_locked_region_sizes_are_the_rounded_ones() {
+    let external = sample("ExternallyLockedQf");
+    for region in [8u64, 16, 32, 64] {
+        let bytes = patched(&external, 24 + 8, &region.to_le_bytes());
+        let back = ExternallyLockedQf::from_bytes(&bytes).unwrap();
+        assert_eq!(back.region_slots() as u64, region);
+        assert_eq!(back.to_bytes(), bytes);
+    }
+    for region in [1u64, 3, 7, 9, 128, 1000, u64::MAX] {
+        let bytes = patched(&external, 24 + 8, &region.to_le_bytes());
+        assert!(
+            matches!(
+                ExternallyLockedQf::from_bytes(&bytes),
+                Err(Error::Corrupt(_))
+            ),
+            "region of {region} slots accepted"
+        );
+        assert!(SequentialQf::from_bytes(&bytes).is_ok());
+    }
+}
+
 /// A counting filter's region size and offset padding: the one block of the sample (2^4
 /// canonical slots and the tail, 64 slots) allows regions of one block, and its offset word
 /// holds the block's offset in its first byte and zeros after it.

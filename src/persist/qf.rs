@@ -310,11 +310,20 @@ impl ExternallyLockedQf {
     /// region size get [`DEFAULT_REGION_SLOTS`](Self::DEFAULT_REGION_SLOTS).
     ///
     /// # Errors
-    /// As [`SequentialQf::from_bytes`].
+    /// As [`SequentialQf::from_bytes`], and [`Error::Corrupt`] for a region size no filter of
+    /// that table has (the constructors round a size to whole groups, a power of two of them,
+    /// at most the table; bytes with any other would not be written back as they were read).
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         let (filter, region) = read_sequential(bytes, "ExternallyLockedQf")?;
-        Self::from_sequential_with_region(filter, region.unwrap_or(Self::DEFAULT_REGION_SLOTS))
-            .map_err(bad_parameters)
+        let external =
+            Self::from_sequential_with_region(filter, region.unwrap_or(Self::DEFAULT_REGION_SLOTS))
+                .map_err(bad_parameters)?;
+        if region.is_some_and(|slots| slots != external.region_slots()) {
+            return Err(corrupt(
+                "lock region size not rounded as the constructors round it",
+            ));
+        }
+        Ok(external)
     }
 
     /// Reads one filter from a stream; see [`SequentialQf::read_from`].
