@@ -125,7 +125,7 @@
 //! `snapshot()?.to_bytes()` for the filters whose exact `to_bytes` needs `&mut self`).
 //!
 //! The locking protocols are model-checked with [loom](https://docs.rs/loom):
-//! `RUSTFLAGS="--cfg loom" cargo test --release --test loom`.
+//! `RUSTFLAGS="--cfg loom" cargo test --test loom`.
 //!
 //! # References
 //!

@@ -1,5 +1,5 @@
 //! Loom model checks of every locking protocol. Compiled only with `--cfg loom`:
-//! `RUSTFLAGS="--cfg loom" cargo test --release --test loom`.
+//! `RUSTFLAGS="--cfg loom" cargo test --test loom`.
 #![cfg(loom)]
 
 mod batch;
