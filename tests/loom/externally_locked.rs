@@ -274,3 +274,62 @@ fn merge_during_a_shift_across_regions_keeps_every_key() {
         filter.check_invariants().unwrap();
     });
 }
+
+/// An insert from region 0 whose shift ends exactly on the first slot of region 1 (the empty
+/// slot right after the boundary) must lock region 1, although everything else it reads lies in
+/// region 0: that slot is where an insert canonical in region 1, holding only region 1, writes
+/// too. A walk whose stretch ended one slot short of the empty slot it fills lost one of the two
+/// keys (or left a corrupt group 1).
+#[test]
+fn shift_ending_on_the_first_slot_of_the_next_region_locks_it() {
+    model(|| {
+        // Slots 2-3: run of 2, ending at the boundary; slot 4 (region 1) empty.
+        let filter = filter_with(&[key(2, 1), key(2, 2)]);
+        let (first, second) = super::race(
+            &filter,
+            |a| a.insert_hash(key(2, 0)).unwrap(),
+            |b| b.insert_hash(key(4, 1)).unwrap(),
+        );
+        assert!(first && second);
+        for (q, r) in [(2, 0), (2, 1), (2, 2), (4, 1)] {
+            assert!(filter.contains_hash(key(q, r)), "lost ({q}, {r})");
+        }
+        assert_eq!(filter.len(), 4);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// `merge` while an insert canonical in region 1 shifts a run of 4 over region 1 into region 2
+/// (the overflow tail), one group at a time: the insert never takes region 0, so only a merge
+/// that holds every region of the filter (not only the first) is kept out of the shift. A merge
+/// that read region 1 after the shift and region 2 before it would lose `(4, 4)` (or decode a
+/// torn table); a merge holding region 0 alone fails this model in both modes.
+#[test]
+fn merge_during_a_shift_past_region_0_keeps_every_key() {
+    use conqf::Merge;
+    model(|| {
+        // Slots 4-7: run of 4; slot 8 (region 2): run of 5.
+        let stored = [key(4, 1), key(4, 2), key(4, 3), key(4, 4), key(5, 1)];
+        let filter = filter_with(&stored);
+        let empty = ExternallyLockedQf::with_bits(Q, R).unwrap();
+        let (union, inserted) = super::race(
+            &filter,
+            move |merging| merging.merge(&empty).unwrap(),
+            |writer| writer.insert_hash(key(4, 0)).unwrap(),
+        );
+        assert!(inserted);
+        for k in stored {
+            assert!(union.contains_hash(k), "the merge lost {k:#x}");
+        }
+        match union.len() {
+            5 => {}
+            6 => assert!(
+                union.contains_hash(key(4, 0)),
+                "a sixth key, not the insert's"
+            ),
+            n => panic!("{n} keys"),
+        }
+        union.check_invariants().unwrap();
+        filter.check_invariants().unwrap();
+    });
+}
