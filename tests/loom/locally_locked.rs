@@ -28,6 +28,13 @@ fn filter_with(keys: &[u64]) -> Arc<LocallyLockedQf> {
     Arc::new(LocallyLockedQf::from_sequential(sequential))
 }
 
+/// Asserts that a locked query finds every fingerprint `(quotient, remainder)` of `stored`.
+fn assert_all_stored(filter: &LocallyLockedQf, stored: impl IntoIterator<Item = (u64, u64)>) {
+    for (q, r) in stored {
+        assert!(filter.contains_hash_locked(key(q, r)), "lost ({q}, {r})");
+    }
+}
+
 fn model(f: impl Fn() + Sync + Send + 'static) {
     // Three preemptions cover every race these two-thread models set up.
     super::check(Some(3), f);
@@ -430,9 +437,7 @@ fn removals_of_0_0_and_0_2_then_a_locked_query(stored: &[(u64, u64)], queried: (
         .iter()
         .filter(|&&k| k != (0, 0) && k != (0, 2))
         .collect();
-    for &&(q, r) in &left {
-        assert!(filter.contains_hash_locked(key(q, r)), "lost ({q}, {r})");
-    }
+    assert_all_stored(&filter, left.iter().map(|&&k| k));
     assert_eq!(filter.len(), left.len());
     filter.check_invariants().unwrap();
 }
@@ -492,9 +497,7 @@ fn a_removal_behind_the_plan_walk_hides_an_empty_slot() {
             },
         );
         filter.check_invariants().unwrap();
-        for (q, r) in [(0, 10), (0, 20), (1, 2), (1, 3), (4, 9)] {
-            assert!(filter.contains_hash_locked(key(q, r)), "lost ({q}, {r})");
-        }
+        assert_all_stored(&filter, [(0, 10), (0, 20), (1, 2), (1, 3), (4, 9)]);
     });
 }
 
@@ -518,9 +521,7 @@ fn a_fast_path_insert_in_the_cluster_start_group_leaves_a_frozen_plan_alone() {
             },
         );
         filter.check_invariants().unwrap();
-        for (q, r) in [(1, 0), (1, 2), (3, 5), (3, 6), (4, 1), (4, 7)] {
-            assert!(filter.contains_hash_locked(key(q, r)), "lost ({q}, {r})");
-        }
+        assert_all_stored(&filter, [(1, 0), (1, 2), (3, 5), (3, 6), (4, 1), (4, 7)]);
         assert!(!filter.contains_hash_locked(key(1, 1)));
         assert_eq!(filter.len(), 6);
     });
@@ -566,9 +567,7 @@ fn a_split_moves_the_cluster_start_between_the_scan_and_the_plan() {
             },
         );
         filter.check_invariants().unwrap();
-        for (q, r) in [(1, 2), (2, 3), (3, 4), (4, 0), (4, 5)] {
-            assert!(filter.contains_hash_locked(key(q, r)), "lost ({q}, {r})");
-        }
+        assert_all_stored(&filter, [(1, 2), (2, 3), (3, 4), (4, 0), (4, 5)]);
         assert_eq!(filter.len(), 5);
     });
 }
@@ -617,9 +616,7 @@ fn locked_insert_racing_the_removal_of_5_1(quotient: u64) {
     );
     assert!(inserted && removed);
     filter.check_invariants().unwrap();
-    for (q, r) in [(3, 1), (3, 2), (quotient, 0)] {
-        assert!(filter.contains_hash_locked(key(q, r)), "lost ({q}, {r})");
-    }
+    assert_all_stored(&filter, [(3, 1), (3, 2), (quotient, 0)]);
     assert!(!filter.contains_hash_locked(key(5, 1)));
     assert_eq!(filter.len(), 3);
 }
@@ -714,9 +711,7 @@ fn a_locked_query_holding_a_stale_cluster_start_restarts() {
             },
         );
         filter.check_invariants().unwrap();
-        for (q, r) in [(1, 2), (2, 5), (3, 0), (3, 5), (3, 6)] {
-            assert!(filter.contains_hash_locked(key(q, r)), "lost ({q}, {r})");
-        }
+        assert_all_stored(&filter, [(1, 2), (2, 5), (3, 0), (3, 5), (3, 6)]);
     });
 }
 
@@ -737,8 +732,6 @@ fn a_locked_contains_never_trusts_a_hit_read_across_a_shift() {
             |b| assert!(b.insert_hash(key(2, 15)).unwrap()),
         );
         filter.check_invariants().unwrap();
-        for (q, r) in [(2, 10), (2, 15), (3, 30), (4, 40)] {
-            assert!(filter.contains_hash_locked(key(q, r)), "lost ({q}, {r})");
-        }
+        assert_all_stored(&filter, [(2, 10), (2, 15), (3, 30), (4, 40)]);
     });
 }
