@@ -622,6 +622,8 @@ impl std::fmt::Debug for ExternallyLockedQf {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::super::region_locks::tests::locked_regions;
+    use super::super::region_locks::RegionLock;
+    use super::super::slot::{OCCUPIED, SHIFTED, STATUS_BITS};
     use super::*;
 
     const Q: u32 = 4;
@@ -759,5 +761,38 @@ mod tests {
         assert!(filter.remove_hash(key(15, 0)).unwrap());
         assert_eq!(filter.insert_hash(key(15, 99)), Ok(true));
         filter.check_invariants().unwrap();
+    }
+
+    /// A walk that fails on a table no writer explains (here slot 0 holds a shifted element, so
+    /// the walk back to its cluster start has nowhere to go) takes a region more on each side
+    /// until it holds every region, then answers what the sequential filter answers for a
+    /// corrupt table (`Walked::Failed`, then `failed`'s fallback), and releases every region.
+    /// In use only a walk over regions it does not hold, beside a writer there, could fail, and
+    /// no race we know of makes one; a corrupted table drives the path instead.
+    #[test]
+    fn a_walk_that_fails_widens_to_every_region_then_gives_the_fallback() {
+        let filter = filter_with(&[]);
+        let corrupt = (5 << STATUS_BITS) | OCCUPIED | SHIFTED;
+        assert!(filter.table.slots.update_slot(0, |_| Some(corrupt)));
+        let every: Vec<usize> = (0..filter.regions()).collect();
+        assert!(every.len() > 2, "the test needs regions to widen into");
+        assert_eq!(
+            locked_regions(|| filter.contains_hash(key(0, 5))),
+            (every.clone(), false)
+        );
+        assert_eq!(
+            locked_regions(|| filter.remove_hash(key(0, 5))),
+            (every.clone(), Ok(false))
+        );
+        assert_eq!(
+            locked_regions(|| filter.insert_hash(key(0, 6))),
+            (every, Err(Error::Full))
+        );
+        assert!(filter.locks.iter().all(|lock| !lock.is_locked()));
+        // A walk that stays away from the corrupt slot still locks only its own region.
+        assert_eq!(
+            locked_regions(|| filter.insert_hash(key(9, 1))),
+            (vec![2], Ok(true))
+        );
     }
 }
