@@ -52,6 +52,18 @@ fn every_shared_filter_is_send_and_sync() {
     shared::<conqf::SequentialQf>();
 }
 
+/// The views of serialised bytes answer queries from many threads at once, like the filters;
+/// the iterators move to another thread (one thread drives an iterator at a time, so `Sync` is
+/// not asked of them: `Counts` keeps what its reads reached in `Cell`s and is not).
+#[test]
+fn byte_views_are_shared_and_iterators_move_across_threads() {
+    fn sent<T: Send + ?Sized>() {}
+    shared::<conqf::SequentialQfRef<'static>>();
+    shared::<conqf::CountingQfRef<'static>>();
+    sent::<conqf::Fingerprints<'static>>();
+    sent::<conqf::Counts<'static>>();
+}
+
 #[test]
 fn errors_cross_threads_as_std_errors() {
     fn std_error<E: std::error::Error + Send + Sync + 'static>() {}
