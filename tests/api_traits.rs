@@ -32,6 +32,7 @@ fn every_public_type_is_debug() {
     debug::<conqf::Error>();
     debug::<conqf::BuildMethod>();
     debug::<conqf::BatchLookup>();
+    debug::<conqf::BatchInsert>();
     debug::<conqf::Dedupe>();
 }
 
