@@ -13,8 +13,8 @@
 //! empty last addressable slot breaks the table's invariant (and the decoder rejects it). So the
 //! copy reads the group of the last addressable slot and the tail first, last group first, and
 //! then the rest: a remainder in a tail slot was placed when every slot from its canonical one
-//! up to it was full, before the copy read its group, so those slots, read no earlier, are full
-//! in the copy too.
+//! up to it was full, and the copy's load that finds it is an Acquire that synchronises with the
+//! insert's Release, so those slots, read later, are full in the copy too.
 use std::io::{Read, Write};
 
 use crate::filter::Error;
@@ -43,17 +43,21 @@ impl LinearProbingQf {
         let slots = &self.slots;
         let groups = slots.layout().groups_for(slots.len());
         let (first_of_tail, _) = slots.layout().locate((1usize << self.quotient_bits()) - 1);
-        // The tail end first, last group first (module doc). Relaxed: an insert that returned
-        // before this call happens before these loads, so coherence alone makes them see its
-        // slot; racing inserts may or may not be seen.
+        // The tail end first, last group first (module doc). Acquire: a load that sees a
+        // racing insert's remainder in the tail synchronises with that insert's Release CAS, so
+        // every load after it sees the slots that insert found full on its way there. With
+        // Relaxed, a later load of the last addressable slot could still read it empty (seen in
+        // a loom model). An insert that returned before this call is seen either way.
         let mut tail: Vec<u64> = (first_of_tail..groups)
             .rev()
-            .map(|g| slots.load_group(g, Ordering::Relaxed))
+            .map(|g| slots.load_group(g, Ordering::Acquire))
             .collect();
         tail.reverse();
         let words = (0..groups).map(|g| match g.checked_sub(first_of_tail) {
             Some(in_tail) => tail[in_tail],
-            // Relaxed: as above.
+            // Relaxed: the tail's Acquire loads came first, and no slot outside the tail needs
+            // to agree with another; an insert that returned before this call happens before
+            // this load, so coherence alone makes it see its slot.
             None => slots.load_group(g, Ordering::Relaxed),
         });
         format::write_file(out, Tag::LinearProbing, params, words)

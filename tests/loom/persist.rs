@@ -175,3 +175,41 @@ fn linear_probing_snapshot_racing_inserts_into_the_tail_decodes() {
         assert!(snapshot.contains_hash(k(6, 1)));
     });
 }
+
+/// The tail-first copy of `LinearProbingQf::write_to` under weak memory: a writer stores slot 7
+/// (the last addressable slot, group 1) and then slot 8 (the overflow tail, group 2), and only
+/// then raises a `Relaxed` flag, which orders nothing; the snapshot waits for the flag, so its
+/// loads come after both inserts in loom's schedule but are not ordered after them. It reads
+/// group 2 before group 1, but with `Relaxed` loads the read of group 2 that finds slot 8 full
+/// does not synchronise with the insert that filled it, so the later read of group 1 may still
+/// return the value from before slot 7 was filled (message passing without Acquire; allowed
+/// on ARM, where independent loads may be reordered). The copy then holds a tail cut off from
+/// the table, which `from_bytes` rejects. Passes only if the copy's tail loads are `Acquire`.
+/// (The model above misses this: loom never schedules its copy after both inserts in plain
+/// mode, and in RMW mode every load reads the newest value.)
+#[test]
+fn linear_probing_snapshot_after_relaxed_flag_decodes() {
+    let k = |quotient, remainder| key(quotient, remainder, 3, 16);
+    super::check(None, move || {
+        let filter = linear_probing_holding(k(6, 1));
+        let done = Arc::new(AtomicBool::new(false));
+        let (f, flag) = (filter.clone(), done.clone());
+        let copier = thread::spawn(move || {
+            // Relaxed: a schedule hint only; it gives no happens-before.
+            while !flag.load(Ordering::Relaxed) {
+                thread::yield_now();
+            }
+            f.to_bytes()
+        });
+        let (f, flag) = (filter.clone(), done.clone());
+        let writer = thread::spawn(move || {
+            f.insert_hash(k(6, 2)).unwrap();
+            f.insert_hash(k(6, 3)).unwrap();
+            flag.store(true, Ordering::Relaxed);
+        });
+        let bytes = copier.join().unwrap();
+        writer.join().unwrap();
+        let snapshot = LinearProbingQf::from_bytes(&bytes).unwrap();
+        snapshot.check_invariants().unwrap();
+    });
+}
