@@ -240,3 +240,35 @@ fn locked_relocation_racing_a_remove_removes_exactly_one_copy() {
         filter.check_invariants().unwrap();
     });
 }
+
+/// The striped-lock filter: a relocation into entry 0 of bucket 2 (the move of the mover from
+/// bucket 0, under the write locks of stripes 0 and 2) races an insert of the pair {2, 3} that
+/// wants that same entry (under the write locks of stripes 2 and 3). The shared stripe 2
+/// serialises them: the move re-checks under its locks that its destination is empty and then
+/// cannot lose the entry to the insert (its `debug_assert!` that both compare-exchanges
+/// succeed holds), and nothing is lost or stored twice. Fails (the `debug_assert!` panics) if a
+/// move locks only its source's stripe, or if `write_both` locks only the first of two stripes.
+#[test]
+fn locked_relocation_racing_an_insert_for_its_destination_loses_nothing() {
+    model(|| {
+        let s = scenario();
+        // Pair {2, 3}, entry 0 first.
+        let competitor = key(2, fingerprints_with_offset(1, 2)[1], 0);
+        let filter = LockedCuckooFilter::with_stripes(BUCKET_BITS, FINGERPRINT_BITS, 4).unwrap();
+        for &k in &s.full {
+            assert_eq!(filter.insert_hash(k), Ok(true));
+        }
+        let filter = Arc::new(filter);
+        let (newcomer, (a, b)) = (s.newcomer, (filter.clone(), filter.clone()));
+        let t = thread::spawn(move || a.insert_hash(newcomer));
+        let u = thread::spawn(move || b.insert_hash(competitor));
+        assert_eq!(t.join().unwrap(), Ok(true));
+        assert_eq!(u.join().unwrap(), Ok(true));
+        for &k in s.full.iter().chain([&s.newcomer, &competitor]) {
+            assert!(filter.contains_hash(k));
+        }
+        assert_eq!(filter.len(), 10);
+        assert_eq!(filter.fingerprints().len(), 10);
+        filter.check_invariants().unwrap();
+    });
+}

@@ -3,6 +3,7 @@
 #![cfg(loom)]
 
 mod batch;
+mod bloom;
 mod counter;
 mod counting;
 mod cuckoo;
