@@ -735,3 +735,167 @@ fn a_locked_contains_never_trusts_a_hit_read_across_a_shift() {
         assert_all_stored(&filter, [(2, 10), (2, 15), (3, 30), (4, 40)]);
     });
 }
+
+/// A locked query must restart, not answer "absent", when its walk to the cluster start meets
+/// an empty slot. One cluster in slots 3-5, (3,1) (3,2) (4,7), the last two shifted, slot 6
+/// empty. `a` asks `contains_locked` for (4,7): its walk without locks finds it across groups
+/// 0 and 1, which it does not trust, and its hint, slot 3, is read-locked by `b`'s removal of
+/// (3,1) (locked: slot 3 ends group 0), so it walks back from slot 4. It may read group 1
+/// before that removal lands (4,7) home, and group 0 after `b`'s second removal, of (3,2), has
+/// emptied slot 3: the walk back then stops at an empty slot while (4,7) is stored all along.
+/// A locked query that takes that for an absent key (rather than a cluster that changed under
+/// the walk) answers a false negative.
+#[test]
+fn a_locked_query_whose_walk_back_meets_an_empty_slot_restarts() {
+    model(|| {
+        let filter = filter_with(&[key(3, 1), key(3, 2), key(4, 7)]);
+        super::race(
+            &filter,
+            |a| {
+                assert!(
+                    a.contains_hash_locked(key(4, 7)),
+                    "false negative for (4, 7)"
+                )
+            },
+            |b| {
+                assert!(b.remove_hash(key(3, 1)).unwrap());
+                assert!(b.remove_hash(key(3, 2)).unwrap());
+            },
+        );
+        filter.check_invariants().unwrap();
+        assert_all_stored(&filter, [(4, 7)]);
+        assert_eq!(filter.len(), 1);
+    });
+}
+
+/// The sweep of a merge must search again, not stop, when the filled slot it found is emptied
+/// before it read-locks that slot's cluster start. (1,1) sits alone in slot 1 and (4,4) in slot
+/// 4; the sweep finds slot 1, the writer removes (1,1) inside group 0 (lock-free), and the
+/// sweep's walk to the cluster start then meets an empty slot. (4,4) must still be in the
+/// union: a sweep that ends there (`break` for `continue`) loses every cluster after it.
+#[test]
+fn merge_during_a_removal_emptying_the_slot_it_found_keeps_every_other_key() {
+    merge_racing(
+        &[key(1, 1), key(4, 4)],
+        |writer| assert!(writer.remove_hash(key(1, 1)).unwrap()),
+        &[key(4, 4)],
+        key(1, 1),
+    );
+}
+
+/// Two locked inserts into two superclusters whose cluster starts share group 0 (slots 0-3):
+/// cluster 1 in slot 1, slot 2 empty, cluster 3 in slots 3-4. `b` inserts (3,0) at the head of
+/// cluster 3 (read lock on slot 3, write lock on slot 5), shifting through groups 0 and 1;
+/// `a` inserts (1,2) into slot 2 while `b`'s locks are in group 0, so on the locked path (read
+/// lock on slot 1, write lock on slot 2). Each shift's commit must wait only for read locks in
+/// the slots it rewrites (Block E): one that waited for any read lock in the group would wait
+/// for the other's cluster start while the other waits for its own: a deadlock, which loom
+/// reports as a model exceeding its branch limit (both threads spin in `Waiter::wait`).
+#[test]
+fn shifts_wait_only_for_read_locks_in_the_slots_they_rewrite() {
+    model(|| {
+        let filter = filter_with(&[key(1, 1), key(3, 1), key(3, 2)]);
+        let (first, second) = super::race(
+            &filter,
+            |a| a.insert_hash(key(1, 2)).unwrap(),
+            |b| b.insert_hash(key(3, 0)).unwrap(),
+        );
+        assert!(first && second);
+        filter.check_invariants().unwrap();
+        assert_all_stored(&filter, [(1, 1), (1, 2), (3, 0), (3, 1), (3, 2)]);
+    });
+}
+
+/// The check after the write lock (`stretch_is_filled`) must read the stretch right to left.
+/// Slots 2-7 hold (2,1) (3,1) (4,1) (4,2) (6,1) (6,2), one supercluster ending before slot 8
+/// (groups 0-1; slot 8 starts group 2). `a` inserts (2,2): its scan passes slot 5 filled and
+/// waits at slot 8, which `b`'s removal of (4,2) holds; that removal empties slot 5 and releases
+/// slot 8, which `a` then locks, with a hole behind it. `b` then removes (2,1) (write lock on
+/// slot 5, empties slot 2) and inserts (3,2) (write lock on slot 5 again, which it fills). A
+/// check that reads group 0 first may see slot 2 filled before that removal and group 1 filled
+/// after that insert, pass, and plan over a stretch with slot 2 empty (the plan then ends at
+/// slot 2, not at the lock: loom and debug builds panic there). Right to left, a check that sees
+/// slot 5 filled again reads group 0 after slot 2 was emptied, and restarts.
+#[test]
+fn the_stretch_check_reads_right_to_left() {
+    model(|| {
+        let filter = filter_with(&[
+            key(2, 1),
+            key(3, 1),
+            key(4, 1),
+            key(4, 2),
+            key(6, 1),
+            key(6, 2),
+        ]);
+        super::race(
+            &filter,
+            |a| assert!(a.insert_hash(key(2, 2)).unwrap()),
+            |b| {
+                assert!(b.remove_hash(key(4, 2)).unwrap());
+                assert!(b.remove_hash(key(2, 1)).unwrap());
+                assert!(b.insert_hash(key(3, 2)).unwrap());
+            },
+        );
+        filter.check_invariants().unwrap();
+        assert_all_stored(&filter, [(2, 2), (3, 1), (3, 2), (4, 1), (6, 1), (6, 2)]);
+        assert_eq!(filter.len(), 6);
+    });
+}
+
+/// A query that sees a lock-free insert sees every insert the inserting thread finished before
+/// it. `b` inserts (4,1) and then (0,1), each inside one empty group (lock-free, one
+/// compare-and-swap of the group); `a` asks `contains_locked` for (0,1) and then (4,1), each
+/// answered from one group by the walk without locks. If `a` sees (0,1), its load of group 0
+/// read `b`'s second compare-and-swap, which must publish (Release, paired with the walk's
+/// Acquire loads) `b`'s earlier write of group 1: else `a` may read the empty group 1 it had
+/// before and miss (4,1), although that insert returned before (0,1)'s began. Catches the
+/// fast-path insert's compare-and-swap weakened to Relaxed, and the walk without locks loading
+/// its groups with Relaxed. Only loom's plain mode sees this: with `CONQF_LOOM_RMW_LOADS=1`
+/// every load reads the latest value, and the model passes either way.
+#[test]
+fn a_query_that_sees_a_fast_path_insert_sees_the_inserts_before_it() {
+    model(|| {
+        let filter = filter_with(&[]);
+        super::race(
+            &filter,
+            |a| {
+                if a.contains_hash_locked(key(0, 1)) {
+                    assert!(a.contains_hash_locked(key(4, 1)), "saw (0,1) without (4,1)");
+                }
+            },
+            |b| {
+                assert!(b.insert_hash(key(4, 1)).unwrap());
+                assert!(b.insert_hash(key(0, 1)).unwrap());
+            },
+        );
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// [`a_query_that_sees_a_fast_path_insert_sees_the_inserts_before_it`] for removals: `b`
+/// removes (4,1) and then (0,1), each lock-free inside its group; a query that no longer finds
+/// (0,1) must not find (4,1) either. Catches the fast-path removal's compare-and-swap weakened
+/// to Relaxed (plain mode only, as above).
+#[test]
+fn a_query_that_sees_a_fast_path_removal_sees_the_removals_before_it() {
+    model(|| {
+        let filter = filter_with(&[key(0, 1), key(4, 1)]);
+        super::race(
+            &filter,
+            |a| {
+                if !a.contains_hash_locked(key(0, 1)) {
+                    assert!(
+                        !a.contains_hash_locked(key(4, 1)),
+                        "(0,1) gone before (4,1)"
+                    );
+                }
+            },
+            |b| {
+                assert!(b.remove_hash(key(4, 1)).unwrap());
+                assert!(b.remove_hash(key(0, 1)).unwrap());
+            },
+        );
+        filter.check_invariants().unwrap();
+        assert_eq!(filter.len(), 0);
+    });
+}

@@ -249,3 +249,28 @@ fn a_frozen_plan_read_locks_only_an_unlocked_cluster_start() {
     assert!(!filter.read_lock_frozen(7));
     filter.check_invariants().unwrap();
 }
+
+/// The lock-free insert keeps the table's last slot empty, as the locked insert and the
+/// sequential one do (every walk and scan relies on it to stop). Only a table whose last slot
+/// shares a group with a canonical slot lets a one-group insert reach it: `q = 2`, `r = 1`
+/// gives 4-bit slots, 16 per group, so all 14 slots (4 canonical, 10 overflow) lie in group 0.
+/// Thirteen copies of `(0,0)` (a build without dedupe) fill slots 0-12; inserting `(0,1)`
+/// would end at slot 13, the last, so it must answer `Full`. Catches the fast path's bound
+/// written `plan.end >= len` instead of `plan.end + 1 >= len`, which fills slot 13.
+#[test]
+fn fast_path_insert_never_fills_the_last_slot() {
+    let key = |quotient: u64, remainder: u64| ((quotient << 1) | remainder) << (64 - 3);
+    let filter = LocallyLockedQf::bulk_build_with(
+        2,
+        1,
+        &[key(0, 0); 13],
+        crate::BuildMethod::default(),
+        crate::Dedupe::Off,
+    )
+    .unwrap();
+    assert_eq!(filter.table.slots.len(), 14);
+    assert_eq!(filter.len(), 13);
+    assert!(matches!(filter.insert_hash(key(0, 1)), Err(Error::Full)));
+    assert!(filter.contains_hash(key(0, 0)) && !filter.contains_hash(key(0, 1)));
+    filter.check_invariants().unwrap();
+}
