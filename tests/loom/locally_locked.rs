@@ -815,7 +815,9 @@ fn shifts_wait_only_for_read_locks_in_the_slots_they_rewrite() {
 /// check that reads group 0 first may see slot 2 filled before that removal and group 1 filled
 /// after that insert, pass, and plan over a stretch with slot 2 empty (the plan then ends at
 /// slot 2, not at the lock: loom and debug builds panic there). Right to left, a check that sees
-/// slot 5 filled again reads group 0 after slot 2 was emptied, and restarts.
+/// slot 5 filled again reads group 0 after slot 2 was emptied, and restarts. Fails too if the
+/// check loads its groups `Relaxed` (plain mode): its later load of group 0 may then still
+/// return slot 2 filled, although it read group 1 after `b` refilled slot 5.
 #[test]
 fn the_stretch_check_reads_right_to_left() {
     model(|| {
