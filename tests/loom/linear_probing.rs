@@ -366,3 +366,67 @@ fn a_refusal_through_the_returned_places_sees_keys_stored_before_the_last_take()
         filter.check_invariants().unwrap();
     });
 }
+
+/// Spins until `flag` is raised. `Relaxed`: a schedule hint only, it orders no memory, so the
+/// waiter runs after the raiser in loom's schedule without happening after it.
+fn wait_relaxed(flag: &AtomicBool) {
+    while !flag.load(Ordering::Relaxed) {
+        thread::yield_now();
+    }
+}
+
+/// A place given back carries to its next taker what the giver learned after taking it: the
+/// key whose stored copy made the giver's insert a duplicate. Two inserts of `K` race for the
+/// two places (cap 2): one stores `K`, the other may take the other place, find `K` stored and
+/// give the place back. `C`, ordered after both only by `Relaxed` flags (so it has seen
+/// nothing of theirs), then takes that place from the returned ones for `K3`, and the main
+/// thread, after joining `C` (and no other thread), inserts `K` and is refused a place: `K`
+/// was stored before the giver gave the place back, so before the take it counts as taken.
+/// It must reload and answer `Ok(false)`, not `Full`. Only the give-back's `Release` carries
+/// `K`'s store to `C` and on (the stripes' last takes came before it); with a `Relaxed`
+/// give-back this fails in plain mode, and no other model does. From outside the model cannot
+/// tell a give-back from a duplicate found in the scan, which takes no place (then `C` takes
+/// the other stripe's and nothing orders `K`'s store before it, so `Full` is allowed): it
+/// checks the answer only when `C` read the count at 2 before its insert (both stripes empty,
+/// nothing returned yet), which only a take by the losing insert gives, and then got a place,
+/// which can only be the one given back. The failing execution needs no preemption, only stale
+/// reads, so one preemption is enough (three explored 7 million executions in 8 minutes).
+#[test]
+fn a_refusal_after_a_place_given_back_sees_the_duplicate_its_giver_found() {
+    super::check(Some(1), || {
+        let filter = capped(2);
+        // `K3` in group 1: an insert that wrote group 0 would have read `K` there (its CAS reads
+        // the newest word), and carried it on without the give-back.
+        let (k, k3) = (key(1, 5), key(6, 7));
+        let flags = Arc::new([AtomicBool::new(false), AtomicBool::new(false)]);
+        let racers: Vec<_> = (0..2)
+            .map(|i| {
+                let (f, flags) = (filter.clone(), flags.clone());
+                thread::spawn(move || {
+                    let answer = f.insert_hash(k);
+                    flags[i].store(true, Ordering::Relaxed);
+                    answer
+                })
+            })
+            .collect();
+        let (f, c_flags) = (filter.clone(), flags.clone());
+        let c = thread::spawn(move || {
+            wait_relaxed(&c_flags[0]);
+            wait_relaxed(&c_flags[1]);
+            let saw_two = f.len() == 2;
+            (saw_two, f.insert_hash(k3))
+        });
+        // Joined first: the main thread's insert happens after `C`'s, and after nothing else.
+        let (saw_two, theirs) = c.join().unwrap();
+        let mine = filter.insert_hash(k);
+        let mut firsts: Vec<_> = racers.into_iter().map(|t| t.join().unwrap()).collect();
+        firsts.sort_by_key(|r| format!("{r:?}"));
+        assert_eq!(firsts, [Ok(false), Ok(true)]);
+        if saw_two && theirs == Ok(true) {
+            assert_eq!(mine, Ok(false), "Full for a key its giver found stored");
+        }
+        assert_ne!(mine, Ok(true));
+        assert_eq!(filter.len(), 1 + usize::from(theirs == Ok(true)));
+        filter.check_invariants().unwrap();
+    });
+}
