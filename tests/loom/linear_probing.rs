@@ -367,14 +367,6 @@ fn a_refusal_through_the_returned_places_sees_keys_stored_before_the_last_take()
     });
 }
 
-/// Spins until `flag` is raised. `Relaxed`: a schedule hint only, it orders no memory, so the
-/// waiter runs after the raiser in loom's schedule without happening after it.
-fn wait_relaxed(flag: &AtomicBool) {
-    while !flag.load(Ordering::Relaxed) {
-        thread::yield_now();
-    }
-}
-
 /// A place given back carries to its next taker what the giver learned after taking it: the
 /// key whose stored copy made the giver's insert a duplicate. Two inserts of `K` race for the
 /// two places (cap 2): one stores `K`, the other may take the other place, find `K` stored and
@@ -411,8 +403,8 @@ fn a_refusal_after_a_place_given_back_sees_the_duplicate_its_giver_found() {
             .collect();
         let (f, c_flags) = (filter.clone(), flags.clone());
         let c = thread::spawn(move || {
-            wait_relaxed(&c_flags[0]);
-            wait_relaxed(&c_flags[1]);
+            super::wait_relaxed(&c_flags[0]);
+            super::wait_relaxed(&c_flags[1]);
             let saw_two = f.len() == 2;
             (saw_two, f.insert_hash(k3))
         });

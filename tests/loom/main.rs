@@ -83,3 +83,13 @@ where
     let u = loom::thread::spawn(move || b(&y));
     (t.join().unwrap(), u.join().unwrap())
 }
+
+/// Spins until `flag` is raised. `Relaxed`: the flag only orders loom's schedule, so the waiter
+/// runs after the raiser without happening after it, and loom may still give the waiter's
+/// loads of other locations values older than the raiser's writes (the stale reads a model
+/// checks for; README, "Model checking with loom").
+pub(crate) fn wait_relaxed(flag: &loom::sync::atomic::AtomicBool) {
+    while !flag.load(loom::sync::atomic::Ordering::Relaxed) {
+        loom::thread::yield_now();
+    }
+}

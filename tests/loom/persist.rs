@@ -195,10 +195,7 @@ fn linear_probing_snapshot_after_relaxed_flag_decodes() {
         let done = Arc::new(AtomicBool::new(false));
         let (f, flag) = (filter.clone(), done.clone());
         let copier = thread::spawn(move || {
-            // Relaxed: a schedule hint only; it gives no happens-before.
-            while !flag.load(Ordering::Relaxed) {
-                thread::yield_now();
-            }
+            super::wait_relaxed(&flag);
             f.to_bytes()
         });
         let (f, flag) = (filter.clone(), done.clone());
