@@ -72,6 +72,15 @@ fn lock_free_with(keys: &[u64]) -> Arc<LockFreeCuckooFilter> {
     Arc::new(filter)
 }
 
+/// The striped-lock filter with four stripes, one for each of its four buckets, holding `keys`.
+fn locked_with(keys: &[u64]) -> Arc<LockedCuckooFilter> {
+    let filter = LockedCuckooFilter::with_stripes(BUCKET_BITS, FINGERPRINT_BITS, 4).unwrap();
+    for &k in keys {
+        assert_eq!(filter.insert_hash(k), Ok(true));
+    }
+    Arc::new(filter)
+}
+
 fn model(f: impl Fn() + Sync + Send + 'static) {
     super::check(Some(2), f);
 }
@@ -181,11 +190,7 @@ fn lock_free_chain_of_two_relocations_racing_finds_never_misses() {
 fn locked_relocation_racing_a_find_never_misses() {
     model(|| {
         let s = scenario();
-        let filter = LockedCuckooFilter::with_stripes(BUCKET_BITS, FINGERPRINT_BITS, 4).unwrap();
-        for &k in &s.full {
-            assert_eq!(filter.insert_hash(k), Ok(true));
-        }
-        let filter = Arc::new(filter);
+        let filter = locked_with(&s.full);
         let writer = filter.clone();
         let newcomer = s.newcomer;
         let t = thread::spawn(move || writer.insert_hash(newcomer));
@@ -225,11 +230,7 @@ fn lock_free_two_relocations_of_one_entry_never_drop_a_copy() {
 fn locked_relocation_racing_a_remove_removes_exactly_one_copy() {
     model(|| {
         let s = scenario();
-        let filter = LockedCuckooFilter::with_stripes(BUCKET_BITS, FINGERPRINT_BITS, 4).unwrap();
-        for &k in &s.full {
-            assert_eq!(filter.insert_hash(k), Ok(true));
-        }
-        let filter = Arc::new(filter);
+        let filter = locked_with(&s.full);
         let writer = filter.clone();
         let newcomer = s.newcomer;
         let t = thread::spawn(move || writer.insert_hash(newcomer));
@@ -254,11 +255,7 @@ fn locked_relocation_racing_an_insert_for_its_destination_loses_nothing() {
         let s = scenario();
         // Pair {2, 3}, entry 0 first.
         let competitor = key(2, fingerprints_with_offset(1, 2)[1], 0);
-        let filter = LockedCuckooFilter::with_stripes(BUCKET_BITS, FINGERPRINT_BITS, 4).unwrap();
-        for &k in &s.full {
-            assert_eq!(filter.insert_hash(k), Ok(true));
-        }
-        let filter = Arc::new(filter);
+        let filter = locked_with(&s.full);
         let (newcomer, (a, b)) = (s.newcomer, (filter.clone(), filter.clone()));
         let t = thread::spawn(move || a.insert_hash(newcomer));
         let u = thread::spawn(move || b.insert_hash(competitor));
