@@ -313,6 +313,38 @@ mod tests {
         }
     }
 
+    /// Two threads, each waiting for the other before its first take, race for a budget of a
+    /// few places per stripe, round after round: exactly the cap is taken between them. A take
+    /// that lost a race for a stripe and still counted (its CAS made a plain store: caught
+    /// within 2-428 rounds in eight runs), or two takes of one place, would leave more or fewer.
+    #[test]
+    fn racing_takes_of_a_small_budget_take_exactly_the_cap() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let cap = 4 * STRIPES + 3;
+        for round in 0..3_000 {
+            let budget = CapBudget::new(cap);
+            let ready = AtomicUsize::new(0);
+            let taken: usize = std::thread::scope(|scope| {
+                let workers: Vec<_> = (0..2)
+                    .map(|t| {
+                        let (budget, ready) = (&budget, &ready);
+                        scope.spawn(move || {
+                            // SeqCst: a start line, not a synchronisation of data.
+                            ready.fetch_add(1, Ordering::SeqCst);
+                            while ready.load(Ordering::SeqCst) < 2 {
+                                std::thread::yield_now();
+                            }
+                            // The hints differ between threads and calls, as quotients do.
+                            (0..).take_while(|i: &usize| budget.take(i * 2 + t)).count()
+                        })
+                    })
+                    .collect();
+                workers.into_iter().map(|w| w.join().unwrap()).sum()
+            });
+            assert_eq!(taken, cap, "round {round}");
+        }
+    }
+
     /// Threads that take until refused, giving back every third place, end with exactly the cap
     /// taken between them.
     #[test]
