@@ -432,3 +432,36 @@ fn threads_fill_exactly_to_the_cap() {
         filter.check_invariants().unwrap();
     }
 }
+
+/// Two threads, each waiting for the other before its first insert, insert the same keys in the
+/// same order, round after round, so that both often take a place for one key and one of them
+/// then finds the other's copy: every place taken for a copy not stored must be given back, so
+/// the `Ok(true)` answers, `len` and the full slots agree.
+#[test]
+fn racing_inserts_of_one_key_give_back_the_place_they_do_not_use() {
+    const KEYS: u64 = 200;
+    for round in 0..1_500u64 {
+        let filter = LinearProbingQf::with_bits(9, 13).unwrap();
+        let ready = AtomicUsize::new(0);
+        let stored: usize = std::thread::scope(|s| {
+            let handles: Vec<_> = (0..2)
+                .map(|_| {
+                    let (filter, ready) = (&filter, &ready);
+                    s.spawn(move || {
+                        // SeqCst: a start line, not a synchronisation of data.
+                        ready.fetch_add(1, Ordering::SeqCst);
+                        while ready.load(Ordering::SeqCst) < 2 {
+                            std::thread::yield_now();
+                        }
+                        (0..KEYS)
+                            .filter(|i| filter.insert(&(round, i)).unwrap())
+                            .count()
+                    })
+                })
+                .collect();
+            handles.into_iter().map(|h| h.join().unwrap()).sum()
+        });
+        assert_eq!(filter.len(), stored, "round {round}");
+        filter.check_invariants().unwrap();
+    }
+}
