@@ -166,6 +166,23 @@ impl AtomicBloomFilter {
         }
     }
 
+    /// The count and then the words, read while other threads may insert (for
+    /// [`write_to`](Self::write_to) and [`clone`](Clone::clone)): the words hold every bit set
+    /// by an insert that returned before the call and by every insert the count includes, so
+    /// the count never exceeds the bits set.
+    pub(crate) fn snapshot(&self) -> (usize, impl ExactSizeIterator<Item = u64> + '_) {
+        let len = self.len();
+        // Acquire fence after reading the count: pairs with the Release fence an insert issues
+        // before counting itself, so every counted insert's bits are seen below.
+        fence(Ordering::Acquire);
+        // Relaxed: an insert that returned before this call happens before these loads, so
+        // coherence alone makes them see its bits; counted ones are ordered by the fence.
+        (
+            len,
+            self.words.iter().map(|word| word.load(Ordering::Relaxed)),
+        )
+    }
+
     /// The word and the bit mask of the `i`-th bit of a key with hashes `h1` and `h2`.
     #[inline]
     fn position(&self, h1: u64, h2: u64, i: u32) -> (usize, u64) {
@@ -319,6 +336,42 @@ fn estimated_keys(set_bits: u64, bits: u64, k: u32) -> usize {
     let x = (set_bits as f64).min(m - 1.0);
     let estimate = (-(m / k) * (-x / m).ln_1p()).round() as u64;
     estimate.min(set_bits) as usize
+}
+
+/// A copy of the filter, which other threads may go on inserting into meanwhile: it holds every
+/// key whose insert returned before the call (the snapshot of
+/// [`write_to`](AtomicBloomFilter::write_to), without the bytes), and later inserts into either
+/// filter do not reach the other.
+///
+/// ```
+/// use conqf::{AtomicBloomFilter, Filter};
+///
+/// let original = AtomicBloomFilter::new(1000, 0.01)?;
+/// original.insert(&"apple")?;
+/// let copy = original.clone();
+/// copy.insert(&"pear")?;
+/// assert!(copy.contains(&"apple") && copy.contains(&"pear"));
+/// assert!(!original.contains(&"pear"));
+/// assert_eq!(copy.to_bytes(), {
+///     let again = original.clone();
+///     again.insert(&"pear")?;
+///     again.to_bytes()
+/// });
+/// # Ok::<(), conqf::Error>(())
+/// ```
+impl Clone for AtomicBloomFilter {
+    fn clone(&self) -> Self {
+        let (len, words) = self.snapshot();
+        let copy = AtomicBloomFilter {
+            words: words.map(AtomicU64::new).collect(),
+            bits: self.bits,
+            hash_functions: self.hash_functions,
+            capacity: self.capacity,
+            len: StripedCounter::new(),
+        };
+        copy.len.reset(len);
+        copy
+    }
 }
 
 impl fmt::Debug for AtomicBloomFilter {

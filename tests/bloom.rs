@@ -1,5 +1,5 @@
 //! `AtomicBloomFilter`: no false negatives (one thread and many), the measured false-positive
-//! rate against `(1 - e^{-kn/m})^k`, merges, and bad parameters.
+//! rate against `(1 - e^{-kn/m})^k`, merges, clones, and bad parameters.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -288,6 +288,31 @@ fn a_merge_beside_inserters_holds_every_earlier_key() {
             for (t, &count) in before.iter().enumerate() {
                 assert!((0..count).all(|i| union.contains(&(t as u64, i))));
             }
+        }
+    });
+}
+
+/// A thread keeps inserting while the filter is cloned: each clone holds every key inserted
+/// before it began and reads back from its own bytes (its count within its bits).
+#[test]
+fn a_clone_beside_an_inserter_holds_every_earlier_key() {
+    let filter = AtomicBloomFilter::with_memory(1 << 16, 4).unwrap();
+    let published = AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for i in 0..40_000u64 {
+                filter.insert(&i).unwrap();
+                // Release: keys 0..=i are in the filter.
+                published.store(i as usize + 1, Ordering::Release);
+            }
+        });
+        for round in 0..8u64 {
+            // Acquire: the inserts counted happened before the clone.
+            let before = published.load(Ordering::Acquire) as u64;
+            let copy = filter.clone();
+            assert!((0..before).all(|i| copy.contains(&i)), "round {round}");
+            let back = AtomicBloomFilter::from_bytes(&copy.to_bytes()).unwrap();
+            assert_eq!(back.len(), copy.len());
         }
     });
 }

@@ -11,7 +11,7 @@ use std::io::{Read, Write};
 use crate::bloom::{AtomicBloomFilter, MAX_BITS, MAX_HASH_FUNCTIONS};
 use crate::filter::{Error, Filter};
 use crate::storage::le_word;
-use crate::sync::{fence, Ordering};
+use crate::sync::Ordering;
 
 use super::format::{self, corrupt, ParamsWriter, Tag};
 
@@ -22,17 +22,12 @@ impl AtomicBloomFilter {
     /// # Errors
     /// Whatever `out` returns.
     pub fn write_to<W: Write>(&self, out: W) -> std::io::Result<()> {
+        // The count stays within the bits set, which `from_bytes` checks.
+        let (len, words) = self.snapshot();
         let params = ParamsWriter::default()
             .u64(self.hash_functions() as u64)
             .u64(self.capacity() as u64)
-            .u64(self.len() as u64);
-        // Acquire fence after reading the count (in `params`): pairs with the Release fence an
-        // insert issues before counting itself, so every counted insert's bits are seen below
-        // and the count stays within the bits set, which `from_bytes` checks.
-        fence(Ordering::Acquire);
-        // Relaxed: an insert that returned before this call happens before these loads, so
-        // coherence alone makes them see its bits; counted ones are ordered by the fence.
-        let words = self.words.iter().map(|word| word.load(Ordering::Relaxed));
+            .u64(len as u64);
         format::write_file(out, Tag::Bloom, params, words)
     }
 
