@@ -98,7 +98,7 @@
 //!   [`TwoBitQf`] one supercluster at a time under its left lock, so a fingerprint inserted or
 //!   removed during the merge may or may not be in the result; [`AtomicBloomFilter`] ORs the
 //!   two tables word by word without locks, so the same holds for keys inserted during its
-//!   merge. [`LockedCuckooFilter`] reads each input under every stripe's read lock,
+//!   merge, and for its `Clone`, which copies its table so. [`LockedCuckooFilter`] reads each input under every stripe's read lock,
 //!   [`LockFreeCuckooFilter`] in one pass while its relocations wait. The `&self` snapshots of
 //!   [`LocallyLockedQf`], [`GrowableQf`], [`ExpandableQf`] and [`TwoBitQf`] (their `snapshot`
 //!   methods) read the same way (`TwoBitQf` a supercluster at a time under its left lock), and
