@@ -65,12 +65,16 @@ pub(crate) fn check_bits(
 
 /// The smallest `q` such that `capacity` items fit into `2^q` slots at fill `max_load`.
 pub(crate) fn quotient_bits_for(capacity: usize, max_load: f64) -> Result<u32, Error> {
+    let too_large = || {
+        Error::InvalidParameters(format!(
+            "capacity {capacity} at a fill of {max_load:?} needs more than 2^{MAX_QUOTIENT_BITS} \
+             slots"
+        ))
+    };
     let needed = capacity as f64 / max_load;
     let q = needed.log2().ceil().max(1.0);
     if !q.is_finite() || q > MAX_QUOTIENT_BITS as f64 {
-        return Err(Error::InvalidParameters(format!(
-            "capacity {capacity} needs more than 2^{MAX_QUOTIENT_BITS} slots"
-        )));
+        return Err(too_large());
     }
     let mut q = q as u32;
     // Guard against rounding in log2: make sure the table really holds `capacity` items.
@@ -78,9 +82,7 @@ pub(crate) fn quotient_bits_for(capacity: usize, max_load: f64) -> Result<u32, E
         q += 1;
     }
     if q > MAX_QUOTIENT_BITS {
-        return Err(Error::InvalidParameters(format!(
-            "capacity {capacity} needs more than 2^{MAX_QUOTIENT_BITS} slots"
-        )));
+        return Err(too_large());
     }
     Ok(q)
 }

@@ -248,6 +248,15 @@ fn bad_parameters_are_errors_not_panics() {
             "{result:?}"
         );
     }
+    // A tiny load cap asks for a table too large: the message names the fill, not only the
+    // capacity, which on its own is small.
+    match LinearProbingQf::builder()
+        .max_load(1e-300)
+        .build(1000, 0.01)
+    {
+        Err(Error::InvalidParameters(message)) => assert!(message.contains("fill of 1e-300")),
+        other => panic!("{other:?}"),
+    }
     // The extremes that are valid.
     assert!(LinearProbingQf::with_bits(1, 1).is_ok());
     assert!(LinearProbingQf::with_bits(4, 60).is_ok());
