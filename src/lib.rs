@@ -117,7 +117,9 @@
 //! corrupt or hostile bytes with [`Error::Corrupt`]; [`SequentialQfRef`] and [`CountingQfRef`]
 //! query serialised bytes in place. A concurrent filter's snapshot is documented on its
 //! `write_to`; the filters whose `write_to` needs `&mut self` also have a `snapshot()` that
-//! copies them beside other threads ([`LocallyLockedQf::snapshot`]).
+//! copies them beside other threads ([`LocallyLockedQf::snapshot`]). [`AtomicBloomFilter`] and
+//! [`LinearProbingQf`] are `Clone` beside inserting threads, by their `write_to` snapshot, and
+//! [`SequentialQf`] is `Clone`.
 //!
 //! # Cargo features and testing
 //!

@@ -474,3 +474,44 @@ fn racing_inserts_of_one_key_give_back_the_place_they_do_not_use() {
         filter.check_invariants().unwrap();
     }
 }
+
+/// Two threads keep inserting, into the overflow tail too, while the filter is cloned: each
+/// clone holds every key inserted before it began, keeps the table's invariants (the tail one
+/// stretch behind a full last addressable slot) and reads back from its own bytes.
+#[test]
+fn a_clone_beside_inserters_holds_every_earlier_key() {
+    // 2^10 slots of 13 bits, capped at 95%: the last stretches run into the tail.
+    let filter = LinearProbingQf::builder()
+        .max_load(0.95)
+        .build_with_bits(10, 13)
+        .unwrap();
+    let published = [AtomicUsize::new(0), AtomicUsize::new(0)];
+    std::thread::scope(|s| {
+        for (t, published) in published.iter().enumerate() {
+            let filter = &filter;
+            s.spawn(move || {
+                for i in 0..480u64 {
+                    filter.insert(&(t, i)).unwrap();
+                    // Release: keys (t, 0..=i) are in the filter.
+                    published.store(i as usize + 1, Ordering::Release);
+                }
+            });
+        }
+        for round in 0..200 {
+            // Acquire: the inserts counted happened before the clone.
+            let before = published
+                .each_ref()
+                .map(|p| p.load(Ordering::Acquire) as u64);
+            let copy = filter.clone();
+            for (t, &count) in before.iter().enumerate() {
+                assert!((0..count).all(|i| copy.contains(&(t, i))), "round {round}");
+            }
+            copy.check_invariants().unwrap();
+            let back = LinearProbingQf::from_bytes(&copy.to_bytes()).unwrap();
+            assert_eq!(back.len(), copy.len());
+        }
+    });
+    let copy = filter.clone();
+    assert_eq!(copy.to_bytes(), filter.to_bytes());
+    assert_eq!(copy.len(), filter.len());
+}

@@ -40,6 +40,13 @@ impl LinearProbingQf {
             .u32(self.quotient_bits())
             .u32(self.remainder_bits())
             .u64(self.max_load().to_bits());
+        format::write_file(out, Tag::LinearProbing, params, self.snapshot_words())
+    }
+
+    /// The table's groups, read while other threads may insert (for [`write_to`](Self::write_to)
+    /// and [`clone`](Clone::clone)): the overflow tail's end is read when this is called, the
+    /// rest as the iterator runs (module doc).
+    pub(crate) fn snapshot_words(&self) -> impl ExactSizeIterator<Item = u64> + '_ {
         let slots = &self.slots;
         let groups = slots.layout().groups_for(slots.len());
         let (first_of_tail, _) = slots.layout().locate((1usize << self.quotient_bits()) - 1);
@@ -53,14 +60,13 @@ impl LinearProbingQf {
             .map(|g| slots.load_group(g, Ordering::Acquire))
             .collect();
         tail.reverse();
-        let words = (0..groups).map(|g| match g.checked_sub(first_of_tail) {
+        (0..groups).map(move |g| match g.checked_sub(first_of_tail) {
             Some(in_tail) => tail[in_tail],
             // Relaxed: the tail's Acquire loads came first, and no slot outside the tail needs
             // to agree with another; an insert that returned before this call happens before
             // this load, so coherence alone makes it see its slot.
             None => slots.load_group(g, Ordering::Relaxed),
-        });
-        format::write_file(out, Tag::LinearProbing, params, words)
+        })
     }
 
     /// The snapshot of [`write_to`](Self::write_to) as bytes.
@@ -97,15 +103,8 @@ impl LinearProbingQf {
         let slot_count = usual_slots(quotient_bits);
         let words = table_words(file.payload, remainder_bits, slot_count)?;
         check_padding(&words)?;
-        let mut stored = 0usize;
-        let mut cursor = Cursor::over(&words, 0, Ordering::Relaxed);
-        loop {
-            stored += (cursor.slot() != 0) as usize;
-            if !cursor.advance() {
-                break;
-            }
-        }
-        if cursor.slot() != 0 {
+        let (stored, last_empty) = full_slots(&words);
+        if !last_empty {
             return Err(corrupt("the last slot is not empty"));
         }
         if stored > cap {
@@ -134,5 +133,19 @@ impl LinearProbingQf {
     /// another read failure [`Error::Io`]. Memory grows only with the bytes that arrive.
     pub fn read_from<R: Read>(input: R) -> Result<Self, Error> {
         Self::from_bytes(&format::read_file(input)?)
+    }
+}
+
+/// How many slots of the table `source` holds are full, and whether its last slot is empty (the
+/// table's invariant), from one pass over every slot.
+pub(crate) fn full_slots<S: GroupSource>(source: &S) -> (usize, bool) {
+    let mut stored = 0usize;
+    // Relaxed: the table is not shared (bytes read, or a copy not yet handed out).
+    let mut cursor = Cursor::over(source, 0, Ordering::Relaxed);
+    loop {
+        stored += (cursor.slot() != 0) as usize;
+        if !cursor.advance() {
+            return (stored, cursor.slot() == 0);
+        }
     }
 }

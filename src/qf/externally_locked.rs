@@ -175,10 +175,7 @@ impl ExternallyLockedQf {
     pub fn from_sequential(filter: SequentialQf) -> Self {
         let shape = RegionShape::of(&filter, Self::DEFAULT_REGION_SLOTS);
         Self::build(filter, shape).unwrap_or_else(|_| {
-            std::alloc::handle_alloc_error(
-                std::alloc::Layout::array::<AtomicBool>(shape.regions)
-                    .expect("the lock array is smaller than the table, whose layout was valid"),
-            )
+            crate::storage::abort_for_bytes(shape.regions * std::mem::size_of::<AtomicBool>())
         })
     }
 

@@ -510,6 +510,41 @@ impl Filter for LinearProbingQf {
     }
 }
 
+/// A copy of the filter, which other threads may go on inserting into meanwhile: it holds every
+/// key whose insert returned before the call (the snapshot of
+/// [`write_to`](LinearProbingQf::write_to), without the bytes; an insert racing the copy may be
+/// in it or not), with the same load cap; later inserts into either filter do not reach the
+/// other. Like `Vec`'s, the clone aborts the process if its memory cannot be had.
+///
+/// ```
+/// use conqf::{Filter, LinearProbingQf};
+///
+/// let original = LinearProbingQf::new(1000, 0.01)?;
+/// original.insert(&"apple")?;
+/// let copy = original.clone();
+/// copy.insert(&"pear")?;
+/// assert!(copy.contains(&"apple") && copy.contains(&"pear"));
+/// assert!(!original.contains(&"pear"));
+/// assert_eq!((copy.len(), original.len()), (2, 1));
+/// # Ok::<(), conqf::Error>(())
+/// ```
+impl Clone for LinearProbingQf {
+    fn clone(&self) -> Self {
+        let copy = LinearProbingQf::builder()
+            .max_load(self.max_load)
+            .build_with_bits(self.quotient_bits, self.remainder_bits)
+            .unwrap_or_else(|_| crate::storage::abort_for_bytes(self.slots.memory_bytes()));
+        for (group, word) in self.snapshot_words().enumerate() {
+            // Relaxed: the copy is not shared yet; handing it to other threads orders this.
+            copy.slots.store_group(group, word, Ordering::Relaxed);
+        }
+        // Every full slot holds a place under this filter's cap, so the count is within it.
+        let (stored, _) = crate::persist::linear_probing::full_slots(&copy.slots);
+        copy.budget.set_used(stored);
+        copy
+    }
+}
+
 impl fmt::Debug for LinearProbingQf {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LinearProbingQf")

@@ -439,12 +439,7 @@ impl Clone for SequentialQf {
                 table,
                 len: self.len,
             },
-            Err(_) => {
-                let bytes = self.table.slots.memory_bytes();
-                let layout = std::alloc::Layout::from_size_align(bytes, 8)
-                    .unwrap_or(std::alloc::Layout::new::<u64>());
-                std::alloc::handle_alloc_error(layout)
-            }
+            Err(_) => crate::storage::abort_for_bytes(self.table.slots.memory_bytes()),
         }
     }
 }

@@ -25,3 +25,12 @@ pub(crate) fn try_boxed<T>(count: usize, mut make: impl FnMut() -> T) -> Result<
     values.extend((0..count).map(|_| make()));
     Ok(values.into_boxed_slice())
 }
+
+/// Aborts the process as a `std` collection does when `bytes` bytes cannot be had (through
+/// [`std::alloc::handle_alloc_error`]): for the copies whose signature leaves no room for an
+/// error (`Clone`, and conversions documented to abort like it).
+pub(crate) fn abort_for_bytes(bytes: usize) -> ! {
+    let layout =
+        std::alloc::Layout::from_size_align(bytes, 8).unwrap_or(std::alloc::Layout::new::<u64>());
+    std::alloc::handle_alloc_error(layout)
+}

@@ -188,7 +188,8 @@ fn linear_probing_snapshot_racing_inserts_into_the_tail_decodes() {
 /// on ARM, where independent loads may be reordered). The copy then holds a tail cut off from
 /// the table, which `from_bytes` rejects. Passes only if the copy's tail loads are `Acquire`.
 /// (The model above misses this: loom never schedules its copy after both inserts in plain
-/// mode, and in RMW mode every load reads the newest value.)
+/// mode, and in RMW mode every load reads the newest value.) The copier also clones the filter,
+/// by the same snapshot, and the clone must keep the table's invariants.
 #[test]
 fn linear_probing_snapshot_after_relaxed_flag_decodes() {
     let k = |quotient, remainder| key(quotient, remainder, 3, 16);
@@ -198,7 +199,7 @@ fn linear_probing_snapshot_after_relaxed_flag_decodes() {
         let (f, flag) = (filter.clone(), done.clone());
         let copier = thread::spawn(move || {
             super::wait_relaxed(&flag);
-            f.to_bytes()
+            (f.to_bytes(), LinearProbingQf::clone(&f))
         });
         let (f, flag) = (filter.clone(), done.clone());
         let writer = thread::spawn(move || {
@@ -206,9 +207,10 @@ fn linear_probing_snapshot_after_relaxed_flag_decodes() {
             f.insert_hash(k(6, 3)).unwrap();
             flag.store(true, Ordering::Relaxed);
         });
-        let bytes = copier.join().unwrap();
+        let (bytes, copy) = copier.join().unwrap();
         writer.join().unwrap();
         let snapshot = LinearProbingQf::from_bytes(&bytes).unwrap();
         snapshot.check_invariants().unwrap();
+        copy.check_invariants().unwrap();
     });
 }
