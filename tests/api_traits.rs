@@ -1,12 +1,14 @@
 //! The public types' standard traits, checked at compile time: every public type prints with
 //! `Debug`, every filter that takes `&self` can be shared across threads (`Send + Sync`, so an
-//! `Arc<F>` works), and `Error` is a `std::error::Error` that crosses threads. A type that loses
-//! one of these makes this file fail to compile.
+//! `Arc<F>` works), the filters that copy themselves are `Clone`, and `Error` is a
+//! `std::error::Error` that crosses threads. A type that loses one of these makes this file fail
+//! to compile.
 
 use conqf::{Count, Filter};
 
 fn debug<T: std::fmt::Debug + ?Sized>() {}
 fn shared<T: Send + Sync + ?Sized>() {}
+fn cloned<T: Clone>() {}
 
 #[test]
 fn every_public_type_is_debug() {
@@ -51,6 +53,15 @@ fn every_shared_filter_is_send_and_sync() {
     shared::<dyn Filter>();
     shared::<dyn Count>();
     shared::<conqf::SequentialQf>();
+}
+
+/// The filters a `clone` copies (the concurrent ones beside inserting threads, by their
+/// persistence snapshot); the others copy through `snapshot()` or their bytes.
+#[test]
+fn the_filters_that_copy_themselves_are_clone() {
+    cloned::<conqf::SequentialQf>();
+    cloned::<conqf::AtomicBloomFilter>();
+    cloned::<conqf::LinearProbingQf>();
 }
 
 /// The views of serialised bytes answer queries from many threads at once, like the filters;
