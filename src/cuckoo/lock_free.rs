@@ -533,6 +533,27 @@ impl Remove for LockFreeCuckooFilter {
     }
 }
 
+/// A copy of the filter while other threads keep working: [`snapshot`](LockFreeCuckooFilter::snapshot)
+/// (one pass over the table while relocations wait), aborting the process like `Vec`'s clone
+/// if its memory cannot be had.
+///
+/// ```
+/// use conqf::{Filter, LockFreeCuckooFilter, Remove};
+///
+/// let original = LockFreeCuckooFilter::new(1000, 0.01)?;
+/// original.insert(&"apple")?;
+/// let copy = original.clone();
+/// original.remove(&"apple")?;
+/// assert!(copy.contains(&"apple") && !original.contains(&"apple"));
+/// # Ok::<(), conqf::Error>(())
+/// ```
+impl Clone for LockFreeCuckooFilter {
+    fn clone(&self) -> Self {
+        self.snapshot()
+            .unwrap_or_else(|_| crate::storage::abort_for_bytes(self.memory_bytes()))
+    }
+}
+
 impl fmt::Debug for LockFreeCuckooFilter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LockFreeCuckooFilter")

@@ -398,6 +398,29 @@ impl Remove for LockedCuckooFilter {
     }
 }
 
+/// A copy of the filter while other threads keep working: the table between two operation
+/// steps, read under every stripe's read lock (as [`write_to`](LockedCuckooFilter::write_to)
+/// reads it; writers wait for the copy), with the same stripes. Like `Vec`'s, the clone aborts
+/// the process if its memory cannot be had.
+///
+/// ```
+/// use conqf::{Filter, LockedCuckooFilter, Remove};
+///
+/// let original = LockedCuckooFilter::new(1000, 0.01)?;
+/// original.insert(&"apple")?;
+/// let copy = original.clone();
+/// original.remove(&"apple")?;
+/// assert!(copy.contains(&"apple") && !original.contains(&"apple"));
+/// assert_eq!(copy.stripes(), original.stripes());
+/// # Ok::<(), conqf::Error>(())
+/// ```
+impl Clone for LockedCuckooFilter {
+    fn clone(&self) -> Self {
+        self.copy()
+            .unwrap_or_else(|_| crate::storage::abort_for_bytes(self.memory_bytes()))
+    }
+}
+
 impl fmt::Debug for LockedCuckooFilter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LockedCuckooFilter")

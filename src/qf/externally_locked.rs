@@ -267,11 +267,20 @@ impl ExternallyLockedQf {
         let groups = slots.layout().groups_for(slots.len());
         // Allocated before locking, so other threads wait only for the copy.
         let mut copy = Vec::with_capacity(groups);
-        let _all = region_locks::Held::lock(&self.locks, 0, self.locks.len() - 1);
         // Relaxed: every region is held, so no thread writes the table, and the locks'
         // Acquire ordered the previous holders' stores before these loads.
-        copy.extend((0..groups).map(|group| slots.load_group(group, Ordering::Relaxed)));
+        self.with_all_held(|| {
+            copy.extend((0..groups).map(|group| slots.load_group(group, Ordering::Relaxed)));
+        });
         copy
+    }
+
+    /// Runs `read` while every region lock is held (taken in ascending order, as every writer
+    /// takes its regions): no thread writes the table meanwhile, and the locks' Acquire ordered
+    /// the previous holders' writes, the table's and the count's, before `read`'s loads.
+    fn with_all_held<T>(&self, read: impl FnOnce() -> T) -> T {
+        let _all = region_locks::Held::lock(&self.locks, 0, self.locks.len() - 1);
+        read()
     }
 
     /// The sorted fingerprint keys of the table, read while every region lock is held (as in
@@ -282,10 +291,8 @@ impl ExternallyLockedQf {
         // stalled a lookup 48 ms at `2^22` slots, in review).
         let expected = self.len.sum();
         let mut keys = Vec::with_capacity(expected + expected / 16 + 64);
-        let _all = region_locks::Held::lock(&self.locks, 0, self.locks.len() - 1);
-        // Relaxed: every region is held, so no thread writes the table, and the locks'
-        // Acquire ordered the previous holders' stores before these loads.
-        extend_with_table_keys(&mut keys, &self.table, Ordering::Relaxed);
+        // Relaxed: every region is held (`with_all_held`).
+        self.with_all_held(|| extend_with_table_keys(&mut keys, &self.table, Ordering::Relaxed));
         keys
     }
 
@@ -448,6 +455,38 @@ impl Merge for ExternallyLockedQf {
             (&other.table, || other.locked_keys()),
         )?;
         Self::from_sequential_with_region(merged, self.region_slots)
+    }
+}
+
+/// A copy of the filter while other threads keep working: the table between two operations,
+/// read under every region lock (as [`write_to`](ExternallyLockedQf::write_to) reads it; writers
+/// wait for the copy), with the same regions. Like `Vec`'s, the clone aborts the process if its
+/// memory cannot be had.
+///
+/// ```
+/// use conqf::{ExternallyLockedQf, Filter, Remove};
+///
+/// let original = ExternallyLockedQf::new(1000, 0.01)?;
+/// original.insert(&"apple")?;
+/// let copy = original.clone();
+/// copy.insert(&"pear")?;
+/// original.remove(&"apple")?;
+/// assert!(copy.contains(&"apple") && copy.contains(&"pear"));
+/// assert!(!original.contains(&"pear"));
+/// assert_eq!((copy.len(), copy.region_slots()), (2, original.region_slots()));
+/// # Ok::<(), conqf::Error>(())
+/// ```
+impl Clone for ExternallyLockedQf {
+    fn clone(&self) -> Self {
+        let bytes = self.memory_bytes();
+        // The count is exact here: every insert and removal counts itself under its locks.
+        let (table, len) = self.with_all_held(|| (self.table.copy_at_rest(), self.len.sum()));
+        let filter = SequentialQf {
+            table: table.unwrap_or_else(|_| crate::storage::abort_for_bytes(bytes)),
+            len,
+        };
+        let shape = RegionShape::of(&filter, self.region_slots);
+        Self::build(filter, shape).unwrap_or_else(|_| crate::storage::abort_for_bytes(bytes))
     }
 }
 

@@ -105,10 +105,11 @@ impl Blocks {
         })
     }
 
-    /// Copies a serialised table of the same shape into this one (fresh, not shared yet).
-    pub(crate) fn fill_from(&self, source: &LeBlocks<'_>) {
+    /// Copies a table of the same shape into this one (fresh, not shared yet): a serialised
+    /// one, or a filter's table whose writers the caller keeps out (holds every region).
+    pub(crate) fn fill_from<S: BlockSource>(&self, source: &S) {
         debug_assert_eq!(
-            (source.blocks, source.remainder_bits),
+            (source.blocks(), source.remainder_bits()),
             (self.blocks, self.remainder_bits)
         );
         for (i, word) in self.words.iter().enumerate() {

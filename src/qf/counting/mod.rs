@@ -512,6 +512,38 @@ impl CountingQf {
     }
 }
 
+/// A copy of the filter while other threads keep working: the table between two operations,
+/// read under every region lock (as [`write_to`](CountingQf::write_to) reads it; writers wait
+/// for the copy), with the same regions and counts. Like `Vec`'s, the clone aborts the process
+/// if its memory cannot be had.
+///
+/// ```
+/// use conqf::{Count, CountingQf, Filter};
+///
+/// let original = CountingQf::new(1000, 0.01)?;
+/// original.insert_count(&"apple", 3)?;
+/// let copy = original.clone();
+/// copy.insert(&"apple")?;
+/// assert_eq!((copy.count(&"apple"), original.count(&"apple")), (4, 3));
+/// assert_eq!((copy.len(), copy.distinct()), (4, 1));
+/// # Ok::<(), conqf::Error>(())
+/// ```
+impl Clone for CountingQf {
+    fn clone(&self) -> Self {
+        // Allocated before locking, so other threads wait only for the copy.
+        let copy = Self::with_bits_and_region(
+            self.quotient_bits,
+            self.remainder_bits,
+            self.region_blocks(),
+        )
+        .unwrap_or_else(|_| crate::storage::abort_for_bytes(self.memory_bytes()));
+        self.locks
+            .with_all_held(|| copy.table.fill_from(&self.table));
+        copy.count_written_table();
+        copy
+    }
+}
+
 impl Filter for CountingQf {
     fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
         self.update::<false>(hash, |count| count.saturating_add(1))
