@@ -117,9 +117,14 @@
 //! corrupt or hostile bytes with [`Error::Corrupt`]; [`SequentialQfRef`] and [`CountingQfRef`]
 //! query serialised bytes in place. A concurrent filter's snapshot is documented on its
 //! `write_to`; the filters whose `write_to` needs `&mut self` also have a `snapshot()` that
-//! copies them beside other threads ([`LocallyLockedQf::snapshot`]). [`AtomicBloomFilter`] and
-//! [`LinearProbingQf`] are `Clone` beside inserting threads, by their `write_to` snapshot, and
-//! [`SequentialQf`] is `Clone`.
+//! copies them beside other threads ([`LocallyLockedQf::snapshot`]).
+//!
+//! The filters whose copy can fail only for want of memory are `Clone`, beside other threads:
+//! [`AtomicBloomFilter`] and [`LinearProbingQf`] by their `write_to` snapshot,
+//! [`ExternallyLockedQf`], [`CountingQf`] and [`LockedCuckooFilter`] under every lock,
+//! [`LockFreeCuckooFilter`] by its `snapshot`, and [`SequentialQf`]. Those whose `snapshot`
+//! sweeps the table a cluster at a time ([`LocallyLockedQf`], [`TwoBitQf`], [`GrowableQf`],
+//! [`ExpandableQf`]) are not: under heavy churn near a full table it can return `Full`.
 //!
 //! # Cargo features and testing
 //!

@@ -55,13 +55,17 @@ fn every_shared_filter_is_send_and_sync() {
     shared::<conqf::SequentialQf>();
 }
 
-/// The filters a `clone` copies (the concurrent ones beside inserting threads, by their
-/// persistence snapshot); the others copy through `snapshot()` or their bytes.
+/// The filters a `clone` copies (the concurrent ones beside other threads, as their persistence
+/// snapshot reads them); the others copy through `snapshot()` or their bytes.
 #[test]
 fn the_filters_that_copy_themselves_are_clone() {
     cloned::<conqf::SequentialQf>();
     cloned::<conqf::AtomicBloomFilter>();
     cloned::<conqf::LinearProbingQf>();
+    cloned::<conqf::ExternallyLockedQf>();
+    cloned::<conqf::CountingQf>();
+    cloned::<conqf::LockedCuckooFilter>();
+    cloned::<conqf::LockFreeCuckooFilter>();
 }
 
 /// The views of serialised bytes answer queries from many threads at once, like the filters;
