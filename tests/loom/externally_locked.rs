@@ -8,6 +8,8 @@
 //! release, lock both from region 0 up, walk again). After every interleaving: no lost insert,
 //! no false negative, the sequential table's invariants hold, no region is left locked and
 //! (loom checks this itself) no deadlock. The racing operations run on two spawned threads.
+//! One model (`extension_left_and_right_at_once_locks_the_right_region`) doubles the table to
+//! give region 2 canonical slots of its own.
 
 use conqf::{ExternallyLockedQf, Filter, Remove, SequentialQf};
 use loom::sync::Arc;
@@ -24,7 +26,12 @@ fn key(quotient: u64, remainder: u64) -> u64 {
 
 /// A filter holding `keys`, built without concurrency.
 fn filter_with(keys: &[u64]) -> Arc<ExternallyLockedQf> {
-    let mut sequential = SequentialQf::with_bits(Q, R).unwrap();
+    filter_of(Q, keys)
+}
+
+/// [`filter_with`] over `2^q` canonical slots.
+fn filter_of(q: u32, keys: &[u64]) -> Arc<ExternallyLockedQf> {
+    let mut sequential = SequentialQf::with_bits(q, R).unwrap();
     for &k in keys {
         assert!(sequential.insert_hash(k).unwrap());
     }
@@ -318,4 +325,38 @@ fn merge_during_a_shift_past_region_0_keeps_every_key() {
         &[key(4, 1), key(4, 2), key(4, 3), key(4, 4), key(5, 1)],
         key(4, 0),
     );
+}
+
+/// 16 canonical slots (`Q + 1` quotient bits), the same 13-bit remainders and 4-slot regions:
+/// region 2 (slots 8-11) has canonical slots of its own, so an operation can hold it alone.
+fn key16(quotient: u64, remainder: u64) -> u64 {
+    ((quotient << R) | remainder) << (64 - (Q + 1) - R)
+}
+
+/// An insert that must extend left and right in the same round: (4, 0), canonical in region 1,
+/// whose cluster starts in region 0 (slot 3) and whose shift ends on the empty slot 8, in region
+/// 2. Its first walk, holding region 1, reads both, so it releases region 1 and locks regions
+/// 0-2 in one left extension, walks again and shifts slots 5-7 into 6-8. Meanwhile (8, 1),
+/// canonical in region 2, holds only region 2 and writes slot 8 too. Neither key may be lost.
+/// A left extension that locked only up to the old right end (regions 0-1) while recording
+/// region 2 as held (mutant M3) lets both write group 2 at once: a lost key or a corrupt group.
+#[test]
+fn extension_left_and_right_at_once_locks_the_right_region() {
+    // Slot 3: run of 3 (cluster start); slot 4: its second key; slots 5-7: runs of 4, 5, 6,
+    // shifted; slot 8 (region 2) empty.
+    const KEYS: [(u64, u64); 5] = [(3, 1), (3, 2), (4, 1), (5, 1), (6, 1)];
+    model(|| {
+        let filter = filter_of(Q + 1, &KEYS.map(|(q, r)| key16(q, r)));
+        let (first, second) = super::race(
+            &filter,
+            |a| a.insert_hash(key16(4, 0)).unwrap(),
+            |b| b.insert_hash(key16(8, 1)).unwrap(),
+        );
+        assert!(first && second);
+        for (q, r) in KEYS.into_iter().chain([(4, 0), (8, 1)]) {
+            assert!(filter.contains_hash(key16(q, r)), "lost ({q}, {r})");
+        }
+        assert_eq!(filter.len(), KEYS.len() + 2);
+        filter.check_invariants().unwrap();
+    });
 }
