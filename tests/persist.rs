@@ -2621,29 +2621,21 @@ fn clones_during_writes_keep_every_stored_key() {
     fn clone<F: Clone>(filter: &F) -> Result<F, Error> {
         Ok(filter.clone())
     }
-    let filter = ExternallyLockedQf::with_bits(8, 8).unwrap();
-    snapshots_beside_churn(&filter, clone, |copy, stable| {
-        copy.check_invariants().unwrap();
-        let back = ExternallyLockedQf::from_bytes(&copy.to_bytes()).unwrap();
-        assert!(stable.iter().all(|&h| back.contains_hash(h)));
-    });
-    let filter = CountingQf::with_bits(8, 8).unwrap();
-    snapshots_beside_churn(&filter, clone, |copy, stable| {
-        copy.check_invariants().unwrap();
-        let back = CountingQf::from_bytes(&copy.to_bytes()).unwrap();
-        assert!(stable.iter().all(|&h| back.contains_hash(h)));
-    });
+    macro_rules! check_clones_of {
+        ($filter:ident, $make:expr) => {{
+            let filter: $filter = $make.unwrap();
+            // `mut`: `LockFreeCuckooFilter::to_bytes` takes `&mut self`.
+            #[allow(unused_mut)]
+            snapshots_beside_churn(&filter, clone, |mut copy, stable| {
+                copy.check_invariants().unwrap();
+                let back = $filter::from_bytes(&copy.to_bytes()).unwrap();
+                assert!(stable.iter().all(|&h| back.contains_hash(h)));
+            });
+        }};
+    }
+    check_clones_of!(ExternallyLockedQf, ExternallyLockedQf::with_bits(8, 8));
+    check_clones_of!(CountingQf, CountingQf::with_bits(8, 8));
     // 2^7 buckets of 4 entries hold the 300 keys.
-    let filter = LockedCuckooFilter::with_bits(7, 16).unwrap();
-    snapshots_beside_churn(&filter, clone, |copy, stable| {
-        copy.check_invariants().unwrap();
-        let back = LockedCuckooFilter::from_bytes(&copy.to_bytes()).unwrap();
-        assert!(stable.iter().all(|&h| back.contains_hash(h)));
-    });
-    let filter = LockFreeCuckooFilter::with_bits(7, 16).unwrap();
-    snapshots_beside_churn(&filter, clone, |mut copy, stable| {
-        copy.check_invariants().unwrap();
-        let back = LockFreeCuckooFilter::from_bytes(&copy.to_bytes()).unwrap();
-        assert!(stable.iter().all(|&h| back.contains_hash(h)));
-    });
+    check_clones_of!(LockedCuckooFilter, LockedCuckooFilter::with_bits(7, 16));
+    check_clones_of!(LockFreeCuckooFilter, LockFreeCuckooFilter::with_bits(7, 16));
 }
