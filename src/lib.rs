@@ -98,14 +98,15 @@
 //!   [`TwoBitQf`] one supercluster at a time under its left lock, so a fingerprint inserted or
 //!   removed during the merge may or may not be in the result; [`AtomicBloomFilter`] ORs the
 //!   two tables word by word without locks, so the same holds for keys inserted during its
-//!   merge, and for its `Clone`, which copies its table so. [`LockedCuckooFilter`] reads each input under every stripe's read lock,
+//!   merge. [`LockedCuckooFilter`] reads each input under every stripe's read lock,
 //!   [`LockFreeCuckooFilter`] in one pass while its relocations wait. The `&self` snapshots of
 //!   [`LocallyLockedQf`], [`GrowableQf`], [`ExpandableQf`] and [`TwoBitQf`] (their `snapshot`
 //!   methods) read the same way (`TwoBitQf` a supercluster at a time under its left lock), and
 //!   so promise the same;
 //!   so does [`LockFreeCuckooFilter::snapshot`], which copies the table in one pass while
 //!   relocations wait (relocating inserts are the one kind of its inserts that can wait, and
-//!   only then).
+//!   only then). A `clone` reads its filter as that filter's merge does ([`LinearProbingQf`],
+//!   which does not merge, as its `write_to` does), and promises the same.
 //! * **`len`, `false_positive_rate`** are statistics: with concurrent writers they may lag
 //!   operations that have not returned yet. Iteration ([`LocallyLockedQf::fingerprints`]) and
 //!   [`LocallyLockedQf::contains_hash_unsynchronized`] are exact only while no thread writes.

@@ -533,9 +533,9 @@ impl Remove for LockFreeCuckooFilter {
     }
 }
 
-/// A copy of the filter while other threads keep working: [`snapshot`](LockFreeCuckooFilter::snapshot)
-/// (one pass over the table while relocations wait), aborting the process like `Vec`'s clone
-/// if its memory cannot be had.
+/// A copy of the filter while other threads keep working: its
+/// [`snapshot`](LockFreeCuckooFilter::snapshot) (one pass over the table while relocations
+/// wait), aborting the process like `Vec`'s clone if its memory cannot be had.
 ///
 /// ```
 /// use conqf::{Filter, LockFreeCuckooFilter, Remove};

@@ -621,11 +621,7 @@ impl CuckooTable {
             (self.bucket_bits, self.fingerprint_bits),
             (from.bucket_bits, from.fingerprint_bits)
         );
-        for group in 0..self.entries.layout().groups_for(self.entries.len()) {
-            let word = from.entries.load_group(group, ordering);
-            // Relaxed: this table is not shared yet.
-            self.entries.store_group(group, word, Ordering::Relaxed);
-        }
+        self.entries.copy_groups_from(&from.entries, ordering);
     }
 
     /// Sets the count to the entries stored, for a table no other thread uses yet (a copy).

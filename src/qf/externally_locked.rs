@@ -479,12 +479,22 @@ impl Merge for ExternallyLockedQf {
 impl Clone for ExternallyLockedQf {
     fn clone(&self) -> Self {
         let bytes = self.memory_bytes();
-        // The count is exact here: every insert and removal counts itself under its locks.
-        let (table, len) = self.with_all_held(|| (self.table.copy_at_rest(), self.len.sum()));
-        let filter = SequentialQf {
-            table: table.unwrap_or_else(|_| crate::storage::abort_for_bytes(bytes)),
-            len,
-        };
+        // Allocated before locking, so other threads wait only for the copy.
+        let (q, r, slots) = (
+            self.quotient_bits(),
+            self.remainder_bits(),
+            self.table.slots.len(),
+        );
+        let copy = QfTable::with_slots(q, r, slots)
+            .unwrap_or_else(|_| crate::storage::abort_for_bytes(bytes));
+        // Relaxed loads: every region is held (`with_all_held`). The count is exact there too:
+        // every insert and removal counts itself under its locks.
+        let len = self.with_all_held(|| {
+            copy.slots
+                .copy_groups_from(&self.table.slots, Ordering::Relaxed);
+            self.len.sum()
+        });
+        let filter = SequentialQf { table: copy, len };
         let shape = RegionShape::of(&filter, self.region_slots);
         Self::build(filter, shape).unwrap_or_else(|_| crate::storage::abort_for_bytes(bytes))
     }

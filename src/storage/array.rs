@@ -56,6 +56,20 @@ impl SlotArray {
         })
     }
 
+    /// Copies every group of `from`, an array of the same layout and length, into this one,
+    /// which no other thread uses yet, loading `from`'s groups with `ordering`. The caller
+    /// keeps `from`'s slots where they are meanwhile (holds its locks, or pauses what moves
+    /// them); allocating this array first keeps the copy, and so the wait of `from`'s writers,
+    /// to one pass.
+    pub(crate) fn copy_groups_from(&self, from: &SlotArray, ordering: Ordering) {
+        debug_assert_eq!((self.layout, self.slots), (from.layout, from.slots));
+        for (to, group) in self.groups.iter().zip(&*from.groups) {
+            let word = crate::sync::load_word(group, ordering);
+            // Relaxed: this array is not shared yet; handing it to other threads orders this.
+            crate::sync::store_word(to, word, Ordering::Relaxed);
+        }
+    }
+
     /// The groups of an array no thread writes during the read (the caller holds `&mut` to its
     /// filter, every lock of the filter, or a filter that is not shared): what a copy or the
     /// bytes of a quiescent table read.
