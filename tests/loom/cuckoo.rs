@@ -85,24 +85,59 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
     super::check(Some(2), f);
 }
 
+/// The two cuckoo filters, each with its own invariant check.
+trait Cuckoo: Filter + 'static {
+    fn check(&self) -> Result<(), String>;
+}
+
+impl Cuckoo for LockFreeCuckooFilter {
+    fn check(&self) -> Result<(), String> {
+        self.check_invariants()
+    }
+}
+
+impl Cuckoo for LockedCuckooFilter {
+    fn check(&self) -> Result<(), String> {
+        self.check_invariants()
+    }
+}
+
+/// The shape of every model here: one spawned thread inserts the scenario's `newcomer` (a
+/// relocation), which must succeed, while another runs `racer` on the same filter (both
+/// spawned, so which starts first is itself a branch loom explores: see `super::check`).
+/// Afterwards the newcomer and every key of `stored` are found, `len` is `len`, and the
+/// invariants hold.
+fn beside_the_relocation<F: Cuckoo>(
+    filter: &Arc<F>,
+    newcomer: u64,
+    racer: impl FnOnce(&F) + Send + 'static,
+    stored: &[u64],
+    len: usize,
+) {
+    let (writer, other) = (filter.clone(), filter.clone());
+    let t = thread::spawn(move || writer.insert_hash(newcomer));
+    let u = thread::spawn(move || racer(&other));
+    u.join().unwrap();
+    assert_eq!(t.join().unwrap(), Ok(true));
+    for &k in stored.iter().chain([&newcomer]) {
+        assert!(filter.contains_hash(k), "lost {k:#x}");
+    }
+    assert_eq!(filter.len(), len);
+    filter.check().unwrap();
+}
+
 /// A relocation moves the queried fingerprint from bucket 0 to bucket 2 while a query reads
 /// bucket 2 and then bucket 0: the relocation counter must make the query look again.
 #[test]
 fn lock_free_relocation_racing_a_find_never_misses() {
     model(|| {
         let s = scenario();
-        let filter = lock_free_with(&s.full);
-        let writer = filter.clone();
-        let newcomer = s.newcomer;
-        let t = thread::spawn(move || writer.insert_hash(newcomer));
-        assert!(filter.contains_hash(s.mover_from_other_bucket));
-        assert!(filter.contains_hash(s.mover));
-        assert_eq!(t.join().unwrap(), Ok(true));
-        for &k in s.full.iter().chain([&s.newcomer]) {
-            assert!(filter.contains_hash(k));
-        }
-        assert_eq!(filter.len(), 9);
-        filter.check_invariants().unwrap();
+        let (mover, from_other) = (s.mover, s.mover_from_other_bucket);
+        let racer = move |f: &LockFreeCuckooFilter| {
+            assert!(f.contains_hash(from_other));
+            assert!(f.contains_hash(mover));
+        };
+        beside_the_relocation(&lock_free_with(&s.full), s.newcomer, racer, &s.full, 9);
     });
 }
 
@@ -112,18 +147,11 @@ fn lock_free_relocation_racing_a_find_never_misses() {
 fn lock_free_relocation_racing_a_remove_removes_exactly_one_copy() {
     model(|| {
         let s = scenario();
+        let from_other = s.mover_from_other_bucket;
+        let racer = move |f: &LockFreeCuckooFilter| assert_eq!(f.remove_hash(from_other), Ok(true));
         let filter = lock_free_with(&s.full);
-        let writer = filter.clone();
-        let newcomer = s.newcomer;
-        let t = thread::spawn(move || writer.insert_hash(newcomer));
-        assert_eq!(filter.remove_hash(s.mover_from_other_bucket), Ok(true));
-        assert_eq!(t.join().unwrap(), Ok(true));
+        beside_the_relocation(&filter, s.newcomer, racer, &s.full[1..], 8);
         assert!(!filter.contains_hash(s.mover));
-        for &k in s.full[1..].iter().chain([&s.newcomer]) {
-            assert!(filter.contains_hash(k));
-        }
-        assert_eq!(filter.len(), 8);
-        filter.check_invariants().unwrap();
     });
 }
 
@@ -135,24 +163,12 @@ fn lock_free_relocation_racing_an_insert_for_its_destination_loses_nothing() {
         let s = scenario();
         // Pair {2, 3}, entry 0 first.
         let competitor = key(2, fingerprints_with_offset(1, 2)[1], 0);
-        let filter = lock_free_with(&s.full);
-        let writer = filter.clone();
-        let newcomer = s.newcomer;
-        let t = thread::spawn(move || writer.insert_hash(newcomer));
-        assert_eq!(filter.insert_hash(competitor), Ok(true));
-        assert_eq!(t.join().unwrap(), Ok(true));
-        for &k in s.full.iter().chain([&s.newcomer, &competitor]) {
-            assert!(filter.contains_hash(k));
-        }
-        assert_eq!(filter.len(), 10);
-        filter.check_invariants().unwrap();
+        let racer = move |f: &LockFreeCuckooFilter| assert_eq!(f.insert_hash(competitor), Ok(true));
+        let stored: Vec<u64> = s.full.iter().copied().chain([competitor]).collect();
+        beside_the_relocation(&lock_free_with(&s.full), s.newcomer, racer, &stored, 10);
     });
 }
 
-/// The striped-lock filter with one bucket per stripe: a relocation from bucket 0 to bucket 2
-/// (locking stripes 0 and 2) racing a query that read-locks stripes 0 and 2. (Without the
-/// query's read locks this model fails in the `CONQF_LOOM_RMW_LOADS` mode; with plain loads
-/// loom's reduction explores a single execution here.)
 /// A chain of two moves: bucket 2 also holds, in entry 0, a fingerprint of the pair {2, 3}, so
 /// freeing entry 0 of bucket 0 for the newcomer first moves that one to bucket 3, then the
 /// mover into bucket 2. Queries for both moved fingerprints, each asked from the bucket the copy
@@ -165,39 +181,27 @@ fn lock_free_chain_of_two_relocations_racing_finds_never_misses() {
         let second = key(2, offset_1[1], 0);
         let second_from_bucket_3 = key(3, offset_1[1], 0);
         let keys: Vec<u64> = s.full.iter().copied().chain([second]).collect();
-        let filter = lock_free_with(&keys);
-        let writer = filter.clone();
-        let newcomer = s.newcomer;
-        let t = thread::spawn(move || writer.insert_hash(newcomer));
-        assert!(
-            filter.contains_hash(second_from_bucket_3),
-            "missed the copy moving to 3"
-        );
-        assert!(
-            filter.contains_hash(s.mover_from_other_bucket),
-            "missed the copy moving to 2"
-        );
-        assert_eq!(t.join().unwrap(), Ok(true));
-        for &k in keys.iter().chain([&s.newcomer]) {
-            assert!(filter.contains_hash(k));
-        }
-        assert_eq!(filter.len(), 10);
-        filter.check_invariants().unwrap();
+        let from_other = s.mover_from_other_bucket;
+        let racer = move |f: &LockFreeCuckooFilter| {
+            assert!(
+                f.contains_hash(second_from_bucket_3),
+                "missed the copy moving to 3"
+            );
+            assert!(f.contains_hash(from_other), "missed the copy moving to 2");
+        };
+        beside_the_relocation(&lock_free_with(&keys), s.newcomer, racer, &keys, 10);
     });
 }
 
+/// The striped-lock filter with one bucket per stripe: a relocation from bucket 0 to bucket 2
+/// (locking stripes 0 and 2) racing a query that read-locks stripes 0 and 2.
 #[test]
 fn locked_relocation_racing_a_find_never_misses() {
     model(|| {
         let s = scenario();
-        let filter = locked_with(&s.full);
-        let writer = filter.clone();
-        let newcomer = s.newcomer;
-        let t = thread::spawn(move || writer.insert_hash(newcomer));
-        assert!(filter.contains_hash(s.mover_from_other_bucket));
-        assert_eq!(t.join().unwrap(), Ok(true));
-        assert_eq!(filter.len(), 9);
-        filter.check_invariants().unwrap();
+        let from_other = s.mover_from_other_bucket;
+        let racer = move |f: &LockedCuckooFilter| assert!(f.contains_hash(from_other));
+        beside_the_relocation(&locked_with(&s.full), s.newcomer, racer, &s.full, 9);
     });
 }
 
@@ -209,18 +213,11 @@ fn lock_free_two_relocations_of_one_entry_never_drop_a_copy() {
     model(|| {
         let s = scenario();
         let second = key(0, fingerprints_with_offset(1, 2)[1], 0);
+        let racer = move |f: &LockFreeCuckooFilter| assert_eq!(f.insert_hash(second), Ok(true));
+        let stored: Vec<u64> = s.full.iter().copied().chain([second]).collect();
         let filter = lock_free_with(&s.full);
-        let writer = filter.clone();
-        let newcomer = s.newcomer;
-        let t = thread::spawn(move || writer.insert_hash(newcomer));
-        assert_eq!(filter.insert_hash(second), Ok(true));
-        assert_eq!(t.join().unwrap(), Ok(true));
-        for &k in s.full.iter().chain([&s.newcomer, &second]) {
-            assert!(filter.contains_hash(k));
-        }
-        assert_eq!(filter.len(), 10);
+        beside_the_relocation(&filter, s.newcomer, racer, &stored, 10);
         assert_eq!(filter.fingerprints().len(), 10);
-        filter.check_invariants().unwrap();
     });
 }
 
@@ -230,15 +227,11 @@ fn lock_free_two_relocations_of_one_entry_never_drop_a_copy() {
 fn locked_relocation_racing_a_remove_removes_exactly_one_copy() {
     model(|| {
         let s = scenario();
+        let from_other = s.mover_from_other_bucket;
+        let racer = move |f: &LockedCuckooFilter| assert_eq!(f.remove_hash(from_other), Ok(true));
         let filter = locked_with(&s.full);
-        let writer = filter.clone();
-        let newcomer = s.newcomer;
-        let t = thread::spawn(move || writer.insert_hash(newcomer));
-        assert_eq!(filter.remove_hash(s.mover_from_other_bucket), Ok(true));
-        assert_eq!(t.join().unwrap(), Ok(true));
+        beside_the_relocation(&filter, s.newcomer, racer, &s.full[1..], 8);
         assert!(!filter.contains_hash(s.mover));
-        assert_eq!(filter.len(), 8);
-        filter.check_invariants().unwrap();
     });
 }
 
@@ -255,17 +248,10 @@ fn locked_relocation_racing_an_insert_for_its_destination_loses_nothing() {
         let s = scenario();
         // Pair {2, 3}, entry 0 first.
         let competitor = key(2, fingerprints_with_offset(1, 2)[1], 0);
+        let racer = move |f: &LockedCuckooFilter| assert_eq!(f.insert_hash(competitor), Ok(true));
+        let stored: Vec<u64> = s.full.iter().copied().chain([competitor]).collect();
         let filter = locked_with(&s.full);
-        let (newcomer, (a, b)) = (s.newcomer, (filter.clone(), filter.clone()));
-        let t = thread::spawn(move || a.insert_hash(newcomer));
-        let u = thread::spawn(move || b.insert_hash(competitor));
-        assert_eq!(t.join().unwrap(), Ok(true));
-        assert_eq!(u.join().unwrap(), Ok(true));
-        for &k in s.full.iter().chain([&s.newcomer, &competitor]) {
-            assert!(filter.contains_hash(k));
-        }
-        assert_eq!(filter.len(), 10);
+        beside_the_relocation(&filter, s.newcomer, racer, &stored, 10);
         assert_eq!(filter.fingerprints().len(), 10);
-        filter.check_invariants().unwrap();
     });
 }
