@@ -190,3 +190,54 @@ fn measured_false_positive_rate_matches_the_folded_formula() {
         "measured {measured}, expected {expected}"
     );
 }
+
+/// A run may end in the slot before the last one, and no further: with 3 quotient bits the
+/// table has the guard, 8 canonical slots and an overflow tail of 2 + 4 * 2^2 = 18 (slots
+/// 0-26), and the last slot stays empty, so quotient 7's run, from its canonical slot 8,
+/// takes exactly the 18 slots 8-25. The locked insert's check refuses the 19th key, not the
+/// 18th.
+#[test]
+fn a_run_ends_at_the_slot_before_the_last_and_no_earlier() {
+    let filter = TwoBitQf::with_bits(3, 14).unwrap();
+    for remainder in 1..=18u64 {
+        assert_eq!(
+            filter.insert_hash(hash_of(7, remainder, 3, 14, 0)),
+            Ok(true),
+            "key {remainder} fits in slot {}",
+            7 + remainder
+        );
+    }
+    assert_eq!(
+        filter.insert_hash(hash_of(7, 19, 3, 14, 0)),
+        Err(Error::Full)
+    );
+    assert_eq!(Filter::len(&filter), 18);
+    filter.check_invariants().unwrap();
+    assert!((1..=18u64).all(|remainder| filter.contains_hash(hash_of(7, remainder, 3, 14, 0))));
+}
+
+/// A merge whose union holds exactly the load cap of the largest table its fingerprints allow
+/// (`q + r = 11`, so 10 quotient bits and one remainder bit: cap 992 of 1024 slots) is not
+/// `Full`: the cap refuses only what passes it, as an insert past it would be.
+#[test]
+fn a_merge_whose_union_is_exactly_at_the_cap_is_not_full() {
+    use conqf::Merge;
+    let (a, b) = (
+        TwoBitQf::with_bits(10, 1).unwrap(),
+        TwoBitQf::with_bits(10, 1).unwrap(),
+    );
+    for quotient in 0..992u64 {
+        let half = if quotient % 2 == 0 { &a } else { &b };
+        assert_eq!(half.insert_hash(hash_of(quotient, 1, 10, 1, 0)), Ok(true));
+    }
+    let union = a.merge(&b).unwrap();
+    assert_eq!((union.quotient_bits(), union.remainder_bits()), (10, 1));
+    assert_eq!(Filter::len(&union), 992);
+    union.check_invariants().unwrap();
+    assert!((0..992u64).all(|quotient| union.contains_hash(hash_of(quotient, 1, 10, 1, 0))));
+    // One more key is past the cap, in the union as in either input.
+    assert_eq!(
+        union.insert_hash(hash_of(992, 1, 10, 1, 0)),
+        Err(Error::Full)
+    );
+}
