@@ -140,6 +140,10 @@ fn copy_racing_a_doubling(copy: fn(&GrowableQf) -> GrowableQf) {
                 let returned = w.returned.load(Ordering::Acquire);
                 let copied = copy(&w.filter);
                 copied.check_invariants().unwrap();
+                // The copy's growth state is its table's: every doubling moved one remainder
+                // bit into the quotient, and it may double as often as that table still could.
+                assert_eq!(copied.quotient_bits(), Q + copied.doublings());
+                assert_eq!(copied.doublings_possible(), 1 - copied.doublings());
                 for k in hashes.iter().copied() {
                     assert!(copied.contains_hash(k), "a stored key is missing");
                 }
@@ -332,10 +336,44 @@ fn removal_at_a_migration_block_boundary_inside_a_group_copies_each_key_once() {
 /// the threshold (130 keys against at most 230; with seven, 130 against at most 115).
 const FAILING_Q: u32 = 8;
 
-/// The hash of fingerprint `(quotient, remainder)` in the table of `FAILING_Q` quotient bits and
-/// one remainder bit.
-fn one_bit_key(quotient: u64, remainder: u64) -> u64 {
-    ((quotient << 1) | remainder) << (64 - FAILING_Q - 1)
+/// The hash of fingerprint `(quotient, remainder)` in a table of `FAILING_Q` quotient bits and
+/// `remainder_bits` remainder bits.
+fn last_slot_key(remainder_bits: u32, quotient: u64, remainder: u64) -> u64 {
+    ((quotient << remainder_bits) | remainder) << (64 - FAILING_Q - remainder_bits)
+}
+
+/// A growable table of `FAILING_Q` quotient bits and `remainder_bits` remainder bits that may
+/// double once, at 132 keys, filled to one key short of that ([`one_short_of_full`]), and two
+/// inserts racing for its last free slot, the two fingerprints of quotient 255 (with
+/// `preemptions` and `max_branches` for loom): `check` gets the filter, the two keys and what
+/// each insert returned.
+fn race_for_the_last_free_slot(
+    remainder_bits: u32,
+    (preemptions, max_branches): (usize, usize),
+    check: impl Fn(Arc<GrowableQf>, [u64; 2], [Result<bool, Error>; 2]) + Sync + Send + 'static,
+) {
+    let keys = [0, 1].map(|remainder| last_slot_key(remainder_bits, 255, remainder));
+    super::check_with_branches(Some(preemptions), Some(max_branches), move || {
+        let filter = LocallyLockedQf::growable(1, 0.5)
+            // A threshold of 132 keys (exact in binary): one more than the setup stores.
+            .delta_grow(132.0 / 256.0)
+            .max_doublings(1)
+            .build_with_bits(FAILING_Q, remainder_bits)
+            .unwrap();
+        for (quotient, remainder) in one_short_of_full() {
+            let key = last_slot_key(remainder_bits, quotient, remainder);
+            assert!(filter.insert_hash(key).unwrap());
+        }
+        assert_eq!(filter.len(), 131);
+        let filter = Arc::new(filter);
+        let [first_key, second_key] = keys;
+        let (first, second) = super::race(
+            &filter,
+            move |x| x.insert_hash(first_key),
+            move |y| y.insert_hash(second_key),
+        );
+        check(filter, keys, [first, second]);
+    });
 }
 
 /// The keys stored before the threads of `a_failed_doubling_ends_every_insert` start: both
@@ -364,59 +402,47 @@ fn one_short_of_full() -> impl Iterator<Item = (u64, u64)> {
 /// the raised branch limit.
 #[test]
 fn a_failed_doubling_ends_every_insert() {
-    let (first_key, second_key) = (one_bit_key(255, 0), one_bit_key(255, 1));
-    super::check_with_branches(Some(2), Some(100_000), move || {
-        let filter = LocallyLockedQf::growable(1, 0.5)
-            // A threshold of 132 keys (exact in binary): one more than the setup stores.
-            .delta_grow(132.0 / 256.0)
-            .max_doublings(1)
-            .build_with_bits(FAILING_Q, 1)
-            .unwrap();
-        for (quotient, remainder) in one_short_of_full() {
-            assert!(filter
-                .insert_hash(one_bit_key(quotient, remainder))
-                .unwrap());
-        }
-        assert_eq!(filter.len(), 131);
-        let filter = Arc::new(filter);
-        let (first, second) = super::race(
-            &filter,
-            move |x| x.insert_hash(first_key),
-            move |y| y.insert_hash(second_key),
-        );
-        // Both keys belong in slot 320, the last free one: one insert gets it.
-        let (stored, refused) = match (first, second) {
-            (Ok(true), Err(Error::Full)) => (first_key, second_key),
-            (Err(Error::Full), Ok(true)) => (second_key, first_key),
-            outcomes => panic!("the inserts returned {outcomes:?}"),
-        };
-        assert!(filter.contains_hash(stored), "a stored key is missing");
-        assert!(!filter.contains_hash(refused), "a refused key was stored");
-        assert_eq!(filter.doublings(), 0);
-        assert_eq!(filter.len(), 132);
-        filter.check_invariants().unwrap();
-        // The other fingerprint of quotient 254 would shift quotient 255's run into the last
-        // slot: the table is full, and with the growth failed the insert must say so.
-        assert_eq!(filter.insert_hash(one_bit_key(254, 1)), Err(Error::Full));
-        assert_eq!(filter.len(), 132);
-        // Every fingerprint, not only the ones queried: the failed claim and the refused
-        // inserts changed nothing else.
-        let table = Arc::try_unwrap(filter)
-            .unwrap_or_else(|_| panic!("the threads still hold the filter"))
-            .into_inner();
-        let mut expected: Vec<Fingerprint> = one_short_of_full()
-            .map(|(quotient, remainder)| Fingerprint {
-                quotient,
-                remainder,
-            })
-            .chain([Fingerprint {
-                quotient: 255,
-                remainder: u64::from(stored == second_key),
-            }])
-            .collect();
-        expected.sort_unstable();
-        assert_eq!(table.fingerprints().collect::<Vec<_>>(), expected);
-    });
+    race_for_the_last_free_slot(
+        1,
+        (2, 100_000),
+        |filter, [first_key, second_key], outcomes| {
+            // Both keys belong in slot 320, the last free one: one insert gets it.
+            let (stored, refused) = match outcomes {
+                [Ok(true), Err(Error::Full)] => (first_key, second_key),
+                [Err(Error::Full), Ok(true)] => (second_key, first_key),
+                outcomes => panic!("the inserts returned {outcomes:?}"),
+            };
+            assert!(filter.contains_hash(stored), "a stored key is missing");
+            assert!(!filter.contains_hash(refused), "a refused key was stored");
+            assert_eq!(filter.doublings(), 0);
+            assert_eq!(filter.len(), 132);
+            filter.check_invariants().unwrap();
+            // The other fingerprint of quotient 254 would shift quotient 255's run into the last
+            // slot: the table is full, and with the growth failed the insert must say so.
+            assert_eq!(
+                filter.insert_hash(last_slot_key(1, 254, 1)),
+                Err(Error::Full)
+            );
+            assert_eq!(filter.len(), 132);
+            // Every fingerprint, not only the ones queried: the failed claim and the refused
+            // inserts changed nothing else.
+            let table = Arc::try_unwrap(filter)
+                .unwrap_or_else(|_| panic!("the threads still hold the filter"))
+                .into_inner();
+            let mut expected: Vec<Fingerprint> = one_short_of_full()
+                .map(|(quotient, remainder)| Fingerprint {
+                    quotient,
+                    remainder,
+                })
+                .chain([Fingerprint {
+                    quotient: 255,
+                    remainder: u64::from(stored == second_key),
+                }])
+                .collect();
+            expected.sort_unstable();
+            assert_eq!(table.fingerprints().collect::<Vec<_>>(), expected);
+        },
+    );
 }
 
 /// The freeze of one migration block against operations that started before the migration
@@ -471,4 +497,24 @@ fn a_removal_behind_the_freeze_scan_hides_an_empty_slot() {
         assert!(outcomes.iter().all(|&o| o != Some(false)), "{outcomes:?}");
         migration.check_copy(&held).unwrap();
     });
+}
+
+/// [`a_failed_doubling_ends_every_insert`] with two remainder bits, so the doubling succeeds:
+/// the insert that takes the last free slot reaches the threshold and grows the table, the
+/// other finds the table full and tries to grow too. If it meets the growth claimed but no
+/// migration published yet (the claimant is still allocating the doubled table), it must wait
+/// and retry, not return `Full`: the table is about to double, and both inserts must store
+/// their keys.
+#[test]
+fn an_insert_that_finds_the_table_full_while_it_doubles_is_not_refused() {
+    race_for_the_last_free_slot(
+        2,
+        (1, 1_000_000),
+        |filter, [first_key, second_key], outcomes| {
+            assert_eq!(outcomes, [Ok(true), Ok(true)]);
+            assert_eq!(filter.doublings(), 1);
+            assert!(filter.contains_hash(first_key) && filter.contains_hash(second_key));
+            assert_eq!(filter.len(), 133);
+        },
+    );
 }
