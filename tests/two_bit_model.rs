@@ -235,7 +235,7 @@ fn a_merge_whose_union_is_exactly_at_the_cap_is_not_full() {
     assert_eq!(Filter::len(&union), 992);
     union.check_invariants().unwrap();
     assert!((0..992u64).all(|quotient| union.contains_hash(hash_of(quotient, 1, 10, 1, 0))));
-    // One more key is past the cap, in the union as in either input.
+    // One more key is past the cap.
     assert_eq!(
         union.insert_hash(hash_of(992, 1, 10, 1, 0)),
         Err(Error::Full)

@@ -338,7 +338,7 @@ const FAILING_Q: u32 = 8;
 
 /// The hash of fingerprint `(quotient, remainder)` in a table of `FAILING_Q` quotient bits and
 /// `remainder_bits` remainder bits.
-fn last_slot_key(remainder_bits: u32, quotient: u64, remainder: u64) -> u64 {
+fn failing_q_key(remainder_bits: u32, quotient: u64, remainder: u64) -> u64 {
     ((quotient << remainder_bits) | remainder) << (64 - FAILING_Q - remainder_bits)
 }
 
@@ -352,7 +352,7 @@ fn race_for_the_last_free_slot(
     (preemptions, max_branches): (usize, usize),
     check: impl Fn(Arc<GrowableQf>, [u64; 2], [Result<bool, Error>; 2]) + Sync + Send + 'static,
 ) {
-    let keys = [0, 1].map(|remainder| last_slot_key(remainder_bits, 255, remainder));
+    let keys = [0, 1].map(|remainder| failing_q_key(remainder_bits, 255, remainder));
     super::check_with_branches(Some(preemptions), Some(max_branches), move || {
         let filter = LocallyLockedQf::growable(1, 0.5)
             // A threshold of 132 keys (exact in binary): one more than the setup stores.
@@ -361,7 +361,7 @@ fn race_for_the_last_free_slot(
             .build_with_bits(FAILING_Q, remainder_bits)
             .unwrap();
         for (quotient, remainder) in one_short_of_full() {
-            let key = last_slot_key(remainder_bits, quotient, remainder);
+            let key = failing_q_key(remainder_bits, quotient, remainder);
             assert!(filter.insert_hash(key).unwrap());
         }
         assert_eq!(filter.len(), 131);
@@ -420,7 +420,7 @@ fn a_failed_doubling_ends_every_insert() {
             // The other fingerprint of quotient 254 would shift quotient 255's run into the last
             // slot: the table is full, and with the growth failed the insert must say so.
             assert_eq!(
-                filter.insert_hash(last_slot_key(1, 254, 1)),
+                filter.insert_hash(failing_q_key(1, 254, 1)),
                 Err(Error::Full)
             );
             assert_eq!(filter.len(), 132);
