@@ -52,7 +52,10 @@ pub(crate) fn check_with_branches(
     });
     // Relaxed: as above.
     let executions = executions.load(std::sync::atomic::Ordering::Relaxed);
-    eprintln!("loom explored {executions} executions");
+    // The test's name (libtest names its thread after it): tests run two at a time, so their
+    // lines interleave.
+    let model_name = std::thread::current().name().unwrap_or("?").to_owned();
+    eprintln!("loom explored {executions} executions: {model_name}");
     assert!(
         executions > 1,
         "loom ran the model once: it explored no interleaving"
