@@ -40,6 +40,7 @@ pub(crate) fn check_with_branches(
 ) {
     let executions = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let counted = executions.clone();
+    let started = std::time::Instant::now();
     let mut builder = loom::model::Builder::new();
     builder.preemption_bound = preemptions;
     if let Some(max_branches) = max_branches {
@@ -53,9 +54,11 @@ pub(crate) fn check_with_branches(
     // Relaxed: as above.
     let executions = executions.load(std::sync::atomic::Ordering::Relaxed);
     // The test's name (libtest names its thread after it): tests run two at a time, so their
-    // lines interleave.
+    // lines interleave. The time tells which models CI's budget goes to (it varies with the
+    // machine's load; the executions do not).
     let model_name = std::thread::current().name().unwrap_or("?").to_owned();
-    eprintln!("loom explored {executions} executions: {model_name}");
+    let seconds = started.elapsed().as_secs_f64();
+    eprintln!("loom explored {executions} executions in {seconds:.1} s: {model_name}");
     assert!(
         executions > 1,
         "loom ran the model once: it explored no interleaving"
