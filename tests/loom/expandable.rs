@@ -133,26 +133,41 @@ fn four_keys(cascading: bool) -> (Arc<ExpandableQf>, [u64; 4]) {
 
 /// A removal on a lower level shifts a key back across a group boundary while a query for
 /// that key reads the level without taking the newest level's path: the query must find it.
-/// The shift brings `w` home to its canonical slot; a query for a fingerprint of the same
-/// quotient that was never inserted must still answer `false` in every interleaving.
+/// The shift brings `w` home to its canonical slot; `x`, in the run the removal shortens, must
+/// be found too, and a fingerprint of `w`'s quotient that was never inserted must be absent in
+/// every interleaving.
+///
+/// Each of the three queries runs in a model of its own. A query only reads the level (and
+/// locks of the newest level, released again), so a model of one query explores every
+/// interleaving of it with the removal that a model of all three on one thread explored: leaving
+/// out the other queries' steps never adds a preemption, and only drops views the other queries'
+/// loads synchronised with. The three models together run about a thirteenth of that model's
+/// executions (with cascading, 75,153 against 982,152 in plain mode).
 fn lower_level_query_during_a_removal_shifting_across_groups(cascading: bool) {
-    model(move || {
-        let (filter, [x, y, w, _]) = four_keys(cascading);
-        let never = key10(3, 5);
-        let (removed, exact) = super::race(
-            &filter,
-            move |a| a.remove_hash(y).unwrap(),
-            move |b| b.contains_hash(w) && b.contains_hash(x) && !b.contains_hash(never),
-        );
-        assert!(removed);
-        assert!(
-            exact,
-            "false negative, or a positive for a fingerprint never stored, on a lower level \
-             during a removal"
-        );
-        assert!(!filter.contains_hash(y));
-        filter.check_invariants().unwrap();
-    });
+    // The four-key indices of `w` and `x`; `None` for the fingerprint never inserted.
+    for asked in [Some(2), Some(0), None] {
+        model(move || {
+            let (filter, keys) = four_keys(cascading);
+            let y = keys[1];
+            let (key, stored) = match asked {
+                Some(index) => (keys[index], true),
+                None => (key10(3, 5), false),
+            };
+            let (removed, found) = super::race(
+                &filter,
+                move |a| a.remove_hash(y).unwrap(),
+                move |b| b.contains_hash(key),
+            );
+            assert!(removed);
+            assert_eq!(
+                found, stored,
+                "false negative, or a positive for a fingerprint never stored, on a lower level \
+                 during a removal"
+            );
+            assert!(!filter.contains_hash(y));
+            filter.check_invariants().unwrap();
+        });
+    }
 }
 
 /// The model above with cascading inserts: queries walk the levels oldest first and may stop
