@@ -1,30 +1,16 @@
 //! Both cuckoo filters through the public API: parameter validation, sizing, `Full` that keeps
 //! every stored key, duplicates, and the false-positive rate against the analytical bound.
 
-use conqf::{
-    cuckoo_fpr, hash_key, Error, Filter, LockFreeCuckooFilter, LockedCuckooFilter, Remove,
-};
+mod common;
 
-fn both(bucket_bits: u32, fingerprint_bits: u32) -> Vec<Box<dyn RemoveFilter>> {
+use common::cuckoo::CuckooUnderTest;
+use conqf::{cuckoo_fpr, hash_key, Error, Filter, LockFreeCuckooFilter, LockedCuckooFilter};
+
+fn both(bucket_bits: u32, fingerprint_bits: u32) -> Vec<Box<dyn CuckooUnderTest>> {
     vec![
         Box::new(LockFreeCuckooFilter::with_bits(bucket_bits, fingerprint_bits).unwrap()),
         Box::new(LockedCuckooFilter::with_bits(bucket_bits, fingerprint_bits).unwrap()),
     ]
-}
-
-/// `Filter + Remove` as one object type, so tests loop over both filters.
-trait RemoveFilter: Filter + Remove {
-    fn invariants(&self) -> Result<(), String>;
-}
-impl RemoveFilter for LockFreeCuckooFilter {
-    fn invariants(&self) -> Result<(), String> {
-        self.check_invariants()
-    }
-}
-impl RemoveFilter for LockedCuckooFilter {
-    fn invariants(&self) -> Result<(), String> {
-        self.check_invariants()
-    }
 }
 
 #[test]

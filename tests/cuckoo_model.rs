@@ -5,53 +5,15 @@
 //! in those, so every answer must equal the model's, and after every step the stored entries
 //! must be exactly the model's. Merges of two such filters must hold both multisets.
 
+mod common;
+
 use std::collections::BTreeMap;
 
-use conqf::{Error, Filter, LockFreeCuckooFilter, LockedCuckooFilter, Merge, Remove};
+use common::cuckoo::CuckooUnderTest as Cuckoo;
+use conqf::{Error, LockFreeCuckooFilter, LockedCuckooFilter, Merge};
 use proptest::prelude::*;
 
 const BUCKET_BITS: u32 = 3;
-
-/// What the model runner needs from a cuckoo filter.
-trait Cuckoo: Filter + Remove {
-    fn build(fingerprint_bits: u32) -> Self;
-    fn place(&self, hash: u64) -> (u64, [usize; 2]);
-    fn stored(&self) -> Vec<(u64, [usize; 2])>;
-    fn invariants(&self) -> Result<(), String>;
-}
-
-impl Cuckoo for LockFreeCuckooFilter {
-    fn build(fingerprint_bits: u32) -> Self {
-        LockFreeCuckooFilter::with_bits(BUCKET_BITS, fingerprint_bits).unwrap()
-    }
-    fn place(&self, hash: u64) -> (u64, [usize; 2]) {
-        let (a, b, fp) = self.placement(hash);
-        (fp, [a.min(b), a.max(b)])
-    }
-    fn stored(&self) -> Vec<(u64, [usize; 2])> {
-        self.fingerprints()
-    }
-    fn invariants(&self) -> Result<(), String> {
-        self.check_invariants()
-    }
-}
-
-impl Cuckoo for LockedCuckooFilter {
-    fn build(fingerprint_bits: u32) -> Self {
-        // Two stripes, so moves and queries take one lock or two.
-        LockedCuckooFilter::with_stripes(BUCKET_BITS, fingerprint_bits, 2).unwrap()
-    }
-    fn place(&self, hash: u64) -> (u64, [usize; 2]) {
-        let (a, b, fp) = self.placement(hash);
-        (fp, [a.min(b), a.max(b)])
-    }
-    fn stored(&self) -> Vec<(u64, [usize; 2])> {
-        self.fingerprints()
-    }
-    fn invariants(&self) -> Result<(), String> {
-        self.check_invariants()
-    }
-}
 
 #[derive(Debug, Clone, Copy)]
 enum Op {
@@ -79,7 +41,7 @@ fn ops(fingerprint_bits: u32, keys: u64, len: usize) -> impl Strategy<Value = Ve
 /// Runs `sequence` on a new filter, checking every step against the model; returns the filter
 /// and how many inserts were `Full`.
 fn run<F: Cuckoo>(fingerprint_bits: u32, sequence: &[Op]) -> Result<(F, usize), TestCaseError> {
-    let filter = F::build(fingerprint_bits);
+    let filter = F::build(BUCKET_BITS, fingerprint_bits);
     let mut model: BTreeMap<(u64, [usize; 2]), usize> = BTreeMap::new();
     let mut fulls = 0;
     for &op in sequence {

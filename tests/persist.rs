@@ -15,6 +15,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use std::collections::BTreeMap;
 
+use common::cuckoo::CuckooUnderTest;
 use common::{hash_of, ops, Model, Op};
 use conqf::{
     hash_key, AtomicBloomFilter, BuildMethod, Count, CountingQf, CountingQfRef, Dedupe, Error,
@@ -362,67 +363,11 @@ proptest! {
     }
 }
 
-/// What the cuckoo round trip needs from either cuckoo filter.
-trait CuckooFilter: Filter + Remove + Sized {
-    fn build(bucket_bits: u32, fingerprint_bits: u32) -> Self;
-    fn bytes(&mut self) -> Vec<u8>;
-    fn stream(&mut self) -> Vec<u8>;
-    fn decode(bytes: &[u8]) -> Result<Self, Error>;
-    fn stored(&self) -> Vec<(u64, [usize; 2])>;
-    fn invariants(&self) -> Result<(), String>;
-}
-
-impl CuckooFilter for LockFreeCuckooFilter {
-    fn build(bucket_bits: u32, fingerprint_bits: u32) -> Self {
-        Self::with_bits(bucket_bits, fingerprint_bits).unwrap()
-    }
-    fn bytes(&mut self) -> Vec<u8> {
-        self.to_bytes()
-    }
-    fn stream(&mut self) -> Vec<u8> {
-        let mut out = Vec::new();
-        self.write_to(&mut out).unwrap();
-        out
-    }
-    fn decode(bytes: &[u8]) -> Result<Self, Error> {
-        Self::from_bytes(bytes)
-    }
-    fn stored(&self) -> Vec<(u64, [usize; 2])> {
-        self.fingerprints()
-    }
-    fn invariants(&self) -> Result<(), String> {
-        self.check_invariants()
-    }
-}
-
-impl CuckooFilter for LockedCuckooFilter {
-    fn build(bucket_bits: u32, fingerprint_bits: u32) -> Self {
-        Self::with_stripes(bucket_bits, fingerprint_bits, 2).unwrap()
-    }
-    fn bytes(&mut self) -> Vec<u8> {
-        self.to_bytes()
-    }
-    fn stream(&mut self) -> Vec<u8> {
-        let mut out = Vec::new();
-        self.write_to(&mut out).unwrap();
-        out
-    }
-    fn decode(bytes: &[u8]) -> Result<Self, Error> {
-        Self::from_bytes(bytes)
-    }
-    fn stored(&self) -> Vec<(u64, [usize; 2])> {
-        self.fingerprints()
-    }
-    fn invariants(&self) -> Result<(), String> {
-        self.check_invariants()
-    }
-}
-
 /// Builds a `W` from `hashes` (every third one removed again), writes it, and checks that both
 /// cuckoo filters read it back with the same entries, count and answers, that reading and
 /// writing again gives the same bytes, and that the copy then behaves like the original under
 /// the same further operations.
-fn check_cuckoo_round_trip<W: CuckooFilter>(
+fn check_cuckoo_round_trip<W: CuckooUnderTest>(
     b: u32,
     f: u32,
     hashes: &[u64],
@@ -443,12 +388,12 @@ fn check_cuckoo_round_trip<W: CuckooFilter>(
     let mut lock_free = LockFreeCuckooFilter::from_bytes(&bytes).unwrap();
     let locked = LockedCuckooFilter::read_from(bytes.as_slice()).unwrap();
     let same = W::decode(&bytes).unwrap();
-    for copy in [&lock_free as &dyn CuckooFilterView, &locked, &same] {
-        copy.view_invariants().map_err(TestCaseError::fail)?;
-        prop_assert_eq!(copy.view_stored(), original.stored());
-        prop_assert_eq!(copy.view_len(), original.len());
+    for copy in [&lock_free as &dyn CuckooUnderTest, &locked, &same] {
+        copy.invariants().map_err(TestCaseError::fail)?;
+        prop_assert_eq!(copy.stored(), original.stored());
+        prop_assert_eq!(copy.len(), original.len());
         for &h in hashes.iter().chain(probes) {
-            prop_assert_eq!(copy.view_contains(h), original.contains_hash(h));
+            prop_assert_eq!(copy.contains_hash(h), original.contains_hash(h));
         }
     }
     prop_assert_eq!(lock_free.to_bytes(), bytes.clone());
@@ -464,29 +409,6 @@ fn check_cuckoo_round_trip<W: CuckooFilter>(
     prop_assert_eq!(same.stored(), original.stored());
     same.invariants().map_err(TestCaseError::fail)?;
     Ok(())
-}
-
-/// Either cuckoo filter, as a trait object for the answers the round trip compares.
-trait CuckooFilterView {
-    fn view_invariants(&self) -> Result<(), String>;
-    fn view_stored(&self) -> Vec<(u64, [usize; 2])>;
-    fn view_len(&self) -> usize;
-    fn view_contains(&self, hash: u64) -> bool;
-}
-
-impl<F: CuckooFilter> CuckooFilterView for F {
-    fn view_invariants(&self) -> Result<(), String> {
-        self.invariants()
-    }
-    fn view_stored(&self) -> Vec<(u64, [usize; 2])> {
-        self.stored()
-    }
-    fn view_len(&self) -> usize {
-        self.len()
-    }
-    fn view_contains(&self, hash: u64) -> bool {
-        self.contains_hash(hash)
-    }
 }
 
 proptest! {

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests: hashes with chosen fingerprints and an exact model.
 #![allow(dead_code)]
 
+pub(crate) mod cuckoo;
+
 use std::collections::BTreeSet;
 
 use conqf::Fingerprint;

@@ -10,6 +10,7 @@
 //! also puts a fingerprint of the pair {2, 3} in bucket 2, so the relocation is a chain of two
 //! moves (bucket 2 to 3, then 0 to 2).
 
+use super::cuckoo_under_test::CuckooUnderTest;
 use conqf::{Filter, LockFreeCuckooFilter, LockedCuckooFilter, Remove};
 use loom::sync::Arc;
 use loom::thread;
@@ -85,29 +86,12 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
     super::check(Some(2), f);
 }
 
-/// The two cuckoo filters, each with its own invariant check.
-trait Cuckoo: Filter + 'static {
-    fn check(&self) -> Result<(), String>;
-}
-
-impl Cuckoo for LockFreeCuckooFilter {
-    fn check(&self) -> Result<(), String> {
-        self.check_invariants()
-    }
-}
-
-impl Cuckoo for LockedCuckooFilter {
-    fn check(&self) -> Result<(), String> {
-        self.check_invariants()
-    }
-}
-
 /// The shape of every model here: one spawned thread inserts the scenario's `newcomer` (a
 /// relocation), which must succeed, while another runs `racer` on the same filter (both
 /// spawned, so which starts first is itself a branch loom explores: see `super::check`).
 /// Afterwards the newcomer and every key of `stored` are found, `len` is `len`, and the
 /// invariants hold.
-fn beside_the_relocation<F: Cuckoo>(
+fn beside_the_relocation<F: CuckooUnderTest>(
     filter: &Arc<F>,
     newcomer: u64,
     racer: impl FnOnce(&F) + Send + 'static,
@@ -123,7 +107,7 @@ fn beside_the_relocation<F: Cuckoo>(
         assert!(filter.contains_hash(k), "lost {k:#x}");
     }
     assert_eq!(filter.len(), len);
-    filter.check().unwrap();
+    filter.invariants().unwrap();
 }
 
 /// A relocation moves the queried fingerprint from bucket 0 to bucket 2 while a query reads

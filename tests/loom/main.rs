@@ -8,6 +8,10 @@ mod counter;
 mod counting;
 mod cuckoo;
 mod cuckoo_persist;
+// Only the trait's queries and invariant check are used here.
+#[allow(dead_code)]
+#[path = "../common/cuckoo.rs"]
+mod cuckoo_under_test;
 mod expandable;
 mod externally_locked;
 mod growing;
