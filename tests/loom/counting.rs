@@ -90,9 +90,9 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 /// [`model`] with one preemption instead of two when table words are read as read-modify-writes
 /// (`CONQF_LOOM_RMW_LOADS`), for the model of two inserts that each shift through all six blocks
 /// of the saturated table: every read of theirs is then a branch against the other thread's
-/// writes, and at two preemptions that mode explored 267,652 executions (339 s, as long as the
-/// rest of that mode's models together took on the other test thread) against 10,514 at one and
-/// 8,666 in the plain mode at two. Both modes, so bounded, fail a left extension that locks the
+/// writes, and at two preemptions that mode explored 267,652 executions (339 s in CI, the whole
+/// mode's wall time: the other test thread ran every other model in 192 s) against 10,514 at one
+/// and 8,666 in the plain mode at two. Both modes, so bounded, fail a left extension that locks the
 /// lower region while holding its own (the two threads deadlock) and a retry that applies the
 /// plan it made before relocking (both mutants tried on 2026-11-29).
 fn model_one_preemption_with_rmw_loads(f: impl Fn() + Sync + Send + 'static) {

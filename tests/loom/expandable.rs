@@ -137,8 +137,8 @@ fn four_keys(cascading: bool) -> (Arc<ExpandableQf>, [u64; 4]) {
 /// be found too, and a fingerprint of `w`'s quotient that was never inserted must be absent in
 /// every interleaving.
 ///
-/// Each of the three queries runs in a model of its own. A query only reads the level (and
-/// locks of the newest level, released again), so a model of one query explores every
+/// Each of the three queries runs in a model of its own. A query only reads the level (on the
+/// newest level it may take a read lock and release it), so a model of one query explores every
 /// interleaving of it with the removal that a model of all three on one thread explored: leaving
 /// out the other queries' steps never adds a preemption, and only drops views the other queries'
 /// loads synchronised with. The three models together run about a thirteenth of that model's
