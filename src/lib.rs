@@ -199,6 +199,11 @@ pub use qf::scan::Fingerprints;
 pub use qf::sequential::SequentialQf;
 pub use qf::two_bit::TwoBitQf;
 pub use sizing::{linear_probing_fpr, nonzero_qf_fpr, qf_fpr, MAX_QUOTIENT_BITS};
+/// Whether the loom models read table words as read-modify-writes (`CONQF_LOOM_RMW_LOADS`;
+/// `--cfg loom` only).
+#[cfg(loom)]
+#[doc(hidden)]
+pub use sync::loom_loads_as_rmw;
 
 /// The README's code blocks, compiled and run as doctests so the quick start cannot rot.
 #[doc = include_str!("../README.md")]

@@ -79,8 +79,10 @@ pub(crate) fn thread_index() -> usize {
 /// overwritten) or after it (and write back the stored value). With every group write an RMW the
 /// order loom keeps is total, as the hardware's is; a swap whose result is dropped has the
 /// effect of the store.
+///
+/// Public (hidden) for the loom models that bound their preemptions per mode.
 #[cfg(loom)]
-pub(crate) fn loom_loads_as_rmw() -> bool {
+pub fn loom_loads_as_rmw() -> bool {
     static RMW: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *RMW.get_or_init(|| std::env::var_os("CONQF_LOOM_RMW_LOADS").is_some())
 }

@@ -96,7 +96,7 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
 /// lower region while holding its own (the two threads deadlock) and a retry that applies the
 /// plan it made before relocking (both mutants tried on 2026-11-29).
 fn model_one_preemption_with_rmw_loads(f: impl Fn() + Sync + Send + 'static) {
-    let preemptions = if super::rmw_loads() { 1 } else { 2 };
+    let preemptions = if conqf::loom_loads_as_rmw() { 1 } else { 2 };
     super::check_with_branches(Some(preemptions), Some(100_000), f);
 }
 

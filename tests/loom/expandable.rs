@@ -159,11 +159,12 @@ fn lower_level_query_during_a_removal_shifting_across_groups(cascading: bool) {
                 move |b| b.contains_hash(key),
             );
             assert!(removed);
-            assert_eq!(
-                found, stored,
-                "false negative, or a positive for a fingerprint never stored, on a lower level \
-                 during a removal"
-            );
+            let wrong = if stored {
+                "a false negative"
+            } else {
+                "a positive for a fingerprint never stored"
+            };
+            assert_eq!(found, stored, "{wrong} on a lower level during a removal");
             assert!(!filter.contains_hash(y));
             filter.check_invariants().unwrap();
         });

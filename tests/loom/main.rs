@@ -69,13 +69,6 @@ pub(crate) fn check_with_branches(
     );
 }
 
-/// Whether this run reads table words as read-modify-writes (`CONQF_LOOM_RMW_LOADS` set, as
-/// `loom_loads_as_rmw` in the crate's `src/sync.rs` reads it), for the few models that bound
-/// their preemptions per mode.
-pub(crate) fn rmw_loads() -> bool {
-    std::env::var_os("CONQF_LOOM_RMW_LOADS").is_some()
-}
-
 /// Runs `a` and `b` on two spawned loom threads, each with its own clone of `shared` (both
 /// cloned before either thread starts), spawns `a`'s thread first, then joins `a`'s and then
 /// `b`'s, and returns their results in that order.
