@@ -61,6 +61,23 @@ fn one_thread_grows_and_keeps_every_key() {
     assert_eq!(set, expected);
 }
 
+/// A growing filter's tables have no shift regions (their queries' misses over several groups
+/// always take the read lock); the fixed-size filter `into_inner` hands out has them again, as
+/// one built directly: the same memory, words included.
+#[test]
+fn into_inner_gives_back_a_filter_with_shift_regions() {
+    let filter = LocallyLockedQf::growable(1 << 14, 0.01).build().unwrap();
+    for h in random_hashes(1000, 7) {
+        filter.insert_hash(h).unwrap();
+    }
+    let (q, r) = (filter.quotient_bits(), filter.remainder_bits());
+    let growing_memory = filter.memory_bytes();
+    let inner = filter.into_inner();
+    let direct = LocallyLockedQf::with_bits(q, r).unwrap();
+    assert_eq!(inner.memory_bytes(), direct.memory_bytes());
+    assert!(inner.memory_bytes() > growing_memory, "the words are back");
+}
+
 #[test]
 fn growth_keeps_the_fill_between_half_and_delta_grow() {
     fill_stays_between_half_and_delta_grow(0);

@@ -10,7 +10,8 @@
 //!   the new newest level and never insert ordinarily here again.
 //! * Removals. Each one counts itself in [`LevelReads::writers`] for as long as it may change
 //!   the table, and a lock-free reader keeps its answer only if no removal was in flight when it
-//!   started and none started before it finished (a sequence lock with many writers).
+//!   started and none started before it finished (a [`SeqWord`]: a sequence lock with many
+//!   writers).
 //! * Cascading inserts: one CAS turns an empty canonical slot into a one-element cluster and
 //!   moves nothing, so a reader's walk, which passes only filled slots, reads each slot either
 //!   before or after it and answers as one of the two states (paper 000 §4.2).
@@ -22,24 +23,19 @@
 use std::sync::Arc;
 
 use crate::qf::growing::{defer, Guard};
+use crate::qf::seq_word::{SeqWord, Writing};
 use crossbeam_utils::CachePadded;
 
-use crate::sync::{fence, AtomicBool, AtomicU64, Ordering};
-
-/// One start of a removal in the high half of [`LevelReads::writers`]; one removal in flight in
-/// the low half.
-const STARTED: u64 = 1 << 32;
-const IN_FLIGHT: u64 = 1;
-const IN_FLIGHT_MASK: u64 = STARTED - 1;
+use crate::sync::{AtomicBool, Ordering};
 
 /// The lock-free read state of every level of one filter.
 pub(crate) struct LevelReads {
     /// Whether level `i` is sealed. Shared with the deferred sealing, which may outlive the
     /// filter.
     sealed: Arc<[AtomicBool]>,
-    /// Per level: removals started (high 32 bits, wrapping) and in flight (low 32 bits). Padded:
-    /// a removal on one level must not bounce the line the readers of the others load.
-    writers: Box<[CachePadded<AtomicU64>]>,
+    /// Per level: the removals started and in flight. Padded: a removal on one level must not
+    /// bounce the line the readers of the others load.
+    writers: Box<[CachePadded<SeqWord>]>,
 }
 
 impl LevelReads {
@@ -54,7 +50,7 @@ impl LevelReads {
         LevelReads {
             sealed: (0..levels).map(|i| AtomicBool::new(i < sealed)).collect(),
             writers: (0..levels)
-                .map(|_| CachePadded::new(AtomicU64::new(0)))
+                .map(|_| CachePadded::new(SeqWord::new()))
                 .collect(),
         }
     }
@@ -79,20 +75,10 @@ impl LevelReads {
             return None;
         }
         let writers = &self.writers[level];
-        // Acquire: pairs with the Release decrement of the removals that finished, so their
-        // writes are visible to `query`.
-        let before = writers.load(Ordering::Acquire);
-        if before & IN_FLIGHT_MASK != 0 {
-            return None;
-        }
+        let before = writers.read_begin()?;
+        // `query`'s loads are Acquire, as `read_stands` needs.
         let answer = query();
-        // What orders this load after `query`'s reads is their own Acquire: if one of them read
-        // a removal's write (a Release CAS made after the removal's increment and fence), that
-        // increment happens before everything after the read, this load included, which so
-        // sees it. Relaxed would therefore do here (it passed every model when mutation-tested,
-        // 2026-11-29); Acquire costs nothing on x86.
-        let after = writers.load(Ordering::Acquire);
-        (after == before).then_some(answer)
+        writers.read_stands(before).then_some(answer)
     }
 
     /// Whether level `level` is sealed.
@@ -105,21 +91,7 @@ impl LevelReads {
     /// Runs `remove` on level `level`, counted as a removal in flight (until it returns or
     /// unwinds: a panicking removal must not leave its level read-locked for ever).
     pub(crate) fn removing<T>(&self, level: usize, remove: impl FnOnce() -> T) -> T {
-        /// Ends the removal's count when dropped.
-        struct InFlight<'a>(&'a AtomicU64);
-        impl Drop for InFlight<'_> {
-            fn drop(&mut self) {
-                // Release: a reader whose first load sees the removal finished sees its writes.
-                self.0.fetch_sub(IN_FLIGHT, Ordering::Release);
-            }
-        }
-        let writers = &*self.writers[level];
-        // Relaxed, then a Release fence (a seqlock writer): every table write of the removal
-        // comes after the fence, so a reader that reads one of them (with an Acquire load) sees
-        // this increment in its second load, whatever ordering `remove` writes with.
-        writers.fetch_add(STARTED + IN_FLIGHT, Ordering::Relaxed);
-        fence(Ordering::Release);
-        let _in_flight = InFlight(writers);
+        let _in_flight = Writing::start(std::slice::from_ref(&*self.writers[level]));
         remove()
     }
 }

@@ -1,10 +1,11 @@
 //! `LocallyLockedQf`: the concurrent quotient filter of paper 000 §3.2, which locks with the
-//! status bits already in the table, so it needs no memory beyond the sequential table and
-//! touches no extra cache line.
+//! status bits already in the table, so its locks need no memory beyond the sequential table.
+//! Beyond the paper, one word per 1,024 groups (0.1% of the table) lets a query's miss stand
+//! without a lock.
 //!
 //! This file holds the filter and its public methods; the protocol's parts are `locks` (Blocks B
-//! and C, and the commit that waits out read locks), `insert` (Blocks A-E), `query` (F-I) and
-//! `remove` ("Deletions").
+//! and C, and the commit that waits out read locks), `insert` (Blocks A-E), `query` (F-I),
+//! `remove` ("Deletions") and `shift_regions` (the words that let a miss stand).
 //!
 //! # Protocol
 //!
@@ -33,18 +34,21 @@
 //!   and shift right group by group, left to right, waiting for read locks met on the way (Block
 //!   E). The last element moves into the write-locked slot, which releases that lock; then the read
 //!   lock is released.
-//! * **contains**: first the whole lookup walked without locks. Its answer stands if the walk
-//!   read only the group of the canonical slot (Block F), or if it found the remainder: a query
-//!   that succeeds writes nothing, where the paper's takes a read lock (its queries then scale
-//!   worse than its inserts). Otherwise, i.e. a miss over several groups, read-lock the cluster
-//!   start (the one the walk saw, if it still is one), re-walk under the lock (restart if the
-//!   cluster changed), answer, unlock (Blocks G-I). A hit of a walk over several groups can be
-//!   a misread: a walk that overlaps a shift through its cluster may take a stale copy for the
-//!   next run's element, so the hit is a false positive (also for a key just removed), about
-//!   as likely as a fingerprint collision in that run and only while such a shift is in
-//!   progress. Callers that act on a hit (`ExpandableQf`'s insert-if-absent) ask
-//!   [`contains_hash_locked`](LocallyLockedQf::contains_hash_locked), which trusts only
-//!   one-group answers and the locked walk.
+//! * **contains**: first the whole lookup walked without locks, its shift region's word read
+//!   before it (see `shift_regions`). Its answer stands if the walk read only the group of the
+//!   canonical slot (Block F), if it found the remainder, or if no locked shift wrote its
+//!   region of the table while it walked (the word, read again after the walk, says so): a
+//!   query writes nothing then, where the paper's takes a read lock (its queries then scale
+//!   worse than its inserts). Otherwise, i.e. a miss over several groups beside a locked
+//!   shift, read-lock the cluster start (the one the walk saw, if it still is one), re-walk
+//!   under the lock (restart if the cluster changed), answer, unlock (Blocks G-I). A hit of a
+//!   walk over several groups that overlaps a shift through its cluster can be a misread: the
+//!   walk may take a stale copy for the next run's element, so the hit is a false positive
+//!   (also for a key just removed), about as likely as a fingerprint collision in that run
+//!   and only while such a shift is in progress. Callers that act on a hit (`ExpandableQf`'s
+//!   insert-if-absent) ask [`contains_hash_locked`](LocallyLockedQf::contains_hash_locked),
+//!   which trusts a hit only from one group, a walk no locked shift overlapped, or the locked
+//!   walk.
 //! * **remove** (paper 000 §3.2 "Deletions"): lock-free, as an insert, if the whole removal
 //!   happens inside the group it loaded, that group holds no lock, and an empty slot in it
 //!   follows the removed element (so the shift left stops in the group); an absent key found
@@ -84,13 +88,15 @@
 //! at a thread that waits for nothing.
 //!
 //! **No false negatives**: a key whose insert has returned is in the table until it is removed;
-//! a query answers `false` only from one consistent group or from a walk of a cluster it has
-//! read-locked, which nobody changes meanwhile.
+//! a query answers `false` only from one consistent group, from a walk that no locked shift
+//! overlapped (which reads a consistent table: `shift_regions` has the argument), or from a walk
+//! of a cluster it has read-locked, which nobody changes meanwhile.
 
 mod insert;
 mod locks;
 mod query;
 mod remove;
+mod shift_regions;
 mod sweep;
 
 use std::hash::Hash;
@@ -107,6 +113,7 @@ use super::sequential::{merge_tables, SequentialQf};
 use super::slot::{CONTINUATION, OCCUPIED, READ_LOCK, SHIFTED, STATUS_BITS, WRITE_LOCK};
 use super::table::QfTable;
 use super::walk::{self, LocksReadThrough, UnlockedWalk};
+use shift_regions::{QuietRegion, ShiftRegions};
 
 /// A concurrent quotient filter locked through its own status bits (paper 000 §3.2).
 ///
@@ -138,6 +145,9 @@ pub struct LocallyLockedQf {
     pub(crate) cap: LoadCap,
     /// The continuation bit of every lane: finds lock statuses in a word at once.
     continuation_lanes: u64,
+    /// Which regions a locked shift writes: a query's miss over several groups stands without
+    /// the read lock if none did while it walked.
+    shifts: ShiftRegions,
 }
 
 impl LocallyLockedQf {
@@ -195,11 +205,13 @@ impl LocallyLockedQf {
     pub fn from_sequential(filter: SequentialQf) -> Self {
         let continuation_lanes = filter.table.slots.layout().lanes(CONTINUATION);
         let (len, cap) = LoadCap::with_counter(filter.table.quotient_bits, filter.len);
+        let shifts = ShiftRegions::new(filter.table.slots.groups());
         LocallyLockedQf {
             table: filter.table,
             len,
             cap,
             continuation_lanes,
+            shifts,
         }
     }
 
@@ -265,8 +277,8 @@ impl LocallyLockedQf {
     /// locks: `true` only if the fingerprint was stored at some moment of the call, never from
     /// a run misread during a concurrent shift (crate docs, "Consistency"). For callers that
     /// act on a `true`, such as an insert-if-absent across several filters (`ExpandableQf`'s),
-    /// which would otherwise drop a key on a misread. It costs a read lock whenever the answer
-    /// is not in the canonical slot's group, hit or miss.
+    /// which would otherwise drop a key on a misread. It costs a read lock when the answer is
+    /// not in the canonical slot's group and a locked shift of its region overlapped the walk.
     ///
     /// ```
     /// use conqf::{Filter, LocallyLockedQf, Remove};
@@ -282,6 +294,33 @@ impl LocallyLockedQf {
         let (quotient, remainder) = self.fingerprint(hash);
         let walk = self.walk_without_locks(quotient, remainder);
         self.contains_trusting(quotient, remainder, false, walk)
+    }
+
+    /// This filter without its shift regions (`--cfg loom` only): every miss over several groups
+    /// takes the read lock, as in the paper. For the loom models whose subject is the locked
+    /// query or the locks' release, which the regions' words would put past CI's budget (their
+    /// writers' counts never change what a writer does, and the models of queries beside shifts
+    /// check the words).
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn locking_every_miss(self) -> Self {
+        self.without_shift_regions()
+    }
+
+    /// This filter without its shift regions: every query that misses over several groups
+    /// takes the read lock, as in the paper. `GrowableQf`'s tables (and so `ExpandableQf`'s
+    /// levels) are built so: with regions, the loom models of their queries beside removals
+    /// grew past CI's budget (docs/locked-path-study.md, Q1).
+    pub(crate) fn without_shift_regions(mut self) -> Self {
+        self.shifts = ShiftRegions::none();
+        self
+    }
+
+    /// This filter with shift regions, as [`from_sequential`](Self::from_sequential) builds
+    /// it (for a table that had none: `GrowableQf::into_inner`).
+    pub(crate) fn with_shift_regions(mut self) -> Self {
+        self.shifts = ShiftRegions::new(self.table.slots.groups());
+        self
     }
 
     /// [`contains_hash_locked`](Self::contains_hash_locked) for a key.
@@ -345,12 +384,14 @@ impl Filter for LocallyLockedQf {
     fn contains_hash(&self, hash: u64) -> bool {
         let (quotient, remainder) = self.fingerprint(hash);
         let slots = &self.table.slots;
-        // Acquire: pairs with the Release of the writers that published the groups.
+        let quiet = self.shifts.read_begin(slots.layout().locate(quotient).0);
+        // Acquire: pairs with the Release of the writers that published the groups; and
+        // `walk_stands` needs it.
         let walk = with_fixed_width!(slots => Self::walk_from(
             Cursor::over_prefetching(&LocksReadThrough(slots), quotient, Ordering::Acquire),
             remainder
         ));
-        self.contains_trusting(quotient, remainder, true, walk)
+        self.contains_trusting(quotient, remainder, true, (quiet, walk))
     }
 
     fn len(&self) -> usize {
@@ -361,8 +402,9 @@ impl Filter for LocallyLockedQf {
         self.table.capacity()
     }
 
+    /// The table and the shift regions' words (8 bytes per 1,024 groups).
     fn memory_bytes(&self) -> usize {
-        self.table.slots.memory_bytes()
+        self.table.slots.memory_bytes() + self.shifts.memory_bytes()
     }
 
     fn false_positive_rate(&self) -> f64 {
@@ -390,33 +432,36 @@ impl LocallyLockedQf {
     /// whose window already prefetched the canonical slot's line.
     ///
     /// Every query first walks without locks; it takes the read lock only if that walk missed
-    /// over several groups, so a successful query writes nothing.
+    /// over several groups while a locked shift wrote its region, so a successful query writes
+    /// nothing.
     #[inline]
     pub(crate) fn contains_fingerprint(&self, quotient: usize, remainder: u64) -> bool {
         let walk = self.walk_without_locks(quotient, remainder);
         self.contains_trusting(quotient, remainder, true, walk)
     }
 
-    /// The query, given its first walk without locks: a walk answers if it read one group, or
-    /// if it found the remainder and `unlocked_hits` trusts that; otherwise the locked query
-    /// does (Blocks G-I), and if the cluster changed under it, a new walk and so on.
+    /// The query, given its first walk without locks and its region's word read before it: a
+    /// walk answers if it read one group, if it found the remainder and `unlocked_hits` trusts
+    /// that, or if no locked shift wrote its region while it walked (see `shift_regions`);
+    /// otherwise the locked query does (Blocks G-I), and if the cluster changed under it, a
+    /// new walk and so on.
     #[inline(always)]
     fn contains_trusting(
         &self,
         quotient: usize,
         remainder: u64,
         unlocked_hits: bool,
-        first_walk: UnlockedWalk,
+        first_walk: (Option<QuietRegion>, UnlockedWalk),
     ) -> bool {
-        let mut walk = first_walk;
+        let (mut quiet, mut walk) = first_walk;
         loop {
-            if walk.one_group || (walk.found && unlocked_hits) {
+            if walk.one_group || (walk.found && unlocked_hits) || self.walk_stands(quiet, &walk) {
                 return walk.found;
             }
             if let Some(found) = self.locked_query(quotient, remainder, walk.start) {
                 return found;
             }
-            walk = self.walk_without_locks(quotient, remainder);
+            (quiet, walk) = self.walk_without_locks(quotient, remainder);
         }
     }
 

@@ -12,6 +12,7 @@ pub(crate) mod locally_locked;
 pub(crate) mod rank_select;
 pub(crate) mod region_locks;
 pub(crate) mod scan;
+pub(crate) mod seq_word;
 pub(crate) mod sequential;
 pub(crate) mod slot;
 pub(crate) mod table;

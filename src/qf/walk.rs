@@ -312,6 +312,8 @@ pub(crate) struct UnlockedWalk {
     pub(crate) one_group: bool,
     /// Where the walk went back to (cluster start or boundary), if it got that far.
     pub(crate) start: Option<usize>,
+    /// The first and the last group the walk read, if it finished.
+    pub(crate) groups: Option<(usize, usize)>,
 }
 
 impl UnlockedWalk {
@@ -331,15 +333,17 @@ impl UnlockedWalk {
                 found: false,
                 one_group: false,
                 start: None,
+                groups: None,
             };
         };
-        let one_group = start.is_none_or(|start| {
-            cursor.layout().locate(start).0 == canonical_group && cursor.group() == canonical_group
-        });
+        let first = start.map_or(canonical_group, |start| cursor.layout().locate(start).0);
+        let last = cursor.group();
+        let one_group = start.is_none() || (first == canonical_group && last == canonical_group);
         UnlockedWalk {
             found,
             one_group,
             start,
+            groups: Some((first, last)),
         }
     }
 }

@@ -296,7 +296,8 @@ impl Generation {
         // (and at most 64), so the fill passes the threshold by about 0.1% or less on average.
         let check_every = (threshold >> 10).clamp(1, 64).next_power_of_two();
         Generation {
-            filter: LocallyLockedQf::from_sequential(filter),
+            // Without shift regions: see `LocallyLockedQf::without_shift_regions`.
+            filter: LocallyLockedQf::from_sequential(filter).without_shift_regions(),
             threshold,
             check_mask: check_every as u64 - 1,
             doublings_left,
@@ -487,7 +488,9 @@ impl GrowableQf {
         // SAFETY: `self` is consumed, so no operation runs; `current` owns its generation.
         let generation = unsafe { Box::from_raw(ptr) };
         let Generation { filter, .. } = *generation;
-        filter
+        // Its queries' misses may stand without the read lock again (`GrowableQf`'s tables
+        // have no shift regions: see `Generation::new`).
+        filter.with_shift_regions()
     }
 
     /// Whether the table is at its final size and its fill has reached `delta_grow`, checked

@@ -146,8 +146,10 @@ impl LocallyLockedQf {
         let commit = Locked::new(self, slots.layout(), start);
         let mut rewriter =
             Rewriter::laid_out(&self.table.slots, slots.layout(), commit, KEEP_OCCUPIED);
+        let shifting = self.shifting(slots.layout(), start, end);
         walk::shift_in(&mut read, &mut rewriter, &plan, Some(start));
         rewriter.finish();
+        drop(shifting);
         // The shift filled the write-locked slot, which released it.
         self.unlock_read(start);
         self.cap.count_insert(&self.len);

@@ -4,6 +4,7 @@
 
 use super::{LocallyLockedQf, Migrating};
 use crate::hash::low_mask;
+use crate::qf::seq_word::Writing;
 use crate::qf::slot::{LockView, OCCUPIED, READ_LOCK, STATUS_MASK, WRITE_LOCK};
 use crate::qf::walk;
 use crate::storage::{Commit, Cursor, GroupSource, SlotArray, SlotLayout};
@@ -17,6 +18,14 @@ impl LocallyLockedQf {
         let continuation = word & self.continuation_lanes;
         let shifted = (word >> 1) & self.continuation_lanes;
         continuation & !shifted != 0
+    }
+
+    /// A locked shift of the slots `start..=end` (its cluster start and its write lock), in
+    /// flight for the queries' misses (see `shift_regions`) until the result drops. Start it
+    /// holding both locks, before the first group commit; drop it after the last.
+    pub(super) fn shifting(&self, layout: &SlotLayout, start: usize, end: usize) -> Writing<'_> {
+        self.shifts
+            .shifting(layout.locate(start).0, layout.locate(end).0)
     }
 
     /// Changes slot `index` with `change` in one CAS of its group (see

@@ -138,8 +138,10 @@ impl LocallyLockedQf {
         let commit = Locked::new(self, slots.layout(), start);
         let mut rewriter =
             Rewriter::laid_out(&self.table.slots, slots.layout(), commit, KEEP_OCCUPIED);
+        let shifting = self.shifting(slots.layout(), start, end);
         let emptied = walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, true);
         rewriter.finish();
+        drop(shifting);
         // Our cluster start (if it still holds an element) and the cluster starts the shift
         // created, all read-locked by us and all left of `emptied` (released right to left, see
         // `unlock_reads_in`); then the supercluster end.

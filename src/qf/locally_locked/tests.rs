@@ -33,6 +33,20 @@ fn filter_with(keys: &[u64]) -> LocallyLockedQf {
 /// one group; a walk inside one group is exact.
 #[test]
 fn a_walk_over_a_half_committed_shift_may_misread_and_is_not_called_exact() {
+    let torn = half_committed_removal();
+    let (_, misread) = torn.walk_without_locks(4, 7);
+    assert!(misread.found, "the stale copy reads as quotient 4's run");
+    assert!(!misread.one_group);
+    assert_eq!(misread.start, Some(3));
+    let (_, inside) = torn.walk_without_locks(2, 1);
+    assert!(inside.found && inside.one_group);
+    let (_, unoccupied) = torn.walk_without_locks(1, 7);
+    assert!(!unoccupied.found && unoccupied.one_group);
+}
+
+/// The table of [`a_walk_over_a_half_committed_shift_may_misread_and_is_not_called_exact`]:
+/// `(2,1), (2,2), (3,7), (4,9)` with the removal of `(2,2)` committed in group 0 only.
+fn half_committed_removal() -> LocallyLockedQf {
     let before = filter_with(&[key(2, 1), key(2, 2), key(3, 7), key(4, 9)]);
     let after = filter_with(&[key(2, 1), key(3, 7), key(4, 9)]);
     let group_0 = after.table.slots.load_group(0, Ordering::Relaxed);
@@ -40,15 +54,38 @@ fn a_walk_over_a_half_committed_shift_may_misread_and_is_not_called_exact() {
         .table
         .slots
         .store_group(0, group_0, Ordering::Relaxed);
+    before
+}
 
-    let misread = before.walk_without_locks(4, 7);
-    assert!(misread.found, "the stale copy reads as quotient 4's run");
-    assert!(!misread.one_group);
-    assert_eq!(misread.start, Some(3));
-    let inside = before.walk_without_locks(2, 1);
-    assert!(inside.found && inside.one_group);
-    let unoccupied = before.walk_without_locks(1, 7);
-    assert!(!unoccupied.found && unoccupied.one_group);
+/// In the torn table above, the walk for the stored `(4,9)` misses over two groups, and cannot
+/// tell: so its miss stands only if no locked shift of the region was in flight at any moment
+/// of it. Counted in flight (as the removal that tore it would be) before the walk, or started
+/// during it, the shift makes the miss go to the locked query.
+#[test]
+fn a_miss_stands_only_if_no_locked_shift_was_in_flight_during_the_walk() {
+    let torn = half_committed_removal();
+    let layout = torn.table.slots.layout();
+    let (quiet, walk) = torn.walk_without_locks(4, 9);
+    assert!(!walk.found && !walk.one_group, "a miss over two groups");
+    assert!(
+        torn.walk_stands(quiet, &walk),
+        "no shift counted: the miss stands"
+    );
+
+    let shifting = torn.shifting(layout, 2, 6);
+    let (quiet, walk) = torn.walk_without_locks(4, 9);
+    assert!(
+        !torn.walk_stands(quiet, &walk),
+        "a shift in flight before the walk"
+    );
+    drop(shifting);
+
+    let (quiet, walk) = torn.walk_without_locks(4, 9);
+    drop(torn.shifting(layout, 2, 6));
+    assert!(
+        !torn.walk_stands(quiet, &walk),
+        "a shift started during the walk"
+    );
 }
 
 #[test]
@@ -66,13 +103,38 @@ fn fast_path_insert_refuses_a_group_holding_a_write_lock() {
     filter.check_invariants().unwrap();
 }
 
+/// A walk whose cluster crosses from one shift region into the next reads groups that another
+/// region's word counts shifts of, so its miss never stands on its own region's word.
+#[test]
+fn a_miss_read_across_two_shift_regions_goes_to_the_locked_query() {
+    use super::shift_regions::REGION_GROUPS;
+    // Two regions of `REGION_GROUPS` groups of 4 slots.
+    let q = (2 * REGION_GROUPS * 4).trailing_zeros();
+    let key = |quotient: usize, remainder: u64| ((quotient as u64) << 13 | remainder) << (51 - q);
+    let boundary = REGION_GROUPS * 4;
+    let mut sequential = SequentialQf::with_bits(q, 13).unwrap();
+    // Quotient `boundary - 3`'s run fills the last three slots of region 0; quotient
+    // `boundary - 2`'s element is shifted into the first slot of region 1.
+    for k in [(3, 1), (3, 2), (3, 3), (2, 1)] {
+        sequential.insert_hash(key(boundary - k.0, k.1)).unwrap();
+    }
+    let filter = LocallyLockedQf::from_sequential(sequential);
+    let (quiet, walk) = filter.walk_without_locks(boundary - 2, 9);
+    let (last_region_0, first_region_1) = (REGION_GROUPS - 1, REGION_GROUPS);
+    assert_eq!(walk.groups, Some((last_region_0, first_region_1)));
+    assert!(!walk.found && quiet.is_some());
+    assert!(!filter.walk_stands(quiet, &walk));
+    assert!(filter.contains_hash(key(boundary - 2, 1)));
+    assert!(!filter.contains_hash(key(boundary - 2, 9)));
+}
+
 #[test]
 fn fast_path_insert_refuses_a_group_holding_a_read_lock() {
     let filter = filter();
     assert_eq!(filter.lock_cluster_start(5), Some(5));
     assert_eq!(filter.insert_in_group(&filter.table.slots, 5, 9), None);
     // Queries still answer from the group, reading through the lock.
-    let walk = filter.walk_without_locks(5, 1);
+    let (_, walk) = filter.walk_without_locks(5, 1);
     assert!(walk.found && walk.one_group);
     filter.unlock_read(5);
     filter.check_invariants().unwrap();
