@@ -15,13 +15,19 @@
 //! * Every other write changes one group with one CAS, in a way that group alone decides: a
 //!   lock-free insert or removal changes a cluster that starts in that group and ends before an
 //!   empty slot of it, and an insert into an empty canonical slot (under that slot's write
-//!   lock, or a cascading insert's) fills just that slot. None of them changes, makes or
-//!   extends a cluster that reaches another group or its own group's last slot. A walk reads
-//!   more than one group only if its cluster does one of those (it went back past its group's
-//!   first slot, or forward past the last), and it reads that cluster's slots and at most the
-//!   slot after it, which is empty or starts a cluster whatever those writes do. So while no
-//!   locked shift is in flight, what such a walk reads stays as it is, and its answer, hit or
-//!   miss, is exact.
+//!   lock, or a cascading insert's) fills just that slot. None of them writes another group,
+//!   or changes, makes or extends a cluster that reaches into another group. One may make or
+//!   extend a cluster that ends at its group's last slot; the slot after it, the next group's
+//!   first, stays empty or a cluster start under all of them (only a shift out of the group
+//!   before, a counted locked shift, makes it a shifted one).
+//!
+//!   A walk reads more than one group only if its cluster reaches into another group (it went
+//!   back past its group's first slot, or forward past the last) or ends at its group's last
+//!   slot. In the first case none of those writes changes the cluster's slots, and the slot
+//!   after the cluster stays empty or a cluster start. In the second the walk read its own
+//!   group once, as one load, and then only the next group's first slot, which tells it the
+//!   cluster ended whatever those writes do. So while no locked shift is in flight, such a
+//!   walk answers, hit or miss, as the table was at one moment: its answer is exact.
 //!
 //! A query loads its canonical slot's region word before its walk ([`ShiftRegions::read_begin`])
 //! and, if the walk went over several groups and missed (or hit, for `contains_locked`), again
@@ -31,6 +37,11 @@
 //! (Acquire, against the shift's Release decrement) makes the walk see its writes, and the walk
 //! saw no write of a shift that started later (it would see that shift's start in the second
 //! load: see [`SeqWord`]). So the walk read a consistent table.
+//!
+//! A locked shift that panics halfway (only debug assertions can) leaves its locks held and its
+//! stretch torn. Its count ends as it unwinds ([`Writing`]'s drop), so queries of its region may
+//! then answer from the torn stretch where, before the regions, they waited on its read lock for
+//! ever: the filter is broken either way.
 //!
 //! The first load comes before every walk, also the many that end in the canonical slot's group
 //! and need no word. A build that loaded the word only after a first walk missed over several
@@ -93,6 +104,10 @@ impl ShiftRegions {
     pub(super) fn shifting(&self, first: usize, last: usize) -> Writing<'_> {
         // `get`: none at all without regions (`none`).
         let words = self.words.get(Self::region(first)..=Self::region(last));
+        debug_assert!(
+            words.is_some() || self.words.is_empty(),
+            "a shift of groups {first}..={last} past the last region"
+        );
         Writing::start(words.unwrap_or_default())
     }
 
