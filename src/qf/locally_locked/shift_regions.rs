@@ -56,7 +56,6 @@ use crate::qf::seq_word::{SeqWord, Writing};
 const REGION_GROUP_BITS: u32 = 10;
 
 /// The groups of one region.
-#[cfg(all(test, not(loom)))]
 pub(super) const REGION_GROUPS: usize = 1 << REGION_GROUP_BITS;
 
 /// The shift regions of one table.
@@ -75,7 +74,7 @@ pub(super) struct QuietRegion {
 impl ShiftRegions {
     /// The regions of a table of `groups` groups.
     pub(super) fn new(groups: usize) -> Self {
-        let regions = groups.div_ceil(1 << REGION_GROUP_BITS).max(1);
+        let regions = groups.div_ceil(REGION_GROUPS).max(1);
         ShiftRegions {
             words: (0..regions).map(|_| SeqWord::new()).collect(),
         }
