@@ -31,12 +31,12 @@
 //!
 //! A query loads its canonical slot's region word before its walk ([`ShiftRegions::read_begin`])
 //! and, if the walk went over several groups and missed (or hit, for `contains_locked`), again
-//! after it ([`ShiftRegions::read_stands`]); the answer stands if no shift was in flight at the first
-//! load, none started before the second, and the walk read only groups of that region. Then
+//! after it ([`ShiftRegions::read_stands`]); the answer stands if no shift was in flight at the
+//! first load, none started before the second, and the walk read only groups of that region. Then
 //! every locked shift that wrote a group the walk read finished before the first load, which
-//! (Acquire, against the shift's Release decrement) makes the walk see its writes, and the walk
-//! saw no write of a shift that started later (it would see that shift's start in the second
-//! load: see [`SeqWord`]). So the walk read a consistent table.
+//! (Acquire, against the shift's Release decrement) makes the walk see its writes, and the walk saw
+//! no write of a shift that started later (it would see that shift's start in the second load: see
+//! [`SeqWord`]). So the walk read a consistent table.
 //!
 //! A locked shift that panics halfway (only debug assertions can) leaves its locks held and its
 //! stretch torn. Its count ends as it unwinds ([`Writing`]'s drop), so queries of its region may
