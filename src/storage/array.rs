@@ -94,12 +94,6 @@ impl SlotArray {
         self.slots
     }
 
-    /// Number of groups.
-    #[inline]
-    pub(crate) fn groups(&self) -> usize {
-        self.groups.len()
-    }
-
     /// Bytes of memory the groups take.
     pub(crate) fn memory_bytes(&self) -> usize {
         self.groups.len() * std::mem::size_of::<u64>()

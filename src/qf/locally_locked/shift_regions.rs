@@ -49,6 +49,7 @@
 //! than the read lock and second walk it replaced (2026-11-29), where this one made them faster.
 
 use crate::qf::seq_word::{SeqWord, Writing};
+use crate::storage::SlotArray;
 
 /// The groups of one region, as a power of two: 1,024 groups (4,096 slots of 13 to 16 bits). A
 /// walk over several groups rarely crosses a region's boundary, and a table of `2^22` slots has
@@ -72,6 +73,11 @@ pub(super) struct QuietRegion {
 }
 
 impl ShiftRegions {
+    /// The regions of the table `slots`.
+    pub(super) fn of(slots: &SlotArray) -> Self {
+        Self::new(slots.layout().groups_for(slots.len()))
+    }
+
     /// The regions of a table of `groups` groups.
     pub(super) fn new(groups: usize) -> Self {
         let regions = groups.div_ceil(REGION_GROUPS).max(1);
