@@ -58,7 +58,8 @@
 //!   the shifting of runs they cause never hide `k`: a query answers `false` only from what it
 //!   read consistently: one atomically loaded 64-bit group, a cluster it locked, or a
 //!   read that a version check confirmed ([`CountingQf`]'s blocks, [`ExpandableQf`]'s sealed
-//!   lower levels, a [`LocallyLockedQf`] walk that no locked shift of its region overlapped).
+//!   lower levels, a [`LocallyLockedQf`] or [`TwoBitQf`] walk that no locked shift of its
+//!   region overlapped).
 //! * **Misread hits while runs shift.** A [`LocallyLockedQf`] or [`TwoBitQf`] query (and so a
 //!   [`GrowableQf`] or [`ExpandableQf`] one) first walks without locks and keeps a hit at once,
 //!   so a successful query writes nothing. A walk that overlaps a shift through its cluster (by
@@ -72,7 +73,7 @@
 //!   [`TwoBitQf::contains_locked`], [`GrowableQf::contains_locked`] and
 //!   [`ExpandableQf::contains_locked`] never misread a hit: they trust a hit only from one
 //!   group, a walk under a lock, a walk that no locked shift of its region overlapped
-//!   (`LocallyLockedQf`'s tables) or a lock-free read of a sealed level.
+//!   (`LocallyLockedQf`'s and `TwoBitQf`'s tables) or a lock-free read of a sealed level.
 //! * **Racing with the insert or remove of `k` itself**, `contains(k)` may return either answer:
 //!   the operations are linearizable per key, so the answer is the one before or the one after
 //!   (apart from the misread hits above, which can also answer `true` after a remove).

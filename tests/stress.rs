@@ -293,6 +293,17 @@ fn two_bit_one_slot_per_group() {
 }
 
 #[test]
+fn two_bit_superclusters_across_a_shift_region_boundary() {
+    // 34-bit slots, one per group: the 4,096 canonical slots make four full shift regions of
+    // 1,024 groups and a fifth for the overflow tail. At about 78% fill the superclusters run
+    // long and, with these keys, some cross the boundaries between regions (as in
+    // `clusters_across_a_shift_region_boundary`).
+    for _ in 0..4 {
+        hammer(two_bit, 12, 32, 1 << 12, 700, 400, 4, 20);
+    }
+}
+
+#[test]
 fn two_bit_three_slots_per_group_at_a_compiled_width() {
     // 18-bit remainders in 20-bit slots, 3 per group: a width the walks are compiled for.
     for _ in 0..20 {

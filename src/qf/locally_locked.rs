@@ -5,7 +5,7 @@
 //!
 //! This file holds the filter and its public methods; the protocol's parts are `locks` (Blocks B
 //! and C, and the commit that waits out read locks), `insert` (Blocks A-E), `query` (F-I),
-//! `remove` ("Deletions") and `shift_regions` (the words that let a miss stand).
+//! `remove` ("Deletions"); the words that let a miss stand are `qf::shift_regions`.
 //!
 //! # Protocol
 //!
@@ -35,7 +35,7 @@
 //!   E). The last element moves into the write-locked slot, which releases that lock; then the read
 //!   lock is released.
 //! * **contains**: first the whole lookup walked without locks, its shift region's word read
-//!   before it (see `shift_regions`). Its answer stands if the walk read only the group of the
+//!   before it (see `qf::shift_regions`). Its answer stands if the walk read only the group of the
 //!   canonical slot (Block F), if it found the remainder, or if no locked shift wrote its
 //!   region of the table while it walked (the word, read again after the walk, says so): a
 //!   query writes nothing then, where the paper's takes a read lock (its queries then scale
@@ -89,14 +89,13 @@
 //!
 //! **No false negatives**: a key whose insert has returned is in the table until it is removed;
 //! a query answers `false` only from one consistent group, from a walk that no locked shift
-//! overlapped (which reads a consistent table: `shift_regions` has the argument), or from a walk
-//! of a cluster it has read-locked, which nobody changes meanwhile.
+//! overlapped (which reads a consistent table: `qf::shift_regions` has the argument), or from a
+//! walk of a cluster it has read-locked, which nobody changes meanwhile.
 
 mod insert;
 mod locks;
 mod query;
 mod remove;
-mod shift_regions;
 mod sweep;
 
 use std::hash::Hash;
@@ -113,7 +112,7 @@ use super::sequential::{merge_tables, SequentialQf};
 use super::slot::{CONTINUATION, OCCUPIED, READ_LOCK, SHIFTED, STATUS_BITS, WRITE_LOCK};
 use super::table::QfTable;
 use super::walk::{self, LocksReadThrough, UnlockedWalk};
-use shift_regions::{QuietRegion, ShiftRegions};
+use crate::qf::shift_regions::{QuietRegion, ShiftRegions};
 
 /// A concurrent quotient filter locked through its own status bits (paper 000 §3.2).
 ///
@@ -389,7 +388,7 @@ impl Filter for LocallyLockedQf {
         // (callgrind, `peer_probe W=lookups F=locally-locked Q=16 R=5`, 2026-11-30).
         let quiet = self.shifts.read_begin(slots.layout().locate(quotient).0);
         // Acquire: pairs with the Release of the writers that published the groups; and
-        // `walk_stands` needs it.
+        // `ShiftRegions::walk_stands` needs it.
         let walk = with_fixed_width!(slots => Self::walk_from(
             Cursor::over_prefetching(&LocksReadThrough(slots), quotient, Ordering::Acquire),
             remainder
@@ -445,7 +444,7 @@ impl LocallyLockedQf {
 
     /// The query, given its first walk without locks and its region's word read before it: a
     /// walk answers if it read one group, if it found the remainder and `unlocked_hits` trusts
-    /// that, or if no locked shift wrote its region while it walked (see `shift_regions`);
+    /// that, or if no locked shift wrote its region while it walked (see `qf::shift_regions`);
     /// otherwise the locked query does (Blocks G-I), and if the cluster changed under it, a
     /// new walk and so on.
     #[inline(always)]
@@ -458,7 +457,10 @@ impl LocallyLockedQf {
     ) -> bool {
         let (mut quiet, mut walk) = first_walk;
         loop {
-            if walk.one_group || (walk.found && unlocked_hits) || self.walk_stands(quiet, &walk) {
+            if walk.one_group
+                || (walk.found && unlocked_hits)
+                || self.shifts.walk_stands(quiet, &walk)
+            {
                 return walk.found;
             }
             if let Some(found) = self.locked_query(quotient, remainder, walk.start) {

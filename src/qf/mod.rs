@@ -14,6 +14,7 @@ pub(crate) mod region_locks;
 pub(crate) mod scan;
 pub(crate) mod seq_word;
 pub(crate) mod sequential;
+pub(crate) mod shift_regions;
 pub(crate) mod slot;
 pub(crate) mod table;
 pub(crate) mod two_bit;

@@ -2,8 +2,8 @@
 //! not exclude each other (they hold locks of their own). A reader reads without locks and keeps
 //! what it read only if no writer was in flight at any moment of its read. Shared by
 //! `ExpandableQf`'s lock-free reads of its lower levels ([`level_reads`](super::level_reads)) and
-//! `LocallyLockedQf`'s lock-free misses (`locally_locked::shift_regions`); neither is in the
-//! papers, whose queries take a read lock.
+//! the lock-free misses of `LocallyLockedQf` and `TwoBitQf`
+//! ([`shift_regions`](super::shift_regions)); none is in the papers, whose queries lock.
 //!
 //! ```text
 //!  63                  32 31                   0

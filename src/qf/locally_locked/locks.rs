@@ -21,7 +21,7 @@ impl LocallyLockedQf {
     }
 
     /// A locked shift of the slots `start..=end` (its cluster start and its write lock), in
-    /// flight for the queries' misses (see `shift_regions`) until the result drops. Start it
+    /// flight for the queries' misses (see `qf::shift_regions`) until the result drops. Start it
     /// holding both locks, before the first group commit; drop it after the last.
     pub(super) fn shifting(&self, layout: &SlotLayout, start: usize, end: usize) -> Writing<'_> {
         self.shifts

@@ -1,8 +1,8 @@
 //! `LocallyLockedQf`'s queries (paper 000 §3.2, Blocks F-I): the walk without locks, and the
 //! walk under the cluster start's read lock when that walk cannot answer.
 
-use super::shift_regions::QuietRegion;
 use super::LocallyLockedQf;
+use crate::qf::shift_regions::QuietRegion;
 use crate::qf::walk::{self, LocksReadThrough, UnlockedWalk};
 use crate::storage::{with_fixed_width, Cursor, GroupSource};
 use crate::sync::Ordering;
@@ -16,7 +16,7 @@ impl LocallyLockedQf {
     /// (about as likely as a fingerprint collision in that run), and its `false` proves
     /// nothing, since the shift may have carried the element past the walk; so its answer is
     /// exact only if no locked shift wrote the region meanwhile
-    /// ([`walk_stands`](Self::walk_stands)).
+    /// ([`ShiftRegions::walk_stands`](crate::qf::shift_regions::ShiftRegions::walk_stands)).
     #[inline]
     pub(super) fn walk_without_locks(
         &self,
@@ -26,23 +26,12 @@ impl LocallyLockedQf {
         let slots = &self.table.slots;
         let quiet = self.shifts.read_begin(slots.layout().locate(quotient).0);
         // Acquire: pairs with the Release of the writers that published the groups; and
-        // `walk_stands` needs it.
+        // `ShiftRegions::walk_stands` needs it.
         let walk = with_fixed_width!(slots => Self::walk_from(
             Cursor::over(&LocksReadThrough(slots), quotient, Ordering::Acquire),
             remainder
         ));
         (quiet, walk)
-    }
-
-    /// Whether `walk`, made after its region's word read `quiet`, finished and read a
-    /// consistent table: it read only groups of that region, and no locked shift was in flight
-    /// there at any moment of the walk (see `shift_regions`).
-    #[inline]
-    pub(super) fn walk_stands(&self, quiet: Option<QuietRegion>, walk: &UnlockedWalk) -> bool {
-        match (quiet, walk.groups) {
-            (Some(quiet), Some((first, last))) => self.shifts.read_stands(quiet, first, last),
-            _ => false,
-        }
     }
 
     /// [`walk_without_locks`](Self::walk_without_locks) from a cursor on the canonical slot

@@ -68,14 +68,14 @@ fn a_miss_stands_only_if_no_locked_shift_was_in_flight_during_the_walk() {
     let (quiet, walk) = torn.walk_without_locks(4, 9);
     assert!(!walk.found && !walk.one_group, "a miss over two groups");
     assert!(
-        torn.walk_stands(quiet, &walk),
+        torn.shifts.walk_stands(quiet, &walk),
         "no shift counted: the miss stands"
     );
 
     let shifting = torn.shifting(layout, 2, 6);
     let (quiet, walk) = torn.walk_without_locks(4, 9);
     assert!(
-        !torn.walk_stands(quiet, &walk),
+        !torn.shifts.walk_stands(quiet, &walk),
         "a shift in flight before the walk"
     );
     drop(shifting);
@@ -83,7 +83,7 @@ fn a_miss_stands_only_if_no_locked_shift_was_in_flight_during_the_walk() {
     let (quiet, walk) = torn.walk_without_locks(4, 9);
     drop(torn.shifting(layout, 2, 6));
     assert!(
-        !torn.walk_stands(quiet, &walk),
+        !torn.shifts.walk_stands(quiet, &walk),
         "a shift started during the walk"
     );
 }
@@ -107,7 +107,7 @@ fn fast_path_insert_refuses_a_group_holding_a_write_lock() {
 /// region's word counts shifts of, so its miss never stands on its own region's word.
 #[test]
 fn a_miss_read_across_two_shift_regions_goes_to_the_locked_query() {
-    use super::shift_regions::REGION_GROUPS;
+    use crate::qf::shift_regions::REGION_GROUPS;
     // Two regions of `REGION_GROUPS` groups of 4 slots.
     let q = (2 * REGION_GROUPS * 4).trailing_zeros();
     let key = |quotient: usize, remainder: u64| ((quotient as u64) << 13 | remainder) << (51 - q);
@@ -123,7 +123,7 @@ fn a_miss_read_across_two_shift_regions_goes_to_the_locked_query() {
     let (last_region_0, first_region_1) = (REGION_GROUPS - 1, REGION_GROUPS);
     assert_eq!(walk.groups, Some((last_region_0, first_region_1)));
     assert!(!walk.found && quiet.is_some());
-    assert!(!filter.walk_stands(quiet, &walk));
+    assert!(!filter.shifts.walk_stands(quiet, &walk));
     assert!(filter.contains_hash(key(boundary - 2, 1)));
     assert!(!filter.contains_hash(key(boundary - 2, 9)));
 }

@@ -32,10 +32,13 @@
 //!   is locked), then shift right group by group, left to right; the last write fills `R`, which
 //!   releases it; then unlock `L`. If `c` itself is the slot locked as `L`, it is empty and the
 //!   insert writes its element there, which releases the lock.
-//! * **contains**: first the whole lookup walked without locks (reading locks as empty). Its
-//!   answer stands if the walk read only the group of the canonical slot (or the canonical slot
-//!   has no run), or if it found the remainder: a successful query writes nothing. Otherwise,
-//!   i.e. a miss over several groups, lock `L` (the boundary the walk saw, if it is still an
+//! * **contains**: first the whole lookup walked without locks (reading locks as empty), its
+//!   shift region's word read before it (see `qf::shift_regions`). Its answer stands if the
+//!   walk read only the group of the canonical slot (or the canonical slot has no run), if it
+//!   found the remainder (a successful query writes nothing), or if no locked shift wrote its
+//!   region of the table while it walked (the word, read again after the walk, says so; this
+//!   is beyond the paper). Otherwise, i.e. a miss over several groups that a locked shift may
+//!   have overlapped, lock `L` (the boundary the walk saw, if it is still an
 //!   unlocked empty slot). If every group the walk read still holds the word it read, a walk
 //!   under the lock would read the same and miss too, so the miss stands; otherwise walk under
 //!   the lock (restart if the walk finds the supercluster changed). Then unlock. A
@@ -43,8 +46,10 @@
 //!   a group before and the next one after a commit and count a slot into the wrong run, so
 //!   the hit is a false positive (also for a key just removed), about as likely as a
 //!   fingerprint collision in that run and only while a writer shifts that supercluster.
-//!   [`contains_hash_locked`](TwoBitQf::contains_hash_locked) trusts only one-group answers
-//!   and answers confirmed under the lock.
+//!   [`contains_hash_locked`](TwoBitQf::contains_hash_locked) trusts only one-group answers,
+//!   walks no locked shift overlapped and answers confirmed under the lock.
+//! * **locked shifts** (inserts and removals that take `L`) count themselves in flight on
+//!   their shift regions from before their first group write to after their last.
 //! * **remove**: lock `L`, walk, shift the following elements left up to the next empty slot or
 //!   the next run in its own canonical slot, unlock `L`. The slot it empties is written in its
 //!   last group write, and the removal writes nothing after it.
@@ -71,12 +76,13 @@
 //! before an operation to its state after it, and an occupied bit changes in the same write as the
 //! run it describes or in an earlier group. So every group, loaded once, is the restriction of a
 //! consistent table, which is what the lock-free paths read; the locked paths read a stretch nobody
-//! changes. A query's walk without locks over several groups is trusted only when it finds the
-//! remainder, so its `false` always comes from one group or from what it read under the lock (a
-//! walk, or the words it confirmed there). A key whose insert returned is in both the state before
-//! and after every later operation except its own removal. Set semantics hold because an insert
-//! decides "already there" either from one consistent group or under `L`, which serialises inserts
-//! into a supercluster.
+//! changes. A query's walk without locks over several groups is trusted when it finds the remainder
+//! or when no locked shift wrote its region while it walked (it then read a consistent table:
+//! `qf::shift_regions` has the argument), so its `false` always comes from one group, from such a
+//! walk, or from what it read under the lock (a walk, or the words it confirmed there). A key whose
+//! insert returned is in both the state before and after every later operation except its own
+//! removal. Set semantics hold because an insert decides "already there" either from one consistent
+//! group or under `L`, which serialises inserts into a supercluster.
 //!
 //! # Bounded growing
 //!
@@ -100,6 +106,8 @@ use crate::storage::{with_fixed_width, Cursor, Guarded, Preview, Recorder, Rewri
 use crate::sync::{Ordering, Waiter};
 
 use crate::qf::load_cap::LoadCap;
+use crate::qf::seq_word::Writing;
+use crate::qf::shift_regions::{QuietRegion, ShiftRegions};
 use crate::qf::walk::UnlockedWalk;
 use table::{element, is_filled, TwoBitTable, LOCK, OCCUPIED};
 use walk::{InsertPlan, InsertStep, RunSearch};
@@ -109,8 +117,9 @@ use walk::{InsertPlan, InsertStep, RunSearch};
 ///
 /// One status bit fewer than [`LocallyLockedQf`](crate::LocallyLockedQf) per slot; in exchange,
 /// operations walk from the start of a supercluster rather than a cluster, and writes whose walk
-/// leaves one 64-bit group lock the supercluster, as do queries that miss over several groups (a
-/// hit needs no lock; the module docs of `src/qf/two_bit/mod.rs` give the protocol). All methods
+/// leaves one 64-bit group lock the supercluster, as do queries that miss over several groups
+/// while a locked write shifts that part of the table (a hit needs no lock; the module docs of
+/// `src/qf/two_bit/mod.rs` give the protocol). All methods
 /// take `&self`; share it with an [`Arc`](std::sync::Arc). [`grow`](TwoBitQf::grow) doubles the
 /// table.
 ///
@@ -139,6 +148,9 @@ pub struct TwoBitQf {
     pub(crate) len: StripedCounter,
     /// Refuses inserts past about 31/32 of the slots.
     cap: LoadCap,
+    /// Which regions a locked shift writes: a query's answer over several groups stands without
+    /// the lock if none wrote its region while it walked.
+    shifts: ShiftRegions,
 }
 
 impl TwoBitQf {
@@ -182,7 +194,13 @@ impl TwoBitQf {
     /// The filter over `table`, which holds `len` fingerprints.
     pub(crate) fn from_table(table: TwoBitTable, len: usize) -> Self {
         let (len, cap) = LoadCap::with_counter(table.quotient_bits, len);
-        TwoBitQf { table, len, cap }
+        let shifts = ShiftRegions::of(&table.slots);
+        TwoBitQf {
+            table,
+            len,
+            cap,
+            shifts,
+        }
     }
 
     /// Quotient bits `q`: the table has `2^q` canonical slots.
@@ -384,6 +402,10 @@ impl TwoBitQf {
     /// as a fingerprint collision in that run), and its `false` proves nothing, since the shift
     /// may have carried the element past the walk.
     ///
+    /// So the word of the canonical slot's shift region is read before the walk: its answer is
+    /// exact also if no locked shift wrote that region meanwhile
+    /// ([`ShiftRegions::walk_stands`]; `qf::shift_regions` has the argument).
+    ///
     /// `recorder` keeps the words the walk read, for [`locked_query`](Self::locked_query) to
     /// confirm a miss without walking again. The walk is compiled per slot width
     /// ([`with_fixed_width!`]), so it locates slots with constants.
@@ -393,18 +415,24 @@ impl TwoBitQf {
         recorder: &Recorder<'_>,
         quotient: usize,
         remainder: u64,
-    ) -> UnlockedWalk {
-        with_fixed_width!(recorder => {
-            // Acquire: pairs with the Release of the writers that published the groups.
+    ) -> (Option<QuietRegion>, UnlockedWalk) {
+        let quiet = self
+            .shifts
+            .read_begin(self.table.slots.layout().locate(quotient).0);
+        let walk = with_fixed_width!(recorder => {
+            // Acquire: pairs with the Release of the writers that published the groups; and
+            // `ShiftRegions::walk_stands` needs it.
             let mut cursor = Cursor::over(&recorder, quotient, Ordering::Acquire);
             let canonical_group = cursor.group();
             let lookup = walk::lookup(&mut cursor, quotient, remainder);
             UnlockedWalk::new(lookup, canonical_group, &cursor)
-        })
+        });
+        (quiet, walk)
     }
 
-    /// The query: the walk without locks answers if it read one group, or if it found the
-    /// remainder and `unlocked_hits` trusts that; otherwise the locked query does.
+    /// The query: the walk without locks answers if it read one group, if no locked shift
+    /// wrote its region while it walked, or if it found the remainder and `unlocked_hits`
+    /// trusts that; otherwise the locked query does.
     #[inline(always)]
     pub(crate) fn contains_trusting(
         &self,
@@ -414,8 +442,11 @@ impl TwoBitQf {
     ) -> bool {
         loop {
             let recorder = Recorder::new(&self.table.slots);
-            let walk = self.walk_without_locks(&recorder, quotient, remainder);
-            if walk.one_group || (walk.found && unlocked_hits) {
+            let (quiet, walk) = self.walk_without_locks(&recorder, quotient, remainder);
+            if walk.one_group
+                || (walk.found && unlocked_hits)
+                || self.shifts.walk_stands(quiet, &walk)
+            {
                 return walk.found;
             }
             let seen = walk.start.map(|boundary| (boundary, &recorder, walk.found));
@@ -429,7 +460,7 @@ impl TwoBitQf {
     /// locks: `true` only if the fingerprint was stored at some moment of the call, never from
     /// a run misread during a concurrent shift (crate docs, "Consistency"). For callers that
     /// act on a `true`. It costs a lock whenever the answer is not in the canonical slot's
-    /// group, hit or miss.
+    /// group and a locked shift wrote that part of the table meanwhile, hit or miss.
     ///
     /// ```
     /// use conqf::{Filter, Remove, TwoBitQf};
@@ -560,11 +591,22 @@ impl TwoBitQf {
             self.unlock(left);
             return Some(Err(Full));
         }
+        let writing = self.shifting(left, right);
         self.shift_in_locked(&plan);
+        drop(writing);
         // The shift filled the right lock's slot, which released it.
         self.unlock(left);
         self.cap.count_insert(&self.len);
         Some(Ok(true))
+    }
+
+    /// A locked shift of slots in `left..=last`, in flight for the queries (see
+    /// `qf::shift_regions`) until the result drops. Start it holding the locks, before the
+    /// first group commit; drop it after the last.
+    fn shifting(&self, left: usize, last: usize) -> Writing<'_> {
+        let layout = self.table.slots.layout();
+        self.shifts
+            .shifting(layout.locate(left).0, layout.locate(last).0)
     }
 
     /// Plans an insert by walking from the locked slot `left`.
@@ -659,10 +701,16 @@ impl TwoBitQf {
         };
         // Acquire: as in `plan_locked`.
         let mut read = slots.cursor(plan.position + 1, Ordering::Acquire);
+        // The shift stops before the first slot after the element that is not filled (the last
+        // slot never is), and nothing but a run it stops at can fill that slot meanwhile.
+        let stop = walk::seek_empty(&mut read.clone()).unwrap_or(slots.len() - 1);
+        let writing = self.shifting(left, stop);
         let mut occupied = slots.cursor(quotient, Ordering::Acquire);
         let mut rewriter = Rewriter::new(slots, Guarded, OCCUPIED);
-        walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan);
+        let emptied = walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan);
+        debug_assert!(emptied < stop, "the shift wrote past the counted slots");
         rewriter.finish();
+        drop(writing);
         self.unlock(left);
         self.len.decrement();
         Some(true)
@@ -772,13 +820,13 @@ mod tests {
             &[key(1, 1), key(1, 2), key(2, 7), key(3, 9)],
             &[key(1, 1), key(2, 7), key(3, 9)],
         );
-        let misread = walk_without_locks(&torn, 4, 7);
+        let (_, misread) = walk_without_locks(&torn, 4, 7);
         assert!(misread.found, "the stale copy reads as quotient 3's run");
         assert!(!misread.one_group);
         assert_eq!(misread.start, Some(1));
-        let inside = walk_without_locks(&torn, 2, 1);
+        let (_, inside) = walk_without_locks(&torn, 2, 1);
         assert!(inside.found && inside.one_group);
-        let unoccupied = walk_without_locks(&torn, 6, 7);
+        let (_, unoccupied) = walk_without_locks(&torn, 6, 7);
         assert!(!unoccupied.found && unoccupied.one_group);
     }
 
@@ -791,8 +839,47 @@ mod tests {
         torn
     }
 
-    fn walk_without_locks(filter: &TwoBitQf, quotient: usize, remainder: u64) -> UnlockedWalk {
+    fn walk_without_locks(
+        filter: &TwoBitQf,
+        quotient: usize,
+        remainder: u64,
+    ) -> (Option<QuietRegion>, UnlockedWalk) {
         filter.walk_without_locks(&Recorder::new(&filter.table.slots), quotient, remainder)
+    }
+
+    /// In the torn table of the test above, the walk for the stored `(3,9)` (canonical slot 4)
+    /// counts the moved `(2,7)` as a run and takes the stale copy in slot 4 for quotient 3's
+    /// run: a miss over two groups that cannot tell. So it stands only if no locked shift of
+    /// the region was in flight at any moment of the walk. Counted in flight (as the removal
+    /// that tore it would be) before the walk, or started during it, the shift makes the miss
+    /// go to the locked query.
+    #[test]
+    fn a_miss_stands_only_if_no_locked_shift_was_in_flight_during_the_walk() {
+        let torn = half_committed(
+            &[key(1, 1), key(1, 2), key(2, 7), key(3, 9)],
+            &[key(1, 1), key(2, 7), key(3, 9)],
+        );
+        let (quiet, walk) = walk_without_locks(&torn, 4, 9);
+        assert!(!walk.found && !walk.one_group, "a miss over two groups");
+        assert!(
+            torn.shifts.walk_stands(quiet, &walk),
+            "no shift counted: the miss stands"
+        );
+
+        let shifting = torn.shifting(1, 6);
+        let (quiet, walk) = walk_without_locks(&torn, 4, 9);
+        assert!(
+            !torn.shifts.walk_stands(quiet, &walk),
+            "a shift in flight before the walk"
+        );
+        drop(shifting);
+
+        let (quiet, walk) = walk_without_locks(&torn, 4, 9);
+        drop(torn.shifting(1, 6));
+        assert!(
+            !torn.shifts.walk_stands(quiet, &walk),
+            "a shift started during the walk"
+        );
     }
 
     /// A half-committed removal can also show more run starts than occupied slots before the
@@ -805,8 +892,12 @@ mod tests {
             &[key(1, 1), key(1, 2), key(2, 5), key(4, 6)],
             &[key(1, 1), key(2, 5), key(4, 6)],
         );
-        let walk = walk_without_locks(&torn, 5, 6);
+        let (quiet, walk) = walk_without_locks(&torn, 5, 6);
         assert!(!walk.found && !walk.one_group);
+        assert!(
+            !torn.shifts.walk_stands(quiet, &walk),
+            "a walk that gave up"
+        );
     }
 
     #[test]
