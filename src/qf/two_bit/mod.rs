@@ -816,10 +816,7 @@ mod tests {
     /// must not be called exact. Walks inside one group are.
     #[test]
     fn a_walk_over_a_half_committed_shift_may_misread_and_is_not_called_exact() {
-        let torn = half_committed(
-            &[key(1, 1), key(1, 2), key(2, 7), key(3, 9)],
-            &[key(1, 1), key(2, 7), key(3, 9)],
-        );
+        let torn = half_committed_removal();
         let (_, misread) = walk_without_locks(&torn, 4, 7);
         assert!(misread.found, "the stale copy reads as quotient 3's run");
         assert!(!misread.one_group);
@@ -828,6 +825,15 @@ mod tests {
         assert!(inside.found && inside.one_group);
         let (_, unoccupied) = walk_without_locks(&torn, 6, 7);
         assert!(!unoccupied.found && unoccupied.one_group);
+    }
+
+    /// The table of [`a_walk_over_a_half_committed_shift_may_misread_and_is_not_called_exact`]:
+    /// `(1,1), (1,2), (2,7), (3,9)` with the removal of `(1,2)` committed in group 0 only.
+    fn half_committed_removal() -> TwoBitQf {
+        half_committed(
+            &[key(1, 1), key(1, 2), key(2, 7), key(3, 9)],
+            &[key(1, 1), key(2, 7), key(3, 9)],
+        )
     }
 
     /// The table holding `before`, with group 0 (slots 0-3) replaced by that of the table
@@ -847,7 +853,7 @@ mod tests {
         filter.walk_without_locks(&Recorder::new(&filter.table.slots), quotient, remainder)
     }
 
-    /// In the torn table of the test above, the walk for the stored `(3,9)` (canonical slot 4)
+    /// In the torn table [`half_committed_removal`], the walk for the stored `(3,9)` (canonical slot 4)
     /// counts the moved `(2,7)` as a run and takes the stale copy in slot 4 for quotient 3's
     /// run: a miss over two groups that cannot tell. So it stands only if no locked shift of
     /// the region was in flight at any moment of the walk. Counted in flight (as the removal
@@ -855,10 +861,7 @@ mod tests {
     /// go to the locked query.
     #[test]
     fn a_miss_stands_only_if_no_locked_shift_was_in_flight_during_the_walk() {
-        let torn = half_committed(
-            &[key(1, 1), key(1, 2), key(2, 7), key(3, 9)],
-            &[key(1, 1), key(2, 7), key(3, 9)],
-        );
+        let torn = half_committed_removal();
         let (quiet, walk) = walk_without_locks(&torn, 4, 9);
         assert!(!walk.found && !walk.one_group, "a miss over two groups");
         assert!(
