@@ -61,19 +61,18 @@
 //!   lower levels, a [`LocallyLockedQf`] or [`TwoBitQf`] walk that no locked shift of its
 //!   region overlapped).
 //! * **Misread hits while runs shift.** A [`LocallyLockedQf`] or [`TwoBitQf`] query (and so a
-//!   [`GrowableQf`] or [`ExpandableQf`] one) first walks without locks and keeps a hit at once,
-//!   so a successful query writes nothing. A walk that overlaps a shift through its cluster (by
-//!   a writer of that cluster or of one further left in the same supercluster; for `TwoBitQf`,
-//!   which walks from the supercluster's start, by any writer of the supercluster) may take a
-//!   stale copy of a neighbouring run's element for its own and answer `true` for a key that is
-//!   not stored: never inserted, or already removed. Such a `true` is a false positive, about
-//!   as likely as a fingerprint collision in that run, and possible only while such a shift is
-//!   in progress.
+//!   [`GrowableQf`] or [`ExpandableQf`] one) first walks without locks and keeps a hit at once, so
+//!   a successful query writes nothing. A walk that overlaps a shift through its cluster (by a
+//!   writer of that cluster or of one further left in the same supercluster; for `TwoBitQf`, which
+//!   walks from the supercluster's start, by any locked writer of the supercluster) may take a
+//!   stale copy of a neighbouring run's element for its own and answer `true` for a key that is not
+//!   stored: never inserted, or already removed. Such a `true` is a false positive, about as likely
+//!   as a fingerprint collision in that run, and possible only while such a shift is in progress.
 //!   `false` is never a misread. [`LocallyLockedQf::contains_locked`],
 //!   [`TwoBitQf::contains_locked`], [`GrowableQf::contains_locked`] and
-//!   [`ExpandableQf::contains_locked`] never misread a hit: they trust a hit only from one
-//!   group, a walk under a lock, a walk that no locked shift of its region overlapped
-//!   (`LocallyLockedQf`'s and `TwoBitQf`'s tables) or a lock-free read of a sealed level.
+//!   [`ExpandableQf::contains_locked`] never misread a hit: they trust a hit only from one group, a
+//!   walk under a lock, a walk that no locked shift of its region overlapped (`LocallyLockedQf`'s
+//!   and `TwoBitQf`'s tables) or a lock-free read of a sealed level.
 //! * **Racing with the insert or remove of `k` itself**, `contains(k)` may return either answer:
 //!   the operations are linearizable per key, so the answer is the one before or the one after
 //!   (apart from the misread hits above, which can also answer `true` after a remove).

@@ -103,7 +103,7 @@ use std::hash::Hash;
 use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter, Full, Merge, Remove};
 use crate::hash::hash_key;
-use crate::storage::{with_fixed_width, Cursor};
+use crate::storage::{with_fixed_width, Cursor, GroupSource};
 use crate::sync::Ordering;
 
 use super::load_cap::LoadCap;
@@ -386,14 +386,18 @@ impl Filter for LocallyLockedQf {
         // As `walk_without_locks`, with the prefetch written out here: one function for both,
         // with the prefetch a constant parameter, ran about 85 more instructions per lookup
         // (callgrind, `peer_probe W=lookups F=locally-locked Q=16 R=5`, 2026-11-30).
-        let quiet = self.shifts.read_begin(slots.layout().locate(quotient).0);
-        // Acquire: pairs with the Release of the writers that published the groups; and
-        // `ShiftRegions::walk_stands` needs it.
-        let walk = with_fixed_width!(slots => Self::walk_from(
-            Cursor::over_prefetching(&LocksReadThrough(slots), quotient, Ordering::Acquire),
-            remainder
-        ));
-        self.contains_trusting(quotient, remainder, true, (quiet, walk))
+        let first_walk = with_fixed_width!(slots => {
+            // The layout is a constant here: locating the group takes an instruction or two.
+            let quiet = self.shifts.read_begin(slots.layout().locate(quotient).0);
+            // Acquire: pairs with the Release of the writers that published the groups; and
+            // `ShiftRegions::walk_stands` needs it.
+            let walk = Self::walk_from(
+                Cursor::over_prefetching(&LocksReadThrough(slots), quotient, Ordering::Acquire),
+                remainder,
+            );
+            (quiet, walk)
+        });
+        self.contains_trusting(quotient, remainder, true, first_walk)
     }
 
     fn len(&self) -> usize {
@@ -434,8 +438,8 @@ impl LocallyLockedQf {
     /// whose window already prefetched the canonical slot's line.
     ///
     /// Every query first walks without locks; it takes the read lock only if that walk missed
-    /// over several groups while a locked shift wrote its region, so a successful query writes
-    /// nothing.
+    /// over several groups and cannot stand on its shift region (a locked shift was in flight
+    /// there, or the walk left it), so a successful query writes nothing.
     #[inline]
     pub(crate) fn contains_fingerprint(&self, quotient: usize, remainder: u64) -> bool {
         let walk = self.walk_without_locks(quotient, remainder);
@@ -444,9 +448,10 @@ impl LocallyLockedQf {
 
     /// The query, given its first walk without locks and its region's word read before it: a
     /// walk answers if it read one group, if it found the remainder and `unlocked_hits` trusts
-    /// that, or if no locked shift wrote its region while it walked (see `qf::shift_regions`);
-    /// otherwise the locked query does (Blocks G-I), and if the cluster changed under it, a
-    /// new walk and so on.
+    /// that, or if it stands on its shift region ([`ShiftRegions::walk_stands`]: it stayed in
+    /// the region and no locked shift was in flight there at any moment of it); otherwise the
+    /// locked query does (Blocks G-I), and if the cluster changed under it, a new walk and so
+    /// on.
     #[inline(always)]
     fn contains_trusting(
         &self,

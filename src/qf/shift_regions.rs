@@ -56,32 +56,34 @@
 //!
 //! # `TwoBitQf`
 //!
-//! Every removal is locked. A locked insert counts itself from its left lock's group to its right
-//! lock's group; a removal from its left lock's group to the group of the first slot after the
-//! removed element that is not filled (its shift stops before that slot, which nothing fills
-//! while the removal holds its left lock but an insert into that empty canonical slot, a run
-//! the shift stops at too). Taking or releasing a lock changes nothing a walk reads (a locked
-//! slot reads as empty). The one-CAS writes are an insert whose supercluster lies in one group
-//! with both its boundary slots (a lock-free insert: it moves elements inside that supercluster
-//! and fills its right boundary), and an insert into an empty canonical slot (lock-free, or into
-//! the slot an insert locked as its left lock), which fills just that slot. Neither empties a
-//! slot, or moves an element of a supercluster that does not lie in one group with both its
-//! boundary slots. Superclusters only grow meanwhile, so one that does not keeps every element
-//! where it is while no locked shift writes its region: it can gain an element at its right end
-//! (a run in its own canonical slot, so any run before it still ends there) or be joined on its
-//! left by a filled boundary (the runs on the left all end before that slot, so counting runs
-//! from the slot after it still finds the same run).
+//! Every removal is locked. A locked insert that shifts counts itself from its left lock's group to
+//! its right lock's group; a removal from its left lock's group to the group of the first slot
+//! after the removed element that is not filled (its shift stops before that slot, which nothing
+//! fills while the removal holds its left lock but an insert into that empty canonical slot, a run
+//! the shift stops at too). Taking or releasing a lock changes nothing a walk reads (a locked slot
+//! reads as empty). The one-CAS writes are an insert whose supercluster lies in one group with both
+//! its boundary slots (a lock-free insert: it moves elements inside that supercluster and fills its
+//! right boundary), and an insert into an empty canonical slot (lock-free, or into the slot an
+//! insert locked as its left lock), which fills just that slot. Neither empties a slot, or moves an
+//! element of a supercluster that does not lie in one group with both its boundary slots.
+//! Superclusters only grow meanwhile, so one that does not keeps every element where it is while no
+//! locked shift is in flight in its region: it can gain an element at its right end (a run in its
+//! own canonical slot, so any run before it still ends where it did; the supercluster after it may
+//! join it there, which changes nothing before that slot) or be joined on its left by a filled
+//! boundary (the runs on the left all end at or before that slot, so counting runs from the slot
+//! after it still finds the same run).
 //!
-//! A walk goes back from the canonical slot to the boundary, the first slot on its left that is
-//! not filled, and then forward from the boundary to the end of the run. It loads a group on
-//! entering it, so it reads more than one group only if it went back past the canonical group's
-//! first slot or forward past its last. Then the first load of the canonical group already
-//! showed a supercluster that does not lie in that group with both its boundary slots (filled
-//! from the group's first slot to the canonical slot, or up to its last slot), and every slot
-//! of that supercluster the walk reads afterwards, in that group or another, holds what it held
-//! at that load; besides those it may read an element gained at the end or a filled boundary with
-//! the supercluster it joined, as just described. So while no locked shift is in flight, such a
-//! walk answers, hit or miss, as the table was at one moment: its answer is exact.
+//! A walk goes back from the canonical slot to the boundary, the first slot on its left that is not
+//! filled, and then forward from the boundary to the end of the run. It loads a group on entering
+//! it, so it reads more than one group only if it went back past the canonical group's first slot
+//! or forward past its last. Then the first load of the canonical group already showed a
+//! supercluster that does not lie in that group with both its boundary slots (filled from the
+//! group's first slot to the canonical slot, or up to its last slot), and no write but a locked
+//! shift changes any slot of that supercluster from that load on, whichever group the walk reads it
+//! from later; besides those slots the walk may read an element gained at the end, or a filled
+//! boundary with the supercluster it joined, as just described. So while no locked shift is in
+//! flight in the region, such a walk answers, hit or miss, as the table was at one moment: its
+//! answer is exact.
 
 use crate::qf::seq_word::{SeqWord, Writing};
 use crate::qf::walk::UnlockedWalk;

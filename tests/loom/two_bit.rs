@@ -481,3 +481,68 @@ fn two_bit_removal_in_the_part_a_removal_splits_off_restarts() {
         filter.check_invariants().unwrap();
     });
 }
+
+/// Queries whose walks stand without the lock beside writes that no shift region counts: the
+/// walk for `(3,7)` (canonical slot 4, in group 1) goes back to the boundary slot 2 in group 0
+/// and loads group 1 twice, while a lock-free insert into the supercluster on the left (slot
+/// 1, all in group 0) shifts an element into that boundary slot. No locked shift runs, so
+/// every miss over two groups stands on the region word: the walks must read a consistent
+/// table (`qf::shift_regions`, the `TwoBitQf` section).
+#[test]
+fn two_bit_misses_over_two_groups_beside_a_lock_free_insert_filling_their_boundary() {
+    model(|| {
+        let filter = filter_with(&[key(0, 5), key(2, 1), key(2, 2), key(3, 7)]);
+        let (x, y) = (filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(0, 9)).unwrap());
+        let u = thread::spawn(move || {
+            assert!(y.contains_hash(key(3, 7)));
+            assert!(y.contains_hash(key(2, 2)));
+            assert!(y.contains_hash_locked(key(3, 7)));
+            assert!(!y.contains_hash_locked(key(3, 8)), "a misread hit");
+        });
+        u.join().unwrap();
+        assert!(t.join().unwrap());
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// The walks of the model above beside inserts into empty canonical slots at both ends of
+/// their supercluster: into the boundary slot 2 (quotient 1), which joins the supercluster on
+/// the left, and into slot 6 (quotient 5), right after the supercluster's end.
+#[test]
+fn two_bit_misses_over_two_groups_beside_fills_of_empty_canonical_slots() {
+    model(|| {
+        let filter = filter_with(&[key(0, 5), key(2, 1), key(2, 2), key(3, 7)]);
+        let (x, y, z) = (filter.clone(), filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.insert_hash(key(1, 9)).unwrap());
+        let v = thread::spawn(move || z.insert_hash(key(5, 9)).unwrap());
+        let u = thread::spawn(move || {
+            assert!(y.contains_hash(key(3, 7)));
+            assert!(!y.contains_hash_locked(key(3, 8)), "a misread hit");
+        });
+        u.join().unwrap();
+        assert!(t.join().unwrap());
+        assert!(v.join().unwrap());
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// A removal counts its shift up to the first unfilled slot after the removed element (slot 6),
+/// found before it shifts; an insert into that empty canonical slot (quotient 5) fills it
+/// meanwhile, and the shift must still stop before it (a debug assertion checks it), while a
+/// query reads the key the removal carries back.
+#[test]
+fn two_bit_removal_whose_counted_stretch_gains_its_end_slot_meanwhile() {
+    model(|| {
+        let filter = filter_with(&[key(2, 1), key(2, 2), key(3, 7)]);
+        let (x, y, z) = (filter.clone(), filter.clone(), filter.clone());
+        let t = thread::spawn(move || x.remove_hash(key(2, 1)).unwrap());
+        let v = thread::spawn(move || z.insert_hash(key(5, 9)).unwrap());
+        let u = thread::spawn(move || assert!(y.contains_hash(key(3, 7))));
+        u.join().unwrap();
+        assert!(t.join().unwrap());
+        assert!(v.join().unwrap());
+        assert!(filter.contains_hash(key(5, 9)) && filter.contains_hash(key(3, 7)));
+        filter.check_invariants().unwrap();
+    });
+}

@@ -24,14 +24,17 @@ impl LocallyLockedQf {
         remainder: u64,
     ) -> (Option<QuietRegion>, UnlockedWalk) {
         let slots = &self.table.slots;
-        let quiet = self.shifts.read_begin(slots.layout().locate(quotient).0);
-        // Acquire: pairs with the Release of the writers that published the groups; and
-        // `ShiftRegions::walk_stands` needs it.
-        let walk = with_fixed_width!(slots => Self::walk_from(
-            Cursor::over(&LocksReadThrough(slots), quotient, Ordering::Acquire),
-            remainder
-        ));
-        (quiet, walk)
+        with_fixed_width!(slots => {
+            // The layout is a constant here: locating the group takes an instruction or two.
+            let quiet = self.shifts.read_begin(slots.layout().locate(quotient).0);
+            // Acquire: pairs with the Release of the writers that published the groups; and
+            // `ShiftRegions::walk_stands` needs it.
+            let walk = Self::walk_from(
+                Cursor::over(&LocksReadThrough(slots), quotient, Ordering::Acquire),
+                remainder,
+            );
+            (quiet, walk)
+        })
     }
 
     /// [`walk_without_locks`](Self::walk_without_locks) from a cursor on the canonical slot

@@ -14,7 +14,8 @@
 //! out of the table, which is only sound with a CAS over two neighbouring slots; the paper calls
 //! it impractical. This filter locks *empty* slots instead. A **lock** is an empty slot with its
 //! new-run bit set (remainder 0, which no element has); walks read it as empty. Every lock is
-//! exclusive, and the filter needs no memory beyond the table.
+//! exclusive, and the locks need no memory beyond the table (the shift regions of the queries,
+//! below, take 8 bytes per 1,024 groups).
 //!
 //! The **left lock** of an operation on canonical slot `c` is the empty slot `L` just left of
 //! the supercluster holding `c` (the nearest slot at or left of `c` that is not filled). While
@@ -32,24 +33,25 @@
 //!   is locked), then shift right group by group, left to right; the last write fills `R`, which
 //!   releases it; then unlock `L`. If `c` itself is the slot locked as `L`, it is empty and the
 //!   insert writes its element there, which releases the lock.
-//! * **contains**: first the whole lookup walked without locks (reading locks as empty), its
-//!   shift region's word read before it (see `qf::shift_regions`). Its answer stands if the
-//!   walk read only the group of the canonical slot (or the canonical slot has no run), if it
-//!   found the remainder (a successful query writes nothing), or if no locked shift wrote its
-//!   region of the table while it walked (the word, read again after the walk, says so; this
-//!   is beyond the paper). Otherwise, i.e. a miss over several groups that a locked shift may
-//!   have overlapped, lock `L` (the boundary the walk saw, if it is still an
-//!   unlocked empty slot). If every group the walk read still holds the word it read, a walk
-//!   under the lock would read the same and miss too, so the miss stands; otherwise walk under
-//!   the lock (restart if the walk finds the supercluster changed). Then unlock. A
-//!   hit of a walk over several groups can be a misread: a walk that overlaps a shift may read
-//!   a group before and the next one after a commit and count a slot into the wrong run, so
-//!   the hit is a false positive (also for a key just removed), about as likely as a
-//!   fingerprint collision in that run and only while a writer shifts that supercluster.
-//!   [`contains_hash_locked`](TwoBitQf::contains_hash_locked) trusts only one-group answers,
-//!   walks no locked shift overlapped and answers confirmed under the lock.
-//! * **locked shifts** (inserts and removals that take `L`) count themselves in flight on
-//!   their shift regions from before their first group write to after their last.
+//! * **contains**: first the whole lookup walked without locks (reading locks as empty), its shift
+//!   region's word read before it (see `qf::shift_regions`). Its answer stands if the walk read
+//!   only the group of the canonical slot (or the canonical slot has no run), if it found the
+//!   remainder (a successful query writes nothing), or if it read only groups of its region and no
+//!   locked shift was in flight there at any moment of the walk (the word, read again after the
+//!   walk, says so; this is beyond the paper). Otherwise, i.e. a miss over several groups that a
+//!   locked shift may have overlapped, lock `L` (the boundary the walk saw, if it is still an
+//!   unlocked empty slot). If every group the walk read still holds the word it read, a walk under
+//!   the lock would read the same and miss too, so the miss stands; otherwise walk under the lock
+//!   (restart if the walk finds the supercluster changed). Then unlock. A hit of a walk over
+//!   several groups can be a misread: a walk that overlaps a shift may read a group before and the
+//!   next one after a commit and count a slot into the wrong run, so the hit is a false positive
+//!   (also for a key just removed), about as likely as a fingerprint collision in that run and only
+//!   while a writer shifts that supercluster.
+//!   [`contains_hash_locked`](TwoBitQf::contains_hash_locked) trusts only one-group answers, walks
+//!   no locked shift overlapped and answers confirmed under the lock.
+//! * **locked shifts** (inserts and removals that take `L` and shift; not an insert that fills
+//!   its own left lock) count themselves in flight on their shift regions from before their
+//!   first group write to after their last.
 //! * **remove**: lock `L`, walk, shift the following elements left up to the next empty slot or
 //!   the next run in its own canonical slot, unlock `L`. The slot it empties is written in its
 //!   last group write, and the removal writes nothing after it.
@@ -77,12 +79,13 @@
 //! run it describes or in an earlier group. So every group, loaded once, is the restriction of a
 //! consistent table, which is what the lock-free paths read; the locked paths read a stretch nobody
 //! changes. A query's walk without locks over several groups is trusted when it finds the remainder
-//! or when no locked shift wrote its region while it walked (it then read a consistent table:
-//! `qf::shift_regions` has the argument), so its `false` always comes from one group, from such a
-//! walk, or from what it read under the lock (a walk, or the words it confirmed there). A key whose
-//! insert returned is in both the state before and after every later operation except its own
-//! removal. Set semantics hold because an insert decides "already there" either from one consistent
-//! group or under `L`, which serialises inserts into a supercluster.
+//! or when it read only groups of its region and no locked shift was in flight there while it
+//! walked (it then read a consistent table: `qf::shift_regions` has the argument), so its `false`
+//! always comes from one group, from such a walk, or from what it read under the lock (a walk, or
+//! the words it confirmed there). A key whose insert returned is in both the state before and after
+//! every later operation except its own removal. Set semantics hold because an insert decides
+//! "already there" either from one consistent group or under `L`, which serialises inserts into a
+//! supercluster.
 //!
 //! # Bounded growing
 //!
@@ -102,7 +105,7 @@ use std::hash::Hash;
 use crate::counter::StripedCounter;
 use crate::filter::{Error, Filter, Full, Remove};
 use crate::hash::{hash_key, low_mask, Fingerprint};
-use crate::storage::{with_fixed_width, Cursor, Guarded, Preview, Recorder, Rewriter};
+use crate::storage::{with_fixed_width, Cursor, GroupSource, Guarded, Preview, Recorder, Rewriter};
 use crate::sync::{Ordering, Waiter};
 
 use crate::qf::load_cap::LoadCap;
@@ -118,8 +121,8 @@ use walk::{InsertPlan, InsertStep, RunSearch};
 /// One status bit fewer than [`LocallyLockedQf`](crate::LocallyLockedQf) per slot; in exchange,
 /// operations walk from the start of a supercluster rather than a cluster, and writes whose walk
 /// leaves one 64-bit group lock the supercluster, as do queries that miss over several groups
-/// while a locked write shifts that part of the table (a hit needs no lock; the module docs of
-/// `src/qf/two_bit/mod.rs` give the protocol). All methods
+/// while a locked write shifts elements in the same region of 1,024 groups (a hit needs no
+/// lock; the module docs of `src/qf/two_bit/mod.rs` give the protocol). All methods
 /// take `&self`; share it with an [`Arc`](std::sync::Arc). [`grow`](TwoBitQf::grow) doubles the
 /// table.
 ///
@@ -149,7 +152,7 @@ pub struct TwoBitQf {
     /// Refuses inserts past about 31/32 of the slots.
     cap: LoadCap,
     /// Which regions a locked shift writes: a query's answer over several groups stands without
-    /// the lock if none wrote its region while it walked.
+    /// the lock if the walk stayed in one region and no locked shift was in flight there.
     shifts: ShiftRegions,
 }
 
@@ -403,8 +406,8 @@ impl TwoBitQf {
     /// may have carried the element past the walk.
     ///
     /// So the word of the canonical slot's shift region is read before the walk: its answer is
-    /// exact also if no locked shift wrote that region meanwhile
-    /// ([`ShiftRegions::walk_stands`]; `qf::shift_regions` has the argument).
+    /// exact also if the walk stayed in that region and no locked shift was in flight there at
+    /// any moment of it ([`ShiftRegions::walk_stands`]; `qf::shift_regions` has the argument).
     ///
     /// `recorder` keeps the words the walk read, for [`locked_query`](Self::locked_query) to
     /// confirm a miss without walking again. The walk is compiled per slot width
@@ -416,23 +419,21 @@ impl TwoBitQf {
         quotient: usize,
         remainder: u64,
     ) -> (Option<QuietRegion>, UnlockedWalk) {
-        let quiet = self
-            .shifts
-            .read_begin(self.table.slots.layout().locate(quotient).0);
-        let walk = with_fixed_width!(recorder => {
+        with_fixed_width!(recorder => {
+            // The layout is a constant here: locating the group takes an instruction or two.
+            let quiet = self.shifts.read_begin(recorder.layout().locate(quotient).0);
             // Acquire: pairs with the Release of the writers that published the groups; and
             // `ShiftRegions::walk_stands` needs it.
             let mut cursor = Cursor::over(&recorder, quotient, Ordering::Acquire);
             let canonical_group = cursor.group();
             let lookup = walk::lookup(&mut cursor, quotient, remainder);
-            UnlockedWalk::new(lookup, canonical_group, &cursor)
-        });
-        (quiet, walk)
+            (quiet, UnlockedWalk::new(lookup, canonical_group, &cursor))
+        })
     }
 
-    /// The query: the walk without locks answers if it read one group, if no locked shift
-    /// wrote its region while it walked, or if it found the remainder and `unlocked_hits`
-    /// trusts that; otherwise the locked query does.
+    /// The query: the walk without locks answers if it read one group, if it stands on its
+    /// shift region ([`ShiftRegions::walk_stands`]), or if it found the remainder and
+    /// `unlocked_hits` trusts that; otherwise the locked query does.
     #[inline(always)]
     pub(crate) fn contains_trusting(
         &self,
@@ -460,7 +461,9 @@ impl TwoBitQf {
     /// locks: `true` only if the fingerprint was stored at some moment of the call, never from
     /// a run misread during a concurrent shift (crate docs, "Consistency"). For callers that
     /// act on a `true`. It costs a lock whenever the answer is not in the canonical slot's
-    /// group and a locked shift wrote that part of the table meanwhile, hit or miss.
+    /// group and the walk cannot stand on its shift region (a locked shift was in flight in
+    /// its region of 1,024 groups, the walk crossed into another region, or it gave up on what
+    /// it read), hit or miss.
     ///
     /// ```
     /// use conqf::{Filter, Remove, TwoBitQf};
@@ -708,6 +711,9 @@ impl TwoBitQf {
         let mut occupied = slots.cursor(quotient, Ordering::Acquire);
         let mut rewriter = Rewriter::new(slots, Guarded, OCCUPIED);
         let emptied = walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan);
+        // A shift past `stop` would leave a write uncounted, and queries of the next region
+        // could then keep a miss read across it; the argument (`qf::shift_regions`) rules
+        // that out, and the stress tests and loom models check it here.
         debug_assert!(emptied < stop, "the shift wrote past the counted slots");
         rewriter.finish();
         drop(writing);
@@ -749,7 +755,7 @@ impl Filter for TwoBitQf {
     }
 
     fn memory_bytes(&self) -> usize {
-        self.table.slots.memory_bytes()
+        self.table.slots.memory_bytes() + self.shifts.memory_bytes()
     }
 
     fn false_positive_rate(&self) -> f64 {
@@ -901,6 +907,21 @@ mod tests {
             !torn.shifts.walk_stands(quiet, &walk),
             "a walk that gave up"
         );
+    }
+
+    #[test]
+    fn memory_counts_the_shift_regions_words() {
+        // 2^20 canonical slots of 12 bits, 5 per group: 210,535 groups with the guard and the
+        // overflow tail, so 206 regions of 1,024 groups, 8 bytes each.
+        let filter = TwoBitQf::with_bits(20, 10).unwrap();
+        let table = filter.table.slots.memory_bytes();
+        let groups = filter
+            .table
+            .slots
+            .layout()
+            .groups_for(filter.table.slots.len());
+        assert_eq!(filter.memory_bytes(), table + 8 * groups.div_ceil(1024));
+        assert!(filter.memory_bytes() > table);
     }
 
     #[test]
