@@ -529,20 +529,21 @@ fn two_bit_misses_over_two_groups_beside_fills_of_empty_canonical_slots() {
 
 /// A removal counts its shift up to the first unfilled slot after the removed element (slot 6),
 /// found before it shifts; an insert into that empty canonical slot (quotient 5) fills it
-/// meanwhile, and the shift must still stop before it (a debug assertion checks it), while a
-/// query reads the key the removal carries back.
+/// meanwhile, and the shift must still stop before it (a debug assertion checks it). (A query
+/// beside them, a third thread, made this model cost 111 s of a CI run; the models above query
+/// beside removals.)
 #[test]
 fn two_bit_removal_whose_counted_stretch_gains_its_end_slot_meanwhile() {
     model(|| {
         let filter = filter_with(&[key(2, 1), key(2, 2), key(3, 7)]);
-        let (x, y, z) = (filter.clone(), filter.clone(), filter.clone());
-        let t = thread::spawn(move || x.remove_hash(key(2, 1)).unwrap());
-        let v = thread::spawn(move || z.insert_hash(key(5, 9)).unwrap());
-        let u = thread::spawn(move || assert!(y.contains_hash(key(3, 7))));
-        u.join().unwrap();
-        assert!(t.join().unwrap());
-        assert!(v.join().unwrap());
+        let (removed, inserted) = super::race(
+            &filter,
+            |x| x.remove_hash(key(2, 1)).unwrap(),
+            |z| z.insert_hash(key(5, 9)).unwrap(),
+        );
+        assert!(removed && inserted);
         assert!(filter.contains_hash(key(5, 9)) && filter.contains_hash(key(3, 7)));
+        assert!(!filter.contains_hash(key(2, 1)));
         filter.check_invariants().unwrap();
     });
 }
