@@ -458,7 +458,7 @@ impl LocallyLockedQf {
         quotient: usize,
         remainder: u64,
         unlocked_hits: bool,
-        first_walk: (Option<QuietRegion>, UnlockedWalk),
+        first_walk: (QuietRegion, UnlockedWalk),
     ) -> bool {
         let (mut quiet, mut walk) = first_walk;
         loop {

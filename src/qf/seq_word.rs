@@ -37,14 +37,32 @@ impl SeqWord {
         SeqWord(AtomicU64::new(0))
     }
 
+    /// A word that shows a writer in flight, for a reader with no word to read: no read stands
+    /// on it ([`in_flight`](Self::in_flight)).
+    pub(crate) const NEVER_STANDS: u64 = IN_FLIGHT;
+
     /// The word to hand to [`read_stands`](Self::read_stands) after an optimistic read that
     /// starts now; `None` if a writer is in flight (the read would not stand).
     #[inline]
     pub(crate) fn read_begin(&self) -> Option<u64> {
+        let before = self.begin();
+        (!Self::in_flight(before)).then_some(before)
+    }
+
+    /// The word before an optimistic read that starts now, whether or not it shows a writer
+    /// in flight: for a reader that reads anyway, and then keeps what it read only if the word
+    /// showed none ([`in_flight`](Self::in_flight)) and [`read_stands`](Self::read_stands).
+    #[inline]
+    pub(crate) fn begin(&self) -> u64 {
         // Acquire: pairs with the Release decrement of the writers that finished, so their
         // writes are visible to the read.
-        let before = self.0.load(Ordering::Acquire);
-        (before & IN_FLIGHT_MASK == 0).then_some(before)
+        self.0.load(Ordering::Acquire)
+    }
+
+    /// Whether the word `before` shows a writer in flight.
+    #[inline]
+    pub(crate) const fn in_flight(before: u64) -> bool {
+        before & IN_FLIGHT_MASK != 0
     }
 
     /// Whether the optimistic read since [`read_begin`](Self::read_begin) gave `before` stands:

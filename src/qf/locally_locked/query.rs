@@ -22,7 +22,7 @@ impl LocallyLockedQf {
         &self,
         quotient: usize,
         remainder: u64,
-    ) -> (Option<QuietRegion>, UnlockedWalk) {
+    ) -> (QuietRegion, UnlockedWalk) {
         let slots = &self.table.slots;
         with_fixed_width!(slots => {
             // The layout is a constant here: locating the group takes an instruction or two.

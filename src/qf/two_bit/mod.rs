@@ -418,7 +418,7 @@ impl TwoBitQf {
         recorder: &Recorder<'_>,
         quotient: usize,
         remainder: u64,
-    ) -> (Option<QuietRegion>, UnlockedWalk) {
+    ) -> (QuietRegion, UnlockedWalk) {
         with_fixed_width!(recorder => {
             // The layout is a constant here: locating the group takes an instruction or two.
             let quiet = self.shifts.read_begin(recorder.layout().locate(quotient).0);
@@ -855,7 +855,7 @@ mod tests {
         filter: &TwoBitQf,
         quotient: usize,
         remainder: u64,
-    ) -> (Option<QuietRegion>, UnlockedWalk) {
+    ) -> (QuietRegion, UnlockedWalk) {
         filter.walk_without_locks(&Recorder::new(&filter.table.slots), quotient, remainder)
     }
 
