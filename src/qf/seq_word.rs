@@ -78,29 +78,52 @@ impl SeqWord {
     }
 }
 
-/// Writers in flight on some sequence words, from [`Writing::start`] until dropped (also when
-/// unwinding: a panicking writer must not turn the readers away for ever).
+/// A writer in flight on some sequence words, from [`Writing::start`] (or, word by word, from
+/// [`Writing::count_first`]) until dropped (also when unwinding: a panicking writer must not turn
+/// the readers away for ever).
 #[must_use = "the writer is in flight only until this is dropped"]
-pub(crate) struct Writing<'a>(&'a [SeqWord]);
+pub(crate) struct Writing<'a> {
+    words: &'a [SeqWord],
+    /// How many of `words`, from the first, the writer is counted on.
+    counted: usize,
+}
 
 impl<'a> Writing<'a> {
     /// Counts a writer in flight on every word of `words`; call it before the writer's first
     /// write.
     pub(crate) fn start(words: &'a [SeqWord]) -> Self {
-        for word in words {
+        let mut writing = Self::pending(words);
+        writing.count_first(words.len());
+        writing
+    }
+
+    /// A writer that will write under some of `words`, counted on none of them yet: it counts
+    /// itself on each with [`count_first`](Self::count_first) before its first write there.
+    pub(crate) fn pending(words: &'a [SeqWord]) -> Self {
+        Writing { words, counted: 0 }
+    }
+
+    /// Counts the writer in flight on the first `n` words (at most all of them), those it is
+    /// not counted on yet; call it before the writer's first write under any of them.
+    pub(crate) fn count_first(&mut self, n: usize) {
+        let to = n.min(self.words.len());
+        if to <= self.counted {
+            return;
+        }
+        for word in &self.words[self.counted..to] {
             // Relaxed, then a Release fence (a sequence-lock writer): every write of the writer
             // comes after the fence, so a reader that reads one of them with an Acquire load sees
             // this increment in its second load, whatever ordering the writer writes with.
             word.0.fetch_add(STARTED + IN_FLIGHT, Ordering::Relaxed);
         }
         fence(Ordering::Release);
-        Writing(words)
+        self.counted = to;
     }
 }
 
 impl Drop for Writing<'_> {
     fn drop(&mut self) {
-        for word in self.0 {
+        for word in &self.words[..self.counted] {
             // Release: a reader whose first load sees this writer finished sees its writes.
             word.0.fetch_sub(IN_FLIGHT, Ordering::Release);
         }
@@ -137,5 +160,26 @@ mod tests {
         drop(writing);
         assert!(!words[1].read_stands(before[1]) && !words[2].read_stands(before[2]));
         assert!(words[1].read_begin().is_some() && words[2].read_begin().is_some());
+    }
+
+    #[test]
+    fn a_pending_writer_counts_on_each_word_from_its_first_write_there() {
+        let words = [SeqWord::new(), SeqWord::new(), SeqWord::new()];
+        let before: Vec<u64> = words.iter().map(|w| w.read_begin().unwrap()).collect();
+        let mut writing = Writing::pending(&words);
+        assert!(words.iter().all(|w| w.read_begin().is_some()));
+        writing.count_first(1);
+        writing.count_first(1);
+        assert!(words[0].read_begin().is_none() && words[1].read_begin().is_some());
+        writing.count_first(9);
+        assert!(
+            words.iter().all(|w| w.read_begin().is_none()),
+            "at most all of the words"
+        );
+        drop(writing);
+        // Each word counted the writer's start once and its end once.
+        for (word, before) in words.iter().zip(before) {
+            assert_eq!(word.begin(), before + STARTED);
+        }
     }
 }

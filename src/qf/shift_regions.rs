@@ -11,17 +11,20 @@
 //! walk that overlaps it can read some groups before it and some after it and miss an element
 //! that is in flight between two groups. Each one counts itself in flight on every region its
 //! group commits lie in, from after it holds its locks until after its last commit
-//! ([`ShiftRegions::shifting`]). Every other write changes one group with one CAS.
+//! ([`ShiftRegions::shifting`]); one that does not know beforehand where its shift stops (a
+//! `TwoBitQf` removal) counts itself on each region as its writes reach it, before the first
+//! there ([`ShiftRegions::reaching`]). Every other write changes one group with one CAS.
 //!
 //! A query loads its canonical slot's region word before its walk ([`ShiftRegions::read_begin`])
 //! and, if the walk went over several groups and missed (or hit, for `contains_locked`), again
-//! after it ([`ShiftRegions::walk_stands`]); the answer stands if no shift was in flight at the
-//! first load, none started before the second, and the walk read only groups of that region. Then
-//! every locked shift that wrote a group the walk read finished before the first load, which
-//! (Acquire, against the shift's Release decrement) makes the walk see its writes, and the walk saw
-//! no write of a shift that started later (it would see that shift's start in the second load: see
-//! [`SeqWord`]). What is left are the one-CAS writes, which the sections below show cannot make
-//! a walk over several groups answer wrong.
+//! after it ([`ShiftRegions::walk_stands`]); the answer stands if no shift was in flight in the
+//! region at the first load, none counted itself there before the second, and the walk read only
+//! groups of that region. Then every locked shift that wrote a group the walk read finished before
+//! the first load, which (Acquire, against the shift's Release decrement) makes the walk see its
+//! writes, and the walk saw no write of a shift that counted itself on the region later (it would
+//! see that count in the second load: see [`SeqWord`]). A shift counted only on other regions so
+//! far has written none of the groups the walk read. What is left are the one-CAS writes, which
+//! the sections below show cannot make a walk over several groups answer wrong.
 //!
 //! A locked shift that panics halfway (only debug assertions can) leaves its locks held and its
 //! stretch torn. Its count ends as it unwinds ([`Writing`]'s drop), so queries of its region may
@@ -57,12 +60,11 @@
 //! # `TwoBitQf`
 //!
 //! Every removal is locked. A locked insert that shifts counts itself from its left lock's group to
-//! its right lock's group; a removal from its left lock's group to the group of the first slot
-//! after the removed element that is not filled (its shift stops before that slot, which nothing
-//! fills while the removal holds its left lock but an insert into that empty canonical slot, a run
-//! the shift stops at too). Taking or releasing a lock changes nothing a walk reads (a locked slot
-//! reads as empty). The one-CAS writes are an insert whose supercluster lies in one group with both
-//! its boundary slots (a lock-free insert: it moves elements inside that supercluster and fills its
+//! its right lock's group; a removal on each region from before its first write there (where its
+//! shift stops, at the next unfilled slot or run in its own canonical slot, it learns only by
+//! getting there). Taking or releasing a lock changes nothing a walk reads (a locked slot reads as
+//! empty). The one-CAS writes are an insert whose supercluster lies in one group with both its
+//! boundary slots (a lock-free insert: it moves elements inside that supercluster and fills its
 //! right boundary), and an insert into an empty canonical slot (lock-free, or into the slot an
 //! insert locked as its left lock), which fills just that slot. Neither empties a slot, or moves an
 //! element of a supercluster that does not lie in one group with both its boundary slots.
@@ -87,7 +89,7 @@
 
 use crate::qf::seq_word::{SeqWord, Writing};
 use crate::qf::walk::UnlockedWalk;
-use crate::storage::SlotArray;
+use crate::storage::{SlotArray, SlotLayout};
 
 /// The groups of one region, as a power of two: 1,024 groups (4,096 slots of 13 to 16 bits). A
 /// walk over several groups rarely crosses a region's boundary, and a table of `2^22` slots has
@@ -110,11 +112,44 @@ pub(crate) struct QuietRegion {
     word: u64,
 }
 
-#[cfg(test)]
+#[cfg(all(test, not(loom)))]
 impl QuietRegion {
     /// Whether the word showed a locked shift in flight (or there was none to read).
     pub(crate) fn shift_in_flight(&self) -> bool {
         SeqWord::in_flight(self.word)
+    }
+}
+
+/// A locked shift counted on each region from before its first write there
+/// ([`ShiftRegions::reaching`]).
+pub(crate) struct Reach<'a> {
+    writing: Writing<'a>,
+    /// The region of the shift's first slot: the writer's first word.
+    first_region: usize,
+    slots_per_region: usize,
+    /// The first slot of the first region the shift is not counted on.
+    uncounted_from: usize,
+}
+
+impl Reach<'_> {
+    /// Counts the shift in flight on the region of `slot` (and any between the first and it)
+    /// if it is not yet; call it before writing `slot`. Slots must not decrease.
+    #[inline]
+    pub(crate) fn before_write(&mut self, slot: usize) {
+        if slot >= self.uncounted_from {
+            self.count_through(slot);
+        }
+    }
+
+    #[inline(never)]
+    fn count_through(&mut self, slot: usize) {
+        let region = slot / self.slots_per_region;
+        debug_assert!(
+            region >= self.first_region,
+            "a write before the shift's first slot"
+        );
+        self.writing.count_first(region - self.first_region + 1);
+        self.uncounted_from = (region + 1) * self.slots_per_region;
     }
 }
 
@@ -160,6 +195,27 @@ impl ShiftRegions {
             "a shift of groups {first}..={last} past the last region"
         );
         Writing::start(words.unwrap_or_default())
+    }
+
+    /// A locked shift that writes slots left to right, none before slot `first`, and does not
+    /// know beforehand where it stops (a `TwoBitQf` removal): it counts itself in flight on
+    /// each region with [`Reach::before_write`], until the result drops. Make it holding the
+    /// locks.
+    pub(crate) fn reaching(&self, layout: &SlotLayout, first: usize) -> Reach<'_> {
+        let slots_per_region = REGION_GROUPS * layout.per_group() as usize;
+        let first_region = first / slots_per_region;
+        // `get`: none at all without regions (`none`).
+        let words = self.words.get(first_region..);
+        debug_assert!(
+            words.is_some_and(|words| !words.is_empty()) || self.words.is_empty(),
+            "a shift from slot {first}, past the last region"
+        );
+        Reach {
+            writing: Writing::pending(words.unwrap_or_default()),
+            first_region,
+            slots_per_region,
+            uncounted_from: first_region * slots_per_region,
+        }
     }
 
     /// The word of `group`'s region before a walk from it, whatever it shows: a word with a
@@ -222,6 +278,43 @@ mod tests {
         assert!(regions.read_stands(quiet[3], g(3, 1), g(3, 2)));
         assert!(!regions.read_stands(quiet[1], g(1, 3), g(1, 6)));
         assert!(!regions.read_stands(quiet[2], g(2, 3), g(2, 6)));
+    }
+
+    #[test]
+    fn a_reaching_shift_counts_itself_on_a_region_from_its_first_write_there_until_it_ends() {
+        // Four slots per group: a region is 4,096 slots.
+        let layout = SlotLayout::new(16);
+        let slots = REGION_GROUPS * 4;
+        let regions = ShiftRegions::new(3 * REGION_GROUPS);
+        let mut shift = regions.reaching(&layout, 7);
+        assert!(
+            !regions.read_begin(1).shift_in_flight(),
+            "nothing written yet"
+        );
+        shift.before_write(7);
+        shift.before_write(slots - 1);
+        assert!(regions.read_begin(0).shift_in_flight());
+        let quiet = regions.read_begin(REGION_GROUPS + 3);
+        assert!(!quiet.shift_in_flight(), "no write in region 1 yet");
+        shift.before_write(slots);
+        shift.before_write(slots + 1);
+        assert!(regions.read_begin(REGION_GROUPS).shift_in_flight());
+        assert!(!regions.read_begin(2 * REGION_GROUPS).shift_in_flight());
+        assert!(!regions.read_stands(quiet, REGION_GROUPS + 3, REGION_GROUPS + 4));
+        drop(shift);
+        let after = regions.read_begin(REGION_GROUPS + 3);
+        assert!(!after.shift_in_flight() && !regions.read_begin(0).shift_in_flight());
+        assert_ne!(after.word, quiet.word, "region 1 counted the shift's start");
+        assert_eq!(
+            after.word,
+            regions.read_begin(0).word,
+            "once, as region 0 did"
+        );
+        assert_eq!(
+            regions.read_begin(2 * REGION_GROUPS).word,
+            0,
+            "region 2 saw no shift"
+        );
     }
 
     #[test]

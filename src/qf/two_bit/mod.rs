@@ -51,7 +51,8 @@
 //!   no locked shift overlapped and answers confirmed under the lock.
 //! * **locked shifts** (inserts and removals that take `L` and shift; not an insert that fills
 //!   its own left lock) count themselves in flight on their shift regions from before their
-//!   first group write to after their last.
+//!   first group write there (a removal learns where its shift stops only on its way, and
+//!   counts itself on each region as it reaches it) to after their last.
 //! * **remove**: lock `L`, walk, shift the following elements left up to the next empty slot or
 //!   the next run in its own canonical slot, unlock `L`. The slot it empties is written in its
 //!   last group write, and the removal writes nothing after it.
@@ -704,19 +705,15 @@ impl TwoBitQf {
         };
         // Acquire: as in `plan_locked`.
         let mut read = slots.cursor(plan.position + 1, Ordering::Acquire);
-        // The shift stops before the first slot after the element that is not filled (the last
-        // slot never is), and nothing but a run it stops at can fill that slot meanwhile.
-        let stop = walk::seek_empty(&mut read.clone()).unwrap_or(slots.len() - 1);
-        let writing = self.shifting(left, stop);
         let mut occupied = slots.cursor(quotient, Ordering::Acquire);
         let mut rewriter = Rewriter::new(slots, Guarded, OCCUPIED);
-        let emptied = walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan);
-        // A shift past `stop` would leave a write uncounted, and queries of the next region
-        // could then keep a miss read across it; the argument (`qf::shift_regions`) rules
-        // that out, and the stress tests and loom models check it here.
-        debug_assert!(emptied < stop, "the shift wrote past the counted slots");
+        // Where the shift stops is known only once it gets there: it counts itself in flight
+        // on each region before its first write there.
+        let mut reach = self.shifts.reaching(slots.layout(), quotient);
+        let before_write = |slot| reach.before_write(slot);
+        walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, before_write);
         rewriter.finish();
-        drop(writing);
+        drop(reach);
         self.unlock(left);
         self.len.decrement();
         Some(true)
@@ -859,9 +856,9 @@ mod tests {
         filter.walk_without_locks(&Recorder::new(&filter.table.slots), quotient, remainder)
     }
 
-    /// In the torn table [`half_committed_removal`], the walk for the stored `(3,9)` (canonical slot 4)
-    /// counts the moved `(2,7)` as a run and takes the stale copy in slot 4 for quotient 3's
-    /// run: a miss over two groups that cannot tell. So it stands only if no locked shift of
+    /// In the torn table [`half_committed_removal`], the walk for the stored `(3,9)` (canonical
+    /// slot 4) counts the moved `(2,7)` as a run and takes the stale copy in slot 4 for quotient
+    /// 3's run: a miss over two groups that cannot tell. So it stands only if no locked shift of
     /// the region was in flight at any moment of the walk. Counted in flight (as the removal
     /// that tore it would be) before the walk, or started during it, the shift makes the miss
     /// go to the locked query.
@@ -907,6 +904,46 @@ mod tests {
             !torn.shifts.walk_stands(quiet, &walk),
             "a walk that gave up"
         );
+    }
+
+    /// A removal counts itself on each shift region its shift writes, also those it reaches
+    /// only on its way: here regions 0 and 1 of 1,024 one-slot groups, and no other.
+    #[test]
+    fn a_removal_shifting_into_the_next_region_counts_itself_there() {
+        use crate::qf::shift_regions::REGION_GROUPS;
+        // 34-bit slots, one per group: region `k` is slots `1,024 k..1,024 (k + 1)`.
+        let filter = TwoBitQf::with_bits(12, 32).unwrap();
+        let key = |quotient: usize, remainder: u64| ((quotient as u64) << 32 | remainder) << 20;
+        let boundary = REGION_GROUPS;
+        // Quotient `boundary - 3`'s run of five fills slots `boundary - 3..boundary + 2`, and
+        // quotient 5's run of two stays far inside region 0.
+        for remainder in 1..=5 {
+            filter.insert_hash(key(boundary - 3, remainder)).unwrap();
+        }
+        filter.insert_hash(key(5, 1)).unwrap();
+        filter.insert_hash(key(5, 2)).unwrap();
+        let quiet = |group: usize| (group, filter.shifts.read_begin(group));
+        let stands = |(group, quiet)| filter.shifts.read_stands(quiet, group, group);
+        let before = [quiet(0), quiet(boundary), quiet(2 * boundary)];
+
+        assert_eq!(filter.remove_hash(key(5, 1)), Ok(true));
+        assert!(
+            !stands(before[0]),
+            "the removal in region 0 counted itself there"
+        );
+        assert!(stands(before[1]) && stands(before[2]));
+
+        let before = [quiet(0), quiet(boundary), quiet(2 * boundary)];
+        assert_eq!(filter.remove_hash(key(boundary - 3, 1)), Ok(true));
+        assert!(!stands(before[0]), "the shift starts in region 0");
+        assert!(!stands(before[1]), "and reaches into region 1");
+        assert!(stands(before[2]), "but not region 2");
+        assert!(
+            !filter.shifts.read_begin(boundary).shift_in_flight(),
+            "it ended"
+        );
+        assert!((2..=5).all(|r| filter.contains_hash(key(boundary - 3, r))));
+        filter.check_invariants().unwrap();
     }
 
     #[test]

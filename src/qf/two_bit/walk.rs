@@ -370,16 +370,20 @@ pub(crate) fn plan_remove(
 /// slot (which cannot move left of it). The canonical slot loses its occupied bit if its run is
 /// now empty. Without a `shifted` bit, each moved run's canonical slot is found as the next
 /// occupied slot after the previous run's, by the cursor `occupied` (on `quotient` at the
-/// start); `read` is a cursor on `position + 1`. Returns the index of the slot that became empty.
+/// start); `read` is a cursor on `position + 1`. `before_write` is told each slot before it is
+/// written, in increasing order, none before `quotient`. Returns the index of the slot that
+/// became empty.
 #[inline]
 pub(crate) fn shift_out<C: Commit>(
     read: &mut Cursor<'_>,
     occupied: &mut Cursor<'_>,
     rewriter: &mut Rewriter<'_, C>,
     plan: &RemovePlan,
+    mut before_write: impl FnMut(usize),
 ) -> usize {
     let clears_canonical = plan.was_alone;
     if clears_canonical && plan.quotient < plan.position {
+        before_write(plan.quotient);
         rewriter.put_whole(plan.quotient, plan.canonical & !OCCUPIED);
     }
     // The removed element's slot is the canonical one when its run started there.
@@ -408,12 +412,14 @@ pub(crate) fn shift_out<C: Commit>(
             // The removed element headed this run: its successor heads it now.
             moved |= NEW_RUN;
         }
+        before_write(target);
         put(rewriter, target, moved);
         target += 1;
         if !read.advance() {
             break;
         }
     }
+    before_write(target);
     put(rewriter, target, 0);
     target
 }
