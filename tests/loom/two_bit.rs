@@ -527,13 +527,13 @@ fn two_bit_misses_over_two_groups_beside_fills_of_empty_canonical_slots() {
     });
 }
 
-/// A removal counts its shift up to the first unfilled slot after the removed element (slot 6),
-/// found before it shifts; an insert into that empty canonical slot (quotient 5) fills it
-/// meanwhile, and the shift must still stop before it (a debug assertion checks it). (A query
+/// A removal's shift stops at the first unfilled slot after the removed element (slot 6) or at a
+/// run in its own canonical slot; an insert into that empty canonical slot (quotient 5) fills it
+/// while the removal plans or shifts, and the shift must stop before it either way. (A query
 /// beside them, a third thread, made this model cost 111 s of a CI run; the models above query
 /// beside removals.)
 #[test]
-fn two_bit_removal_whose_counted_stretch_gains_its_end_slot_meanwhile() {
+fn two_bit_removal_beside_an_insert_filling_the_slot_after_its_stretch() {
     model(|| {
         let filter = filter_with(&[key(2, 1), key(2, 2), key(3, 7)]);
         let (removed, inserted) = super::race(
