@@ -13,11 +13,11 @@
 //! +----------------------+----------------------+
 //! ```
 //!
-//! A writer adds one to both halves before its first write and takes one from the low half after
-//! its last. A reader loads the word before its read and after it: if the first load showed no
-//! writer in flight and the second equals the first, no writer was in flight during the read. One
-//! in flight at the first load shows there; one that started later changed the started count
-//! (unless exactly `2^32` writers started during the read, which the wrap would hide).
+//! A writer adds one to both halves before its first write under the word and takes one from the
+//! low half after its last. A reader loads the word before its read and after it: if the first load
+//! showed no writer in flight and the second equals the first, no writer was in flight during the
+//! read. One in flight at the first load shows there; one that started later changed the started
+//! count (unless exactly `2^32` writers started during the read, which the wrap would hide).
 
 use crate::sync::{fence, AtomicU64, Ordering};
 
@@ -111,9 +111,10 @@ impl<'a> Writing<'a> {
             return;
         }
         for word in &self.words[self.counted..to] {
-            // Relaxed, then a Release fence (a sequence-lock writer): every write of the writer
-            // comes after the fence, so a reader that reads one of them with an Acquire load sees
-            // this increment in its second load, whatever ordering the writer writes with.
+            // Relaxed, then a Release fence (a sequence-lock writer): every write the writer makes
+            // under these words comes after the fence, so a reader that reads one of them with an
+            // Acquire load sees this increment in its second load, whatever ordering the writer
+            // writes with.
             word.0.fetch_add(STARTED + IN_FLIGHT, Ordering::Relaxed);
         }
         fence(Ordering::Release);

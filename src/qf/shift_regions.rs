@@ -19,12 +19,13 @@
 //! and, if the walk went over several groups and missed (or hit, for `contains_locked`), again
 //! after it ([`ShiftRegions::walk_stands`]); the answer stands if no shift was in flight in the
 //! region at the first load, none counted itself there before the second, and the walk read only
-//! groups of that region. Then every locked shift that wrote a group the walk read finished before
-//! the first load, which (Acquire, against the shift's Release decrement) makes the walk see its
-//! writes, and the walk saw no write of a shift that counted itself on the region later (it would
-//! see that count in the second load: see [`SeqWord`]). A shift counted only on other regions so
-//! far has written none of the groups the walk read. What is left are the one-CAS writes, which
-//! the sections below show cannot make a walk over several groups answer wrong.
+//! groups of that region. Then every locked-shift write the walk read is one of a shift that
+//! finished before the first load, which (Acquire, against the shift's Release decrement) makes the
+//! walk see all of that shift's writes: a shift not yet counted on the region by the second load
+//! had made no write there that the walk could read (it counts itself there before its first write
+//! there, and the walk would see that count in its second load: see [`SeqWord`]). What is left are
+//! the one-CAS writes, which the sections below show cannot make a walk over several groups answer
+//! wrong.
 //!
 //! A locked shift that panics halfway (only debug assertions can) leaves its locks held and its
 //! stretch torn. Its count ends as it unwinds ([`Writing`]'s drop), so queries of its region may
@@ -60,20 +61,21 @@
 //! # `TwoBitQf`
 //!
 //! Every removal is locked. A locked insert that shifts counts itself from its left lock's group to
-//! its right lock's group; a removal on each region from before its first write there (where its
-//! shift stops, at the next unfilled slot or run in its own canonical slot, it learns only by
-//! getting there). Taking or releasing a lock changes nothing a walk reads (a locked slot reads as
-//! empty). The one-CAS writes are an insert whose supercluster lies in one group with both its
-//! boundary slots (a lock-free insert: it moves elements inside that supercluster and fills its
-//! right boundary), and an insert into an empty canonical slot (lock-free, or into the slot an
-//! insert locked as its left lock), which fills just that slot. Neither empties a slot, or moves an
-//! element of a supercluster that does not lie in one group with both its boundary slots.
-//! Superclusters only grow meanwhile, so one that does not keeps every element where it is while no
-//! locked shift is in flight in its region: it can gain an element at its right end (a run in its
-//! own canonical slot, so any run before it still ends where it did; the supercluster after it may
-//! join it there, which changes nothing before that slot) or be joined on its left by a filled
-//! boundary (the runs on the left all end at or before that slot, so counting runs from the slot
-//! after it still finds the same run).
+//! its right lock's group; a removal counts itself on each region it writes from before its first
+//! write there until after its last commit (where its shift stops, at the next unfilled slot or run
+//! in its own canonical slot, it learns only by getting there; its left lock's region, if it writes
+//! nothing there, it does not count). Taking or releasing a lock changes nothing a walk reads (a
+//! locked slot reads as empty). The one-CAS writes are an insert whose supercluster lies in one
+//! group with both its boundary slots (a lock-free insert: it moves elements inside that
+//! supercluster and fills its right boundary), and an insert into an empty canonical slot
+//! (lock-free, or into the slot an insert locked as its left lock), which fills just that slot.
+//! Neither empties a slot, or moves an element of a supercluster that does not lie in one group
+//! with both its boundary slots. Superclusters only grow meanwhile, so one that does not keeps
+//! every element where it is while no locked shift is in flight in its region: it can gain an
+//! element at its right end (a run in its own canonical slot, so any run before it still ends where
+//! it did; the supercluster after it may join it there, which changes nothing before that slot) or
+//! be joined on its left by a filled boundary (the runs on the left all end at or before that slot,
+//! so counting runs from the slot after it still finds the same run).
 //!
 //! A walk goes back from the canonical slot to the boundary, the first slot on its left that is not
 //! filled, and then forward from the boundary to the end of the run. It loads a group on entering
@@ -102,6 +104,11 @@ pub(crate) const REGION_GROUPS: usize = 1 << REGION_GROUP_BITS;
 /// The shift regions of one table.
 pub(crate) struct ShiftRegions {
     words: Box<[SeqWord]>,
+    /// The groups of a region as a power of two: [`REGION_GROUP_BITS`], but under loom also a
+    /// region of a few groups, so that a model's small table holds several
+    /// ([`ShiftRegions::of_small`]).
+    #[cfg(loom)]
+    group_bits: u32,
 }
 
 /// What [`ShiftRegions::read_begin`] read: the region of the canonical slot's group and its
@@ -141,6 +148,11 @@ impl Reach<'_> {
         }
     }
 
+    /// Whether the shift is counted on the region of `slot`.
+    pub(crate) fn counts(&self, slot: usize) -> bool {
+        slot < self.uncounted_from
+    }
+
     #[inline(never)]
     fn count_through(&mut self, slot: usize) {
         let region = slot / self.slots_per_region;
@@ -161,9 +173,22 @@ impl ShiftRegions {
 
     /// The regions of a table of `groups` groups.
     pub(crate) fn new(groups: usize) -> Self {
-        let regions = groups.div_ceil(REGION_GROUPS).max(1);
+        Self::with_group_bits(groups, REGION_GROUPS.trailing_zeros())
+    }
+
+    /// The regions of the table `slots`, each of `2^group_bits` groups (loom models only: a
+    /// model's table of a few groups then holds several regions, and its shifts cross them).
+    #[cfg(loom)]
+    pub(crate) fn of_small(slots: &SlotArray, group_bits: u32) -> Self {
+        Self::with_group_bits(slots.layout().groups_for(slots.len()), group_bits)
+    }
+
+    fn with_group_bits(groups: usize, group_bits: u32) -> Self {
+        let regions = groups.div_ceil(1 << group_bits).max(1);
         ShiftRegions {
             words: (0..regions).map(|_| SeqWord::new()).collect(),
+            #[cfg(loom)]
+            group_bits,
         }
     }
 
@@ -172,6 +197,8 @@ impl ShiftRegions {
     pub(crate) fn none() -> Self {
         ShiftRegions {
             words: Box::new([]),
+            #[cfg(loom)]
+            group_bits: REGION_GROUP_BITS,
         }
     }
 
@@ -180,16 +207,25 @@ impl ShiftRegions {
         std::mem::size_of_val(&*self.words)
     }
 
+    /// The groups of a region, as a power of two.
     #[inline]
-    fn region(group: usize) -> usize {
-        group >> REGION_GROUP_BITS
+    fn group_bits(&self) -> u32 {
+        #[cfg(loom)]
+        return self.group_bits;
+        #[cfg(not(loom))]
+        REGION_GROUP_BITS
+    }
+
+    #[inline]
+    fn region(&self, group: usize) -> usize {
+        group >> self.group_bits()
     }
 
     /// A locked shift that commits groups in `first..=last`, in flight until the result drops.
     /// Start it after taking the locks and before the first commit.
     pub(crate) fn shifting(&self, first: usize, last: usize) -> Writing<'_> {
         // `get`: none at all without regions (`none`).
-        let words = self.words.get(Self::region(first)..=Self::region(last));
+        let words = self.words.get(self.region(first)..=self.region(last));
         debug_assert!(
             words.is_some() || self.words.is_empty(),
             "a shift of groups {first}..={last} past the last region"
@@ -202,7 +238,7 @@ impl ShiftRegions {
     /// each region with [`Reach::before_write`], until the result drops. Make it holding the
     /// locks.
     pub(crate) fn reaching(&self, layout: &SlotLayout, first: usize) -> Reach<'_> {
-        let slots_per_region = REGION_GROUPS * layout.per_group() as usize;
+        let slots_per_region = (layout.per_group() as usize) << self.group_bits();
         let first_region = first / slots_per_region;
         // `get`: none at all without regions (`none`).
         let words = self.words.get(first_region..);
@@ -224,7 +260,7 @@ impl ShiftRegions {
     /// with no test; most walks never ask.
     #[inline]
     pub(crate) fn read_begin(&self, group: usize) -> QuietRegion {
-        let region = Self::region(group);
+        let region = self.region(group);
         let word = match self.words.get(region) {
             Some(word) => word.begin(),
             None => SeqWord::NEVER_STANDS,
@@ -235,13 +271,13 @@ impl ShiftRegions {
     /// Whether a walk that read groups `first..=last` (with `Acquire` loads) after
     /// [`read_begin`](Self::read_begin) gave `quiet` read a consistent table: those groups lie
     /// in `quiet`'s region, no locked shift was in flight there at the first load, and none
-    /// started since.
+    /// counted itself there since.
     #[inline]
     pub(crate) fn read_stands(&self, quiet: QuietRegion, first: usize, last: usize) -> bool {
         // The word first: without regions it is `NEVER_STANDS`, and the region no index.
         !SeqWord::in_flight(quiet.word)
-            && Self::region(first) == quiet.region
-            && Self::region(last) == quiet.region
+            && self.region(first) == quiet.region
+            && self.region(last) == quiet.region
             && self.words[quiet.region].read_stands(quiet.word)
     }
 
@@ -297,8 +333,9 @@ mod tests {
         let quiet = regions.read_begin(REGION_GROUPS + 3);
         assert!(!quiet.shift_in_flight(), "no write in region 1 yet");
         shift.before_write(slots);
-        shift.before_write(slots + 1);
         assert!(regions.read_begin(REGION_GROUPS).shift_in_flight());
+        assert!(shift.counts(slots + 1) && !shift.counts(2 * slots));
+        shift.before_write(slots + 1);
         assert!(!regions.read_begin(2 * REGION_GROUPS).shift_in_flight());
         assert!(!regions.read_stands(quiet, REGION_GROUPS + 3, REGION_GROUPS + 4));
         drop(shift);

@@ -529,7 +529,8 @@ fn two_bit_misses_over_two_groups_beside_fills_of_empty_canonical_slots() {
 
 /// A removal's shift stops at the first unfilled slot after the removed element (slot 6) or at a
 /// run in its own canonical slot; an insert into that empty canonical slot (quotient 5) fills it
-/// while the removal plans or shifts, and the shift must stop before it either way. (A query
+/// while the removal plans or shifts, and the shift must stop before it either way (else the new
+/// element or the invariants would show it afterwards). (A query
 /// beside them, a third thread, made this model cost 111 s of a CI run; the models above query
 /// beside removals.)
 #[test]
@@ -544,6 +545,83 @@ fn two_bit_removal_beside_an_insert_filling_the_slot_after_its_stretch() {
         assert!(removed && inserted);
         assert!(filter.contains_hash(key(5, 9)) && filter.contains_hash(key(3, 7)));
         assert!(!filter.contains_hash(key(2, 1)));
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// The hash of fingerprint `(quotient, remainder)` in the tables of the models below: 16
+/// canonical slots (quotient `x` at slot `x + 1`), so that with shift regions of two groups
+/// (slots 0-7, 8-15, 16-23, ...) a region holds a supercluster of its own beside one that
+/// reaches into it from the region before.
+const fn key16(quotient: u64, remainder: u64) -> u64 {
+    ((quotient << R) | remainder) << (64 - (Q + 1) - R)
+}
+
+/// [`filter_with`] for [`key16`]'s table, with shift regions of two groups.
+fn small_regions_filter_with(keys: &[u64]) -> Arc<TwoBitQf> {
+    let filter = TwoBitQf::with_bits(Q + 1, R)
+        .unwrap()
+        .with_two_group_shift_regions();
+    for &k in keys {
+        assert!(filter.insert_hash(k).unwrap());
+    }
+    Arc::new(filter)
+}
+
+/// The table of the models below: quotient 5's run in slots 6-7, then (6, 3) and (7, 4)
+/// shifted into slots 8 and 9 (region 1); slot 10 empty; quotient 10's run in slots 11-12,
+/// across groups 2 and 3 (region 1 too).
+const ACROSS_REGIONS: [u64; 6] = [
+    key16(5, 2),
+    key16(5, 3),
+    key16(6, 3),
+    key16(7, 4),
+    key16(10, 1),
+    key16(10, 2),
+];
+
+/// The removal of (5, 2) shifts slots 7-9 left, from region 0 into region 1, and empties slot
+/// 9. Region 1's own supercluster (slots 11-12, two groups) is read by walks that stand on
+/// region 1's word; a walk for (7, 4), whose supercluster starts in region 0, never stands
+/// there. No query misses a stored key or takes a misread hit for a trusted one.
+#[test]
+fn two_bit_queries_in_the_next_region_beside_a_removal_shifting_into_it() {
+    model(|| {
+        let filter = small_regions_filter_with(&ACROSS_REGIONS);
+        let (removed, ()) = super::race(
+            &filter,
+            |x| x.remove_hash(key16(5, 2)).unwrap(),
+            |y| {
+                assert!(y.contains_hash(key16(10, 2)));
+                assert!(!y.contains_hash_locked(key16(10, 9)), "a misread hit");
+                assert!(y.contains_hash(key16(7, 4)));
+            },
+        );
+        assert!(removed);
+        assert!(!filter.contains_hash(key16(5, 2)));
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// The insert of (5, 1) shifts slots 6-9 right, from region 0 into region 1, and fills slot 10,
+/// its right lock, which joins region 1's supercluster (slots 11-12) to its own. Walks for
+/// quotient 10 read slot 10 empty before that last commit (and may stand on region 1's word)
+/// or filled after it (and then reach back into region 0, where they never stand).
+#[test]
+fn two_bit_queries_in_the_next_region_beside_an_insert_joining_their_supercluster() {
+    model(|| {
+        let filter = small_regions_filter_with(&ACROSS_REGIONS);
+        let (inserted, ()) = super::race(
+            &filter,
+            |x| x.insert_hash(key16(5, 1)).unwrap(),
+            |y| {
+                assert!(y.contains_hash(key16(10, 2)));
+                assert!(!y.contains_hash_locked(key16(10, 9)), "a misread hit");
+                assert!(y.contains_hash(key16(7, 4)));
+            },
+        );
+        assert!(inserted);
+        assert!(ACROSS_REGIONS.iter().all(|&k| filter.contains_hash(k)));
         filter.check_invariants().unwrap();
     });
 }

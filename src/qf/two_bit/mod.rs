@@ -258,6 +258,15 @@ impl TwoBitQf {
         self.table.check(self.len.sum())
     }
 
+    /// This filter with shift regions of two groups each (`--cfg loom` only), so that a model's
+    /// table of a few groups holds several regions and its shifts cross from one into the next.
+    #[cfg(loom)]
+    #[doc(hidden)]
+    pub fn with_two_group_shift_regions(mut self) -> Self {
+        self.shifts = ShiftRegions::of_small(&self.table.slots, 1);
+        self
+    }
+
     /// Doubles the number of canonical slots without rehashing (bounded growing, paper 000 §2.1):
     /// the top remainder bit moves into the quotient, so every stored key is still found, the
     /// fill halves, and the false-positive rate per stored key about doubles. Two fingerprints
@@ -711,7 +720,8 @@ impl TwoBitQf {
         // on each region before its first write there.
         let mut reach = self.shifts.reaching(slots.layout(), quotient);
         let before_write = |slot| reach.before_write(slot);
-        walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, before_write);
+        let emptied = walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, before_write);
+        debug_assert!(reach.counts(emptied), "a write past the counted regions");
         rewriter.finish();
         drop(reach);
         self.unlock(left);
@@ -911,14 +921,16 @@ mod tests {
     #[test]
     fn a_removal_shifting_into_the_next_region_counts_itself_there() {
         use crate::qf::shift_regions::REGION_GROUPS;
-        // 34-bit slots, one per group: region `k` is slots `1,024 k..1,024 (k + 1)`.
+        // 34-bit slots, one per group: region `k` is slots `1,024 k..1,024 (k + 1)`, and
+        // quotient `x` lives at slot `x + 1`.
         let filter = TwoBitQf::with_bits(12, 32).unwrap();
         let key = |quotient: usize, remainder: u64| ((quotient as u64) << 32 | remainder) << 20;
         let boundary = REGION_GROUPS;
-        // Quotient `boundary - 3`'s run of five fills slots `boundary - 3..boundary + 2`, and
-        // quotient 5's run of two stays far inside region 0.
+        // Quotient `run`'s five elements fill slots `boundary - 3..=boundary + 1`, and quotient
+        // 5's two stay far inside region 0.
+        let run = boundary - 4;
         for remainder in 1..=5 {
-            filter.insert_hash(key(boundary - 3, remainder)).unwrap();
+            filter.insert_hash(key(run, remainder)).unwrap();
         }
         filter.insert_hash(key(5, 1)).unwrap();
         filter.insert_hash(key(5, 2)).unwrap();
@@ -934,7 +946,7 @@ mod tests {
         assert!(stands(before[1]) && stands(before[2]));
 
         let before = [quiet(0), quiet(boundary), quiet(2 * boundary)];
-        assert_eq!(filter.remove_hash(key(boundary - 3, 1)), Ok(true));
+        assert_eq!(filter.remove_hash(key(run, 1)), Ok(true));
         assert!(!stands(before[0]), "the shift starts in region 0");
         assert!(!stands(before[1]), "and reaches into region 1");
         assert!(stands(before[2]), "but not region 2");
@@ -942,7 +954,21 @@ mod tests {
             !filter.shifts.read_begin(boundary).shift_in_flight(),
             "it ended"
         );
-        assert!((2..=5).all(|r| filter.contains_hash(key(boundary - 3, r))));
+        assert!((2..=5).all(|r| filter.contains_hash(key(run, r))));
+
+        // Now the run fills slots `boundary - 3..=boundary`: the shift's only write in region
+        // 1 empties its first slot.
+        let before = [quiet(0), quiet(boundary)];
+        assert_eq!(filter.remove_hash(key(run, 2)), Ok(true));
+        assert!(!stands(before[0]) && !stands(before[1]));
+
+        // A removal whose canonical slot is region 1's first (its left lock, slot
+        // `boundary - 4`, lies in region 0) writes nothing in region 0.
+        filter.insert_hash(key(boundary - 1, 1)).unwrap();
+        let before = [quiet(0), quiet(boundary)];
+        assert_eq!(filter.remove_hash(key(boundary - 1, 1)), Ok(true));
+        assert!(stands(before[0]) && !stands(before[1]));
+        assert!((3..=5).all(|r| filter.contains_hash(key(run, r))));
         filter.check_invariants().unwrap();
     }
 
