@@ -88,6 +88,15 @@
 //! boundary with the supercluster it joined, as just described. So while no locked shift is in
 //! flight in the region, such a walk answers, hit or miss, as the table was at one moment: its
 //! answer is exact.
+//!
+//! Counting a shift on its left lock's region alone would not do, although a walk that reads a
+//! shift's stretch from the start finds that lock as its boundary. A walk reads its boundary once,
+//! first; an insert into that empty slot (a one-CAS write, counted nowhere) may fill it afterwards
+//! and join the walk's supercluster to the one on its left, whose boundary may lie in the region
+//! before, and a locked shift that then takes that boundary as its left lock writes groups the
+//! walk has still to read. Only its count on the regions it writes turns the walk away (loom:
+//! `two_bit_query_whose_boundary_a_merge_fills_beside_a_removal_from_the_region_before`, and the
+//! same beside an insert).
 
 use crate::qf::seq_word::{SeqWord, Writing};
 use crate::qf::walk::UnlockedWalk;

@@ -625,3 +625,49 @@ fn two_bit_queries_in_the_next_region_beside_an_insert_joining_their_supercluste
         filter.check_invariants().unwrap();
     });
 }
+
+/// Why a locked shift counts itself on every region it writes, not only on its left lock's: a
+/// query for (8, 4) reads its boundary, slot 8 (region 1), empty; then a lock-free insert of
+/// (7, 5) fills that slot (a write no region counts), which joins quotient 8's run to the
+/// supercluster on its left, and the removal of (8, 3) takes slot 7 (region 0) as its left lock
+/// and shifts (8, 4) from slot 12 (group 3) into slot 11 (group 2). A walk that read group 2
+/// before the shift and group 3 after it misses (8, 4) and must not stand on region 1's word.
+#[test]
+fn two_bit_query_whose_boundary_a_merge_fills_beside_a_removal_from_the_region_before() {
+    model(|| {
+        let filter =
+            small_regions_filter_with(&[key16(8, 1), key16(8, 2), key16(8, 3), key16(8, 4)]);
+        let (removed, ()) = super::race(
+            &filter,
+            |x| {
+                assert!(x.insert_hash(key16(7, 5)).unwrap());
+                x.remove_hash(key16(8, 3)).unwrap()
+            },
+            |y| assert!(y.contains_hash(key16(8, 4)), "false negative for (8, 4)"),
+        );
+        assert!(removed);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// The same with a locked insert: after the fill of slot 8, the insert of (8, 3) (left lock
+/// slot 7, region 0) moves (9, 5) from slot 11 to 12 and (10, 6) from 12 to 13; a query for
+/// (10, 6) that read group 2 before and group 3 after would take the moved copy of (9, 5) for
+/// the run it passes next.
+#[test]
+fn two_bit_query_whose_boundary_a_merge_fills_beside_an_insert_from_the_region_before() {
+    model(|| {
+        let filter =
+            small_regions_filter_with(&[key16(8, 1), key16(8, 2), key16(9, 5), key16(10, 6)]);
+        let (inserted, ()) = super::race(
+            &filter,
+            |x| {
+                assert!(x.insert_hash(key16(7, 5)).unwrap());
+                x.insert_hash(key16(8, 3)).unwrap()
+            },
+            |y| assert!(y.contains_hash(key16(10, 6)), "false negative for (10, 6)"),
+        );
+        assert!(inserted);
+        filter.check_invariants().unwrap();
+    });
+}
