@@ -673,3 +673,35 @@ fn two_bit_query_whose_boundary_a_merge_fills_beside_an_insert_from_the_region_b
         );
     });
 }
+
+/// Why a walk stands only on a region it read nothing outside of: a query for (7, 1) walks from
+/// slot 8 (region 1) back to the boundary at slot 1 (region 0) and then forward, counting runs.
+/// Slots 2-10 hold quotient 1's run (2-3), quotient 2's (4-5), quotient 5's in its own canonical
+/// slot (6-8), then quotient 6's (9) and 7's (10). The removal of (1, 1) takes slot 1 as its left
+/// lock and shifts slots 3-5 left, stopping at quotient 5's run and writing region 0 alone, where
+/// alone it counts itself. A walk that read group 1 before the shift (going back, and again
+/// going forward) and group 0 after the shift's first commit counts quotient 2's run start twice,
+/// in slot 3 and in slot 4, and searches quotient 6's run, (6, 5), for (7, 1): a miss that must
+/// not stand on region 1's word, which no write of the shift touched. (A `read_stands` that
+/// skips its test of the groups' region fails this model at once in both modes, checked on
+/// 2026-11-30; no other `TwoBitQf` model failed it.)
+#[test]
+fn two_bit_query_reaching_back_into_the_region_before_beside_a_removal_there() {
+    model(|| {
+        race_across_regions(
+            &[
+                key16(1, 1),
+                key16(1, 2),
+                key16(2, 1),
+                key16(2, 2),
+                key16(5, 1),
+                key16(5, 2),
+                key16(5, 3),
+                key16(6, 5),
+                key16(7, 1),
+            ],
+            |x| x.remove_hash(key16(1, 1)).unwrap(),
+            |y| assert!(y.contains_hash(key16(7, 1)), "false negative for (7, 1)"),
+        );
+    });
+}
