@@ -96,7 +96,9 @@
 //! before, and a locked shift that then takes that boundary as its left lock writes groups the
 //! walk has still to read. Only its count on the regions it writes turns the walk away (loom:
 //! `two_bit_query_whose_boundary_a_merge_fills_beside_a_removal_from_the_region_before`, and the
-//! same beside an insert).
+//! same beside an insert). Conversely, a walk that reads groups of the region before its own is
+//! turned away by that alone: a shift there need not touch, or count itself on, the walk's
+//! region (loom: `two_bit_query_reaching_back_into_the_region_before_beside_a_removal_there`).
 
 use crate::qf::seq_word::{SeqWord, Writing};
 use crate::qf::walk::UnlockedWalk;
