@@ -115,7 +115,8 @@ impl<'a> Writing<'a> {
             // under these words comes after the fence, so a reader that reads one of them with an
             // Acquire load sees this increment in its second load, whatever ordering the writer
             // writes with. (Today's writers commit with Release CASes, which order the increment
-            // on their own: without the fence every loom model passes, checked on 2026-11-30.
+            // on their own: without the fence the ten loom models of queries beside shifts that
+            // fail when the readers ignore the words pass in plain mode, checked on 2026-11-30.
             // The fence keeps the argument from depending on how a writer commits.)
             word.0.fetch_add(STARTED + IN_FLIGHT, Ordering::Relaxed);
         }
