@@ -683,8 +683,8 @@ fn two_bit_query_whose_boundary_a_merge_fills_beside_an_insert_from_the_region_b
 /// going forward) and group 0 after the shift's first commit counts quotient 2's run start twice,
 /// in slot 3 and in slot 4, and searches quotient 6's run, (6, 5), for (7, 1): a miss that must
 /// not stand on region 1's word, which no write of the shift touched. (A `read_stands` that
-/// skips its test of the groups' region fails this model at once in both modes, checked on
-/// 2026-11-30; no other `TwoBitQf` model failed it.)
+/// skips its test of the groups' region fails this model at once in both modes, and no other
+/// model of the suite in the read-modify-write mode: checked on 2026-11-30.)
 #[test]
 fn two_bit_query_reaching_back_into_the_region_before_beside_a_removal_there() {
     model(|| {
