@@ -251,8 +251,9 @@ fn fast_path_insert_never_takes_a_write_locked_slot() {
 /// (Found in review; loom reaches it with `CONQF_LOOM_RMW_LOADS=1`.) Two preemptions, as the
 /// other release models: a removal that releases the emptied slot's read locks too fails this
 /// model at once with `CONQF_LOOM_RMW_LOADS=1` and passes it in the plain mode at two
-/// preemptions and at three (checked on 2026-11-30), where three took 146 s over 1,037,518
-/// executions alone and 336 s in CI beside the other models; two take 23 s over 158,888.
+/// preemptions and at three (checked on 2026-11-30). In the plain mode three took 1,037,518
+/// executions (146 s alone, 336 s in CI beside the other models), two take 158,888 (17 s
+/// alone, 62 s in CI).
 #[test]
 fn removal_never_releases_a_lock_on_the_slot_it_emptied() {
     super::check(Some(2), || {
