@@ -14,15 +14,16 @@
 //! * `W=removes`: each round fills fresh tables to `HI` untimed and times the removals of the
 //!   keys inserted after `LO`, the last first (the table goes back from `HI` to `LO`).
 //!
-//! `F`: `sequential` (default), `locally-locked`, `two-bit` or `counting` (`CountingQf` with one
-//! remainder bit more than the others, as in the figures). `Q` (default 22), `FILL` (0.72), `LO`
-//! (0.85), `HI` (0.9), `R` rounds (9). `qfilter` is sized as in the figures (`qfilter_like`).
+//! `F`: `sequential` (default), `locally-locked`, `externally-locked`, `two-bit` or `counting`
+//! (`CountingQf` with one remainder bit more than the others, as in the figures). `Q` (default
+//! 22), `FILL` (0.72), `LO` (0.85), `HI` (0.9), `R` rounds (9). `qfilter` is sized as in the
+//! figures (`qfilter_like`).
 //! Example: `W=lookups F=counting Q=18 FILL=0.9 cargo run --release --example peer_probe`.
 
 #[path = "../benches/common/mod.rs"]
 mod common;
 use common::*;
-use conqf::{CountingQf, Error, LocallyLockedQf, SequentialQf, TwoBitQf};
+use conqf::{CountingQf, Error, ExternallyLockedQf, LocallyLockedQf, SequentialQf, TwoBitQf};
 use std::time::Instant;
 
 /// One timing of each table: our rate, `qfilter`'s rate, in million operations per second.
@@ -56,6 +57,9 @@ fn main() {
         "locally-locked" => probe(&what, q, fill, (lo, hi), rounds, || {
             LocallyLockedQf::with_bits(q, r).map(Direct)
         }),
+        "externally-locked" => probe(&what, q, fill, (lo, hi), rounds, || {
+            ExternallyLockedQf::with_bits(q, r).map(Direct)
+        }),
         "two-bit" => probe(&what, q, fill, (lo, hi), rounds, || {
             TwoBitQf::with_bits(q, r).map(Direct)
         }),
@@ -63,7 +67,7 @@ fn main() {
             CountingQf::with_bits(q, r + 1).map(Direct)
         }),
         other => usage(&format!(
-            "F={other} is not one of sequential, locally-locked, two-bit, counting"
+            "F={other} is not one of sequential, locally-locked, externally-locked, two-bit, counting"
         )),
     }
 }
@@ -73,7 +77,7 @@ fn usage(problem: &str) -> ! {
     eprintln!("peer_probe: {problem}");
     eprintln!(
         "settings: W=lookups|inserts|band|removes \
-         F=sequential|locally-locked|two-bit|counting Q FILL LO HI R"
+         F=sequential|locally-locked|externally-locked|two-bit|counting Q FILL LO HI R"
     );
     std::process::exit(2);
 }
