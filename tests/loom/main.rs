@@ -21,7 +21,8 @@ mod persist;
 mod two_bit;
 
 /// Runs a model under every interleaving loom explores with at most `preemptions` preemptions
-/// (`None`: all of them). Shared by the protocol modules.
+/// (`None`: all of them), plus [`extra_preemptions`] where bounded. Shared by the protocol
+/// modules.
 pub(crate) fn check(preemptions: Option<usize>, model: impl Fn() + Sync + Send + 'static) {
     check_with_branches(preemptions, None, model);
 }
@@ -46,7 +47,7 @@ pub(crate) fn check_with_branches(
     let counted = executions.clone();
     let started = std::time::Instant::now();
     let mut builder = loom::model::Builder::new();
-    builder.preemption_bound = preemptions;
+    builder.preemption_bound = preemptions.map(|bound| bound + extra_preemptions());
     if let Some(max_branches) = max_branches {
         builder.max_branches = max_branches;
     }
@@ -67,6 +68,21 @@ pub(crate) fn check_with_branches(
         executions > 1,
         "loom ran the model once: it explored no interleaving"
     );
+}
+
+/// How many preemptions every bounded model gets beyond its own bound: the value of
+/// `CONQF_LOOM_EXTRA_PREEMPTIONS` (0 when unset, as in CI). A deeper search than CI's, for a
+/// machine with time to spend: the models' own bounds cover the races they set up, and one
+/// preemption more multiplied the executions of the `LocallyLockedQf` models by 1.3 to 8.7
+/// (2026-11-30; their time from 66 s to 333 s).
+fn extra_preemptions() -> usize {
+    match std::env::var("CONQF_LOOM_EXTRA_PREEMPTIONS") {
+        Err(std::env::VarError::NotPresent) => 0,
+        Ok(value) => value.trim().parse().unwrap_or_else(|_| {
+            panic!("CONQF_LOOM_EXTRA_PREEMPTIONS={value:?} is not a whole number")
+        }),
+        Err(error) => panic!("CONQF_LOOM_EXTRA_PREEMPTIONS: {error}"),
+    }
 }
 
 /// Runs `a` and `b` on two spawned loom threads, each with its own clone of `shared` (both
