@@ -66,19 +66,17 @@ fn main() {
         "counting" => probe(&what, q, fill, (lo, hi), rounds, || {
             CountingQf::with_bits(q, r + 1).map(Direct)
         }),
-        other => usage(&format!(
-            "F={other} is not one of sequential, locally-locked, externally-locked, two-bit, counting"
-        )),
+        other => usage(&format!("F={other} is not one of {FILTERS}")),
     }
 }
+
+/// The values `F` takes, as `usage` and the refusal of an unknown one print them.
+const FILTERS: &str = "sequential|locally-locked|externally-locked|two-bit|counting";
 
 /// Prints why the settings were refused and the module doc's summary, then exits with 2.
 fn usage(problem: &str) -> ! {
     eprintln!("peer_probe: {problem}");
-    eprintln!(
-        "settings: W=lookups|inserts|band|removes \
-         F=sequential|locally-locked|externally-locked|two-bit|counting Q FILL LO HI R"
-    );
+    eprintln!("settings: W=lookups|inserts|band|removes F={FILTERS} Q FILL LO HI R");
     std::process::exit(2);
 }
 
