@@ -13,9 +13,10 @@ use super::common::bulk::{
     one_by_one_time, pool, BULK_FILLS, BULK_REMAINDER_BITS,
 };
 use super::common::{items_at, key_hashes, median, per_second, NEGATIVE_KEYS, POSITIVE_KEYS};
+use super::plot::{draw_plot, integer_label, panel};
 use super::{
-    draw_plot, integer_label, limits, panel, print_limits, print_table, progress,
-    random_read_limit, throughput_cell, Options, PlotFn, Report, Row, LIMIT_PHASES,
+    limits, print_limits, print_table, progress, random_read_limit, throughput_cell, Options,
+    PlotFn, Report, Row, LIMIT_PHASES,
 };
 use conqf::SequentialQf;
 use std::path::PathBuf;

@@ -13,10 +13,10 @@ use super::common::{
     items_at, key_hashes, median, per_second, qfilter_like, Locked, SeqRemove, SeqTable, FIG2_FILL,
     POSITIVE_KEYS, REMAINDER_BITS,
 };
+use super::plot::{draw_against_threads, threads_panel};
 use super::{
-    draw_against_threads, limits, measure_in_rounds, plural, print_limits, print_table, progress,
-    random_read_limit, speedup_and_share, threads_panel, Options, PlotFn, Report, RoundLine, Row,
-    LIMIT_PHASES,
+    limits, measure_in_rounds, plural, print_limits, print_table, progress, random_read_limit,
+    speedup_and_share, Options, PlotFn, Report, RoundLine, Row, LIMIT_PHASES,
 };
 use conqf::{
     CountingQf, Error, ExternallyLockedQf, LocallyLockedQf, Remove, SequentialQf, TwoBitQf,
