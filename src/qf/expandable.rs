@@ -748,9 +748,15 @@ impl Filter for ExpandableQf {
         (0..self.levels()).map(|i| self.level(i).len()).sum()
     }
 
+    /// The keys the current levels are planned to hold: each takes ordinary inserts until
+    /// `delta_grow` of its final slots, where the next level opens. So a new level opens about
+    /// when [`len`](Filter::len) reaches `capacity()` (the fill is checked on a sample of the
+    /// inserts, up to one in 64), unless removals lowered the count. With cascading inserts the
+    /// lower levels take keys past their share, so the next level opens later.
     fn capacity(&self) -> usize {
-        // The current levels' capacity at their final sizes.
-        (0..self.levels()).map(|i| self.level(i).capacity()).sum()
+        (0..self.levels())
+            .map(|i| self.level(i).last_threshold())
+            .sum()
     }
 
     fn memory_bytes(&self) -> usize {
@@ -821,6 +827,49 @@ impl fmt::Debug for ExpandableQf {
 mod tests {
     use super::ExpandableQf;
     use crate::filter::Filter;
+    use crate::qf::growing::growth_threshold;
+
+    /// Without cascading inserts a new level opens when `len` reaches `capacity()`, the sum of
+    /// every level's `delta_grow` share of its final slots (by at most the sampled check's
+    /// slack), and `capacity()` then grows by the new level's share. Fails where `capacity()`
+    /// counted every level at 90% of its final slots: `new(1000, 0.01)` said 1,843 and opened
+    /// its second level at 1,536 keys.
+    #[test]
+    fn a_new_level_opens_where_capacity_says() {
+        for (capacity, delta_grow) in [(1000, 0.75), (5000, 0.5), (300, 0.9)] {
+            let filter = ExpandableQf::builder(capacity, 0.01)
+                .delta_grow(delta_grow)
+                .build()
+                .unwrap();
+            let mut planned = filter.capacity();
+            assert!(planned >= capacity, "{planned} < {capacity}");
+            let mut levels = filter.levels();
+            for key in 0u64.. {
+                filter.insert(&key).unwrap();
+                if filter.levels() == levels {
+                    continue;
+                }
+                // `capacity()` or a little more: the fill is checked on a sample of inserts.
+                let len = filter.len();
+                assert!(
+                    (planned..=planned + 128).contains(&len),
+                    "({capacity}, {delta_grow}): level {levels} opened at {len} keys, \
+                     capacity() said {planned}"
+                );
+                let newest = filter.level(filter.levels() - 1);
+                let share = growth_threshold(
+                    newest.quotient_bits() + newest.doublings_possible(),
+                    delta_grow,
+                );
+                assert_eq!(filter.capacity(), planned + share);
+                planned = filter.capacity();
+                levels = filter.levels();
+                if levels == 4 {
+                    break;
+                }
+            }
+        }
+    }
 
     /// Level 0's remainder bits: the fewest with `2 f 2^-r_0 < p̄`, `f = δ_grow` without
     /// cascading inserts and 1 with them ([`ExpandableQf`], "Levels"). The loom models rely on

@@ -92,8 +92,10 @@ impl GrowableBuilder {
     }
 
     /// The fill (stored fingerprints over `2^q`) at which the table doubles, in `(0, 0.9]`.
-    /// The initial table is sized so that `capacity` keys stay below it, with the remainder
-    /// chosen so the false-positive rate at that fill is at most `fpr`.
+    /// The initial table is sized so that `capacity` keys do not pass it (where `capacity` is
+    /// exactly `delta_grow` of a power of two, the insert that stores the `capacity`-th key
+    /// doubles the table), with the remainder chosen so the false-positive rate at that fill
+    /// is at most `fpr`.
     pub fn delta_grow(mut self, delta_grow: f64) -> Self {
         self.delta_grow = delta_grow;
         self
@@ -278,6 +280,13 @@ impl Generation {
             .min(sizing::MAX_QUOTIENT_BITS.saturating_sub(table.quotient_bits))
     }
 
+    /// The quotient bits of the last table: this one's after every doubling it can still make.
+    fn last_quotient_bits(&self) -> u32 {
+        self.filter
+            .quotient_bits()
+            .saturating_add(self.doublings_possible())
+    }
+
     fn new(table: QfTable, delta_grow: f64, doublings_left: u32, doublings_done: u32) -> Self {
         let filter = SequentialQf { table, len: 0 };
         Self::holding(filter, delta_grow, doublings_left, doublings_done)
@@ -290,8 +299,7 @@ impl Generation {
         doublings_left: u32,
         doublings_done: u32,
     ) -> Self {
-        let threshold = ((1u64 << filter.table.quotient_bits) as f64 * delta_grow) as usize;
-        let threshold = threshold.max(1);
+        let threshold = growth_threshold(filter.table.quotient_bits, delta_grow);
         // About one insert in `2^k` checks, with `2^k` at most a thousandth of the threshold
         // (and at most 64), so the fill passes the threshold by about 0.1% or less on average.
         let check_every = (threshold >> 10).clamp(1, 64).next_power_of_two();
@@ -394,6 +402,15 @@ impl GrowableQf {
     pub fn doublings_possible(&self) -> u32 {
         let guard = reclaim::pin();
         self.generation(&guard).doublings_possible()
+    }
+
+    /// The fill at which the table stops taking inserts once it has made every doubling it still
+    /// can: the [`growth_threshold`] of the last table. An [`ExpandableQf`](crate::ExpandableQf)
+    /// opens its next level when its newest level reaches it.
+    pub(crate) fn last_threshold(&self) -> usize {
+        let guard = reclaim::pin();
+        let last = self.generation(&guard).last_quotient_bits();
+        growth_threshold(last, self.delta_grow)
     }
 
     /// Quotient bits of the current table.
@@ -764,11 +781,7 @@ impl Filter for GrowableQf {
         let generation = self.generation(&guard);
         // The last table's capacity, not the current one's scaled: a table of 2 slots holds
         // 1 key at 90%, one of 512 holds 460, not 256.
-        let last = generation
-            .filter
-            .quotient_bits()
-            .saturating_add(generation.doublings_possible());
-        crate::qf::table::capacity_of(last)
+        crate::qf::table::capacity_of(generation.last_quotient_bits())
     }
 
     fn memory_bytes(&self) -> usize {
@@ -806,6 +819,12 @@ impl fmt::Debug for GrowableQf {
             .field("delta_grow", &self.delta_grow)
             .finish_non_exhaustive()
     }
+}
+
+/// The fill at which a table of `2^quotient_bits` slots doubles (or, with no doubling left,
+/// is saturated): `delta_grow` of its slots, at least 1.
+pub(crate) fn growth_threshold(quotient_bits: u32, delta_grow: f64) -> usize {
+    (((1u64 << quotient_bits) as f64 * delta_grow) as usize).max(1)
 }
 
 #[cfg(all(test, not(loom)))]
