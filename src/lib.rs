@@ -130,6 +130,10 @@
 //!
 //! # Cargo features and testing
 //!
+//! `parallel` (on by default): the batch operations (bulk builds, batch inserts, removals and
+//! lookups, merges) split their work over threads with `rayon`; without it they run on the
+//! calling thread, with the same results.
+//!
 //! `serde`: `Serialize` and `Deserialize` for every filter, as the bytes of `to_bytes` (of
 //! `snapshot()?.to_bytes()` for the filters whose exact `to_bytes` needs `&mut self`).
 //!

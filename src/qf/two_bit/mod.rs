@@ -268,8 +268,10 @@ impl TwoBitQf {
     }
 
     /// Doubles the number of canonical slots without rehashing (bounded growing, paper 000 §2.1):
-    /// the top remainder bit moves into the quotient, so every stored key is still found, the
-    /// fill halves, and the false-positive rate per stored key about doubles. Two fingerprints
+    /// the top remainder bit moves into the quotient, so every stored key is still found and the
+    /// fill halves. The fingerprints keep their `q + r` bits, so the false-positive rate for the
+    /// stored keys stays the same (as in [`SequentialQf::grow`](crate::SequentialQf::grow)); a
+    /// doubling makes room for more keys, not a lower rate. Two fingerprints
     /// that become equal (`(x, 10…0)` and `(x, 10…01)` both become `(2x + 1, 1)`) are stored
     /// once, as if their keys had been inserted into the larger table.
     ///
