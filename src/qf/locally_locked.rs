@@ -172,7 +172,11 @@ impl LocallyLockedQf {
 
     /// A builder for a filter that starts sized for `capacity` keys at a false-positive rate of
     /// at most `fpr` and doubles concurrently when it fills up (bounded growing, paper 000
-    /// §2.1 and §3.2); see [`GrowableQf`](crate::GrowableQf).
+    /// §2.1 and §3.2); see [`GrowableQf`](crate::GrowableQf). Each doubling moves a remainder
+    /// bit into the quotient, so a filter keeps at most `r - 1` doublings: a large `fpr` leaves
+    /// few remainder bits (`growable(1, 0.5)` gets one, and never doubles), and
+    /// [`GrowableQf::doublings_possible`](crate::GrowableQf::doublings_possible) tells how many
+    /// are left.
     ///
     /// ```
     /// use conqf::{Filter, LocallyLockedQf};
@@ -181,6 +185,9 @@ impl LocallyLockedQf {
     ///     filter.insert(&k)?;
     /// }
     /// assert_eq!(filter.doublings(), 4);
+    ///
+    /// let coarse = LocallyLockedQf::growable(1, 0.5).build()?;
+    /// assert_eq!((coarse.remainder_bits(), coarse.doublings_possible()), (1, 0));
     /// # Ok::<(), conqf::Error>(())
     /// ```
     pub fn growable(capacity: usize, fpr: f64) -> crate::GrowableBuilder {
