@@ -827,7 +827,6 @@ impl fmt::Debug for ExpandableQf {
 mod tests {
     use super::ExpandableQf;
     use crate::filter::Filter;
-    use crate::qf::growing::growth_threshold;
 
     /// Without cascading inserts a new level opens when `len` reaches `capacity()`, the sum of
     /// every level's `delta_grow` share of its final slots (by at most the sampled check's
@@ -856,11 +855,9 @@ mod tests {
                     "({capacity}, {delta_grow}): level {levels} opened at {len} keys, \
                      capacity() said {planned}"
                 );
-                let newest = filter.level(filter.levels() - 1);
-                let share = growth_threshold(
-                    newest.quotient_bits() + newest.doublings_possible(),
-                    delta_grow,
-                );
+                // Level `i` ends with `2^(q_0 + i)` slots ([`ExpandableQf::level_shape`]).
+                let final_slots = 1u64 << (filter.q0 + levels as u32);
+                let share = (final_slots as f64 * delta_grow) as usize;
                 assert_eq!(filter.capacity(), planned + share);
                 planned = filter.capacity();
                 levels = filter.levels();

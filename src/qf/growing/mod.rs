@@ -853,4 +853,25 @@ mod tests {
         assert!(filter.saturated(0, &guard));
         assert_eq!(filter.doublings(), 0);
     }
+
+    /// As [`GrowableBuilder::delta_grow`] says: where the capacity asked is exactly
+    /// `delta_grow` of the starting slots (768 of 1,024 at the default 0.75), the table holds
+    /// `capacity - 1` keys without doubling and doubles on the insert that stores the
+    /// `capacity`-th.
+    #[test]
+    fn a_capacity_at_the_threshold_doubles_on_its_last_key() {
+        let filter = LocallyLockedQf::growable(768, 0.01).build().unwrap();
+        assert_eq!(filter.quotient_bits(), 10);
+        let mut key = 0u64;
+        while filter.len() < 767 {
+            filter.insert(&key).unwrap();
+            key += 1;
+        }
+        assert_eq!(filter.doublings(), 0, "767 keys");
+        while filter.len() < 768 {
+            filter.insert(&key).unwrap();
+            key += 1;
+        }
+        assert_eq!((filter.doublings(), filter.quotient_bits()), (1, 11));
+    }
 }
