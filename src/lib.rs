@@ -155,6 +155,8 @@
 //! * paper 004: Geil, Farach-Colton, Owens, *Quotient Filters: Approximate Membership Queries on
 //!   the GPU* (the README's "GFO").
 
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 mod batch;
 mod bloom;
 mod budget;
