@@ -163,9 +163,20 @@ pub fn linear_probing_fpr(load: f64, remainder_bits: u32) -> f64 {
 pub(crate) fn qf_parameters(capacity: usize, fpr: f64, max_load: f64) -> Result<(u32, u32), Error> {
     check_capacity_and_fpr(capacity, fpr)?;
     let q = quotient_bits_for(capacity, max_load)?;
-    let load = capacity as f64 / (1u64 << q) as f64;
-    let r = smallest_bits(fpr, (1, 61.min(64 - q)), "remainder", |r| qf_fpr(load, r))?;
-    Ok((q, r))
+    Ok((q, qf_remainder_bits(capacity, fpr, q)?))
+}
+
+/// The fewest remainder bits that keep a 3-status-bit QF of `2^quotient_bits` slots holding
+/// `capacity` items at an FPR `<= fpr`.
+pub(crate) fn qf_remainder_bits(
+    capacity: usize,
+    fpr: f64,
+    quotient_bits: u32,
+) -> Result<u32, Error> {
+    let load = capacity as f64 / (1u64 << quotient_bits) as f64;
+    smallest_bits(fpr, (1, 61.min(64 - quotient_bits)), "remainder", |r| {
+        qf_fpr(load, r)
+    })
 }
 
 /// The fingerprint length `q + r` two quotient filters share, for a merge: the union keeps it

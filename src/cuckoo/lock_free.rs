@@ -356,7 +356,8 @@ impl LockFreeCuckooFilter {
     /// copies inserted or removed meanwhile may or may not be in it (crate docs, "Consistency").
     /// While it copies the table (one pass, no locks), relocations wait: an insert that must move
     /// entries to make room waits for the copy, while lookups, removals and inserts that find an
-    /// empty entry go on (`src/cuckoo/pause.rs` has the handshake). Persist a live filter with
+    /// empty entry go on (a relocation that starts during the copy waits for it to end, and the
+    /// copy waits for the relocations already under way to finish). Persist a live filter with
     /// `filter.snapshot()?.to_bytes()`; [`to_bytes`](Self::to_bytes) needs `&mut self`.
     ///
     /// ```

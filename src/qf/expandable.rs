@@ -43,7 +43,7 @@ use std::hash::Hash;
 
 use crate::filter::{Error, Filter, Remove};
 use crate::hash::hash_key;
-use crate::qf::growing::{self, GrowableBuilder, GrowableQf, Guard};
+use crate::qf::growing::{self, quotient_bits_below_threshold, GrowableBuilder, GrowableQf, Guard};
 use crate::qf::level_reads::LevelReads;
 use crate::qf::slot::STATUS_BITS;
 use crate::sizing;
@@ -99,11 +99,8 @@ impl ExpandableBuilder {
                 self.delta_grow
             )));
         }
-        // m_0: the first power of two with delta * m_0 > c.
-        let mut q0 = sizing::quotient_bits_for(self.capacity, self.delta_grow)?;
-        if (1u64 << q0) as f64 * self.delta_grow <= self.capacity as f64 {
-            q0 += 1;
-        }
+        // m_0: the first power of two with delta * m_0 > c (in whole keys, as a level counts).
+        let q0 = quotient_bits_below_threshold(self.capacity, self.delta_grow)?;
         // r_0: the fewest bits with 2 f 2^-r_0 < bound, where f is the most a level can be
         // filled: delta without cascading inserts, but up to every slot with them (type doc,
         // "Levels").
@@ -173,8 +170,9 @@ impl GrowableQf {
 ///
 /// # Levels (paper 000 §4.1)
 ///
-/// Level 0 has `m_0 = 2^q_0` slots, the first power of two with `δ_grow · m_0 > c` for the
-/// expected capacity `c`, and `r_0` remainder bits, the fewest with `2 δ_grow 2^-r_0 < p̄`
+/// Level 0 has `m_0 = 2^q_0` slots, the first power of two with `δ_grow · m_0 > c` in whole keys
+/// (`⌊δ_grow · m_0⌋ > c`, so `c` keys never open a second level) for the expected capacity `c`,
+/// and `r_0` remainder bits, the fewest with `2 δ_grow 2^-r_0 < p̄`
 /// for the bound `p̄`. Level `i > 0` has twice the final slots of level `i - 1` and fingerprints
 /// of `k_i = k_{i-1} + 2` bits; it starts at 1/8 of its final size (three remainder bits more)
 /// and reaches it by three bounded-growing doublings ([`GrowableQf`]), so the structure is
@@ -912,7 +910,7 @@ mod tests {
         assert!(filter.levels() > 1);
     }
 
-    /// A tiny bound at a tiny capacity: level 0 takes 52 fingerprint bits, so levels 1 to 6 grow
+    /// A tiny bound at a tiny capacity: level 0 takes 53 fingerprint bits, so levels 1 to 5 grow
     /// their fingerprints by two bits each and the later ones are capped at the hash's 64 bits.
     /// The filter keeps taking keys past the level where it used to return `Full`, finds them
     /// all, and reports the rate below `p̄ + N 2^-64`.
@@ -921,7 +919,7 @@ mod tests {
         let bound = 1e-15;
         let filter = ExpandableQf::new(1, bound).unwrap();
         let (q0, r0) = (filter.q0, filter.r0);
-        assert_eq!((q0, r0), (1, 51), "the shape this test was written for");
+        assert_eq!((q0, r0), (2, 51), "the shape this test was written for");
         let mut uncapped = 0;
         for level in 1..super::MAX_LEVELS {
             let Some((q, r, d)) = ExpandableQf::level_shape((q0, r0), level, 0) else {
@@ -936,7 +934,7 @@ mod tests {
                 assert_eq!(q + r, 64, "level {level}");
             }
         }
-        assert_eq!(uncapped, 6);
+        assert_eq!(uncapped, 5);
         let keys = 60_000u64;
         for key in 0..keys {
             filter.insert(&key).unwrap();
@@ -1001,12 +999,19 @@ mod tests {
         assert!((0..k).all(|key| filter.contains(&key)));
     }
 
-    /// Level 0 has the first power of two of slots with `δ_grow m_0 > c`.
+    /// Level 0 has the first power of two of slots with `δ_grow m_0 > c` in whole keys.
     #[test]
     fn level_zero_slots_follow_the_sizing_rule() {
         let q0 = |capacity| ExpandableQf::new(capacity, 0.01).unwrap().q0;
         assert_eq!(q0(49_151), 16); // 0.75 * 65536 = 49152 > 49151
         assert_eq!(q0(49_152), 17); // not strictly larger any more
         assert_eq!(q0(3), 3); // 0.75 * 8 = 6 > 3, 0.75 * 4 = 3 is not
+                              // 0.7 * 1024 = 716.8 > 716, but a level counts whole keys: its 716th would open level 1.
+        let q0_at = |capacity, delta| {
+            let filter = ExpandableQf::builder(capacity, 0.01).delta_grow(delta);
+            filter.build().unwrap().q0
+        };
+        assert_eq!(q0_at(715, 0.7), 10);
+        assert_eq!(q0_at(716, 0.7), 11);
     }
 }

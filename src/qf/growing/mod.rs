@@ -92,9 +92,10 @@ impl GrowableBuilder {
     }
 
     /// The fill (stored fingerprints over `2^q`) at which the table doubles, in `(0, 0.9]`.
-    /// The initial table is sized so that `capacity` keys do not pass it (where `capacity` is
-    /// exactly `delta_grow` of a power of two, the insert that stores the `capacity`-th key
-    /// doubles the table), with the remainder chosen so the false-positive rate at that fill
+    /// The initial table is the smallest power of two of slots whose threshold lies above
+    /// `capacity`, so `capacity` keys never double it (the paper's `delta_grow 2^q > capacity`;
+    /// `capacity` 768 at the default 0.75 starts at 2,048 slots, as 768 of 1,024 would double on
+    /// the 768th key), with the remainder chosen so the false-positive rate at `capacity` keys
     /// is at most `fpr`.
     pub fn delta_grow(mut self, delta_grow: f64) -> Self {
         self.delta_grow = delta_grow;
@@ -147,7 +148,9 @@ impl GrowableBuilder {
                 self.delta_grow
             )));
         }
-        let (q, r) = sizing::qf_parameters(self.capacity, self.fpr, self.delta_grow)?;
+        sizing::check_capacity_and_fpr(self.capacity, self.fpr)?;
+        let q = quotient_bits_below_threshold(self.capacity, self.delta_grow)?;
+        let r = sizing::qf_remainder_bits(self.capacity, self.fpr, q)?;
         self.build_with_bits(q, r)
     }
 
@@ -827,6 +830,30 @@ pub(crate) fn growth_threshold(quotient_bits: u32, delta_grow: f64) -> usize {
     (((1u64 << quotient_bits) as f64 * delta_grow) as usize).max(1)
 }
 
+/// The quotient bits of the smallest table whose [`growth_threshold`] lies above `capacity`
+/// (the paper's first power of two `m` with `delta_grow m > capacity`, in whole keys): it stores
+/// `capacity` keys without reaching its threshold.
+///
+/// # Errors
+/// [`Error::InvalidParameters`] if that table would pass [`sizing::MAX_QUOTIENT_BITS`].
+pub(crate) fn quotient_bits_below_threshold(
+    capacity: usize,
+    delta_grow: f64,
+) -> Result<u32, Error> {
+    let mut q = sizing::quotient_bits_for(capacity, delta_grow)?;
+    while growth_threshold(q, delta_grow) <= capacity {
+        q += 1;
+        if q > sizing::MAX_QUOTIENT_BITS {
+            return Err(Error::InvalidParameters(format!(
+                "capacity {capacity} at a fill of {delta_grow:?} needs more than \
+                 2^{} slots",
+                sizing::MAX_QUOTIENT_BITS
+            )));
+        }
+    }
+    Ok(q)
+}
+
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::*;
@@ -854,24 +881,28 @@ mod tests {
         assert_eq!(filter.doublings(), 0);
     }
 
-    /// As [`GrowableBuilder::delta_grow`] says: where the capacity asked is exactly
-    /// `delta_grow` of the starting slots (768 of 1,024 at the default 0.75), the table holds
-    /// `capacity - 1` keys without doubling and doubles on the insert that stores the
-    /// `capacity`-th.
+    /// As [`GrowableBuilder::delta_grow`] says: `capacity` keys never double the table, also
+    /// where `capacity` is exactly `delta_grow` of a power of two (768 of 1,024 at the default
+    /// 0.75: that table would double on the 768th key, so the filter starts at 2,048 slots and
+    /// doubles on the 1,536th). At 767 the 1,024 slots hold them all.
     #[test]
-    fn a_capacity_at_the_threshold_doubles_on_its_last_key() {
-        let filter = LocallyLockedQf::growable(768, 0.01).build().unwrap();
-        assert_eq!(filter.quotient_bits(), 10);
-        let mut key = 0u64;
-        while filter.len() < 767 {
-            filter.insert(&key).unwrap();
-            key += 1;
+    fn a_capacity_at_a_threshold_starts_one_table_larger() {
+        for (capacity, start) in [(767, 10), (768, 11)] {
+            let filter = LocallyLockedQf::growable(capacity, 0.01).build().unwrap();
+            assert_eq!(filter.quotient_bits(), start, "capacity {capacity}");
+            let threshold = growth_threshold(start, 0.75);
+            let mut key = 0u64;
+            while filter.len() < threshold - 1 {
+                filter.insert(&key).unwrap();
+                key += 1;
+            }
+            assert!(filter.len() >= capacity);
+            assert_eq!(filter.doublings(), 0, "capacity {capacity}: {key} inserts");
+            while filter.len() < threshold {
+                filter.insert(&key).unwrap();
+                key += 1;
+            }
+            assert_eq!(filter.quotient_bits(), start + 1, "capacity {capacity}");
         }
-        assert_eq!(filter.doublings(), 0, "767 keys");
-        while filter.len() < 768 {
-            filter.insert(&key).unwrap();
-            key += 1;
-        }
-        assert_eq!((filter.doublings(), filter.quotient_bits()), (1, 11));
     }
 }

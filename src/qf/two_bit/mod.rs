@@ -123,7 +123,9 @@ use walk::{InsertPlan, InsertStep, RunSearch};
 /// operations walk from the start of a supercluster rather than a cluster, and writes whose walk
 /// leaves one 64-bit group lock the supercluster, as do queries that miss over several groups
 /// while a locked write shifts elements in the same region of 1,024 groups (a hit needs no
-/// lock; the module docs of `src/qf/two_bit/mod.rs` give the protocol). All methods
+/// lock, though while a shift moves its supercluster a hit can be a misread;
+/// [`contains_locked`](TwoBitQf::contains_locked) trusts one only from one group, from a walk no
+/// locked shift overlapped, or under the lock). All methods
 /// take `&self`; share it with an [`Arc`](std::sync::Arc). [`grow`](TwoBitQf::grow) doubles the
 /// table.
 ///
