@@ -1,5 +1,8 @@
 //! Persistence of [`AtomicBloomFilter`] (the baseline of paper 000 §5): hash-function count,
-//! capacity and count, then the bit words (their number is the payload's).
+//! capacity and count, then the bit words (their number is the payload's). The tag says how a
+//! key's bit positions follow from its hash: [`Tag::BloomRotated`] for every filter this crate
+//! builds, [`Tag::Bloom`] for the plain double hashing of files the first format wrote, which
+//! are read with it (their bits were set by it) and written back with their tag.
 //!
 //! The snapshot takes `&self` while other threads insert. Bits are only ever set, so a copy that
 //! reads the words one after another holds every bit set before the copy began: every key whose
@@ -8,7 +11,7 @@
 
 use std::io::{Read, Write};
 
-use crate::bloom::{AtomicBloomFilter, MAX_BITS, MAX_HASH_FUNCTIONS};
+use crate::bloom::{AtomicBloomFilter, Probing, MAX_BITS, MAX_HASH_FUNCTIONS};
 use crate::filter::{Error, Filter};
 use crate::storage::le_word;
 use crate::sync::Ordering;
@@ -28,7 +31,11 @@ impl AtomicBloomFilter {
             .u64(self.hash_functions() as u64)
             .u64(self.capacity() as u64)
             .u64(len as u64);
-        format::write_file(out, Tag::Bloom, params, words)
+        let tag = match self.probing() {
+            Probing::AddRotate => Tag::BloomRotated,
+            Probing::DoubleHashing => Tag::Bloom,
+        };
+        format::write_file(out, tag, params, words)
     }
 
     /// The snapshot of [`write_to`](Self::write_to) as bytes.
@@ -55,7 +62,12 @@ impl AtomicBloomFilter {
     /// the memory cannot be allocated.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         let file = format::parse(bytes)?;
-        let mut params = file.params_as(&[Tag::Bloom], "AtomicBloomFilter")?;
+        let mut params = file.params_as(&[Tag::BloomRotated, Tag::Bloom], "AtomicBloomFilter")?;
+        let probing = if file.tag == Tag::Bloom {
+            Probing::DoubleHashing
+        } else {
+            Probing::AddRotate
+        };
         let (hash_functions, capacity, len) = (params.u64()?, params.u64()?, params.u64()?);
         let hash_functions = u32::try_from(hash_functions)
             .ok()
@@ -79,7 +91,8 @@ impl AtomicBloomFilter {
             .ok()
             .filter(|&len| len as u64 <= set)
             .ok_or_else(|| corrupt(format!("count {len} exceeds the {set} bits set")))?;
-        let filter = AtomicBloomFilter::build(words, hash_functions, capacity)?;
+        let filter =
+            AtomicBloomFilter::build(words, hash_functions, capacity)?.with_probing(probing);
         for (index, word) in filter.words.iter().enumerate() {
             // Relaxed: the filter is not shared yet; handing it to other threads orders this.
             word.store(le_word(file.payload, index), Ordering::Relaxed);

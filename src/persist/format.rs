@@ -45,7 +45,9 @@ pub(crate) enum Tag {
     Qf3Regions = 2,
     /// `LinearProbingQf`: `q`, `r`, the load cap as `f64` bits.
     LinearProbing = 3,
-    /// `AtomicBloomFilter`: hash functions, capacity, len (the bit count is the payload's).
+    /// `AtomicBloomFilter` whose bit positions are plain double hashing, as the first format
+    /// wrote it (read only; the writer uses [`BloomRotated`](Tag::BloomRotated)): hash
+    /// functions, capacity, len (the bit count is the payload's).
     Bloom = 4,
     /// The cuckoo table (`LockFreeCuckooFilter`, `LockedCuckooFilter`): bucket bits,
     /// fingerprint bits.
@@ -61,6 +63,9 @@ pub(crate) enum Tag {
     /// levels' removal flags, a zero field; the payload is the levels, each a whole `Growable`
     /// file (its own header and checksum), one after another.
     Expandable = 9,
+    /// `AtomicBloomFilter` with the add-and-rotate bit positions: the fields of
+    /// [`Bloom`](Tag::Bloom).
+    BloomRotated = 10,
 }
 
 impl Tag {
@@ -75,6 +80,7 @@ impl Tag {
             7 => Tag::Counting,
             8 => Tag::Growable,
             9 => Tag::Expandable,
+            10 => Tag::BloomRotated,
             _ => return None,
         })
     }
@@ -85,7 +91,7 @@ impl Tag {
             Tag::Qf3 => 8,
             Tag::Qf3Regions => 16,
             Tag::LinearProbing => 16,
-            Tag::Bloom => 24,
+            Tag::Bloom | Tag::BloomRotated => 24,
             Tag::Cuckoo => 8,
             Tag::TwoBit => 8,
             Tag::Counting => 16,
