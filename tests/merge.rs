@@ -202,6 +202,49 @@ fn fingerprints_of_other_lengths_are_incompatible() {
     assert!(growable(10, 10).merge(&growable(12, 8)).is_ok());
 }
 
+/// A union is sized by its distinct fingerprints, not by the inputs' counts added up: 600 keys
+/// in 2^10 slots (59%) merged with a copy of themselves stay in 2^10 slots, where the sum (1,200
+/// at 90% fill) had doubled the table to 29% fill; half of them overlapping another 600 (900
+/// distinct, 88%) stay too, and 1,000 distinct (98%) double it.
+#[test]
+fn a_union_is_sized_by_its_distinct_fingerprints() {
+    let hashes = distinct_hashes(10, 10, 1 << 10, 1100, 7);
+    let (first, second, third) = (&hashes[..600], &hashes[300..900], &hashes[600..1000]);
+    fn filled<F: Filter>(filter: F, hashes: &[u64]) -> F {
+        for &h in hashes {
+            filter.insert_hash(h).unwrap();
+        }
+        filter
+    }
+    let cases = [(first, first, 10), (first, second, 10), (first, third, 11)];
+    for (left, right, union_q) in cases {
+        let seq = |hashes: &[u64]| {
+            let mut filter = SequentialQf::with_bits(10, 10).unwrap();
+            for &h in hashes {
+                filter.insert_hash(h).unwrap();
+            }
+            filter
+        };
+        let union = seq(left).merge(&seq(right)).unwrap();
+        assert_eq!(union.quotient_bits(), union_q, "SequentialQf");
+        let locally = |h| filled(LocallyLockedQf::with_bits(10, 10).unwrap(), h);
+        let union = locally(left).merge(&locally(right)).unwrap();
+        assert_eq!(union.quotient_bits(), union_q, "LocallyLockedQf");
+        let external = |h| filled(ExternallyLockedQf::with_bits(10, 10).unwrap(), h);
+        let union = external(left).merge(&external(right)).unwrap();
+        assert_eq!(union.quotient_bits(), union_q, "ExternallyLockedQf");
+        let two_bit = |h| filled(TwoBitQf::with_bits(10, 10).unwrap(), h);
+        let union = two_bit(left).merge(&two_bit(right)).unwrap();
+        assert_eq!(union.quotient_bits(), union_q, "TwoBitQf");
+        let growable = |h| {
+            let builder = LocallyLockedQf::growable(1, 0.5).max_doublings(3);
+            filled(builder.build_with_bits(10, 10).unwrap(), h)
+        };
+        let union = growable(left).merge(&growable(right)).unwrap();
+        assert_eq!(union.quotient_bits(), union_q, "GrowableQf");
+    }
+}
+
 /// Stores `stable.0` in `a` and `stable.1` in `b`, then merges `a` with `b` at least `rounds`
 /// times (and until the churners made some thousands of pairs, [`Churning::keep_checking`])
 /// while each of `churners` keeps inserting and removing its keys in its filter ([`churn`]),

@@ -252,6 +252,29 @@ pub(crate) fn merge_sorted(a: &[u64], b: &[u64]) -> Vec<u64> {
     out
 }
 
+/// How many values [`merge_sorted`] of two increasing sequences returns (each value once),
+/// counted without building the union: what a merge sizes its table by before it reads the
+/// keys in the union's own split.
+pub(crate) fn union_len(
+    a: impl IntoIterator<Item = u64>,
+    b: impl IntoIterator<Item = u64>,
+) -> usize {
+    let (mut a, mut b) = (a.into_iter().peekable(), b.into_iter().peekable());
+    let (mut count, mut last) = (0, None);
+    loop {
+        let next = match (a.peek(), b.peek()) {
+            (Some(&x), Some(&y)) if x <= y => a.next(),
+            (_, Some(_)) => b.next(),
+            (Some(_), None) => a.next(),
+            (None, None) => return count,
+        };
+        if next != last {
+            count += 1;
+            last = next;
+        }
+    }
+}
+
 /// How many of the first `diagonal` elements of the merge of `a` and `b` come from `a` (equal
 /// values are taken from `a` first): a binary search along the merge path's diagonal.
 fn co_rank(diagonal: usize, a: &[u64], b: &[u64]) -> usize {
@@ -297,6 +320,8 @@ mod tests {
             vec![1, 2, 3, 5, 9, 10, 11]
         );
         assert_eq!(merge_sorted(&[], &[4]), vec![4]);
+        assert_eq!(union_len([1, 3, 5, 9], [2, 3, 9, 10, 11]), 7);
+        assert_eq!(union_len([], [4, 4]), 1);
     }
 
     proptest::proptest! {
@@ -311,6 +336,7 @@ mod tests {
             let mut expected: Vec<u64> = a.iter().chain(&b).copied().collect();
             expected.sort_unstable();
             expected.dedup();
+            proptest::prop_assert_eq!(union_len(a.clone(), b.clone()), expected.len());
             proptest::prop_assert_eq!(merge_sorted(&a, &b), expected);
         }
     }

@@ -327,8 +327,8 @@ impl SequentialQf {
 /// Merging without rehashing (paper 003 "Merging", paper 004 §IV-E): extract both tables'
 /// fingerprints in sorted order, merge them, and bulk build the result
 /// ([`BuildMethod::default`]). The result has the larger quotient of the two, doubled until the
-/// union fits at 90% fill (a bit moves from the remainder to the quotient each time, as in
-/// [`grow`](SequentialQf::grow)).
+/// union (each fingerprint once) fits at 90% fill (a bit moves from the remainder to the
+/// quotient each time, as in [`grow`](SequentialQf::grow)).
 ///
 /// Both filters must have the same fingerprint length `q + r`, or the merge returns
 /// [`Error::Incompatible`]. Cutting the longer fingerprints down to the shorter length would keep
@@ -376,10 +376,15 @@ pub(crate) fn merge_tables(
         (b.quotient_bits, b.remainder_bits),
     )?;
     let (a_keys, b_keys) = (a_keys(), b_keys());
-    // Sized from what was read: a concurrent filter's count may have moved since.
-    let total = a_keys.len() + b_keys.len();
-    let q = sizing::union_quotient_bits((a.quotient_bits, b.quotient_bits), bits, total, MAX_LOAD);
+    // Sized from what was read (a concurrent filter's count may have moved since), each
+    // fingerprint once: a key in both inputs takes one slot.
     let union = batch::keys::merge_sorted(&a_keys, &b_keys);
+    let q = sizing::union_quotient_bits(
+        (a.quotient_bits, b.quotient_bits),
+        bits,
+        union.len(),
+        MAX_LOAD,
+    );
     // A grown or read-back input may have more slots than `with_bits` gives its shape (its
     // overflow tail in use): then at least its slots, doubled for every quotient bit the union
     // gained, since doubling a table's slots keeps every supercluster within twice its old

@@ -5,7 +5,7 @@
 
 use super::table::{build_sorted, TwoBitTable, MAX_LOAD};
 use super::TwoBitQf;
-use crate::batch::keys::merge_sorted;
+use crate::batch::keys::{merge_sorted, union_len};
 use crate::filter::{Error, Merge};
 use crate::hash::{low_mask, Fingerprint};
 use crate::qf::load_cap::load_cap;
@@ -16,7 +16,7 @@ use crate::sizing;
 /// fingerprint stored in an input before the merge began and not removed during it is in the
 /// union; ones inserted or removed during it may or may not be (crate docs, "Consistency").
 /// The union takes the larger quotient of the two, and one bit more for each time the union
-/// would pass 90% fill (as [`SequentialQf`](crate::SequentialQf)'s merge and
+/// (each fingerprint once) would pass 90% fill (as [`SequentialQf`](crate::SequentialQf)'s merge and
 /// [`grow`](TwoBitQf::grow) do, a remainder bit moves into the quotient; a zero remainder is
 /// stored as 1 there too, so every key is still found).
 ///
@@ -47,8 +47,18 @@ impl Merge for TwoBitQf {
             (b.quotient_bits, b.remainder_bits),
         )?;
         let (from_a, from_b) = (self.swept_fingerprints(), other.swept_fingerprints());
-        // Sized from what was read: a concurrent filter's count may have moved since.
-        let total = from_a.len() + from_b.len();
+        // Sized from what was read (a concurrent filter's count may have moved since), each
+        // fingerprint once: both inputs' fingerprints have `bits` bits, so as whole
+        // fingerprints they are in one order whatever the split. The union may store fewer (a
+        // zero remainder of the new split stored as 1 can meet a 1), never more.
+        let total = union_len(
+            from_a
+                .iter()
+                .map(|f| (f.quotient << a.remainder_bits) | f.remainder),
+            from_b
+                .iter()
+                .map(|f| (f.quotient << b.remainder_bits) | f.remainder),
+        );
         let q =
             sizing::union_quotient_bits((a.quotient_bits, b.quotient_bits), bits, total, MAX_LOAD);
         let r = bits - q;
