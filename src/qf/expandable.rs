@@ -222,9 +222,9 @@ impl GrowableQf {
 /// one that found the slot taken goes on to the newest level, the other stores the key in the
 /// emptied slot before the first reaches the newest level). A later removal then takes one copy
 /// and the key still answers `true` until the second removal; `len` counts both. No copy an
-/// insert reported is lost (the loom model
-/// `racing_inserts_of_a_new_key_around_a_removal_keep_every_reported_copy`). Everything else is
-/// as in [`Filter`].
+/// insert reported is lost (a loom model of the repository's `tests/loom/expandable.rs`,
+/// `racing_inserts_of_a_new_key_around_a_removal_keep_every_reported_copy`, checks it).
+/// Everything else is as in [`Filter`].
 ///
 /// A removal can empty a lower level's canonical slot after a key went higher up because that
 /// slot was taken. So a cascading insert that finds the slot empty on a level that has seen a

@@ -143,13 +143,17 @@ impl ExternallyLockedQf {
     }
 
     /// As [`with_bits`](Self::with_bits), with one lock per `region_slots` slots, rounded up to
-    /// a power-of-two number of whole groups (see [`region_slots`](Self::region_slots)).
+    /// a power-of-two number of whole groups, and at most the whole table rounded up so (see
+    /// [`region_slots`](Self::region_slots)).
     ///
     /// ```
     /// use conqf::ExternallyLockedQf;
     /// let filter = ExternallyLockedQf::with_bits_and_region(16, 10, 1024)?;
     /// assert_eq!(filter.region_slots(), 1024); // 256 groups of four 13-bit slots
     /// assert!(ExternallyLockedQf::with_bits_and_region(16, 10, 0).is_err());
+    /// // More than the table: one lock over its 256 groups of five 11-bit slots.
+    /// let whole = ExternallyLockedQf::with_bits_and_region(10, 8, usize::MAX)?;
+    /// assert_eq!((whole.region_slots(), whole.regions()), (1280, 1));
     /// # Ok::<(), conqf::Error>(())
     /// ```
     ///
@@ -238,7 +242,9 @@ impl ExternallyLockedQf {
     }
 
     /// Slots per lock: the requested region size rounded up to `per_group * 2^k` slots, where
-    /// `per_group = floor(64 / (r + 3))`, so regions are whole groups.
+    /// `per_group = floor(64 / (r + 3))`, so regions are whole groups; a request larger than the
+    /// table gives one region, the table's groups rounded up to a power of two
+    /// (`with_bits_and_region(10, 8, usize::MAX)` has 1,280 slots per lock: 256 groups of five).
     pub fn region_slots(&self) -> usize {
         self.region_slots
     }

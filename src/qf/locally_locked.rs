@@ -259,7 +259,8 @@ impl LocallyLockedQf {
     /// the sequential one, so the lock-free sequential walk answers exactly (paper 000 §3.2). With
     /// concurrent writers it may miss keys, but it never loops or reads out of bounds. One
     /// exception keeps it exact: an insert that fills an empty canonical slot with one CAS and
-    /// moves nothing (the cascading inserts of `ExpandableQf`, see its `level_reads` module).
+    /// moves nothing (the cascading inserts of [`ExpandableQf`](crate::ExpandableQf) into its
+    /// lower levels, which it reads this way).
     pub fn contains_hash_unsynchronized(&self, hash: u64) -> bool {
         let (quotient, remainder) = self.fingerprint(hash);
         // Acquire: as in `fingerprints`; and `ExpandableQf`'s lock-free level reads depend on

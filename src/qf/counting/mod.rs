@@ -127,7 +127,8 @@ impl CountingQf {
     }
 
     /// As [`with_bits`](Self::with_bits), with one lock per `region_blocks` blocks of 64 slots
-    /// (rounded up to a power of two).
+    /// (rounded up to a power of two; a request larger than the table gives one region, its
+    /// blocks rounded up so).
     ///
     /// ```
     /// let filter = conqf::CountingQf::with_bits_and_region(12, 8, 3)?;

@@ -18,7 +18,10 @@ use super::{reclaim, GrowableQf};
 use crate::filter::{Error, Merge};
 
 /// The union of two growable filters whose fingerprints have the same length, growing on as
-/// the first would have (see the module doc above).
+/// the first would have: with its `delta_grow` and migration block size, and its doublings done
+/// and left counted on from that input's table (a union that needed a larger table has used up
+/// that many doublings; one that needs more than the first input has left is
+/// [`Error::Full`], as `max_doublings` bounds the memory a filter may grow to).
 ///
 /// Other threads may keep inserting, removing and growing both inputs meanwhile: the union
 /// holds every key stored in either before the merge began and not removed during it (as
