@@ -46,6 +46,7 @@ use crate::hash::hash_key;
 use crate::qf::growing::{self, quotient_bits_below_threshold, GrowableBuilder, GrowableQf, Guard};
 use crate::qf::level_reads::LevelReads;
 use crate::qf::slot::STATUS_BITS;
+use crate::qf::usual_slots;
 use crate::sizing;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, Waiter};
 
@@ -102,9 +103,13 @@ impl ExpandableBuilder {
         // m_0: the first power of two with delta * m_0 > c (in whole keys, as a level counts).
         let q0 = quotient_bits_below_threshold(self.capacity, self.delta_grow)?;
         // r_0: the fewest bits with 2 f 2^-r_0 < bound, where f is the most a level can be
-        // filled: delta without cascading inserts, but up to every slot with them (type doc,
-        // "Levels").
-        let fill = if self.cascading { 1.0 } else { self.delta_grow };
+        // filled: delta without cascading inserts, but up to every slot with them, overflow
+        // tails included (type doc, "Levels").
+        let fill = if self.cascading {
+            ExpandableQf::most_fill_with_cascading(q0)
+        } else {
+            self.delta_grow
+        };
         let r0 = (1..=61u32.min(64 - q0))
             .find(|&r| 2.0 * fill * (-(r as f64)).exp2() < self.fpr_bound)
             .ok_or_else(|| {
@@ -184,11 +189,18 @@ impl GrowableQf {
 /// sum at the current fills.
 ///
 /// Cascading inserts (below) break one premise of that bound: they keep adding fingerprints to
-/// lower levels past `n̄_i`, up to nearly every slot. So with cascading on, `r_0` is the fewest
-/// bits with `2 · 2^-r_0 < p̄` (a level's fill counted as 1 instead of `δ_grow`), which keeps
-/// `Σ n_i 2^-k_i < 2 · 2^-r_0 < p̄` however full the lower levels get; it costs at most one
-/// remainder bit per slot. (With the `δ_grow` rule alone, a cascading filter for `p̄ = 0.0008`
-/// reaches about `0.93 · 2 · 2^-11 ≈ 9e-4`.)
+/// lower levels past `n̄_i`, into every empty canonical slot, while the keys a level took as the
+/// newest may sit in its overflow tail; so a level can hold up to all its slots, tail included,
+/// which is more than `m_i` (a level of 8 canonical slots that started at 2 and doubled twice has
+/// 48). With cascading on, `r_0` is the fewest bits with `2 f 2^-r_0 < p̄`, where `f` is the
+/// largest ratio of a level's slots to its canonical slots (1.26 for `m_0 = 2^10`, 1.03 for
+/// `2^16`, 6 for the smallest filters), which keeps `Σ n_i 2^-k_i < 2 f 2^-r_0 < p̄` however
+/// full the lower levels get; it costs up to one remainder bit per slot more than without
+/// cascading where level 0 has `2^12` slots or more, up to three for the smallest filters.
+/// (With the `δ_grow` rule alone, a cascading filter for `p̄ = 0.0008` reaches about
+/// `0.93 · 2 · 2^-11 ≈ 9e-4`; with `f` counted as 1, `builder(1, 0.13).cascading(true)`
+/// reached 0.167 after 3,000 keys, its levels of 4 to 128 canonical slots filled 1.5 to 1.03
+/// times over.)
 ///
 /// # Capped levels
 ///
@@ -400,6 +412,31 @@ impl ExpandableQf {
             self.delta_grow,
             self.cascading,
         ))
+    }
+
+    /// The most fingerprints per canonical slot any level of a cascading filter with
+    /// `2^q0` slots on level 0 can hold: its slots, overflow tail included, over its `2^q`
+    /// canonical slots, at its final size. Cascading inserts fill empty canonical slots of the
+    /// lower levels, while the keys a level took as the newest may sit in its tail: level 0 has
+    /// `usual_slots(q_0)`, a later level started `d` doublings smaller and doubled its tail with
+    /// its slots, `2^d usual_slots(q - d)`. The ratio is about `1 + 4 / 2^(q_s / 2)` for a start
+    /// of `q_s` quotient bits, so it matters for small filters only: 6 up to `q_0 = 3` (level 1
+    /// starts at 2 slots with 10 in the tail), 1.26 at `q_0 = 10`, 1.03 at `q_0 = 16`.
+    pub(crate) fn most_fill_with_cascading(q0: u32) -> f64 {
+        (0..MAX_LEVELS)
+            .map_while(|level| {
+                let q = q0 + level as u32;
+                let doublings = if level == 0 {
+                    0
+                } else {
+                    LEVEL_DOUBLINGS.min(q - 1)
+                };
+                (q <= sizing::MAX_QUOTIENT_BITS).then(|| {
+                    let slots = (usual_slots(q - doublings) as f64) * f64::from(doublings).exp2();
+                    slots / f64::from(q).exp2()
+                })
+            })
+            .fold(1.0, f64::max)
     }
 
     /// The quotient and remainder bits of level `level` after `doublings_done` doublings, and
@@ -768,7 +805,6 @@ impl Filter for ExpandableQf {
         (0..self.levels())
             .map(|i| self.level(i).false_positive_rate())
             .sum::<f64>()
-            .min(1.0)
     }
 }
 
@@ -867,8 +903,8 @@ mod tests {
     }
 
     /// Level 0's remainder bits: the fewest with `2 f 2^-r_0 < p̄`, `f = δ_grow` without
-    /// cascading inserts and 1 with them ([`ExpandableQf`], "Levels"). The loom models rely on
-    /// these sizes.
+    /// cascading inserts and with them the most a level can be filled, overflow tail included
+    /// ([`ExpandableQf`], "Levels"). The loom models rely on these sizes.
     #[test]
     fn level_zero_remainder_follows_the_sizing_rule() {
         let r0 = |capacity, bound, delta, cascading| {
@@ -885,9 +921,12 @@ mod tests {
         // 0.0008: the delta rule alone would give 11 bits, whose full levels reach 9.8e-4.
         assert_eq!(r0(1000, 0.0008, 0.75, false), 11);
         assert_eq!(r0(1000, 0.0008, 0.75, true), 12);
-        // The loom models' filters (tests/loom/expandable.rs).
-        assert_eq!(r0(1, 0.004, 0.25, true), 9);
-        assert_eq!(r0(3, 0.002, 0.5, true), 10);
+        // The loom models' filters (tests/loom/expandable.rs): f = 6 at 8 slots.
+        assert_eq!(ExpandableQf::most_fill_with_cascading(3), 6.0);
+        assert_eq!(r0(1, 0.03, 0.25, true), 9);
+        assert_eq!(r0(3, 0.015, 0.5, true), 10);
+        // f counted as 1 gave 9 bits at 0.004, where a level's tail let the rate pass the bound.
+        assert_eq!(r0(1, 0.004, 0.25, true), 12);
     }
 
     /// A bound so small that level 0's fingerprints leave no room for a second level is an

@@ -26,8 +26,9 @@ const Z: u64 = 6 << 61 | 1 << 52;
 
 /// A cascading filter whose level 0 holds `X` and `Z` and whose level 1 is open.
 fn filter() -> Arc<ExpandableQf> {
-    // 0.004: with cascading, level 0 gets the fewest r with 2 * 2^-r < 0.004, 9 bits.
-    let filter = ExpandableQf::builder(1, 0.004)
+    // 0.03: with cascading, level 0 gets the fewest r with 2 f 2^-r < 0.03, 9 bits, where
+    // f = 6 is the most a level of so small a filter can be filled (its overflow tail counted).
+    let filter = ExpandableQf::builder(1, 0.03)
         .delta_grow(0.25)
         .cascading(true)
         .build()
@@ -115,9 +116,10 @@ fn key10(quotient: u64, remainder: u64) -> u64 {
 /// four keys, δ_grow = 1/2) holds `[x, y, w, v]` with the cluster over slots 2-4 crossing from
 /// group 0 into group 1 (`x`, `y` one run from slot 2, `w` shifted to slot 4), and whose level
 /// 1 is open. The bound gives 10 remainder bits in both modes: with cascading, the fewest `r`
-/// with `2 · 2^-r < 0.002`; without, the fewest with `2 · δ · 2^-r < 0.0015`.
+/// with `2 · 6 · 2^-r < 0.015` (6: the most a level of so small a filter can be filled, its
+/// overflow tail counted); without, the fewest with `2 · δ · 2^-r < 0.0015`.
 fn four_keys(cascading: bool) -> (Arc<ExpandableQf>, [u64; 4]) {
-    let bound = if cascading { 0.002 } else { 0.0015 };
+    let bound = if cascading { 0.015 } else { 0.0015 };
     let filter = ExpandableQf::builder(3, bound)
         .delta_grow(0.5)
         .cascading(cascading)
