@@ -191,6 +191,42 @@ fn measured_false_positive_rate_matches_the_folded_formula() {
     );
 }
 
+/// `TwoBitQf::grow` keeps the fingerprints' `q + r` bits, but a zero remainder is stored as 1, so
+/// the rate for the stored keys, `δ (2^r + 2) / 4^r`, rises by `(2^r + 4) / (2^r + 2)` per
+/// doubling: 20/18, 12/10 and 8/6 from `r = 4` down to 1, 16/9 in all (a little less, as two
+/// fingerprints that grow into one are stored once). The reported rate says so and the measured
+/// one follows it.
+#[test]
+fn each_doubling_raises_the_rate_as_reported() {
+    let mut filter = TwoBitQf::with_bits(12, 4).unwrap();
+    for k in 0..2000u64 {
+        Filter::insert(&filter, &k).unwrap();
+    }
+    let queries = 200_000u64;
+    let mut before = filter.false_positive_rate();
+    let at_start = before;
+    for doubling in 1..=3 {
+        filter.grow().unwrap();
+        let reported = filter.false_positive_rate();
+        assert!(
+            reported > before,
+            "doubling {doubling}: {reported} after {before}"
+        );
+        let hits = (0..queries)
+            .filter(|&i| Filter::contains(&filter, &(i + (1 << 40))))
+            .count() as f64;
+        // Several thousand expected hits: 10% is more than five standard deviations.
+        let measured = hits / queries as f64;
+        assert!(
+            (measured - reported).abs() < 0.1 * reported,
+            "doubling {doubling}: measured {measured}, reported {reported}"
+        );
+        before = reported;
+    }
+    let rise = before / at_start;
+    assert!((rise - 16.0 / 9.0).abs() < 0.05, "{rise}");
+}
+
 /// A run may end in the slot before the last one, and no further: with 3 quotient bits the
 /// table has the guard, 8 canonical slots and an overflow tail of 2 + 4 * 2^2 = 18 (slots
 /// 0-26), and the last slot stays empty, so quotient 7's run, from its canonical slot 8,
