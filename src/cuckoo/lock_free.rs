@@ -135,7 +135,8 @@ pub struct LockFreeCuckooFilter {
 
 impl LockFreeCuckooFilter {
     /// A filter that holds `capacity` keys with an expected false-positive rate of at most
-    /// `fpr` when that full.
+    /// `fpr` when that full (a table of fewer than `2^7` buckets may refuse one of them, rarely:
+    /// see [`Filter::capacity`]).
     ///
     /// ```
     /// use conqf::{Filter, LockFreeCuckooFilter};

@@ -62,7 +62,8 @@ pub struct LockedCuckooFilter {
 
 impl LockedCuckooFilter {
     /// A filter that holds `capacity` keys with an expected false-positive rate of at most
-    /// `fpr` when that full, with about 8 stripes per hardware thread.
+    /// `fpr` when that full, with about 8 stripes per hardware thread (a table of fewer than
+    /// `2^7` buckets may refuse one of them, rarely: see [`Filter::capacity`]).
     ///
     /// ```
     /// use conqf::{Filter, LockedCuckooFilter};
