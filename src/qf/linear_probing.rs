@@ -505,10 +505,10 @@ impl Filter for LinearProbingQf {
         self.slots.memory_bytes()
     }
 
-    /// Corollary 1 of paper 000 at the current fill `len / 2^q`: an upper bound of the expected
-    /// rate (about 20 times it at 5% fill, 1.25 times at 70%;
-    /// [`linear_probing_fpr`](crate::linear_probing_fpr) says why), though a small table's own
-    /// rate varies around the expectation and may pass it.
+    /// Corollary 1 of paper 000 at the current fill `len / 2^q`: up to the default load cap a
+    /// bound of the expected rate (about 20 times it at 5% fill, 1.25 times at 70%), about equal
+    /// to it at 90-95% ([`linear_probing_fpr`](crate::linear_probing_fpr) says why); a small
+    /// table's own rate varies around the expectation and may pass it.
     fn false_positive_rate(&self) -> f64 {
         let load = self.len() as f64 / (1u64 << self.quotient_bits) as f64;
         sizing::linear_probing_fpr(load, self.remainder_bits)
