@@ -2,7 +2,10 @@
 //!
 //! Every key is hashed once with xxh3 ([`hash_key`]). The hasher feeds integers in little-endian
 //! order and `usize` as `u64`, so a key hashes the same on every platform and in every run, which
-//! serialised filters rely on. A fingerprint is the top `q` bits of the hash (the quotient,
+//! serialised filters rely on. One exception is std's: a slice, array or `Vec` of integers wider
+//! than a byte hashes its elements as one block of their in-memory bytes (`Hash::hash_slice`),
+//! which differs between little- and big-endian machines (and, for `usize`, between 32 and 64
+//! bits); no hasher can tell those bytes' types. A fingerprint is the top `q` bits of the hash (the quotient,
 //! addressing the table) followed by the next `r` bits (the remainder, stored in the slot). The
 //! linear-probing filter and the cuckoo filters need remainders that are never zero (paper 000
 //! §2.2): [`Fingerprint::nonzero`] re-mixes the hash until the remainder is non-zero. The
@@ -12,7 +15,13 @@ use std::hash::{Hash, Hasher};
 
 use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 
-/// Hashes a key with xxh3; stable across runs and platforms for integers, strings and byte slices.
+/// Hashes a key with xxh3; stable across runs and platforms for integers, strings and byte slices,
+/// and for tuples, structs and enums deriving `Hash` made of them. Slices, arrays and `Vec`s of
+/// wider integers are hashed by std as their elements' in-memory bytes, so they hash the same
+/// only on machines of one byte order (and, for `usize`, one pointer width): to persist a filter
+/// of such keys across platforms, hash them as bytes of a fixed order (e.g. a `Vec<u32>` as the
+/// concatenated `to_le_bytes` of its elements, a `[u8]` key), or hash them yourself and use the
+/// `*_hash` methods such as [`insert_hash`](crate::Filter::insert_hash).
 ///
 /// ```
 /// let a = conqf::hash_key("apple");

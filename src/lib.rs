@@ -11,7 +11,7 @@
 //! | [`LocallyLockedQf`] | locks in the table's own status bits; lock-free when an operation stays in one 64-bit group | yes |
 //! | [`GrowableQf`] | a `LocallyLockedQf` that doubles at 75% fill (by default), migrated by all writing threads ([`LocallyLockedQf::growable`]) | yes |
 //! | [`ExpandableQf`] | levels of growable filters, unbounded at a bounded false-positive rate | yes |
-//! | [`ExternallyLockedQf`] | one spin lock per region of 4096 slots in a separate array (the paper's baseline) | yes |
+//! | [`ExternallyLockedQf`] | one spin lock per region of about 4096 slots in a separate array (the paper's baseline) | yes |
 //! | [`LinearProbingQf`] | lock-free, one CAS per insert | no |
 //! | [`TwoBitQf`] | 2 status bits; locks in the empty slots around a supercluster; grows | yes |
 //! | [`CountingQf`] | region locks for writes, optimistic reads; counts repeated keys | yes |
@@ -21,8 +21,8 @@
 //!
 //! Concurrent filters implement [`Filter`] (and [`Remove`] where they can delete) with `&self`
 //! methods: share one in an [`Arc`](std::sync::Arc). Keys are hashed once with xxh3
-//! ([`hash_key`]), identically on every platform; the `*_hash` methods take a hash you already
-//! have.
+//! ([`hash_key`]), identically on every platform (but for slices of integers wider than a byte,
+//! see [`hash_key`]); the `*_hash` methods take a hash you already have.
 //!
 //! ```
 //! use conqf::{Filter, LocallyLockedQf, Remove};

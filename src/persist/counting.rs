@@ -8,9 +8,10 @@
 //! word, exactly as in memory. The counts of copies and distinct fingerprints are not stored:
 //! reading recounts them from the entries.
 //!
-//! The snapshot takes `&mut self`: no operation is in flight, so no region is locked and no
-//! shift is half done. (A `&self` snapshot would take every region lock in ascending order, as
-//! `ExternallyLockedQf` does; it is not offered yet.)
+//! The snapshot takes `&self` and holds every region lock (in ascending order, as every writer
+//! takes them, and as `ExternallyLockedQf`'s snapshot does) while it copies the table: no
+//! writer is inside a region, so no shift is half done; writers wait until the copy is made, and
+//! so do lookups that cannot validate an optimistic read meanwhile.
 //!
 //! Reading runs the filter's invariant checker on the bytes in place (one pass, no allocation):
 //! occupied and runend bits pair up, every run lies where rank and select find it, offsets

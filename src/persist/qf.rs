@@ -359,8 +359,11 @@ pub struct SequentialQfRef<'a> {
 }
 
 impl<'a> SequentialQfRef<'a> {
-    /// A view over the bytes of any 3-status-bit filter ([`SequentialQf::to_bytes`] and the
-    /// concurrent filters' `to_bytes`).
+    /// A view over the bytes of a fixed-size 3-status-bit filter ([`SequentialQf::to_bytes`],
+    /// [`LocallyLockedQf::to_bytes`](crate::LocallyLockedQf::to_bytes) and
+    /// [`ExternallyLockedQf::to_bytes`](crate::ExternallyLockedQf::to_bytes)). A
+    /// [`GrowableQf`](crate::GrowableQf)'s bytes carry its growth state too and are refused
+    /// ([`Error::Corrupt`]); read them with `GrowableQf::from_bytes`.
     ///
     /// # Errors
     /// [`Error::Corrupt`] as for [`SequentialQf::from_bytes`]; it allocates nothing.

@@ -115,7 +115,11 @@ pub struct ExternallyLockedQf {
 }
 
 impl ExternallyLockedQf {
-    /// The region size of the paper's external-lock competitor: 4096 slots per lock.
+    /// The region size of the paper's external-lock competitor: 4096 slots per lock, asked of
+    /// every constructor without a region argument. Regions are whole groups, a power of two
+    /// of them, so the size a filter gets is this rounded up to `floor(64 / (r + 3)) · 2^k`
+    /// slots ([`region_slots`](Self::region_slots)): exactly 4096 for 13- and 16-bit slots
+    /// (`r = 10` or 13), 5120 for 11-bit ones, 7168 for 9-bit ones.
     pub const DEFAULT_REGION_SLOTS: usize = 4096;
 
     /// A filter that holds `capacity` keys at a false-positive rate of at most `fpr`, with
