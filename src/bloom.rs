@@ -170,8 +170,10 @@ impl AtomicBloomFilter {
         Self::build(words, best_k, capacity)
     }
 
-    /// A filter of `bytes` bytes (rounded down to whole 64-bit words) with `hash_functions` hash
-    /// functions, e.g. the memory of a quotient filter and 4 functions as in paper 000 §5.
+    /// A filter whose bit table has `bytes` bytes (rounded down to whole 64-bit words) with
+    /// `hash_functions` hash functions, e.g. the memory of a quotient filter's table and 4
+    /// functions as in paper 000 §5 ([`memory_bytes`](Filter::memory_bytes) adds the few KB of
+    /// its striped count).
     ///
     /// Its [`capacity`](Filter::capacity) is the number of keys at which `hash_functions` is the
     /// optimal count, `m ln 2 / k`, when half of the bits are set.
@@ -321,7 +323,7 @@ impl Filter for AtomicBloomFilter {
     }
 
     fn memory_bytes(&self) -> usize {
-        self.words.len() * std::mem::size_of::<u64>()
+        self.words.len() * std::mem::size_of::<u64>() + self.len.memory_bytes()
     }
 
     /// `(X / m)^k` for the `X` of the `m` bits that are set: the chance that the `k` bits of

@@ -67,6 +67,11 @@ pub(crate) struct CapBudget {
 const ALL_DRY: usize = usize::MAX >> (usize::BITS as usize - STRIPES);
 
 impl CapBudget {
+    /// The heap memory of the stripes (a cache line each).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.stripes)
+    }
+
     /// A budget of `cap` places, none used.
     pub(crate) fn new(cap: usize) -> Self {
         let budget = CapBudget {

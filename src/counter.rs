@@ -54,6 +54,11 @@ pub(crate) struct StripedCounter {
 }
 
 impl StripedCounter {
+    /// The heap memory of the stripes (a cache line each).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.stripes)
+    }
+
     /// A counter at zero.
     pub(crate) fn new() -> Self {
         StripedCounter {

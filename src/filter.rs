@@ -139,7 +139,11 @@ pub trait Filter: Send + Sync {
     /// 10,000 random key sets (20,000 tried per size), keeping every key they had.
     fn capacity(&self) -> usize;
 
-    /// The heap memory the filter's table takes, in bytes.
+    /// The heap memory the filter holds, in bytes: its table and the parts of fixed size beside
+    /// it (lock arrays, the striped counts, a cache line per stripe, about 3 KB), all but a few
+    /// bytes of bookkeeping. A growing filter counts its current tables; while a doubling
+    /// migrates, the table it replaces is still allocated (until the migration ends and no
+    /// reader holds it) and is not counted.
     fn memory_bytes(&self) -> usize;
 
     /// The expected false-positive rate at the current load.

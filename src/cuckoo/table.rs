@@ -409,7 +409,7 @@ impl CuckooTable {
 
     /// Bytes of the entry groups.
     pub(crate) fn memory_bytes(&self) -> usize {
-        self.entries.memory_bytes()
+        self.entries.memory_bytes() + self.len.memory_bytes()
     }
 
     /// The expected false-positive rate at the current fill.

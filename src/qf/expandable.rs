@@ -795,9 +795,13 @@ impl Filter for ExpandableQf {
     }
 
     fn memory_bytes(&self) -> usize {
-        (0..self.levels())
+        let levels: usize = (0..self.levels())
             .map(|i| self.level(i).memory_bytes())
-            .sum()
+            .sum();
+        levels
+            + std::mem::size_of_val(&*self.levels)
+            + std::mem::size_of_val(&*self.removed)
+            + self.reads.memory_bytes()
     }
 
     fn false_positive_rate(&self) -> f64 {

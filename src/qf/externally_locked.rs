@@ -567,7 +567,9 @@ impl Filter for ExternallyLockedQf {
     }
 
     fn memory_bytes(&self) -> usize {
-        self.table.slots.memory_bytes() + std::mem::size_of_val(&*self.locks)
+        self.table.slots.memory_bytes()
+            + std::mem::size_of_val(&*self.locks)
+            + self.len.memory_bytes()
     }
 
     fn false_positive_rate(&self) -> f64 {
@@ -738,8 +740,9 @@ mod tests {
             ExternallyLockedQf::with_bits_and_region(4, 13, 0),
             Err(Error::InvalidParameters(_))
         ));
-        // The lock array is memory of its own.
-        assert_eq!(f.memory_bytes(), f.table.slots.memory_bytes() + f.regions());
+        // The lock array is memory of its own, and so is the striped count.
+        let own = f.table.slots.memory_bytes() + f.regions() + f.len.memory_bytes();
+        assert_eq!(f.memory_bytes(), own);
     }
 
     fn overflow(q: u32) -> usize {

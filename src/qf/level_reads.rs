@@ -39,6 +39,11 @@ pub(crate) struct LevelReads {
 }
 
 impl LevelReads {
+    /// The heap memory of the per-level flags and words.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        std::mem::size_of_val(&*self.sealed) + std::mem::size_of_val(&*self.writers)
+    }
+
     /// The state of `levels` levels, none sealed.
     pub(crate) fn new(levels: usize) -> Self {
         Self::with_sealed(levels, 0)

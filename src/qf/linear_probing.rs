@@ -502,7 +502,7 @@ impl Filter for LinearProbingQf {
     }
 
     fn memory_bytes(&self) -> usize {
-        self.slots.memory_bytes()
+        self.slots.memory_bytes() + self.budget.memory_bytes()
     }
 
     /// Corollary 1 of paper 000 at the current fill `len / 2^q`: up to the default load cap a

@@ -418,7 +418,7 @@ impl Filter for LocallyLockedQf {
 
     /// The table and the shift regions' words (8 bytes per 1,024 groups).
     fn memory_bytes(&self) -> usize {
-        self.table.slots.memory_bytes() + self.shifts.memory_bytes()
+        self.table.slots.memory_bytes() + self.shifts.memory_bytes() + self.len.memory_bytes()
     }
 
     fn false_positive_rate(&self) -> f64 {

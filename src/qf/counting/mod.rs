@@ -566,7 +566,7 @@ impl Filter for CountingQf {
     }
 
     fn memory_bytes(&self) -> usize {
-        self.table.memory_bytes() + self.locks.memory_bytes()
+        self.table.memory_bytes() + self.locks.memory_bytes() + self.slots.memory_bytes()
     }
 
     fn false_positive_rate(&self) -> f64 {

@@ -770,7 +770,7 @@ impl Filter for TwoBitQf {
     }
 
     fn memory_bytes(&self) -> usize {
-        self.table.slots.memory_bytes() + self.shifts.memory_bytes()
+        self.table.slots.memory_bytes() + self.shifts.memory_bytes() + self.len.memory_bytes()
     }
 
     fn false_positive_rate(&self) -> f64 {
@@ -991,7 +991,11 @@ mod tests {
             .slots
             .layout()
             .groups_for(filter.table.slots.len());
-        assert_eq!(filter.memory_bytes(), table + 8 * groups.div_ceil(1024));
+        let count = filter.len.memory_bytes();
+        assert_eq!(
+            filter.memory_bytes(),
+            table + 8 * groups.div_ceil(1024) + count
+        );
         assert!(filter.memory_bytes() > table);
     }
 
