@@ -7,18 +7,17 @@
 //! no thread ever waits for another.
 //!
 //! The `k` bit positions come from the key's one 64-bit hash `h1` and a re-mix of it, `h2`:
-//! `g_i = rotl(h1 + i h2, 5i)`, each `g_i` mapped onto `0..m` by a
-//! multiply-shift (`g_i * m / 2^64`, its top bits, which needs no division). Plain double
-//! hashing (Kirsch and Mitzenmacher, `g_i = h1 + i h2`) lets the top bits of `i h2` repeat for
-//! the keys whose `h2` lies near a fraction `a / d` of `2^64` with a small `d`: their `k` bits
-//! fall on a few positions, and with many hash functions on a small table those keys alone made
-//! the rate 20,000 times its target (`new(100, 1e-9)` measured 2e-5 with 30 functions). The
-//! rotation brings other bits of each sum to the top, and the measured rates match
-//! the textbook's from 1 to 64 functions. Filters read from files of the old format keep plain
-//! double hashing ([`Probing`]). Bit positions are spread over the whole table (no blocking), so
-//! the textbook false-positive rate `(1 - e^{-kn/m})^k` applies; the filter reports the rate of
-//! the bits it has set, `(X / m)^k`, which is about that for `n` keys and stays right past the
-//! capacity.
+//! `g_i = rotl(h1 + i h2, 5i)`, each `g_i` mapped onto `0..m` by a multiply-shift
+//! (`g_i * m / 2^64`, its top bits, which needs no division). Plain double hashing (Kirsch and
+//! Mitzenmacher, `g_i = h1 + i h2`) lets the top bits of `i h2` repeat for the keys whose `h2`
+//! lies near a fraction `a / d` of `2^64` with a small `d`: their `k` bits fall on a few
+//! positions, and with many hash functions on a small table those keys alone made the rate
+//! 20,000 times its target (`new(100, 1e-9)` measured 2e-5 with 30 functions). The rotation
+//! brings other bits of each sum to the top, and the measured rates match the textbook's from 1
+//! to 64 functions. Filters read from files of the old format keep plain double hashing
+//! ([`Probing`]). Bit positions are spread over the whole table (no blocking), so the textbook
+//! false-positive rate `(1 - e^{-kn/m})^k` applies; the filter reports the rate of the bits it
+//! has set, `(X / m)^k`, which is about that for `n` keys and stays right past the capacity.
 //!
 //! For the paper's comparison, [`AtomicBloomFilter::with_memory`] takes the memory of the quotient
 //! filter it is measured against and the hash-function count (4 in paper 000 §5);
@@ -81,12 +80,12 @@ pub struct AtomicBloomFilter {
 }
 
 /// How a filter derives a key's bit positions from its hash (module doc). Every filter built by
-/// this crate probes with [`AddRotate`](Probing::AddRotate); one read from a file that an older
+/// this crate probes with [`Rotated`](Probing::Rotated); one read from a file that an older
 /// version wrote keeps the [`DoubleHashing`](Probing::DoubleHashing) its bits were set with.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Probing {
     /// `g_i = rotl(h1 + i h2, 5i)`.
-    AddRotate,
+    Rotated,
     /// `g_{i+1} = g_i + h2`: plain double hashing, the positions of the old format.
     DoubleHashing,
 }
@@ -96,7 +95,7 @@ impl Probing {
     /// hashing is the same walk without rotations.
     fn rotation(self) -> u32 {
         match self {
-            Probing::AddRotate => 5,
+            Probing::Rotated => 5,
             Probing::DoubleHashing => 0,
         }
     }
@@ -204,7 +203,7 @@ impl AtomicBloomFilter {
             bits: words as u64 * 64,
             hash_functions,
             capacity,
-            probing: Probing::AddRotate,
+            probing: Probing::Rotated,
             len: StripedCounter::new(),
         })
     }
@@ -377,8 +376,9 @@ impl Merge for AtomicBloomFilter {
     /// # Errors
     /// [`Error::Incompatible`] if the filters differ in bits or hash functions (a key's bit
     /// positions depend on both), or one was read from a file of the old format (whose bit
-    /// positions follow from the hash differently) and the other not; [`Error::InvalidParameters`] if the union's table cannot be
-    /// allocated. Never [`Error::Full`].
+    /// positions follow from the hash differently) and the other not;
+    /// [`Error::InvalidParameters`] if the union's table cannot be allocated. Never
+    /// [`Error::Full`].
     fn merge(&self, other: &Self) -> Result<Self, Error> {
         let shape = |f: &Self| (f.bits, f.hash_functions);
         if shape(self) != shape(other) {
@@ -494,7 +494,7 @@ mod tests {
 
     #[test]
     fn positions_stay_in_the_table() {
-        for probing in [Probing::AddRotate, Probing::DoubleHashing] {
+        for probing in [Probing::Rotated, Probing::DoubleHashing] {
             let filter = AtomicBloomFilter::with_memory(24, 7)
                 .unwrap()
                 .with_probing(probing);

@@ -32,7 +32,7 @@ impl AtomicBloomFilter {
             .u64(self.capacity() as u64)
             .u64(len as u64);
         let tag = match self.probing() {
-            Probing::AddRotate => Tag::BloomRotated,
+            Probing::Rotated => Tag::BloomRotated,
             Probing::DoubleHashing => Tag::Bloom,
         };
         format::write_file(out, tag, params, words)
@@ -66,7 +66,7 @@ impl AtomicBloomFilter {
         let probing = if file.tag == Tag::Bloom {
             Probing::DoubleHashing
         } else {
-            Probing::AddRotate
+            Probing::Rotated
         };
         let (hash_functions, capacity, len) = (params.u64()?, params.u64()?, params.u64()?);
         let hash_functions = u32::try_from(hash_functions)
