@@ -5,11 +5,13 @@
 //! serialised filters rely on. One exception is std's: a slice, array or `Vec` of integers wider
 //! than a byte hashes its elements as one block of their in-memory bytes (`Hash::hash_slice`),
 //! which differs between little- and big-endian machines (and, for `usize`, between 32 and 64
-//! bits); no hasher can tell those bytes' types. A fingerprint is the top `q` bits of the hash (the quotient,
-//! addressing the table) followed by the next `r` bits (the remainder, stored in the slot). The
-//! linear-probing filter and the cuckoo filters need remainders that are never zero (paper 000
-//! §2.2): [`Fingerprint::nonzero`] re-mixes the hash until the remainder is non-zero. The
-//! 2-status-bit filter stores a zero remainder as 1 instead, a rule that survives growing.
+//! bits); no hasher can tell those bytes' types.
+//!
+//! A fingerprint is the top `q` bits of the hash (the quotient, addressing the table) followed
+//! by the next `r` bits (the remainder, stored in the slot). The linear-probing filter and the
+//! cuckoo filters need remainders that are never zero (paper 000 §2.2): [`Fingerprint::nonzero`]
+//! re-mixes the hash until the remainder is non-zero. The 2-status-bit filter stores a zero
+//! remainder as 1 instead, a rule that survives growing.
 
 use std::hash::{Hash, Hasher};
 

@@ -63,7 +63,7 @@ pub(crate) enum Tag {
     /// levels' removal flags, a zero field; the payload is the levels, each a whole `Growable`
     /// file (its own header and checksum), one after another.
     Expandable = 9,
-    /// `AtomicBloomFilter` with the add-and-rotate bit positions: the fields of
+    /// `AtomicBloomFilter` with the rotated bit positions: the fields of
     /// [`Bloom`](Tag::Bloom).
     BloomRotated = 10,
 }

@@ -1049,7 +1049,8 @@ mod tests {
         assert_eq!(q0(49_151), 16); // 0.75 * 65536 = 49152 > 49151
         assert_eq!(q0(49_152), 17); // not strictly larger any more
         assert_eq!(q0(3), 3); // 0.75 * 8 = 6 > 3, 0.75 * 4 = 3 is not
-                              // 0.7 * 1024 = 716.8 > 716, but a level counts whole keys: its 716th would open level 1.
+
+        // 0.7 * 1024 = 716.8 > 716, but a level counts whole keys: its 716th would open level 1.
         let q0_at = |capacity, delta| {
             let filter = ExpandableQf::builder(capacity, 0.01).delta_grow(delta);
             filter.build().unwrap().q0

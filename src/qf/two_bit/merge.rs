@@ -16,9 +16,9 @@ use crate::sizing;
 /// fingerprint stored in an input before the merge began and not removed during it is in the
 /// union; ones inserted or removed during it may or may not be (crate docs, "Consistency").
 /// The union takes the larger quotient of the two, and one bit more for each time the union
-/// (each fingerprint once) would pass 90% fill (as [`SequentialQf`](crate::SequentialQf)'s merge and
-/// [`grow`](TwoBitQf::grow) do, a remainder bit moves into the quotient; a zero remainder is
-/// stored as 1 there too, so every key is still found).
+/// (each fingerprint once) would pass 90% fill (as [`SequentialQf`](crate::SequentialQf)'s
+/// merge and [`grow`](TwoBitQf::grow) do, a remainder bit moves into the quotient; a zero
+/// remainder is stored as 1 there too, so every key is still found).
 ///
 /// ```
 /// use conqf::{Filter, Merge, TwoBitQf};
