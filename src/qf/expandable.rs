@@ -426,17 +426,24 @@ impl ExpandableQf {
         (0..MAX_LEVELS)
             .map_while(|level| {
                 let q = q0 + level as u32;
-                let doublings = if level == 0 {
-                    0
-                } else {
-                    LEVEL_DOUBLINGS.min(q - 1)
-                };
+                let doublings = Self::level_doublings(level, q);
                 (q <= sizing::MAX_QUOTIENT_BITS).then(|| {
                     let slots = (usual_slots(q - doublings) as f64) * f64::from(doublings).exp2();
                     slots / f64::from(q).exp2()
                 })
             })
             .fold(1.0, f64::max)
+    }
+
+    /// The doublings level `level`, of `q` quotient bits at its final size, goes through: none
+    /// for level 0 (built at its final size), [`LEVEL_DOUBLINGS`] for later ones, fewer where
+    /// the start would have no quotient bit left.
+    fn level_doublings(level: usize, q: u32) -> u32 {
+        if level == 0 {
+            0
+        } else {
+            LEVEL_DOUBLINGS.min(q - 1)
+        }
     }
 
     /// The quotient and remainder bits of level `level` after `doublings_done` doublings, and
@@ -467,11 +474,7 @@ impl ExpandableQf {
         if r == 0 {
             return None;
         }
-        let doublings = if level == 0 {
-            0
-        } else {
-            LEVEL_DOUBLINGS.min(q - 1)
-        };
+        let doublings = Self::level_doublings(level, q);
         (doublings_done <= doublings).then(|| {
             (
                 q - doublings + doublings_done,
@@ -1040,6 +1043,38 @@ mod tests {
         }
         assert!(sealed(0) && sealed(1) && !sealed(2));
         assert!((0..k).all(|key| filter.contains(&key)));
+    }
+
+    /// `most_fill_with_cascading` computes the levels' slots from how they are built; this
+    /// checks it against the slots the levels of real filters have: no level has more slots per
+    /// canonical slot than the bound, and a level at its final size reaches it.
+    #[test]
+    fn the_cascading_fill_bound_counts_every_slot_the_levels_have() {
+        for capacity in [1usize, 5, 100, 3000] {
+            let filter = ExpandableQf::builder(capacity, 0.01)
+                .cascading(true)
+                .build()
+                .unwrap();
+            for k in 0..(capacity as u64 * 64).max(5000) {
+                filter.insert(&k).unwrap();
+            }
+            assert!(filter.levels() >= 4, "{} levels", filter.levels());
+            let bound = ExpandableQf::most_fill_with_cascading(filter.q0);
+            let mut reached = false;
+            for i in 0..filter.levels() {
+                let slots = filter.level(i).with_quiescent(|f, _| f.table.slots.len());
+                let ratio = slots as f64 / (1u64 << (filter.q0 + i as u32)) as f64;
+                assert!(
+                    ratio <= bound,
+                    "capacity {capacity}, level {i}: {ratio} > {bound}"
+                );
+                reached |= ratio == bound;
+            }
+            assert!(
+                reached,
+                "capacity {capacity}: no level has {bound} slots per canonical slot"
+            );
+        }
     }
 
     /// Level 0 has the first power of two of slots with `δ_grow m_0 > c` in whole keys.
