@@ -195,8 +195,9 @@ impl GrowableQf {
 /// 48). With cascading on, `r_0` is the fewest bits with `2 f 2^-r_0 < p̄`, where `f` is the
 /// largest ratio of a level's slots to its canonical slots (1.26 for `m_0 = 2^10`, 1.03 for
 /// `2^16`, 6 for the smallest filters), which keeps `Σ n_i 2^-k_i < 2 f 2^-r_0 < p̄` however
-/// full the lower levels get; it costs up to one remainder bit per slot more than without
-/// cascading where level 0 has `2^12` slots or more, up to three for the smallest filters.
+/// full the lower levels get; `f` costs `log2 f` bits more than a fill counted as 1, so at most
+/// one remainder bit per slot where level 0 has `2^12` slots or more, up to three for the
+/// smallest filters.
 /// (With the `δ_grow` rule alone, a cascading filter for `p̄ = 0.0008` reaches about
 /// `0.93 · 2 · 2^-11 ≈ 9e-4`; with `f` counted as 1, `builder(1, 0.13).cascading(true)`
 /// reached 0.167 after 3,000 keys, its levels of 4 to 128 canonical slots filled 1.5 to 1.03
