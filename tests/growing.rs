@@ -216,6 +216,89 @@ fn bad_parameters_are_errors() {
     }
 }
 
+/// `max_capacity` keeps the rate at most `fpr` up to that many keys: the filter starts at the
+/// table `capacity` asks for, with the fingerprint length of one built for `max_capacity`, and
+/// doubles as far as it takes. Measured on a million absent keys; without the option, the same
+/// keys push the rate past 0.1 (the test fails if the option is ignored).
+#[test]
+fn max_capacity_keeps_the_rate_up_to_it() {
+    let rate = 0.01;
+    for (capacity, max_capacity) in [(1, 20_000), (1000, 50_000), (3000, 3001), (5000, 5000)] {
+        let name = format!("growable({capacity}, {rate}).max_capacity({max_capacity})");
+        let filter = LocallyLockedQf::growable(capacity, rate)
+            .max_capacity(max_capacity)
+            .build()
+            .unwrap();
+        let start = LocallyLockedQf::growable(capacity, rate).build().unwrap();
+        let last = LocallyLockedQf::growable(max_capacity, rate)
+            .build()
+            .unwrap();
+        assert_eq!(filter.quotient_bits(), start.quotient_bits(), "{name}");
+        assert_eq!(
+            filter.quotient_bits() + filter.remainder_bits(),
+            last.quotient_bits() + last.remainder_bits(),
+            "{name}: the fingerprints of a filter built for max_capacity"
+        );
+        let hashes = random_hashes(max_capacity + 1_000_000, 17);
+        let (present, absent) = hashes.split_at(max_capacity);
+        for &h in present {
+            filter.insert_hash(h).unwrap();
+        }
+        assert_eq!(filter.quotient_bits(), last.quotient_bits(), "{name}");
+        assert!(filter.false_positive_rate() <= rate, "{name}");
+        let measured = absent.iter().filter(|&&h| filter.contains_hash(h)).count() as f64 / 1e6;
+        // 5 standard deviations above the target on a million draws.
+        assert!(
+            measured <= rate + 5.0 * (rate / 1e6).sqrt(),
+            "{name}: measured {measured}"
+        );
+        assert!(present.iter().all(|&h| filter.contains_hash(h)), "{name}");
+    }
+    let unplanned = LocallyLockedQf::growable(1000, rate).build().unwrap();
+    let hashes = random_hashes(1_050_000, 17);
+    for &h in &hashes[..50_000] {
+        unplanned.insert_hash(h).unwrap();
+    }
+    let measured = hashes[50_000..]
+        .iter()
+        .filter(|&&h| unplanned.contains_hash(h))
+        .count() as f64
+        / 1e6;
+    assert!(measured > 0.1, "without max_capacity: {measured}");
+}
+
+/// `max_capacity` below `capacity`, or one no table holds, is an error; `max_doublings` below
+/// what it needs is raised to it.
+#[test]
+fn max_capacity_errors_and_doublings() {
+    let error = LocallyLockedQf::growable(1000, 0.01)
+        .max_capacity(999)
+        .build()
+        .err();
+    assert_eq!(
+        error,
+        Some(Error::InvalidParameters(
+            "max_capacity 999 is below capacity 1000".into()
+        ))
+    );
+    for (max_capacity, rate) in [(usize::MAX / 2, 0.01), (1 << 36, 1e-12)] {
+        let error = LocallyLockedQf::growable(1000, rate)
+            .max_capacity(max_capacity)
+            .build()
+            .err();
+        assert!(
+            matches!(&error, Some(Error::InvalidParameters(why)) if why.starts_with("max_capacity: ")),
+            "{error:?}"
+        );
+    }
+    let filter = LocallyLockedQf::growable(1000, 0.01)
+        .max_capacity(100_000)
+        .max_doublings(2)
+        .build()
+        .unwrap();
+    assert_eq!(filter.doublings_possible(), 7);
+}
+
 /// Writers insert disjoint keys (and remove and re-insert some) while the table doubles several
 /// times; a checker keeps querying keys whose inserts have returned. Small migration blocks, so
 /// several threads share every migration.

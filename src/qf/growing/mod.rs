@@ -70,6 +70,8 @@ const DEFAULT_BLOCK_SLOTS: usize = 4096;
 pub struct GrowableBuilder {
     capacity: usize,
     fpr: f64,
+    /// The keys the rate is planned for, if more than `capacity`.
+    max_capacity: Option<usize>,
     delta_grow: f64,
     max_doublings: u32,
     block_slots: usize,
@@ -85,6 +87,7 @@ impl GrowableBuilder {
         GrowableBuilder {
             capacity,
             fpr,
+            max_capacity: None,
             delta_grow: Self::DEFAULT_DELTA_GROW,
             max_doublings: Self::DEFAULT_MAX_DOUBLINGS,
             block_slots: DEFAULT_BLOCK_SLOTS,
@@ -122,6 +125,39 @@ impl GrowableBuilder {
         self
     }
 
+    /// Plans the false-positive rate for `max_capacity` keys instead of `capacity`: the filter
+    /// still starts sized for `capacity`, but with one more remainder bit for every doubling it
+    /// takes to hold `max_capacity` keys, so that, as a doubling moves a remainder bit into the
+    /// quotient, the fingerprints stay as long as those of a table sized for `max_capacity` at
+    /// `fpr`, and the rate stays at most `fpr` up to `max_capacity` keys (qfilter's
+    /// `new_resizeable`). It costs those bits in every slot of the smaller tables before. If
+    /// [`max_doublings`](Self::max_doublings) allows fewer doublings than `max_capacity` needs,
+    /// it is raised to them; past `max_capacity` keys the filter doubles on as far as
+    /// `max_doublings` allows, its rate rising as without this option.
+    ///
+    /// ```
+    /// use conqf::{Filter, LocallyLockedQf};
+    /// let filter = LocallyLockedQf::growable(1000, 0.01).max_capacity(50_000).build()?;
+    /// for k in 0..50_000u64 {
+    ///     filter.insert(&k)?;
+    /// }
+    /// assert!(filter.false_positive_rate() <= 0.01);
+    /// let false_positives = (50_000..150_000u64).filter(|k| filter.contains(k)).count();
+    /// assert!(false_positives < 1_200, "{false_positives} of 100,000");
+    ///
+    /// // Without it, the rate is planned for the first 1,000 keys only.
+    /// let unplanned = LocallyLockedQf::growable(1000, 0.01).build()?;
+    /// for k in 0..50_000u64 {
+    ///     unplanned.insert(&k)?;
+    /// }
+    /// assert!(unplanned.false_positive_rate() > 0.1);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn max_capacity(mut self, max_capacity: usize) -> Self {
+        self.max_capacity = Some(max_capacity);
+        self
+    }
+
     /// Old slots per block of the migration (default 4096): each helping thread claims one
     /// block at a time. At least 1.
     ///
@@ -140,8 +176,9 @@ impl GrowableBuilder {
     ///
     /// # Errors
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, `delta_grow`
-    /// is not in `(0, 0.9]`, the block size is 0, or the table would be too large.
-    pub fn build(self) -> Result<GrowableQf, Error> {
+    /// is not in `(0, 0.9]`, the block size is 0, `max_capacity` is below `capacity`, or the
+    /// table (the last one `max_capacity` needs, or its remainder bits) would be too large.
+    pub fn build(mut self) -> Result<GrowableQf, Error> {
         if !(self.delta_grow > 0.0 && self.delta_grow <= 0.9) {
             return Err(Error::InvalidParameters(format!(
                 "delta_grow {} is not in (0, 0.9]",
@@ -150,8 +187,29 @@ impl GrowableBuilder {
         }
         sizing::check_capacity_and_fpr(self.capacity, self.fpr)?;
         let q = quotient_bits_below_threshold(self.capacity, self.delta_grow)?;
-        let r = sizing::qf_remainder_bits(self.capacity, self.fpr, q)?;
-        self.build_with_bits(q, r)
+        let Some(max_capacity) = self.max_capacity else {
+            let r = sizing::qf_remainder_bits(self.capacity, self.fpr, q)?;
+            return self.build_with_bits(q, r);
+        };
+        if max_capacity < self.capacity {
+            return Err(Error::InvalidParameters(format!(
+                "max_capacity {max_capacity} is below capacity {}",
+                self.capacity
+            )));
+        }
+        // The table a filter built for `max_capacity` would start with; its fingerprint length
+        // is kept from the start, so each doubling on the way to it leaves it unchanged.
+        let name = |error: Error| match error {
+            Error::InvalidParameters(why) => {
+                Error::InvalidParameters(format!("max_capacity: {why}"))
+            }
+            other => other,
+        };
+        let last_q = quotient_bits_below_threshold(max_capacity, self.delta_grow).map_err(name)?;
+        let last_r = sizing::qf_remainder_bits(max_capacity, self.fpr, last_q).map_err(name)?;
+        let doublings = last_q - q;
+        self.max_doublings = self.max_doublings.max(doublings);
+        self.build_with_bits(q, last_r + doublings)
     }
 
     /// The filter, starting with `2^quotient_bits` slots of `remainder_bits` remainder bits
