@@ -15,7 +15,7 @@
 
 use std::hash::{Hash, Hasher};
 
-use xxhash_rust::xxh3::{xxh3_64, Xxh3};
+use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed, Xxh3};
 
 /// Hashes a key with xxh3; stable across runs and platforms for integers, strings and byte slices,
 /// and for tuples, structs and enums deriving `Hash` made of them. Slices, arrays and `Vec`s of
@@ -30,8 +30,38 @@ use xxhash_rust::xxh3::{xxh3_64, Xxh3};
 /// assert_eq!(a, conqf::hash_key(&String::from("apple")));
 /// assert_ne!(a, conqf::hash_key("pear"));
 /// ```
+///
+/// The hash has no secret: anyone can compute it, so keys chosen by an adversary can be picked
+/// offline to share a quotient (one long cluster: slow inserts and lookups, and `Full` early in
+/// the small tables that have no load cap) or to be false positives of a filter whose contents
+/// they know. For such keys use [`hash_key_with_seed`] with a secret seed.
 pub fn hash_key<K: Hash + ?Sized>(key: &K) -> u64 {
-    let mut hasher = StableHasher::new();
+    let mut hasher = StableHasher::<false>::new(0);
+    key.hash(&mut hasher);
+    hasher.finish()
+}
+
+/// Hashes a key with xxh3 seeded by `seed`, for keys an adversary may choose: without the seed
+/// nobody can tell which keys share a quotient or are false positives. Pass the hashes to the
+/// `*_hash` methods ([`insert_hash`](crate::Filter::insert_hash),
+/// [`contains_hash`](crate::Filter::contains_hash), the batch operations); a filter does not
+/// store the seed, so keep it with the filter's bytes if you persist them, and use one seed for
+/// filters you merge. Draw the seed at random (e.g. `rand::random()`); stable across runs and
+/// platforms as [`hash_key`] is, which is this function with seed 0.
+///
+/// ```
+/// use conqf::{hash_key, hash_key_with_seed, Filter, LocallyLockedQf};
+///
+/// let seed = 0x5eed_0f_c0ffee; // in a service, a random secret
+/// let filter = LocallyLockedQf::new(1000, 0.01)?;
+/// filter.insert_hash(hash_key_with_seed("apple", seed))?;
+/// assert!(filter.contains_hash(hash_key_with_seed("apple", seed)));
+/// assert_eq!(hash_key_with_seed("apple", 0), hash_key("apple"));
+/// assert_ne!(hash_key_with_seed("apple", seed), hash_key("apple"));
+/// # Ok::<(), conqf::Error>(())
+/// ```
+pub fn hash_key_with_seed<K: Hash + ?Sized>(key: &K, seed: u64) -> u64 {
+    let mut hasher = StableHasher::<true>::new(seed);
     key.hash(&mut hasher);
     hasher.finish()
 }
@@ -39,28 +69,36 @@ pub fn hash_key<K: Hash + ?Sized>(key: &K) -> u64 {
 /// How many bytes [`StableHasher`] buffers before it switches to streaming.
 const INLINE_BYTES: usize = 64;
 
-/// A [`Hasher`] that writes integers little-endian and hashes all bytes written with xxh3.
+/// A [`Hasher`] that writes integers little-endian and hashes all bytes written with xxh3,
+/// seeded if `SEEDED`.
+///
+/// `SEEDED` is a parameter rather than a test of the seed: `finish` is not inlined into
+/// [`hash_key`], so the seed would reach it at run time, and xxh3's seeded function cost about 4
+/// instructions more per hash of a `u64` than its unseeded one (callgrind).
 ///
 /// Short keys (the common case) are buffered and hashed in one shot, which is several times
 /// faster than xxh3's streaming state; longer ones stream. Both give the same hash for the same
 /// bytes, however they were split across `write` calls.
-struct StableHasher {
+struct StableHasher<const SEEDED: bool> {
     inline: [u8; INLINE_BYTES],
     inline_len: usize,
     stream: Option<Box<Xxh3>>,
+    /// xxh3's seed, if `SEEDED` (0 gives the unseeded hash).
+    seed: u64,
 }
 
-impl StableHasher {
-    fn new() -> Self {
+impl<const SEEDED: bool> StableHasher<SEEDED> {
+    fn new(seed: u64) -> Self {
         StableHasher {
             inline: [0; INLINE_BYTES],
             inline_len: 0,
             stream: None,
+            seed,
         }
     }
 }
 
-impl StableHasher {
+impl<const SEEDED: bool> StableHasher<SEEDED> {
     /// Appends `N` bytes: a copy of a known size into the inline buffer when it fits (the
     /// common case of integer keys), else [`Hasher::write`]. Hashes exactly as `write` would.
     #[inline]
@@ -75,7 +113,7 @@ impl StableHasher {
     }
 }
 
-impl Hasher for StableHasher {
+impl<const SEEDED: bool> Hasher for StableHasher<SEEDED> {
     fn write(&mut self, bytes: &[u8]) {
         if let Some(stream) = self.stream.as_mut() {
             stream.update(bytes);
@@ -83,7 +121,11 @@ impl Hasher for StableHasher {
             self.inline[self.inline_len..self.inline_len + bytes.len()].copy_from_slice(bytes);
             self.inline_len += bytes.len();
         } else {
-            let mut stream = Box::new(Xxh3::new());
+            let mut stream = Box::new(if SEEDED {
+                Xxh3::with_seed(self.seed)
+            } else {
+                Xxh3::new()
+            });
             stream.update(&self.inline[..self.inline_len]);
             stream.update(bytes);
             self.stream = Some(stream);
@@ -143,6 +185,7 @@ impl Hasher for StableHasher {
     fn finish(&self) -> u64 {
         match self.stream.as_ref() {
             Some(stream) => stream.digest(),
+            None if SEEDED => xxh3_64_with_seed(&self.inline[..self.inline_len], self.seed),
             None => xxh3_64(&self.inline[..self.inline_len]),
         }
     }
@@ -409,6 +452,29 @@ mod tests {
         let mut expected = (long.len() as u64).to_le_bytes().to_vec();
         expected.extend_from_slice(&long);
         assert_eq!(hash_key(&long[..]), xxh3_64(&expected));
+    }
+
+    /// A seeded hash is xxh3's seeded hash of the same bytes, in one shot and streamed (a key
+    /// past the inline buffer); seeds change it, and seed 0 is `hash_key`.
+    #[test]
+    fn seeded_hashes_are_xxh3_s_with_the_seed() {
+        let long: Vec<u8> = (0..1000u32).map(|i| (i * 7) as u8).collect();
+        let mut long_bytes = (long.len() as u64).to_le_bytes().to_vec();
+        long_bytes.extend_from_slice(&long);
+        for seed in [1, 0x5eed, u64::MAX] {
+            assert_eq!(
+                hash_key_with_seed(&7u64, seed),
+                xxh3_64_with_seed(&7u64.to_le_bytes(), seed)
+            );
+            assert_eq!(
+                hash_key_with_seed(&long[..], seed),
+                xxh3_64_with_seed(&long_bytes, seed)
+            );
+            assert_ne!(hash_key_with_seed(&7u64, seed), hash_key(&7u64));
+            assert_ne!(hash_key_with_seed(&long[..], seed), hash_key(&long[..]));
+        }
+        assert_eq!(hash_key_with_seed(&7u64, 0), hash_key(&7u64));
+        assert_eq!(hash_key_with_seed(&long[..], 0), hash_key(&long[..]));
     }
 
     #[test]

@@ -22,7 +22,8 @@
 //! Concurrent filters implement [`Filter`] (and [`Remove`] where they can delete) with `&self`
 //! methods: share one in an [`Arc`](std::sync::Arc). Keys are hashed once with xxh3
 //! ([`hash_key`]), identically on every platform (but for slices of integers wider than a byte,
-//! see [`hash_key`]); the `*_hash` methods take a hash you already have.
+//! see [`hash_key`]); the `*_hash` methods take a hash you already have, e.g. one of
+//! [`hash_key_with_seed`] with a secret seed where an adversary chooses the keys.
 //!
 //! ```
 //! use conqf::{Filter, LocallyLockedQf, Remove};
@@ -184,7 +185,7 @@ pub use cuckoo::lock_free::LockFreeCuckooFilter;
 pub use cuckoo::locked::LockedCuckooFilter;
 pub use cuckoo::table::cuckoo_fpr;
 pub use filter::{Count, Error, Filter, Merge, Remove};
-pub use hash::{hash_key, Fingerprint};
+pub use hash::{hash_key, hash_key_with_seed, Fingerprint};
 pub use persist::counting::CountingQfRef;
 pub use persist::qf::SequentialQfRef;
 pub use qf::counting::{CountingQf, Counts};
