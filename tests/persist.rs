@@ -575,6 +575,62 @@ proptest! {
     }
 }
 
+/// A grown 3-status-bit table keeps its slot count through its bytes, which store none: the
+/// reader takes every lane of a grown table's groups, so growing makes whole groups. Checked by
+/// what the tail decides: the same inserts into the last canonical slots run into `Full` at the
+/// same one in the original and the copy, and after one more doubling both write the same bytes
+/// (`with_bits(6, 10)` grown twice once had 392 slots and read back with 395).
+#[test]
+fn a_grown_table_reads_back_with_its_slots() {
+    for (q, r, doublings) in [(6, 10, 2), (6, 10, 1), (4, 12, 3), (9, 5, 2), (3, 30, 4)] {
+        let name = format!("with_bits({q}, {r}) grown {doublings} times");
+        let mut original = SequentialQf::with_bits(q, r).unwrap();
+        for h in clustered(10, q, r) {
+            original.insert_hash(h).unwrap();
+        }
+        for _ in 0..doublings {
+            original.grow().unwrap();
+        }
+        let (q, r) = (q + doublings, r - doublings);
+        let mut copy = SequentialQf::from_bytes(&original.to_bytes()).unwrap();
+        assert_eq!(copy.memory_bytes(), original.memory_bytes(), "{name}");
+        // The same through an `ExternallyLockedQf`'s file, which stores its regions too.
+        let external =
+            ExternallyLockedQf::from_sequential_with_region(original.clone(), 8).unwrap();
+        let back = ExternallyLockedQf::from_bytes(&external.to_bytes()).unwrap();
+        assert_eq!(back.memory_bytes(), external.memory_bytes(), "{name}");
+        assert_eq!(back.region_slots(), external.region_slots(), "{name}");
+        assert_eq!(
+            back.into_sequential().to_bytes(),
+            original.to_bytes(),
+            "{name}"
+        );
+        // Distinct fingerprints, from the last canonical slot down, so one cluster grows into
+        // the tail.
+        let per_slot = 1u64 << r.min(4);
+        let mut refused = None;
+        for i in 0..(1u64 << q) * per_slot {
+            let h = hash_of((1 << q) - 1 - i / per_slot, i % per_slot, q, r, i);
+            let answer = original.insert_hash(h);
+            assert_eq!(copy.insert_hash(h), answer, "{name}: insert {i}");
+            if answer.is_err() {
+                refused = Some(i);
+                break;
+            }
+        }
+        assert!(refused.is_some(), "{name}: the tail never filled");
+        assert_eq!(copy.to_bytes(), original.to_bytes(), "{name}");
+        original.grow().unwrap();
+        copy.grow().unwrap();
+        assert_eq!(
+            copy.to_bytes(),
+            original.to_bytes(),
+            "{name}, grown once more"
+        );
+        original.check_invariants().unwrap();
+    }
+}
+
 /// One cluster over many blocks: offsets of 255 and more are stored saturated and recomputed
 /// (without recursion) by the owned filter and by the view alike.
 #[test]
@@ -1201,6 +1257,26 @@ proptest! {
     }
 }
 
+/// A `LinearProbingQf` file whose load cap leaves no room for a key is corrupt, not invalid
+/// parameters (the decoder once passed it on to the builder, whose error is `InvalidParameters`):
+/// the load cap field, rewritten to tiny values with the checksum fixed.
+#[test]
+fn a_linear_probing_file_with_no_room_is_corrupt() {
+    let filter = LinearProbingQf::with_bits(6, 10).unwrap();
+    let valid = filter.to_bytes();
+    let field = filter.max_load().to_bits().to_le_bytes();
+    let at = valid
+        .windows(8)
+        .position(|bytes| bytes == field)
+        .expect("the load cap is stored");
+    for max_load in [0.001, 1e-300, f64::MIN_POSITIVE] {
+        let mut bytes = valid.clone();
+        bytes[at..at + 8].copy_from_slice(&max_load.to_bits().to_le_bytes());
+        rechecksum(&mut bytes);
+        assert_eq!(all_reject(&bytes), Ok(()), "max_load {max_load}");
+    }
+}
+
 /// `valid` with its payload replaced by seeded noise of `density` (0 to 3: about 1 to 4 bytes
 /// in 16 non-zero; sparse tables get past more checks than dense noise) and the checksum fixed.
 fn random_table(valid: &[u8], seed: u64, density: u32) -> Vec<u8> {
@@ -1305,7 +1381,19 @@ fn golden_filters() -> Vec<(&'static str, Vec<u8>)> {
         growable.remove(&k).unwrap();
         expandable.remove(&k).unwrap();
     }
+    // Grown twice: 2,568 slots, not whole groups of 11-bit slots (five to a group), so the
+    // file stores the count (`Qf3Grown`).
+    let mut grown = SequentialQf::with_bits(9, 10).unwrap();
+    for k in 0..300u64 {
+        grown.insert(&k).unwrap();
+    }
+    for k in (0..300u64).step_by(17) {
+        grown.remove(&k).unwrap();
+    }
+    grown.grow().unwrap();
+    grown.grow().unwrap();
     vec![
+        ("sequential_grown", grown.to_bytes()),
         ("two_bit", two_bit.to_bytes()),
         ("counting", counting.to_bytes()),
         ("growable", growable.to_bytes()),
@@ -1323,7 +1411,7 @@ fn golden_filters() -> Vec<(&'static str, Vec<u8>)> {
 /// The answers of a golden file's filter for keys `0..1000`, decoded with its own reader.
 fn golden_answers(name: &str, bytes: &[u8]) -> String {
     let answer: Box<dyn Fn(u64) -> bool> = match name {
-        "sequential" => {
+        "sequential" | "sequential_grown" | "sequential_grown_untagged" => {
             let f = SequentialQf::from_bytes(bytes).unwrap();
             let view = SequentialQfRef::from_bytes(bytes).unwrap();
             Box::new(move |k| {
@@ -1476,6 +1564,25 @@ fn a_double_hashing_bloom_file_keeps_its_positions() {
         today.insert(&k).unwrap();
     }
     assert!(today.to_bytes()[24..] != old[24..]);
+}
+
+/// A grown table's file from before `Qf3Grown`, `sequential_grown`'s filter as the old writer
+/// wrote it (tag `Qf3`, no slot count: 2,568 slots in 514 groups of five): it decodes to the
+/// same answers, with every lane of its groups as a slot (2,570), and writes back with the
+/// new tag and that count.
+#[test]
+fn a_grown_table_file_without_its_slot_count_still_decodes() {
+    let old = std::fs::read(golden_dir().join("sequential_grown_untagged.bin")).unwrap();
+    let answers = std::fs::read_to_string(golden_dir().join("sequential_grown.answers")).unwrap();
+    assert_eq!(golden_answers("sequential_grown_untagged", &old), answers);
+    assert_eq!(old[10..12], [1, 0], "the old tag");
+    let filter = SequentialQf::from_bytes(&old).unwrap();
+    let again = filter.to_bytes();
+    assert_eq!(again[10..12], [11, 0], "written back with the slot count");
+    let slots = u64::from_le_bytes(again[32..40].try_into().unwrap());
+    assert_eq!(slots, 514 * 5);
+    let fresh = std::fs::read(golden_dir().join("sequential_grown.bin")).unwrap();
+    assert_eq!(u64::from_le_bytes(fresh[32..40].try_into().unwrap()), 2568);
 }
 
 #[test]

@@ -66,6 +66,13 @@ pub(crate) enum Tag {
     /// `AtomicBloomFilter` with the rotated bit positions: the fields of
     /// [`Bloom`](Tag::Bloom).
     BloomRotated = 10,
+    /// A 3-status-bit table with more slots than `with_bits` makes (grown: a doubling makes at
+    /// least twice the slots it had, see `QfTable::doubled`): `q`, `r`, slot count. Files of
+    /// such tables written before it have tag [`Qf3`](Tag::Qf3) and read back with every lane
+    /// of their groups as a slot.
+    Qf3Grown = 11,
+    /// [`Qf3Regions`](Tag::Qf3Regions) of a grown table: `q`, `r`, region slots, slot count.
+    Qf3RegionsGrown = 12,
 }
 
 impl Tag {
@@ -81,6 +88,8 @@ impl Tag {
             8 => Tag::Growable,
             9 => Tag::Expandable,
             10 => Tag::BloomRotated,
+            11 => Tag::Qf3Grown,
+            12 => Tag::Qf3RegionsGrown,
             _ => return None,
         })
     }
@@ -90,6 +99,8 @@ impl Tag {
         match self {
             Tag::Qf3 => 8,
             Tag::Qf3Regions => 16,
+            Tag::Qf3Grown => 16,
+            Tag::Qf3RegionsGrown => 24,
             Tag::LinearProbing => 16,
             Tag::Bloom | Tag::BloomRotated => 24,
             Tag::Cuckoo => 8,

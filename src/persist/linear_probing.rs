@@ -88,7 +88,8 @@ impl LinearProbingQf {
     ///
     /// # Errors
     /// [`Error::Corrupt`] if the bytes are not exactly one valid linear probing filter (magic,
-    /// version, tag, lengths, checksum, parameters, padding bits, the last slot empty, no more
+    /// version, tag, lengths, checksum, parameters (a load cap leaving room for at least one
+    /// key among them), padding bits, the last slot empty, no more
     /// remainders than the load cap allows, the overflow tail one stretch continuing from the
     /// last addressable slot). [`Error::InvalidParameters`] if the table's memory cannot be
     /// allocated.
@@ -100,6 +101,13 @@ impl LinearProbingQf {
         sizing::check_bits(quotient_bits, remainder_bits, 0, 1).map_err(bad_parameters)?;
         let max_load = check_max_load(max_load).map_err(bad_parameters)?;
         let cap = cap_for(quotient_bits, max_load);
+        if cap == 0 {
+            // `build_with_bits` below would refuse it as InvalidParameters; it is the file's
+            // fault (no writer makes such a filter).
+            return Err(corrupt(format!(
+                "a load cap of {max_load} leaves no room in 2^{quotient_bits} slots"
+            )));
+        }
         let slot_count = usual_slots(quotient_bits);
         let words = table_words(file.payload, remainder_bits, slot_count)?;
         check_padding(&words)?;

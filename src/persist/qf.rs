@@ -23,12 +23,12 @@ use crate::filter::Error;
 use crate::hash::{hash_key, Fingerprint};
 use crate::qf::externally_locked::ExternallyLockedQf;
 use crate::qf::locally_locked::LocallyLockedQf;
-use crate::qf::overflow_slots;
 use crate::qf::scan::check_table;
 use crate::qf::sequential::SequentialQf;
 use crate::qf::slot::{OCCUPIED, STATUS_BITS};
 use crate::qf::table::QfTable;
 use crate::qf::walk;
+use crate::qf::{overflow_slots, usual_slots};
 use crate::sizing;
 use crate::storage::{Cursor, GroupSource, LeWords, SlotLayout};
 use crate::sync::Ordering;
@@ -40,6 +40,25 @@ pub(super) fn params(table: &QfTable) -> ParamsWriter {
     ParamsWriter::default()
         .u32(table.quotient_bits)
         .u32(table.remainder_bits)
+}
+
+/// The tag and parameters of a 3-status-bit table's file, with its lock regions if an
+/// `ExternallyLockedQf` writes it. A grown table (more slots than `with_bits` makes) stores its
+/// slot count: read as every lane of its groups, as files without it are, it came back with up
+/// to a group's lanes more than it had, which its tail then filled differently (a review found
+/// `with_bits(6, 10)` grown twice, 392 slots, read back with 395).
+fn header(table: &QfTable, region_slots: Option<usize>) -> (Tag, ParamsWriter) {
+    let grown = table.slots.len() != usual_slots(table.quotient_bits);
+    let params = params(table);
+    match (region_slots, grown) {
+        (None, false) => (Tag::Qf3, params),
+        (None, true) => (Tag::Qf3Grown, params.u64(table.slots.len() as u64)),
+        (Some(region), false) => (Tag::Qf3Regions, params.u64(region as u64)),
+        (Some(region), true) => (
+            Tag::Qf3RegionsGrown,
+            params.u64(region as u64).u64(table.slots.len() as u64),
+        ),
+    }
 }
 
 /// A validated 3-status-bit table in borrowed bytes.
@@ -57,10 +76,16 @@ impl<'a> Decoded<'a> {
     /// Checks the parameters, the payload's length and padding, and the table's invariants;
     /// allocates nothing.
     fn new(file: &File<'a>, reader: &str) -> Result<Self, Error> {
-        let mut params = file.params_as(&[Tag::Qf3, Tag::Qf3Regions], reader)?;
+        let tags = [
+            Tag::Qf3,
+            Tag::Qf3Regions,
+            Tag::Qf3Grown,
+            Tag::Qf3RegionsGrown,
+        ];
+        let mut params = file.params_as(&tags, reader)?;
         let (quotient_bits, remainder_bits) = (params.u32()?, params.u32()?);
         let region_slots = match file.tag {
-            Tag::Qf3Regions => Some(
+            Tag::Qf3Regions | Tag::Qf3RegionsGrown => Some(
                 usize::try_from(params.u64()?)
                     .ok()
                     .filter(|&slots| slots > 0)
@@ -68,12 +93,18 @@ impl<'a> Decoded<'a> {
             ),
             _ => None,
         };
+        let exact_slots = match file.tag {
+            Tag::Qf3Grown | Tag::Qf3RegionsGrown => {
+                Some(usize::try_from(params.u64()?).map_err(|_| corrupt("bad slot count"))?)
+            }
+            _ => None,
+        };
         Self::table(
             file.payload,
             quotient_bits,
             remainder_bits,
             region_slots,
-            None,
+            exact_slots,
         )
     }
 
@@ -93,7 +124,9 @@ impl<'a> Decoded<'a> {
         let addressable = 1usize << quotient_bits;
         let bits = remainder_bits + STATUS_BITS;
         // A table that has grown has a longer overflow tail than a new one (see
-        // `QfTable::doubled`): a larger payload is that tail, every lane of its groups a slot.
+        // `QfTable::doubled`); its file stores the slot count, but one written before
+        // `Tag::Qf3Grown` does not: its larger payload is that tail, every lane of its groups
+        // a slot.
         let usual = addressable + overflow_slots(quotient_bits);
         let layout = SlotLayout::new(bits);
         let groups = payload.len() / 8;
@@ -170,12 +203,8 @@ impl SequentialQf {
     /// # Errors
     /// Whatever `out` returns.
     pub fn write_to<W: Write>(&self, out: W) -> std::io::Result<()> {
-        format::write_file(
-            out,
-            Tag::Qf3,
-            params(&self.table),
-            self.table.slots.groups_at_rest(),
-        )
+        let (tag, params) = header(&self.table, None);
+        format::write_file(out, tag, params, self.table.slots.groups_at_rest())
     }
 
     /// The filter as bytes: a versioned little-endian format with a checksum, which
@@ -237,12 +266,8 @@ impl LocallyLockedQf {
     /// # Errors
     /// Whatever `out` returns.
     pub fn write_to<W: Write>(&mut self, out: W) -> std::io::Result<()> {
-        format::write_file(
-            out,
-            Tag::Qf3,
-            params(&self.table),
-            self.table.slots.groups_at_rest(),
-        )
+        let (tag, params) = header(&self.table, None);
+        format::write_file(out, tag, params, self.table.slots.groups_at_rest())
     }
 
     /// The filter as bytes, in the format of [`SequentialQf::to_bytes`]; see
@@ -287,8 +312,8 @@ impl ExternallyLockedQf {
     /// Whatever `out` returns.
     pub fn write_to<W: Write>(&self, out: W) -> std::io::Result<()> {
         let snapshot = self.snapshot_groups();
-        let params = params(self.table()).u64(self.region_slots() as u64);
-        format::write_file(out, Tag::Qf3Regions, params, snapshot.into_iter())
+        let (tag, params) = header(self.table(), Some(self.region_slots()));
+        format::write_file(out, tag, params, snapshot.into_iter())
     }
 
     /// The snapshot of [`write_to`](Self::write_to) as bytes.
