@@ -130,6 +130,14 @@ impl SequentialQf {
     /// Removes the fingerprints of `hashes` by cluster rounds (paper 004 §IV-D); a fingerprint
     /// named several times is removed once. Returns how many were stored and are now removed.
     ///
+    /// Each round removes at most one fingerprint per cluster and writes the clusters in
+    /// parallel (each group with a compare-and-swap, as neighbouring clusters share groups), so
+    /// a batch takes as many rounds as the most removals one cluster gets. On the 2-core
+    /// machine of this crate's measurements it was slower than removing one by one with
+    /// `remove_hash`: 117,965 random keys from `2^18` slots at 90% fill in 14.1 ms against
+    /// 8.6 ms, and 2,667 keys from one cluster of 8,000 in 35 ms against 17 ms (a throwaway
+    /// program, pools of one and two threads alike); more threads may change that.
+    ///
     /// ```
     /// use conqf::SequentialQf;
     /// let hashes: Vec<u64> = (0..1000u64).map(|k| conqf::hash_key(&k)).collect();

@@ -29,7 +29,7 @@ pub fn racing_supercluster_inserts(filter: SequentialQf, hashes: &[u64]) -> (Seq
     let plans: Vec<_> = keys
         .iter()
         .map(|&key| match plan_insertion(&table, key) {
-            Ok(Claim::Write { region, plan }) => {
+            Ok(Claim::Write { region, plan, .. }) => {
                 regions.push(region);
                 plan
             }
@@ -72,7 +72,7 @@ pub fn racing_cluster_removes(filter: SequentialQf, hashes: &[u64]) -> Sequentia
     let plans: Vec<_> = keys
         .iter()
         .map(|&key| match plan_removal(&table, key) {
-            Claim::Write { region, plan } => {
+            Claim::Write { region, plan, .. } => {
                 regions.push(region);
                 plan
             }
