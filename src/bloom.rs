@@ -218,6 +218,28 @@ impl AtomicBloomFilter {
         AtomicBloomFilter { probing, ..self }
     }
 
+    /// Clears every bit, keeping the table (size and memory), the hash functions and the
+    /// positions' scheme: the filter answers as a new one of its shape. `&mut self`, so no
+    /// other thread is using it.
+    ///
+    /// ```
+    /// use conqf::{AtomicBloomFilter, Filter};
+    /// let mut filter = AtomicBloomFilter::new(1000, 0.01)?;
+    /// filter.insert(&1u64)?;
+    /// filter.clear();
+    /// assert!(filter.is_empty() && !filter.contains(&1u64));
+    /// filter.insert(&2u64)?;
+    /// assert_eq!(filter.len(), 1);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn clear(&mut self) {
+        for word in self.words.iter() {
+            // Relaxed: `&mut self`; sharing the filter again orders this.
+            word.store(0, Ordering::Relaxed);
+        }
+        self.len.reset(0);
+    }
+
     /// The number of hash functions `k`: bits set per key.
     pub fn hash_functions(&self) -> u32 {
         self.hash_functions

@@ -238,6 +238,24 @@ impl LockFreeCuckooFilter {
             .collect()
     }
 
+    /// Removes every key, keeping its table (size and memory) and parameters: the filter answers as a new one of its shape.
+    /// `&mut self`, so no other thread is using it.
+    ///
+    /// ```
+    /// use conqf::{Filter, LockFreeCuckooFilter};
+    /// let mut filter = LockFreeCuckooFilter::new(1000, 0.01)?;
+    /// filter.insert(&1u64)?;
+    /// filter.clear();
+    /// assert!(filter.is_empty() && !filter.contains(&1u64));
+    /// filter.insert(&2u64)?;
+    /// assert_eq!(filter.len(), 1);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn clear(&mut self) {
+        // The relocation counters only ever grow; a lookup compares two reads of one.
+        self.table.clear();
+    }
+
     /// Checks the table's invariants: no entry left in a moving state and `len` equal to the
     /// number of stored entries. Meaningful only while no thread writes.
     ///

@@ -196,6 +196,23 @@ impl LockedCuckooFilter {
             .collect()
     }
 
+    /// Removes every key, keeping its table (size and memory) and parameters: the filter answers as a new one of its shape.
+    /// `&mut self`, so no other thread is using it.
+    ///
+    /// ```
+    /// use conqf::{Filter, LockedCuckooFilter};
+    /// let mut filter = LockedCuckooFilter::new(1000, 0.01)?;
+    /// filter.insert(&1u64)?;
+    /// filter.clear();
+    /// assert!(filter.is_empty() && !filter.contains(&1u64));
+    /// filter.insert(&2u64)?;
+    /// assert_eq!(filter.len(), 1);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn clear(&mut self) {
+        self.table.clear();
+    }
+
     /// Checks the table's invariants (see
     /// [`LockFreeCuckooFilter::check_invariants`](crate::LockFreeCuckooFilter::check_invariants)).
     ///

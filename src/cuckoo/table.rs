@@ -316,6 +316,13 @@ impl Lanes {
 }
 
 impl CuckooTable {
+    /// Empties every entry (no fingerprint, no relocation state) and sets the count to 0
+    /// (`&mut self`: no other thread).
+    pub(crate) fn clear(&mut self) {
+        self.entries.clear();
+        self.len.reset(0);
+    }
+
     /// A table of `2^bucket_bits` buckets with `fingerprint_bits`-bit fingerprints.
     ///
     /// # Errors

@@ -674,6 +674,52 @@ impl ExpandableQf {
         false
     }
 
+    /// Removes every key and every level but the first, which is emptied: the filter is as
+    /// [`new`](Self::new) or its builder made it (level 0's memory only, the levels' flags and
+    /// read states reset). `&mut self`, so no other thread is using it.
+    ///
+    /// ```
+    /// use conqf::{ExpandableQf, Filter};
+    /// let mut filter = ExpandableQf::new(100, 0.01)?;
+    /// for k in 0..2000u64 {
+    ///     filter.insert(&k)?;
+    /// }
+    /// assert!(filter.levels() > 1);
+    /// filter.clear();
+    /// assert_eq!(filter.levels(), 1);
+    /// assert!(filter.is_empty() && !filter.contains(&1u64));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn clear(&mut self) {
+        for (index, level) in self.levels.iter().enumerate() {
+            // Relaxed (this load and the stores below): `&mut self`, no other thread; sharing
+            // the filter again orders them.
+            let ptr = level.load(Ordering::Relaxed);
+            if ptr.is_null() {
+                continue;
+            }
+            if index == 0 {
+                // SAFETY: level 0 is a box the filter owns for its whole life, and `&mut self`
+                // rules out every other access to it.
+                unsafe { &mut *ptr }.clear();
+            } else {
+                level.store(std::ptr::null_mut(), Ordering::Relaxed);
+                // SAFETY: each level came from `Box::into_raw` and is freed once: here, its
+                // pointer now null, so `drop` passes it by.
+                drop(unsafe { Box::from_raw(ptr) });
+            }
+        }
+        for removed in self.removed.iter() {
+            removed.store(false, Ordering::Relaxed);
+        }
+        // A new state, not the old one reset: a sealing deferred before the clear (it holds
+        // the old state) could otherwise seal level 0 before its grace period once level 1
+        // opens again.
+        self.reads = LevelReads::new(self.levels.len());
+        self.active.store(0, Ordering::Relaxed);
+        self.opening.store(false, Ordering::Relaxed);
+    }
+
     /// Checks every level's invariants. Only meaningful while no thread writes.
     pub fn check_invariants(&self) -> Result<(), String> {
         (0..self.levels()).try_for_each(|i| {

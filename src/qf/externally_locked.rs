@@ -306,6 +306,25 @@ impl ExternallyLockedQf {
         keys
     }
 
+    /// Removes every key, keeping its table (size and memory) and parameters: the filter answers as a new one of its shape.
+    /// `&mut self`, so no other thread is using it.
+    ///
+    /// ```
+    /// use conqf::{ExternallyLockedQf, Filter};
+    /// let mut filter = ExternallyLockedQf::new(1000, 0.01)?;
+    /// filter.insert(&1u64)?;
+    /// filter.clear();
+    /// assert!(filter.is_empty() && !filter.contains(&1u64));
+    /// filter.insert(&2u64)?;
+    /// assert_eq!(filter.len(), 1);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn clear(&mut self) {
+        self.table.slots.clear();
+        self.len.reset(0);
+        self.cap.recount(&self.len);
+    }
+
     /// Checks that no region is locked and the table's invariants (status bits, run order, the
     /// count). Only meaningful while no thread works on the filter; for tests and debugging.
     pub fn check_invariants(&self) -> Result<(), String> {

@@ -347,6 +347,24 @@ impl LinearProbingQf {
         }
     }
 
+    /// Removes every key, keeping its table (size and memory), parameters and load cap: the filter answers as a new one of its shape.
+    /// `&mut self`, so no other thread is using it.
+    ///
+    /// ```
+    /// use conqf::{Filter, LinearProbingQf};
+    /// let mut filter = LinearProbingQf::new(1000, 0.01)?;
+    /// filter.insert(&1u64)?;
+    /// filter.clear();
+    /// assert!(filter.is_empty() && !filter.contains(&1u64));
+    /// filter.insert(&2u64)?;
+    /// assert_eq!(filter.len(), 1);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn clear(&mut self) {
+        self.slots.clear();
+        self.budget.set_used(0);
+    }
+
     /// Checks what can be checked without knowing each element's canonical slot: the count
     /// matches the non-empty slots, the last slot is empty, and the overflow tail is one
     /// unbroken stretch that continues a stretch ending in the last addressable slot (an element

@@ -317,6 +317,24 @@ impl SequentialQf {
         Ok(())
     }
 
+    /// Removes every key, keeping its table (size and memory) and parameters: the filter answers as a new one of its shape.
+    /// `&mut self`, so no other thread is using it.
+    ///
+    /// ```
+    /// use conqf::{SequentialQf};
+    /// let mut filter = SequentialQf::new(1000, 0.01)?;
+    /// filter.insert(&1u64)?;
+    /// filter.clear();
+    /// assert!(filter.is_empty() && !filter.contains(&1u64));
+    /// filter.insert(&2u64)?;
+    /// assert_eq!(filter.len(), 1);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn clear(&mut self) {
+        self.table.slots.clear();
+        self.len = 0;
+    }
+
     /// Checks the table's invariants (status bits, run order, the count); for tests and
     /// debugging. Returns a description of the first violation.
     pub fn check_invariants(&self) -> Result<(), String> {

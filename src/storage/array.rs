@@ -88,6 +88,14 @@ impl SlotArray {
         &self.layout
     }
 
+    /// Empties every slot, as [`new`](Self::new) made them.
+    pub(crate) fn clear(&mut self) {
+        for group in 0..self.groups.len() {
+            // Relaxed: `&mut self`, no other thread; sharing the array again orders this.
+            self.store_group(group, 0, Ordering::Relaxed);
+        }
+    }
+
     /// Number of slots.
     #[inline]
     pub(crate) fn len(&self) -> usize {

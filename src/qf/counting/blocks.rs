@@ -105,6 +105,14 @@ impl Blocks {
         })
     }
 
+    /// Empties every block, as [`new`](Self::new) made them (`&mut self`: no other thread).
+    pub(crate) fn clear(&mut self) {
+        for word in self.words.iter().chain(self.spills.iter()) {
+            // Relaxed: `&mut self`; sharing the table again orders this.
+            word.store(0, Ordering::Relaxed);
+        }
+    }
+
     /// Copies a table of the same shape into this one (fresh, not shared yet): a serialised
     /// one, or a filter's table whose writers the caller keeps out (holds every region).
     pub(crate) fn fill_from<S: BlockSource>(&self, source: &S) {

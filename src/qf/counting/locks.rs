@@ -168,6 +168,17 @@ impl RegionLocks {
         })
     }
 
+    /// Sets every region's counts of copies and fingerprints to 0, for a table just emptied
+    /// (`&mut self`: no writer holds a region, so every version stays even).
+    pub(crate) fn clear_counts(&mut self) {
+        for region in self.regions.iter() {
+            // Relaxed: `&mut self`; sharing the filter again orders this.
+            region.copies.store(0, Ordering::Relaxed);
+            region.copies_high.store(0, Ordering::Relaxed);
+            region.distinct.store(0, Ordering::Relaxed);
+        }
+    }
+
     /// Runs `op` holding every region, locked in ascending order like any writer's: no writer
     /// changes the table meanwhile (they wait, and so do lookups that cannot validate an
     /// optimistic read). For reads of the whole table through `&self`, such as the extraction

@@ -317,6 +317,28 @@ impl CountingQf {
         self.cap.recount(&self.slots);
     }
 
+    /// Removes every key, keeping its table (size and memory) and parameters: the filter answers as a new one of its shape.
+    /// `&mut self`, so no other thread is using it.
+    ///
+    /// Every count goes too; the regions' counts of copies and fingerprints restart at 0.
+    ///
+    /// ```
+    /// use conqf::{CountingQf, Filter};
+    /// let mut filter = CountingQf::new(1000, 0.01)?;
+    /// filter.insert(&1u64)?;
+    /// filter.clear();
+    /// assert!(filter.is_empty() && !filter.contains(&1u64));
+    /// filter.insert(&2u64)?;
+    /// assert_eq!(filter.len(), 1);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn clear(&mut self) {
+        self.table.clear();
+        self.locks.clear_counts();
+        self.slots.reset(0);
+        self.cap.recount(&self.slots);
+    }
+
     /// Checks the table's invariants: no region locked, runs where the occupied and runend bits
     /// say, rank-and-select lookups agree with a plain scan, offsets exact, entries decodable and
     /// strictly increasing within runs, and the counts match `len` and

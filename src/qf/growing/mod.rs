@@ -649,6 +649,32 @@ impl GrowableQf {
         filter.table.slots.get(quotient, Ordering::Acquire) == 0
     }
 
+    /// Removes every key, keeping the current table (its size, the doublings made and those
+    /// left) and parameters; the rate per key is what it was before (fingerprints keep their
+    /// length through doublings). `&mut self`, so no other thread is using it.
+    ///
+    /// ```
+    /// use conqf::{Filter, LocallyLockedQf};
+    /// let mut filter = LocallyLockedQf::growable(100, 0.01).build()?;
+    /// for k in 0..1000u64 {
+    ///     filter.insert(&k)?;
+    /// }
+    /// let doublings = filter.doublings();
+    /// filter.clear();
+    /// assert!(filter.is_empty() && !filter.contains(&1u64));
+    /// assert_eq!(filter.doublings(), doublings);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn clear(&mut self) {
+        // Relaxed: `&mut self`, so no other thread accesses the filter.
+        let ptr = self.current.load(Ordering::Relaxed);
+        // SAFETY: `current` always holds a live generation the filter owns (only replaced ones
+        // are retired to the reclaimer), and `&mut self` rules out every other access to it.
+        let generation = unsafe { &mut *ptr };
+        debug_assert!(generation.migration().is_none(), "a migration is in flight");
+        generation.filter.clear();
+    }
+
     /// Checks the current table's invariants (see [`LocallyLockedQf::check_invariants`]).
     /// Only meaningful while no thread writes.
     pub fn check_invariants(&self) -> Result<(), String> {

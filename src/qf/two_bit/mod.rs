@@ -246,6 +246,26 @@ impl TwoBitQf {
         self.table.fingerprints(Ordering::Acquire)
     }
 
+    /// Removes every key, keeping its table (size and memory) and parameters: the filter answers as a new one of its shape.
+    /// `&mut self`, so no other thread is using it.
+    ///
+    /// ```
+    /// use conqf::{Filter, TwoBitQf};
+    /// let mut filter = TwoBitQf::new(1000, 0.01)?;
+    /// filter.insert(&1u64)?;
+    /// filter.clear();
+    /// assert!(filter.is_empty() && !filter.contains(&1u64));
+    /// filter.insert(&2u64)?;
+    /// assert_eq!(filter.len(), 1);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn clear(&mut self) {
+        // No slot is a lock at rest, and the shift regions' words count no shift.
+        self.table.slots.clear();
+        self.len.reset(0);
+        self.cap.recount(&self.len);
+    }
+
     /// Checks the table's invariants (no lock left, status bits, run order, the count). Only
     /// meaningful while no thread writes; for tests and debugging.
     ///
