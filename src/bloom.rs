@@ -240,6 +240,78 @@ impl AtomicBloomFilter {
         self.len.reset(0);
     }
 
+    /// Adds every key of `other` to this filter in place: the OR of `other`'s table into this
+    /// one, word by word, beside other threads' inserts and lookups on either filter. Afterwards
+    /// this filter holds every key whose insert into either returned before the call (later
+    /// inserts into `other` may or may not come along), and `len` has grown by an estimate of
+    /// the keys the new bits stand for (as for a [`merge`](Merge::merge), whose new filter this
+    /// saves: fastbloom's `union`).
+    ///
+    /// ```
+    /// use conqf::{AtomicBloomFilter, Filter};
+    /// let shared = AtomicBloomFilter::new(1000, 0.01)?;
+    /// let shard = AtomicBloomFilter::new(1000, 0.01)?;
+    /// shared.insert(&1u64)?;
+    /// shard.insert(&2u64)?;
+    /// shared.union_with(&shard)?;
+    /// assert!(shared.contains(&1u64) && shared.contains(&2u64));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Incompatible`] as for [`merge`](Merge::merge); the filter is then unchanged.
+    pub fn union_with(&self, other: &Self) -> Result<(), Error> {
+        self.check_mergeable(other)?;
+        let (mut before, mut after) = (0u64, 0u64);
+        for (mine, theirs) in self.words.iter().zip(&*other.words) {
+            // Relaxed: an insert into `other` that returned before the call happens before
+            // this load, which sees its `fetch_or` by coherence whatever the ordering.
+            let added = theirs.load(Ordering::Relaxed);
+            let old = if added == 0 {
+                // Nothing to add: no write, so no cache line taken from the word's readers.
+                // Relaxed: only counted.
+                mine.load(Ordering::Relaxed)
+            } else {
+                // Release: a query that sees these bits is ordered after the union, and so
+                // after what its caller did before it (the loom model
+                // `bloom_union_in_place_publishes_what_came_before`). No Acquire: the union
+                // decides nothing from the bits it finds, it only counts them.
+                mine.fetch_or(added, Ordering::Release)
+            };
+            before += u64::from(old.count_ones());
+            after += u64::from((old | added).count_ones());
+        }
+        // No more than the bits it set, so a snapshot's count stays within its bits (its
+        // reader checks that), as each insert counts itself only for a bit it set.
+        let (m, k) = (self.bits, self.hash_functions);
+        let estimate = estimated_keys(after, m, k).saturating_sub(estimated_keys(before, m, k));
+        if after > before {
+            // Release fence: as in `insert_hash`, before the count that the bits back.
+            fence(Ordering::Release);
+            self.len.add(estimate.min((after - before) as usize));
+        }
+        Ok(())
+    }
+
+    /// Whether a union with `other` keeps every key's bits where its queries look: the same
+    /// bits and hash functions, and the same positions' scheme.
+    fn check_mergeable(&self, other: &Self) -> Result<(), Error> {
+        let shape = |f: &Self| (f.bits, f.hash_functions);
+        if shape(self) != shape(other) {
+            return Err(Error::Incompatible(format!(
+                "{} bits and {} hash functions against {} bits and {} hash functions",
+                self.bits, self.hash_functions, other.bits, other.hash_functions
+            )));
+        }
+        if self.probing != other.probing {
+            return Err(Error::Incompatible(format!(
+                "bit positions by {:?} against {:?} (a filter read from the old format)",
+                self.probing, other.probing
+            )));
+        }
+        Ok(())
+    }
+
     /// The number of hash functions `k`: bits set per key.
     pub fn hash_functions(&self) -> u32 {
         self.hash_functions
@@ -402,19 +474,7 @@ impl Merge for AtomicBloomFilter {
     /// [`Error::InvalidParameters`] if the union's table cannot be allocated. Never
     /// [`Error::Full`].
     fn merge(&self, other: &Self) -> Result<Self, Error> {
-        let shape = |f: &Self| (f.bits, f.hash_functions);
-        if shape(self) != shape(other) {
-            return Err(Error::Incompatible(format!(
-                "{} bits and {} hash functions against {} bits and {} hash functions",
-                self.bits, self.hash_functions, other.bits, other.hash_functions
-            )));
-        }
-        if self.probing != other.probing {
-            return Err(Error::Incompatible(format!(
-                "bit positions by {:?} against {:?} (a filter read from the old format)",
-                self.probing, other.probing
-            )));
-        }
+        self.check_mergeable(other)?;
         let union = Self::build(self.words.len(), self.hash_functions, self.capacity)?
             .with_probing(self.probing);
         let mut set_bits = 0u64;

@@ -324,6 +324,98 @@ fn a_merge_beside_inserters_holds_every_earlier_key() {
     });
 }
 
+/// `union_with` leaves in the filter the table a `merge` makes (the same answers to every
+/// probe, the same rate), with a count near the distinct keys, never above its bits (so its
+/// bytes read back); a filter of another shape is refused and left unchanged.
+#[test]
+fn a_union_in_place_is_the_merge() {
+    for (bytes, k, keys) in [(1 << 15, 4, 20_000u64), (64, 1, 200), (8, 4, 400)] {
+        let (left, right) = (
+            AtomicBloomFilter::with_memory(bytes, k).unwrap(),
+            AtomicBloomFilter::with_memory(bytes, k).unwrap(),
+        );
+        for key in 0..keys {
+            left.insert(&key).unwrap();
+            right.insert(&(key + keys / 2)).unwrap();
+        }
+        let merged = left.merge(&right).unwrap();
+        left.union_with(&right).unwrap();
+        let name = format!("{bytes} bytes, k = {k}");
+        assert!(
+            (0..400_000u64).all(|p| left.contains(&p) == merged.contains(&p)),
+            "{name}"
+        );
+        assert_eq!(
+            left.false_positive_rate(),
+            merged.false_positive_rate(),
+            "{name}"
+        );
+        assert!(left.len() as u64 <= left.bits(), "{name}");
+        let back = AtomicBloomFilter::from_bytes(&left.to_bytes()).unwrap();
+        assert!((0..keys * 3 / 2).all(|key| back.contains(&key)), "{name}");
+    }
+    let (left, right) = (
+        AtomicBloomFilter::with_memory(1 << 15, 4).unwrap(),
+        AtomicBloomFilter::with_memory(1 << 15, 4).unwrap(),
+    );
+    for key in 0..20_000u64 {
+        left.insert(&key).unwrap();
+        right.insert(&(key + 10_000)).unwrap();
+    }
+    left.union_with(&right).unwrap();
+    // 30,000 distinct keys, counted by the bits' estimate.
+    assert!(
+        (left.len() as f64 - 30_000.0).abs() < 0.03 * 30_000.0,
+        "{}",
+        left.len()
+    );
+    left.union_with(&left.clone()).unwrap();
+    assert!(
+        (left.len() as f64 - 30_000.0).abs() < 0.03 * 30_000.0,
+        "{}",
+        left.len()
+    );
+    let other = AtomicBloomFilter::with_memory(1 << 15, 5).unwrap();
+    other.insert(&u64::MAX).unwrap();
+    let before = left.to_bytes();
+    assert!(matches!(
+        left.union_with(&other),
+        Err(Error::Incompatible(_))
+    ));
+    assert!(left.to_bytes() == before);
+}
+
+/// Threads keep inserting into both filters while one takes the other in: every key inserted
+/// into either before the union began is found, and so is every key inserted into the target
+/// at any time.
+#[test]
+fn a_union_in_place_beside_inserters_loses_no_key() {
+    let (target, source) = (
+        AtomicBloomFilter::with_memory(1 << 16, 4).unwrap(),
+        AtomicBloomFilter::with_memory(1 << 16, 4).unwrap(),
+    );
+    let published = [AtomicUsize::new(0), AtomicUsize::new(0)];
+    std::thread::scope(|s| {
+        for (t, input) in [&target, &source].into_iter().enumerate() {
+            let published = &published[t];
+            s.spawn(move || {
+                for i in 0..40_000u64 {
+                    input.insert(&(t as u64, i)).unwrap();
+                    // Release: keys (t, 0..=i) are in this input.
+                    published.store(i as usize + 1, Ordering::Release);
+                }
+            });
+        }
+        for _ in 0..8 {
+            // Acquire: the inserts counted happened before the union.
+            let before = published[1].load(Ordering::Acquire) as u64;
+            target.union_with(&source).unwrap();
+            assert!((0..before).all(|i| target.contains(&(1u64, i))));
+        }
+    });
+    assert!((0..40_000u64).all(|i| target.contains(&(0u64, i))));
+}
+
 /// A thread keeps inserting while the filter is cloned: each clone holds every key inserted
 /// before it began and reads back from its own bytes (its count within its bits).
 #[test]

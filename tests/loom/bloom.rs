@@ -106,3 +106,35 @@ fn bloom_positive_answer_orders_earlier_inserts_found_present() {
         assert!(filter.contains_hash(K1) && filter.contains_hash(K2));
     });
 }
+
+/// A union in place publishes as an insert does: a thread that finds a key the union brought
+/// in sees what the union's caller wrote before it. Thread A stores 1 into `note` (`Relaxed`)
+/// and then takes in a filter holding `K2`; a thread that finds `K2` must then load 1. Fails if
+/// the union's `fetch_or` is not `Release` (`Relaxed` or `Acquire`). The note is not a key:
+/// an insert before the union would end in the insert's own release fence, which orders the
+/// union's later writes for any reader that sees them, whatever their ordering.
+#[test]
+fn bloom_union_in_place_publishes_what_came_before() {
+    model(|| {
+        let shared = Arc::new((
+            AtomicBloomFilter::with_memory(16, 1).unwrap(),
+            loom::sync::atomic::AtomicUsize::new(0),
+        ));
+        let source = AtomicBloomFilter::with_memory(16, 1).unwrap();
+        assert_eq!(source.insert_hash(K2), Ok(true));
+        super::race(
+            &shared,
+            move |(filter, note)| {
+                note.store(1, loom::sync::atomic::Ordering::Relaxed);
+                filter.union_with(&source).unwrap();
+            },
+            |(filter, note)| {
+                if filter.contains_hash(K2) {
+                    let seen = note.load(loom::sync::atomic::Ordering::Relaxed);
+                    assert_eq!(seen, 1, "K2 found but the note before the union missed");
+                }
+            },
+        );
+        assert!(shared.0.contains_hash(K2));
+    });
+}
