@@ -238,8 +238,8 @@ impl LockFreeCuckooFilter {
             .collect()
     }
 
-    /// Removes every key, keeping its table (size and memory) and parameters: the filter answers as a new one of its shape.
-    /// `&mut self`, so no other thread is using it.
+    /// Removes every key, keeping its table (size and memory) and parameters: the filter
+    /// answers as a new one of its shape. `&mut self`, so no other thread is using it.
     ///
     /// ```
     /// use conqf::{Filter, LockFreeCuckooFilter};

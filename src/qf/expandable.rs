@@ -836,8 +836,9 @@ impl Filter for ExpandableQf {
     /// The keys the current levels are planned to hold: each takes ordinary inserts until
     /// `delta_grow` of its final slots, where the next level opens. So a new level opens about
     /// when [`len`](Filter::len) reaches `capacity()` (the fill is checked on a sample of the
-    /// inserts, as few as one in 64 on large levels), unless removals lowered the count. With cascading inserts the
-    /// lower levels take keys past their share, so the next level opens later.
+    /// inserts, as few as one in 64 on large levels), unless removals lowered the count. With
+    /// cascading inserts the lower levels take keys past their share, so the next level opens
+    /// later.
     fn capacity(&self) -> usize {
         (0..self.levels())
             .map(|i| self.level(i).last_threshold())

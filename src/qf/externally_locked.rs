@@ -306,8 +306,8 @@ impl ExternallyLockedQf {
         keys
     }
 
-    /// Removes every key, keeping its table (size and memory) and parameters: the filter answers as a new one of its shape.
-    /// `&mut self`, so no other thread is using it.
+    /// Removes every key, keeping its table (size and memory) and parameters: the filter
+    /// answers as a new one of its shape. `&mut self`, so no other thread is using it.
     ///
     /// ```
     /// use conqf::{ExternallyLockedQf, Filter};

@@ -347,8 +347,8 @@ impl LinearProbingQf {
         }
     }
 
-    /// Removes every key, keeping its table (size and memory), parameters and load cap: the filter answers as a new one of its shape.
-    /// `&mut self`, so no other thread is using it.
+    /// Removes every key, keeping its table (size and memory), parameters and load cap: the
+    /// filter answers as a new one of its shape. `&mut self`, so no other thread is using it.
     ///
     /// ```
     /// use conqf::{Filter, LinearProbingQf};

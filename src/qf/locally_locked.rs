@@ -247,8 +247,8 @@ impl LocallyLockedQf {
         self.table.fingerprints(Ordering::Acquire)
     }
 
-    /// Removes every key, keeping its table (size and memory) and parameters: the filter answers as a new one of its shape.
-    /// `&mut self`, so no other thread is using it.
+    /// Removes every key, keeping its table (size and memory) and parameters: the filter
+    /// answers as a new one of its shape. `&mut self`, so no other thread is using it.
     ///
     /// ```
     /// use conqf::{Filter, LocallyLockedQf};

@@ -317,8 +317,8 @@ impl SequentialQf {
         Ok(())
     }
 
-    /// Removes every key, keeping its table (size and memory) and parameters: the filter answers as a new one of its shape.
-    /// `&mut self`, so no other thread is using it.
+    /// Removes every key, keeping its table (size and memory) and parameters: the filter
+    /// answers as a new one of its shape. `&mut self`, so no other thread is using it.
     ///
     /// ```
     /// use conqf::{SequentialQf};

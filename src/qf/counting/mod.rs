@@ -317,8 +317,8 @@ impl CountingQf {
         self.cap.recount(&self.slots);
     }
 
-    /// Removes every key, keeping its table (size and memory) and parameters: the filter answers as a new one of its shape.
-    /// `&mut self`, so no other thread is using it.
+    /// Removes every key, keeping its table (size and memory) and parameters: the filter
+    /// answers as a new one of its shape. `&mut self`, so no other thread is using it.
     ///
     /// Every count goes too; the regions' counts of copies and fingerprints restart at 0.
     ///
