@@ -69,6 +69,32 @@ proptest! {
         prop_assert_eq!(refined, expected);
     }
 
+    /// `shrink_to_fit` keeps every fingerprint bit for bit (a quotient bit moves back into the
+    /// remainder), and stops at the smallest table whose planned fill holds them: one more
+    /// halving would pass it. Tables of `2^8` slots after up to 300 operations on keys from all
+    /// their canonical slots hold 0 to about 150 keys, so they shrink to every size from `2^1`
+    /// slots (none or one key) to `2^8` (more than 115).
+    #[test]
+    fn shrink_to_fit_keeps_the_fingerprint_set(sequence in ops(8, 12, 256, 1 << 12, 300)) {
+        let (mut filter, model) = run_model(8, 12, &sequence)?;
+        let memory = filter.memory_bytes();
+        filter.shrink_to_fit().unwrap();
+        filter.check_invariants().map_err(TestCaseError::fail)?;
+        let (q, r) = (filter.quotient_bits(), filter.remainder_bits());
+        prop_assert_eq!(q + r, 20);
+        prop_assert_eq!(filter.len(), model.set.len());
+        let capacity = |q| SequentialQf::with_bits(q, 20 - q).unwrap().capacity();
+        prop_assert!(filter.len() <= capacity(q));
+        prop_assert!(q == 1 || filter.len() > capacity(q - 1), "q = {}, len {}", q, filter.len());
+        prop_assert!(q == 8 || filter.memory_bytes() < memory);
+        let shrunk: Vec<u64> = filter.fingerprints().map(|f| (f.quotient << r) | f.remainder).collect();
+        let expected: Vec<u64> = model.set.iter().map(|f| (f.quotient << 12) | f.remainder).collect();
+        prop_assert_eq!(shrunk, expected);
+        for f in &model.set {
+            prop_assert!(filter.contains_hash(hash_of(f.quotient, f.remainder, 8, 12, 0)));
+        }
+    }
+
     /// A clone holds the original's fingerprints bit for bit, and the two then change apart:
     /// the second sequence, run on the clone, leaves the original as the first one left it.
     #[test]

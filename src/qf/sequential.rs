@@ -14,8 +14,8 @@ use crate::storage::{
 use crate::sync::Ordering;
 
 use super::scan::Fingerprints;
-use super::table::QfTable;
 pub(crate) use super::table::MAX_LOAD;
+use super::table::{self, QfTable};
 use super::usual_slots;
 use super::walk::{self, InsertStep, KEEP_OCCUPIED};
 
@@ -311,6 +311,54 @@ impl SequentialQf {
         // The doubled table has at least twice the slots, and every fingerprint lands at most at
         // twice its old position plus one (see `growing::migration`), so this never fails.
         let table = self.table.doubled()?;
+        // `Off` keeps the copies a build without dedupe stored; other tables have none.
+        let len = batch::build(&table, keys, BuildMethod::default(), batch::Dedupe::Off)?;
+        *self = SequentialQf { table, len };
+        Ok(())
+    }
+
+    /// Halves the table as often as the stored fingerprints still fit the smaller one at its
+    /// planned fill ([`capacity`](Self::capacity), 90% of the canonical slots), moving a
+    /// quotient bit back into the remainder each time: the reverse of [`grow`](Self::grow),
+    /// without rehashing. The fingerprints, and so the false-positive rate for the stored keys,
+    /// stay the same; the fill goes up and the memory down (qfilter's `shrink_to_fit`). A table
+    /// already that small, or of one quotient bit, stays as it is. For a `LocallyLockedQf`,
+    /// shrink its [`into_sequential`](crate::LocallyLockedQf::into_sequential) and take it back
+    /// with `from_sequential` (neither copies).
+    ///
+    /// ```
+    /// use conqf::SequentialQf;
+    /// let mut filter = SequentialQf::with_bits(12, 10)?;
+    /// for k in 0..3000u64 {
+    ///     filter.insert(&k)?;
+    /// }
+    /// for k in 200..3000u64 {
+    ///     filter.remove(&k)?;
+    /// }
+    /// filter.shrink_to_fit()?;
+    /// // 200 keys fit 2^8 slots at 90% (230), not 2^7 (115).
+    /// assert_eq!((filter.quotient_bits(), filter.remainder_bits()), (8, 14));
+    /// assert!((0..200u64).all(|k| filter.contains(&k)));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if the smaller table cannot be allocated, or its
+    /// remainders would be too wide for a slot; [`Error::Full`] if a cluster at the table's end
+    /// would pass the smaller table's overflow tail. The filter is then unchanged.
+    pub fn shrink_to_fit(&mut self) -> Result<(), Error> {
+        let (q, r) = (self.table.quotient_bits, self.table.remainder_bits);
+        let mut target = q;
+        while target > 1 && self.len <= table::capacity_of(target - 1) {
+            target -= 1;
+        }
+        if target == q {
+            return Ok(());
+        }
+        // A fingerprint key does not change when a quotient bit moves into the remainder.
+        // Relaxed: `&mut self`, so no other thread touches the table.
+        let keys = batch::keys::table_keys(&self.table, Ordering::Relaxed);
+        let table = QfTable::with_bits(target, r + (q - target))?;
         // `Off` keeps the copies a build without dedupe stored; other tables have none.
         let len = batch::build(&table, keys, BuildMethod::default(), batch::Dedupe::Off)?;
         *self = SequentialQf { table, len };
