@@ -3,7 +3,8 @@
 //! bytes of bookkeeping (the boxes of a growing filter's generation or levels), for small
 //! tables, where parts of fixed size weigh most (the striped counts were once left out: 3,072
 //! bytes beside a table of 2,648), and larger ones. It also tracks the peak, to check what
-//! `GrowableQf`'s doc says a doubling holds at once.
+//! `GrowableQf`'s doc says a doubling holds at once, and can refuse large allocations, to see a
+//! doubling fail for want of memory.
 //!
 //! One test function only: the allocator counts every thread's allocations, so no other test
 //! may run beside it in this binary.
@@ -22,6 +23,14 @@ struct Counting;
 static LIVE: AtomicUsize = AtomicUsize::new(0);
 /// The most bytes live at once since the last reset (`LIVE` stored into it).
 static PEAK: AtomicUsize = AtomicUsize::new(0);
+/// If not 0, allocations of more bytes than this fail (return null), as when memory runs out.
+static REFUSE_OVER: AtomicUsize = AtomicUsize::new(0);
+
+/// Whether an allocation of `size` bytes is refused now.
+fn refused(size: usize) -> bool {
+    let limit = REFUSE_OVER.load(Ordering::SeqCst);
+    limit != 0 && size > limit
+}
 
 /// Counts `bytes` more live bytes.
 fn allocated(bytes: usize) {
@@ -32,6 +41,9 @@ fn allocated(bytes: usize) {
 // SAFETY: every call is forwarded to `System` unchanged; the counter only observes it.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if refused(layout.size()) {
+            return std::ptr::null_mut();
+        }
         // SAFETY: the caller's contract for `alloc` is passed on as it is.
         let ptr = unsafe { System.alloc(layout) };
         if !ptr.is_null() {
@@ -41,6 +53,9 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if refused(layout.size()) {
+            return std::ptr::null_mut();
+        }
         // SAFETY: as for `alloc`.
         let ptr = unsafe { System.alloc_zeroed(layout) };
         if !ptr.is_null() {
@@ -145,6 +160,31 @@ fn memory_bytes_is_what_the_constructors_allocate() {
         );
     }
     doublings_hold_both_tables_at_their_peak();
+    a_failed_doubling_is_tried_again_after_clear();
+}
+
+/// A doubling that cannot allocate its table stops the filter growing (`doublings_possible()`
+/// 0, `Full` at the current table's cap); `clear` lets it try again, as a new filter of its
+/// shape would.
+fn a_failed_doubling_is_tried_again_after_clear() {
+    let mut filter = LocallyLockedQf::growable(1000, 0.01).build().unwrap();
+    let possible = filter.doublings_possible();
+    assert!(possible > 0);
+    // The first doubling's table takes more than 4 KiB (the assertions below see it refused),
+    // the inserts' own allocations less.
+    REFUSE_OVER.store(4096, Ordering::SeqCst);
+    let stored = (0..1u64 << 20)
+        .take_while(|k| filter.insert(k).is_ok())
+        .count();
+    REFUSE_OVER.store(0, Ordering::SeqCst);
+    assert_eq!((filter.doublings(), filter.doublings_possible()), (0, 0));
+    filter.clear();
+    assert_eq!(filter.doublings_possible(), possible);
+    let again = (0..1u64 << 20)
+        .take_while(|k| filter.insert(k).is_ok())
+        .count();
+    assert!(again > stored, "{again} keys after clear, {stored} before");
+    assert_eq!(filter.doublings(), possible);
 }
 
 /// What `GrowableQf`'s doc says of a doubling: the old table stays while the new one fills, so

@@ -575,9 +575,9 @@ proptest! {
     }
 }
 
-/// A grown 3-status-bit table keeps its slot count through its bytes, which store none: the
-/// reader takes every lane of a grown table's groups, so growing makes whole groups. Checked by
-/// what the tail decides: the same inserts into the last canonical slots run into `Full` at the
+/// A grown 3-status-bit table keeps its slot count through its bytes: its file stores the
+/// count (tag `Qf3Grown`, `Qf3RegionsGrown`), where a reader once took every lane of its
+/// groups. Checked by what the tail decides: the same inserts into the last canonical slots run into `Full` at the
 /// same one in the original and the copy, and after one more doubling both write the same bytes
 /// (`with_bits(6, 10)` grown twice once had 392 slots and read back with 395).
 #[test]
@@ -1564,6 +1564,36 @@ fn a_double_hashing_bloom_file_keeps_its_positions() {
         today.insert(&k).unwrap();
     }
     assert!(today.to_bytes()[24..] != old[24..]);
+}
+
+/// A `Qf3Grown` file whose slot count is not more than a new table's is corrupt: no writer makes
+/// one (it would write such a table with tag `Qf3`), and read as it is, it would not write back
+/// as it was read. Made from a new table's file, its count set around the usual 98 slots of
+/// `q = 6`; the first count above them reads back and writes back byte for byte.
+#[test]
+fn a_grown_tag_with_no_more_than_the_usual_slots_is_corrupt() {
+    let plain = SequentialQf::with_bits(6, 10).unwrap().to_bytes();
+    let usual = (1u64 << 6) + 2 + (4 << 3);
+    let groups = (plain.len() - 32 - 8) as u64 / 8;
+    let retagged = |slots: u64| {
+        let mut bytes = plain[..32].to_vec();
+        bytes[10..12].copy_from_slice(&11u16.to_le_bytes());
+        bytes[12..16].copy_from_slice(&16u32.to_le_bytes());
+        bytes.extend_from_slice(&slots.to_le_bytes());
+        bytes.extend_from_slice(&plain[32..]);
+        rechecksum(&mut bytes);
+        bytes
+    };
+    for slots in [usual - 1, usual] {
+        assert_eq!(all_reject(&retagged(slots)), Ok(()), "{slots} slots");
+    }
+    // 13-bit slots, four to a group: the payload's groups hold up to 100 slots.
+    assert_eq!(groups, usual.div_ceil(4));
+    for slots in [usual + 1, groups * 4] {
+        let bytes = retagged(slots);
+        let filter = SequentialQf::from_bytes(&bytes).unwrap();
+        assert!(filter.to_bytes() == bytes, "{slots} slots");
+    }
 }
 
 /// A grown table's file from before `Qf3Grown`, `sequential_grown`'s filter as the old writer

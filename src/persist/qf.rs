@@ -95,7 +95,17 @@ impl<'a> Decoded<'a> {
         };
         let exact_slots = match file.tag {
             Tag::Qf3Grown | Tag::Qf3RegionsGrown => {
-                Some(usize::try_from(params.u64()?).map_err(|_| corrupt("bad slot count"))?)
+                let slots = params.u64()?;
+                // Only a grown table stores its count, so the usual one is never written with
+                // it (such a file would not write back as it was read). `table` checks the bits.
+                let usual = usual_slots(quotient_bits.min(sizing::MAX_QUOTIENT_BITS));
+                if slots <= usual as u64 {
+                    return Err(corrupt(format!(
+                        "a grown table of {slots} slots, no more than a new one of q = \
+                         {quotient_bits}"
+                    )));
+                }
+                Some(usize::try_from(slots).map_err(|_| corrupt("bad slot count"))?)
             }
             _ => None,
         };

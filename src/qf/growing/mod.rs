@@ -209,7 +209,8 @@ impl GrowableBuilder {
         let last_r = sizing::qf_remainder_bits(max_capacity, self.fpr, last_q).map_err(name)?;
         let doublings = last_q - q;
         self.max_doublings = self.max_doublings.max(doublings);
-        self.build_with_bits(q, last_r + doublings)
+        // The start's remainder may be too wide for a slot (62 bits and more).
+        self.build_with_bits(q, last_r + doublings).map_err(name)
     }
 
     /// The filter, starting with `2^quotient_bits` slots of `remainder_bits` remainder bits
@@ -651,7 +652,8 @@ impl GrowableQf {
 
     /// Removes every key, keeping the current table (its size, the doublings made and those
     /// left) and parameters; the rate per key is what it was before (fingerprints keep their
-    /// length through doublings). `&mut self`, so no other thread is using it.
+    /// length through doublings). A doubling that failed for want of memory, which stops all
+    /// later ones, may be tried again. `&mut self`, so no other thread is using it.
     ///
     /// ```
     /// use conqf::{Filter, LocallyLockedQf};
@@ -673,6 +675,10 @@ impl GrowableQf {
         let generation = unsafe { &mut *ptr };
         debug_assert!(generation.migration().is_none(), "a migration is in flight");
         generation.filter.clear();
+        // The current generation is IDLE, or FAILED if its doubling could not allocate (a
+        // CLAIMED one has a migration, which ends with another generation current). Relaxed:
+        // `&mut self`; sharing the filter again orders this.
+        generation.growth.store(IDLE, Ordering::Relaxed);
     }
 
     /// Checks the current table's invariants (see [`LocallyLockedQf::check_invariants`]).
