@@ -291,17 +291,12 @@ fn merging_filters_of_different_shapes_is_an_error() {
     }
 }
 
-/// Threads keep inserting into both inputs while they are merged: every key inserted before
-/// the merge began is in the union.
-#[test]
-fn a_merge_beside_inserters_holds_every_earlier_key() {
-    let (left, right) = (
-        AtomicBloomFilter::with_memory(1 << 16, 4).unwrap(),
-        AtomicBloomFilter::with_memory(1 << 16, 4).unwrap(),
-    );
+/// Two threads insert keys `(t, 0..40_000)` into `inputs[t]` while `check` runs eight times,
+/// each time given how many keys of each thread had been inserted before it began.
+fn beside_two_inserters(inputs: [&AtomicBloomFilter; 2], check: impl Fn([u64; 2])) {
     let published = [AtomicUsize::new(0), AtomicUsize::new(0)];
     std::thread::scope(|s| {
-        for (t, input) in [&left, &right].into_iter().enumerate() {
+        for (t, input) in inputs.into_iter().enumerate() {
             let published = &published[t];
             s.spawn(move || {
                 for i in 0..40_000u64 {
@@ -312,14 +307,28 @@ fn a_merge_beside_inserters_holds_every_earlier_key() {
             });
         }
         for _ in 0..8 {
-            // Acquire: the inserts counted happened before the merge.
-            let before = published
-                .each_ref()
-                .map(|p| p.load(Ordering::Acquire) as u64);
-            let union = left.merge(&right).unwrap();
-            for (t, &count) in before.iter().enumerate() {
-                assert!((0..count).all(|i| union.contains(&(t as u64, i))));
-            }
+            // Acquire: the inserts counted happened before the check.
+            check(
+                published
+                    .each_ref()
+                    .map(|p| p.load(Ordering::Acquire) as u64),
+            );
+        }
+    });
+}
+
+/// Threads keep inserting into both inputs while they are merged: every key inserted before
+/// the merge began is in the union.
+#[test]
+fn a_merge_beside_inserters_holds_every_earlier_key() {
+    let (left, right) = (
+        AtomicBloomFilter::with_memory(1 << 16, 4).unwrap(),
+        AtomicBloomFilter::with_memory(1 << 16, 4).unwrap(),
+    );
+    beside_two_inserters([&left, &right], |before| {
+        let union = left.merge(&right).unwrap();
+        for (t, &count) in before.iter().enumerate() {
+            assert!((0..count).all(|i| union.contains(&(t as u64, i))));
         }
     });
 }
@@ -394,24 +403,9 @@ fn a_union_in_place_beside_inserters_loses_no_key() {
         AtomicBloomFilter::with_memory(1 << 16, 4).unwrap(),
         AtomicBloomFilter::with_memory(1 << 16, 4).unwrap(),
     );
-    let published = [AtomicUsize::new(0), AtomicUsize::new(0)];
-    std::thread::scope(|s| {
-        for (t, input) in [&target, &source].into_iter().enumerate() {
-            let published = &published[t];
-            s.spawn(move || {
-                for i in 0..40_000u64 {
-                    input.insert(&(t as u64, i)).unwrap();
-                    // Release: keys (t, 0..=i) are in this input.
-                    published.store(i as usize + 1, Ordering::Release);
-                }
-            });
-        }
-        for _ in 0..8 {
-            // Acquire: the inserts counted happened before the union.
-            let before = published[1].load(Ordering::Acquire) as u64;
-            target.union_with(&source).unwrap();
-            assert!((0..before).all(|i| target.contains(&(1u64, i))));
-        }
+    beside_two_inserters([&target, &source], |before| {
+        target.union_with(&source).unwrap();
+        assert!((0..before[1]).all(|i| target.contains(&(1u64, i))));
     });
     assert!((0..40_000u64).all(|i| target.contains(&(0u64, i))));
 }
