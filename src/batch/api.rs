@@ -291,8 +291,7 @@ impl LocallyLockedQf {
     ) -> Result<usize, Error> {
         let mut len = self.len.sum();
         let result = insert_batch(&mut self.table, &mut len, hashes, strategy);
-        self.len.reset(len);
-        self.cap.recount(&self.len);
+        self.cap.set_count(&self.len, len);
         result
     }
 
@@ -309,8 +308,7 @@ impl LocallyLockedQf {
     /// ```
     pub fn remove_batch(&mut self, hashes: &[u64]) -> usize {
         let removed = remove_batch(&mut self.table, hashes);
-        self.len.reset(self.len.sum() - removed);
-        self.cap.recount(&self.len);
+        self.cap.set_count(&self.len, self.len.sum() - removed);
         removed
     }
 }

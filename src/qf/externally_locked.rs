@@ -321,8 +321,7 @@ impl ExternallyLockedQf {
     /// ```
     pub fn clear(&mut self) {
         self.table.slots.clear();
-        self.len.reset(0);
-        self.cap.recount(&self.len);
+        self.cap.set_count(&self.len, 0);
     }
 
     /// Checks that no region is locked and the table's invariants (status bits, run order, the

@@ -100,6 +100,14 @@ impl LoadCap {
         (counter, cap)
     }
 
+    /// Sets the count to `count` (exclusive access: `&mut` to the filter, or one not shared
+    /// yet, as [`StripedCounter::reset`] needs), and the flag and the interval from it
+    /// ([`recount`](Self::recount)).
+    pub(crate) fn set_count(&self, len: &StripedCounter, count: usize) {
+        len.reset(count);
+        self.recount(len);
+    }
+
     /// Sets the flag and the interval from the sum, after `len` was set rather than counted
     /// insert by insert (a batch write with `&mut` access, a migration's bulk count). Nothing
     /// to do for an uncapped table, whose flag stays down (and the loom models' tables, all

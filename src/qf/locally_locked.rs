@@ -263,8 +263,7 @@ impl LocallyLockedQf {
     pub fn clear(&mut self) {
         // The table holds no lock at rest, and the shift regions' words count no shift.
         self.table.slots.clear();
-        self.len.reset(0);
-        self.cap.recount(&self.len);
+        self.cap.set_count(&self.len, 0);
     }
 
     /// Checks the table's invariants (no lock left, status bits, run order, the count). Only

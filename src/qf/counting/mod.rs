@@ -313,8 +313,7 @@ impl CountingQf {
 
     /// Sets the slot count to `slots` and the load cap's flag from it (the filter to itself).
     pub(crate) fn set_slots(&self, slots: usize) {
-        self.slots.reset(slots);
-        self.cap.recount(&self.slots);
+        self.cap.set_count(&self.slots, slots);
     }
 
     /// Removes every key, keeping its table (size and memory) and parameters: the filter
@@ -335,8 +334,7 @@ impl CountingQf {
     pub fn clear(&mut self) {
         self.table.clear();
         self.locks.clear_counts();
-        self.slots.reset(0);
-        self.cap.recount(&self.slots);
+        self.set_slots(0);
     }
 
     /// Checks the table's invariants: no region locked, runs where the occupied and runend bits
