@@ -305,12 +305,21 @@ impl SequentialQf {
     /// [`Error::InvalidParameters`] if only one remainder bit is left or the quotient would
     /// exceed 40 bits; the filter is then unchanged.
     pub fn grow(&mut self) -> Result<(), Error> {
-        // A fingerprint key does not change when its top remainder bit moves into the quotient.
+        // The doubled table has at least twice the slots, and every fingerprint lands at most at
+        // twice its old position plus one (see `growing::migration`), so the move never fails.
+        self.move_into(self.table.doubled()?)
+    }
+
+    /// Moves every stored fingerprint into `table`, a table of the same fingerprint length
+    /// (`q + r`) split otherwise, and makes it the filter's, without rehashing: a fingerprint
+    /// key does not change when a bit moves between remainder and quotient. For
+    /// [`grow`](Self::grow) and [`shrink_to_fit`](Self::shrink_to_fit).
+    ///
+    /// # Errors
+    /// [`Error::Full`] if the keys do not fit `table`; the filter is then unchanged.
+    fn move_into(&mut self, table: QfTable) -> Result<(), Error> {
         // Relaxed: `&mut self`, so no other thread touches the table.
         let keys = batch::keys::table_keys(&self.table, Ordering::Relaxed);
-        // The doubled table has at least twice the slots, and every fingerprint lands at most at
-        // twice its old position plus one (see `growing::migration`), so this never fails.
-        let table = self.table.doubled()?;
         // `Off` keeps the copies a build without dedupe stored; other tables have none.
         let len = batch::build(&table, keys, BuildMethod::default(), batch::Dedupe::Off)?;
         *self = SequentialQf { table, len };
@@ -355,14 +364,7 @@ impl SequentialQf {
         if target == q {
             return Ok(());
         }
-        // A fingerprint key does not change when a quotient bit moves into the remainder.
-        // Relaxed: `&mut self`, so no other thread touches the table.
-        let keys = batch::keys::table_keys(&self.table, Ordering::Relaxed);
-        let table = QfTable::with_bits(target, r + (q - target))?;
-        // `Off` keeps the copies a build without dedupe stored; other tables have none.
-        let len = batch::build(&table, keys, BuildMethod::default(), batch::Dedupe::Off)?;
-        *self = SequentialQf { table, len };
-        Ok(())
+        self.move_into(QfTable::with_bits(target, r + (q - target))?)
     }
 
     /// Removes every key, keeping its table (size and memory) and parameters: the filter
