@@ -18,7 +18,7 @@
 use std::io::{Read, Write};
 
 use crate::filter::Error;
-use crate::qf::linear_probing::{cap_for, check_max_load, check_tail, LinearProbingQf};
+use crate::qf::linear_probing::{cap_with_room, check_max_load, check_tail, LinearProbingQf};
 use crate::qf::usual_slots;
 use crate::sizing;
 use crate::storage::{Cursor, GroupSource};
@@ -100,14 +100,9 @@ impl LinearProbingQf {
         let max_load = f64::from_bits(params.u64()?);
         sizing::check_bits(quotient_bits, remainder_bits, 0, 1).map_err(bad_parameters)?;
         let max_load = check_max_load(max_load).map_err(bad_parameters)?;
-        let cap = cap_for(quotient_bits, max_load);
-        if cap == 0 {
-            // `build_with_bits` below would refuse it as InvalidParameters; it is the file's
-            // fault (no writer makes such a filter).
-            return Err(corrupt(format!(
-                "a load cap of {max_load} leaves no room in 2^{quotient_bits} slots"
-            )));
-        }
+        // Checked here, not by `build_with_bits` below, whose refusal would be
+        // InvalidParameters: no writer makes such a filter, so the file is at fault.
+        let cap = cap_with_room(quotient_bits, max_load).map_err(bad_parameters)?;
         let slot_count = usual_slots(quotient_bits);
         let words = table_words(file.payload, remainder_bits, slot_count)?;
         check_padding(&words)?;

@@ -196,12 +196,7 @@ impl LinearProbingBuilder {
     ) -> Result<LinearProbingQf, Error> {
         sizing::check_bits(quotient_bits, remainder_bits, 0, 1)?;
         let max_load = check_max_load(self.max_load)?;
-        let cap = cap_for(quotient_bits, max_load);
-        if cap == 0 {
-            return Err(Error::InvalidParameters(format!(
-                "a load cap of {max_load} leaves no room in 2^{quotient_bits} slots"
-            )));
-        }
+        let cap = cap_with_room(quotient_bits, max_load)?;
         let slot_count = usual_slots(quotient_bits);
         Ok(LinearProbingQf {
             slots: SlotArray::new(remainder_bits, slot_count)?,
@@ -228,6 +223,20 @@ pub(crate) fn check_max_load(max_load: f64) -> Result<f64, Error> {
 /// `floor(max_load * 2^q)`, exact for the `q <= 40` the constructors allow.
 pub(crate) fn cap_for(quotient_bits: u32, max_load: f64) -> usize {
     ((1u64 << quotient_bits) as f64 * max_load) as usize
+}
+
+/// [`cap_for`], refused if it leaves no room for a key: for the builder and for a filter read
+/// from bytes (whose reader makes the error `Corrupt`).
+///
+/// # Errors
+/// [`Error::InvalidParameters`] if the cap is 0.
+pub(crate) fn cap_with_room(quotient_bits: u32, max_load: f64) -> Result<usize, Error> {
+    match cap_for(quotient_bits, max_load) {
+        0 => Err(Error::InvalidParameters(format!(
+            "a load cap of {max_load} leaves no room in 2^{quotient_bits} slots"
+        ))),
+        cap => Ok(cap),
+    }
 }
 
 /// What happened when an insert tried to fill the empty slot it found.
