@@ -34,15 +34,21 @@ use xxhash_rust::xxh3::{xxh3_64, xxh3_64_with_seed, Xxh3};
 /// The hash has no secret: anyone can compute it, so keys chosen by an adversary can be picked
 /// offline to share a quotient (one long cluster: slow inserts and lookups, and `Full` early in
 /// the small tables that have no load cap) or to be false positives of a filter whose contents
-/// they know. For such keys use [`hash_key_with_seed`] with a secret seed.
+/// they know. For such keys use [`hash_key_with_seed`] with a secret seed (its doc says how
+/// far that goes).
 pub fn hash_key<K: Hash + ?Sized>(key: &K) -> u64 {
     let mut hasher = StableHasher::<false>::new(0);
     key.hash(&mut hasher);
     hasher.finish()
 }
 
-/// Hashes a key with xxh3 seeded by `seed`, for keys an adversary may choose: without the seed
-/// nobody can tell which keys share a quotient or are false positives. Pass the hashes to the
+/// Hashes a key with xxh3 seeded by `seed`, for keys an adversary may choose: keys picked
+/// offline against the public [`hash_key`] to share a quotient or to be false positives do not
+/// line up under a secret seed. xxh3 is not a keyed cryptographic hash, though, so this guards
+/// against keys prepared in advance, not against an attacker who can study the filter's answers
+/// at length; where that matters, hash with a keyed hash such as SipHash with random keys
+/// (`std::hash::RandomState`, whose hashes differ between processes, so such a filter is not
+/// persisted) and pass the result to the same methods. Pass the hashes to the
 /// `*_hash` methods ([`insert_hash`](crate::Filter::insert_hash),
 /// [`contains_hash`](crate::Filter::contains_hash), the batch operations); a filter does not
 /// store the seed, so keep it with the filter's bytes if you persist them, and use one seed for
