@@ -84,79 +84,47 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static ALLOCATOR: Counting = Counting;
 
-/// Checks that `make` allocates what the filter it returns reports: exactly, but for the boxes
-/// of a growing filter's generation and levels (a few hundred bytes).
-fn check<F>(name: &str, make: impl FnOnce() -> F, reported: impl Fn(&F) -> usize) {
-    let before = LIVE.load(Ordering::SeqCst);
-    let filter = make();
-    let allocated = LIVE.load(Ordering::SeqCst) - before;
-    let reported = reported(&filter);
-    drop(filter);
-    println!("{name}: allocated {allocated}, reported {reported}");
-    assert!(
-        allocated.abs_diff(reported) <= 256,
-        "{name}: allocated {allocated} bytes, memory_bytes() says {reported}"
-    );
+/// Checks that `make` allocates what the filter it returns reports as its `memory_bytes`:
+/// exactly, but for the boxes of a growing filter's generation and levels (a few hundred bytes).
+macro_rules! check {
+    ($name:expr, $make:expr) => {{
+        let before = LIVE.load(Ordering::SeqCst);
+        let filter = $make;
+        let allocated = LIVE.load(Ordering::SeqCst) - before;
+        let reported = filter.memory_bytes();
+        drop(filter);
+        let name = $name;
+        println!("{name}: allocated {allocated}, reported {reported}");
+        assert!(
+            allocated.abs_diff(reported) <= 256,
+            "{name}: allocated {allocated} bytes, memory_bytes() says {reported}"
+        );
+    }};
 }
 
 #[test]
 fn memory_bytes_is_what_the_constructors_allocate() {
     for c in [1000usize, 100_000] {
-        let name = |filter: &str| format!("{filter} ({c})");
-        check(
-            &name("SequentialQf"),
-            || SequentialQf::new(c, 0.01).unwrap(),
-            |f| f.memory_bytes(),
+        macro_rules! check_new {
+            ($($filter:ident),*) => {
+                $(check!(format!("{} ({c})", stringify!($filter)), $filter::new(c, 0.01).unwrap());)*
+            };
+        }
+        check_new!(
+            SequentialQf,
+            LocallyLockedQf,
+            ExternallyLockedQf,
+            TwoBitQf,
+            CountingQf,
+            LinearProbingQf,
+            AtomicBloomFilter,
+            LockFreeCuckooFilter,
+            LockedCuckooFilter,
+            ExpandableQf
         );
-        check(
-            &name("LocallyLockedQf"),
-            || LocallyLockedQf::new(c, 0.01).unwrap(),
-            |f| f.memory_bytes(),
-        );
-        check(
-            &name("ExternallyLockedQf"),
-            || ExternallyLockedQf::new(c, 0.01).unwrap(),
-            |f| f.memory_bytes(),
-        );
-        check(
-            &name("TwoBitQf"),
-            || TwoBitQf::new(c, 0.01).unwrap(),
-            |f| f.memory_bytes(),
-        );
-        check(
-            &name("CountingQf"),
-            || CountingQf::new(c, 0.01).unwrap(),
-            |f| f.memory_bytes(),
-        );
-        check(
-            &name("LinearProbingQf"),
-            || LinearProbingQf::new(c, 0.01).unwrap(),
-            |f| f.memory_bytes(),
-        );
-        check(
-            &name("AtomicBloomFilter"),
-            || AtomicBloomFilter::new(c, 0.01).unwrap(),
-            |f| f.memory_bytes(),
-        );
-        check(
-            &name("LockFreeCuckooFilter"),
-            || LockFreeCuckooFilter::new(c, 0.01).unwrap(),
-            |f| f.memory_bytes(),
-        );
-        check(
-            &name("LockedCuckooFilter"),
-            || LockedCuckooFilter::new(c, 0.01).unwrap(),
-            |f| f.memory_bytes(),
-        );
-        check(
-            &name("GrowableQf"),
-            || LocallyLockedQf::growable(c, 0.01).build().unwrap(),
-            |f| f.memory_bytes(),
-        );
-        check(
-            &name("ExpandableQf"),
-            || ExpandableQf::new(c, 0.01).unwrap(),
-            |f| f.memory_bytes(),
+        check!(
+            format!("GrowableQf ({c})"),
+            LocallyLockedQf::growable(c, 0.01).build().unwrap()
         );
     }
     doublings_hold_both_tables_at_their_peak();
