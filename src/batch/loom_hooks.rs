@@ -1,18 +1,20 @@
 //! Entry points for the loom models in `tests/loom/batch.rs` (compiled only with `--cfg loom`,
-//! hidden from the docs): one round of supercluster inserts or cluster removes (paper 004 §IV-B,
-//! §IV-D), and the write pass of a segmented bulk build (§IV-C3), whose writes run on loom
-//! threads instead of rayon's, so the model checker explores every interleaving of the
-//! lane-preserving group writes of neighbours.
+//! hidden from the docs): one round of supercluster inserts (paper 004 §IV-B), a batch
+//! removal's sweeps of its chunks of clusters (§IV-D), and the write pass of a segmented bulk
+//! build (§IV-C3), whose writes run on loom threads instead of rayon's, so the model checker
+//! explores every interleaving of the lane-preserving group writes of neighbours.
 
 use std::sync::Arc;
 
 use crate::qf::sequential::SequentialQf;
 
 use crate::qf::table::QfTable;
+use crate::storage::Guarded;
 
 use super::keys::{sorted_keys, sorted_keys_with_repeats};
+use super::removal;
 use super::scatter::{plan_segments, write_segment};
-use super::supercluster::{plan_insertion, plan_removal, write_insertion, write_removal, Claim};
+use super::supercluster::{plan_insertion, write_insertion, Claim};
 use super::Dedupe;
 
 /// Plans the insert of every hash against `filter` as one round would (each must claim its own
@@ -60,44 +62,45 @@ pub fn racing_supercluster_inserts(filter: SequentialQf, hashes: &[u64]) -> (Seq
     )
 }
 
-/// [`racing_supercluster_inserts`] for removals: each hash must be stored, each in its own
-/// cluster.
+/// Removes `hashes` from `filter` as a batch removal cut into chunks of `chunk` keys would
+/// ([`removal`](super::removal): the cuts are moved so that no cluster has keys in two chunks),
+/// each chunk swept by its own loom thread, and the clusters with fewer than one key per
+/// `one_by_one_slots` slots removed from one key at a time (0: every cluster; a large number:
+/// none). Returns the filter and how many were removed.
 ///
 /// # Panics
-/// If two hashes share a cluster or a hash is not stored.
-pub fn racing_cluster_removes(filter: SequentialQf, hashes: &[u64]) -> SequentialQf {
+/// If the parameters are invalid.
+pub fn racing_cluster_sweeps(
+    filter: SequentialQf,
+    hashes: &[u64],
+    chunk: usize,
+    one_by_one_slots: usize,
+) -> (SequentialQf, usize) {
     let SequentialQf { table, len } = filter;
     let keys = sorted_keys(hashes, table.quotient_bits + table.remainder_bits);
-    let mut regions = Vec::new();
-    let plans: Vec<_> = keys
-        .iter()
-        .map(|&key| match plan_removal(&table, key) {
-            Claim::Write { region, plan, .. } => {
-                regions.push(region);
-                plan
-            }
-            Claim::Done => panic!("the model removes stored keys only"),
-        })
-        .collect();
-    regions.dedup();
-    assert_eq!(regions.len(), plans.len(), "one cluster per removal");
-    let table = Arc::new(table);
-    let threads: Vec<_> = plans
+    let chunks = removal::chunks(&table, &keys, chunk);
+    let (table, keys) = (Arc::new(table), Arc::new(keys));
+    let threads: Vec<_> = chunks
         .into_iter()
-        .map(|plan| {
-            let table = Arc::clone(&table);
-            loom::thread::spawn(move || write_removal(&table.slots, &plan))
+        .map(|range| {
+            let (table, keys) = (Arc::clone(&table), Arc::clone(&keys));
+            loom::thread::spawn(move || {
+                removal::sweep(&table, &keys, range, one_by_one_slots, Guarded)
+            })
         })
         .collect();
-    for thread in threads {
-        thread.join().expect("a writer panicked");
-    }
-    let removed = keys.len();
-    let table = Arc::into_inner(table).expect("the writers are joined");
-    SequentialQf {
-        table,
-        len: len - removed,
-    }
+    let removed = threads
+        .into_iter()
+        .map(|thread| thread.join().expect("a sweep panicked"))
+        .sum();
+    let table = Arc::into_inner(table).expect("the sweeps are joined");
+    (
+        SequentialQf {
+            table,
+            len: len - removed,
+        },
+        removed,
+    )
 }
 
 /// Bulk builds `hashes` into a new filter of `2^quotient_bits` slots by segmented layouts, cut

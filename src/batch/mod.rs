@@ -8,7 +8,8 @@
 //!   inserting the same hashes one by one produces;
 //! * batch inserts into a non-empty table: supercluster rounds (§IV-B) or merge-inserts
 //!   (extract, merge, rebuild, §IV-E), picked by [`BatchInsert`] ([`supercluster`]);
-//! * batch removes by supercluster (cluster) rounds (§IV-D);
+//! * batch removes a cluster at a time, the clusters split over the threads (§IV-D's regions,
+//!   [`removal`]);
 //! * batch lookups that prefetch the groups a window ahead, after sorting the queries by quotient
 //!   when the batch is dense in the table ([`lookup`], §IV-A);
 //! * the API on [`SequentialQf`](crate::SequentialQf) and
@@ -32,6 +33,7 @@ pub(crate) mod lookup;
 #[cfg(loom)]
 pub mod loom_hooks;
 pub(crate) mod par;
+mod removal;
 pub(crate) mod scatter;
 mod shared_api;
 pub(crate) mod supercluster;

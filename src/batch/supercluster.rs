@@ -1,12 +1,12 @@
-//! Batch inserts and removes in rounds over independent regions of the table (paper 004 §IV-B
-//! and §IV-D).
+//! Batch inserts in rounds over independent regions of the table (paper 004 §IV-B). Batch
+//! removals, whose regions are clusters, take every element of a cluster at once instead
+//! ([`removal`](super::removal)).
 //!
 //! A *supercluster* is a stretch of the table ending in an empty slot: an insert whose canonical
 //! slot lies in it shifts elements at most into that empty slot, so inserts into different
-//! superclusters touch disjoint slots. For removals the regions are clusters: a removal shifts
-//! elements left only up to the next empty slot or cluster start. Each round, every region takes
-//! at most one element of the (sorted) batch, all regions are written in parallel, and the rest
-//! of the batch waits for the next round, after which the regions are found again.
+//! superclusters touch disjoint slots. Each round, every supercluster takes at most one element
+//! of the (sorted) batch, all superclusters are written in parallel, and the rest of the batch
+//! waits for the next round, after which the superclusters are found again.
 //!
 //! On the GPU the paper labels the regions with a prefix sum over the whole table each round. On
 //! CPU threads a cheaper labelling does the same: the batch is sorted, so the elements of one
@@ -16,12 +16,10 @@
 //! group, so the writes publish each group with a CAS that keeps the other lanes
 //! ([`Guarded`]).
 
-use std::convert::Infallible;
-
 use crate::filter::Error;
 use crate::hash::low_mask;
 use crate::qf::table::QfTable;
-use crate::qf::walk::{self, InsertPlan, InsertStep, RemovePlan, KEEP_OCCUPIED};
+use crate::qf::walk::{self, InsertPlan, InsertStep, KEEP_OCCUPIED};
 use crate::storage::{Guarded, Rewriter, SlotArray};
 use crate::sync::Ordering;
 
@@ -29,16 +27,12 @@ use super::par;
 
 /// What planning one element of the batch decided.
 pub(crate) enum Claim<P> {
-    /// Nothing to write for this element: already stored (insert) or not stored (remove).
+    /// Nothing to write for this element: it is stored already.
     Done,
-    /// The element writes this plan in its region, which starts or ends at `region`. Later
-    /// elements of the batch whose canonical slot is at or before `reach` lie in that region
-    /// too: they wait for the next round without being planned.
-    Write {
-        region: usize,
-        reach: usize,
-        plan: P,
-    },
+    /// The element writes this plan in the supercluster that ends at `region`. Later elements
+    /// of the batch whose canonical slot is at or before `region` lie in that supercluster too:
+    /// they wait for the next round without being planned.
+    Write { region: usize, plan: P },
 }
 
 /// Inserts sorted, distinct fingerprint keys into `table` by supercluster rounds, adding to
@@ -78,7 +72,6 @@ pub(crate) fn plan_insertion(table: &QfTable, key: u64) -> Result<Claim<InsertPl
         // i.e. at or before that supercluster's end.
         Some(InsertStep::Place(plan)) if plan.end + 1 < array.len() => Ok(Claim::Write {
             region: plan.end,
-            reach: plan.end,
             plan,
         }),
         _ => Err(Error::Full),
@@ -94,70 +87,11 @@ pub(crate) fn write_insertion(array: &SlotArray, plan: &InsertPlan) {
     rewriter.finish();
 }
 
-/// Removes sorted, distinct fingerprint keys from `table` by cluster rounds. Returns how many
-/// were stored (and are now removed).
-pub(crate) fn remove(table: &mut QfTable, keys: &[u64]) -> usize {
-    let table = &*table;
-    let r = table.remainder_bits;
-    let mut removed = 0;
-    let plan = |key| Ok::<_, Infallible>(plan_removal(table, key));
-    match rounds(
-        keys,
-        plan,
-        |key| (key >> r) as usize,
-        (&mut removed, usize::MAX),
-        |plan| write_removal(&table.slots, &plan),
-    ) {
-        Ok(_) => removed,
-        Err(never) => match never {},
-    }
-}
-
-/// Plans the removal of one key: done if not stored, else a write in the cluster that starts
-/// at `plan.cluster_start`.
-pub(crate) fn plan_removal(table: &QfTable, key: u64) -> Claim<RemovePlan> {
-    let (r, array) = (table.remainder_bits, &table.slots);
-    let quotient = (key >> r) as usize;
-    // Relaxed: as for inserts.
-    let mut cursor = array.cursor(quotient, Ordering::Relaxed);
-    match walk::plan_remove(&mut cursor, quotient, key & low_mask(r)) {
-        Some(Some(plan)) => {
-            // The rest of the batch in this cluster waits unplanned (see `Claim::Write`): the
-            // cluster's end costs one walk from the removal on, where planning them would walk
-            // the cluster from its start once for each of them in every round, and a round
-            // removes one element per cluster (a batch of 2,667 removals from one cluster of
-            // 8,000 took 13.3 s, against 39.5 ms one by one, when every element was planned; a
-            // review's measurement).
-            // Relaxed: as for the plan's walk above.
-            let mut end = array.cursor(plan.position, Ordering::Relaxed);
-            let reach = walk::cluster_end(&mut end).unwrap_or(plan.position);
-            Claim::Write {
-                region: plan.cluster_start,
-                reach,
-                plan,
-            }
-        }
-        _ => Claim::Done,
-    }
-}
-
-/// Writes a planned removal, keeping the lanes of other clusters in shared groups.
-pub(crate) fn write_removal(array: &SlotArray, plan: &RemovePlan) {
-    // Relaxed: reads of this cluster, which only this thread writes during the round, and of
-    // the slot after it, which stays an empty slot or a cluster start whatever its owner does.
-    let mut read = array.cursor(plan.position + 1, Ordering::Relaxed);
-    let mut occupied = array.cursor(plan.quotient, Ordering::Relaxed);
-    let mut rewriter = Rewriter::new(array, Guarded, KEEP_OCCUPIED);
-    walk::shift_out(&mut read, &mut occupied, &mut rewriter, plan, false);
-    rewriter.finish();
-}
-
-/// The round loop shared by inserts and removes: plan the pending elements (in parallel chunks,
-/// skipping those whose canonical slot, `quotient_of` them, lies within the reach of the
-/// chunk's last claim), keep one claim per region, write the claims in parallel, repeat with
-/// the elements that waited. Adds the claims written to `written` and writes no claim once it
-/// reaches `limit` (an insert's load cap); `Ok(false)` if claims were left unwritten for that
-/// reason.
+/// The round loop of the inserts: plan the pending elements (in parallel chunks, skipping those
+/// whose canonical slot, `quotient_of` them, lies within the region of the chunk's last claim),
+/// keep one claim per region, write the claims in parallel, repeat with the elements that
+/// waited. Adds the claims written to `written` and writes no claim once it reaches `limit` (the
+/// load cap); `Ok(false)` if claims were left unwritten for that reason.
 fn rounds<P: Send + Sync, E: Send>(
     keys: &[u64],
     plan: impl Fn(u64) -> Result<Claim<P>, E> + Sync,
@@ -172,20 +106,16 @@ fn rounds<P: Send + Sync, E: Send>(
         }
         let chunks = par::map_chunks(pending.len(), 1024, |range| {
             let mut claims = Vec::new();
-            let mut last_reach = None;
+            let mut last_region = None;
             for index in range {
                 let key = pending[index];
-                if last_reach.is_some_and(|reach| quotient_of(key) <= reach) {
+                if last_region.is_some_and(|region| quotient_of(key) <= region) {
                     continue;
                 }
                 match plan(key)? {
                     Claim::Done => claims.push((index, None)),
-                    Claim::Write {
-                        region,
-                        reach,
-                        plan,
-                    } => {
-                        last_reach = Some(reach);
+                    Claim::Write { region, plan } => {
+                        last_region = Some(region);
                         claims.push((index, Some((region, plan))));
                     }
                 }

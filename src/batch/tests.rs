@@ -149,6 +149,40 @@ proptest! {
         filter.check_invariants().map_err(TestCaseError::fail)?;
     }
 
+    /// The sweeps of a batch removal cut into chunks of 1 to 24 keys (so that clusters fall
+    /// across the cuts, and neighbouring chunks write shared groups from rayon's threads), on
+    /// sets and on multisets (a build without dedupe: one copy per named key goes), with every
+    /// cluster removed from one key at a time, every one rewritten, or each as the batch picks.
+    #[test]
+    fn batch_removes_in_any_chunks_equal_one_by_one_removes(
+        (q, r, hashes) in workload(),
+        seed: u64,
+        chunk in 1usize..24,
+        copies: bool,
+        one_by_one_slots in prop_oneof![Just(0usize), Just(8), Just(1 << 20)],
+    ) {
+        let dedupe = if copies { Dedupe::Off } else { Dedupe::On };
+        let built = SequentialQf::bulk_build_with(q, r, &hashes, BuildMethod::default(), dedupe);
+        let Ok(mut expected) = built else {
+            return Err(TestCaseError::reject("the hashes do not fit"));
+        };
+        let mut filter = expected.clone_table();
+        let mut gone: Vec<u64> = hashes.iter().step_by(3).copied().collect();
+        gone.extend((0..hashes.len() as u64 / 4).map(|i| crate::hash::remix(seed ^ i)));
+        let keys = super::keys::sorted_keys(&gone, q + r);
+        // One removal per distinct fingerprint, as the batch names each once.
+        let removed_each = keys
+            .iter()
+            .filter(|&&key| expected.remove_hash(key << (64 - q - r)).unwrap())
+            .count();
+        let removed =
+            super::removal::remove_in_chunks(&mut filter.table, &keys, chunk, one_by_one_slots);
+        prop_assert_eq!(removed, removed_each);
+        prop_assert_eq!(raw(&filter), raw(&expected));
+        filter.len -= removed;
+        filter.check_invariants().map_err(TestCaseError::fail)?;
+    }
+
     #[test]
     fn concurrent_batch_writes_equal_one_by_one_writes((q, r, hashes) in workload(), seed: u64) {
         // One thread: the same table as the one-by-one operations, up to the first `Full`.

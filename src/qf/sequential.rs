@@ -185,37 +185,12 @@ impl SequentialQf {
             quotient,
             remainder,
         } = self.fingerprint(hash);
-        let slots = self.slots();
-        let removed = with_fixed_width!(slots => Self::remove_from(
-            slots,
-            &self.table.slots,
-            quotient as usize,
-            remainder
-        ));
+        // `&mut self`: no other thread touches the table.
+        let removed = self
+            .table
+            .remove_at_rest(quotient as usize, remainder, Exclusive);
         self.len -= usize::from(removed);
         Ok(removed)
-    }
-
-    /// [`remove_hash`](Self::remove_hash) reading through `slots`, a view of `table`, without
-    /// counting the removal: whether the fingerprint was stored.
-    #[inline(always)]
-    fn remove_from<S: GroupSource>(
-        slots: S,
-        table: &SlotArray,
-        quotient: usize,
-        remainder: u64,
-    ) -> bool {
-        // Relaxed: `&mut self`, so no other thread touches the table.
-        let mut cursor = Cursor::over_prefetching(&slots, quotient, Ordering::Relaxed);
-        let Some(Some(plan)) = walk::plan_remove(&mut cursor, quotient, remainder) else {
-            return false;
-        };
-        let mut read = Cursor::over(&slots, plan.position + 1, Ordering::Relaxed);
-        let mut occupied = Cursor::over(&slots, quotient, Ordering::Relaxed);
-        let mut rewriter = Rewriter::laid_out(table, slots.layout(), Exclusive, KEEP_OCCUPIED);
-        walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, false);
-        rewriter.finish();
-        true
     }
 
     /// Inserts a key; see [`insert_hash`](Self::insert_hash).

@@ -5,12 +5,13 @@
 use crate::filter::Error;
 use crate::hash::Splitter;
 use crate::sizing;
-use crate::storage::SlotArray;
+use crate::storage::{with_fixed_width, AtRest, Commit, Cursor, GroupSource, Rewriter, SlotArray};
 use crate::sync::Ordering;
 
 use super::scan::{check_table, Fingerprints};
 use super::slot::{OCCUPIED, STATUS_BITS};
 use super::usual_slots;
+use super::walk::{self, KEEP_OCCUPIED};
 
 /// The fill up to which the `new` constructors plan: beyond it clusters grow long.
 pub(crate) const MAX_LOAD: f64 = 0.9;
@@ -134,6 +135,22 @@ impl QfTable {
         Fingerprints::new(&self.slots, order)
     }
 
+    /// Removes `(quotient, remainder)` from a table that holds no locks, publishing each group
+    /// it changes with `commit`: [`Exclusive`](crate::storage::Exclusive) under `&mut`,
+    /// [`Guarded`](crate::storage::Guarded) where other threads write other clusters of the
+    /// table meanwhile (a batch removal's sweeps), as a removal writes only its own cluster.
+    /// Whether it was stored.
+    #[inline]
+    pub(crate) fn remove_at_rest(
+        &self,
+        quotient: usize,
+        remainder: u64,
+        commit: impl Commit,
+    ) -> bool {
+        let slots = AtRest(&self.slots);
+        with_fixed_width!(slots => remove_from(slots, &self.slots, quotient, remainder, commit))
+    }
+
     /// Checks the table's invariants and that it stores `len` fingerprints.
     pub(crate) fn check(&self, len: usize) -> Result<(), String> {
         let stored = check_table(&self.slots, self.remainder_bits)?;
@@ -142,4 +159,26 @@ impl QfTable {
         }
         Ok(())
     }
+}
+
+/// [`QfTable::remove_at_rest`] reading through `slots`, a view of `table`.
+#[inline(always)]
+fn remove_from<S: GroupSource>(
+    slots: S,
+    table: &SlotArray,
+    quotient: usize,
+    remainder: u64,
+    commit: impl Commit,
+) -> bool {
+    // Relaxed: no other thread writes this cluster (see `remove_at_rest`).
+    let mut cursor = Cursor::over_prefetching(&slots, quotient, Ordering::Relaxed);
+    let Some(Some(plan)) = walk::plan_remove(&mut cursor, quotient, remainder) else {
+        return false;
+    };
+    let mut read = Cursor::over(&slots, plan.position + 1, Ordering::Relaxed);
+    let mut occupied = Cursor::over(&slots, quotient, Ordering::Relaxed);
+    let mut rewriter = Rewriter::laid_out(table, slots.layout(), commit, KEEP_OCCUPIED);
+    walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, false);
+    rewriter.finish();
+    true
 }

@@ -17,6 +17,7 @@ pub(crate) trait Commit {
 }
 
 /// [`Commit`] for an array only this thread can see (`&mut` access to its owner).
+#[derive(Clone, Copy)]
 pub(crate) struct Exclusive;
 
 impl Commit for Exclusive {
@@ -31,8 +32,9 @@ impl Commit for Exclusive {
 /// [`Commit`] for lanes that this thread alone may write in an array that other threads write
 /// elsewhere, even inside the same group: a CAS loop that keeps every other lane as it is now.
 /// Serves the status-bit locked filters (the thread holds the locks that guard its lanes) and
-/// the parallel rounds of the batch inserts and removes (paper 004 §IV-B, §IV-D: each thread
-/// rewrites its own supercluster, and neighbouring superclusters may share a group).
+/// the parallel batch inserts and removes (paper 004 §IV-B, §IV-D: each thread rewrites its own
+/// superclusters or clusters, and neighbouring ones may share a group).
+#[derive(Clone, Copy)]
 pub(crate) struct Guarded;
 
 impl Commit for Guarded {

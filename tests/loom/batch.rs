@@ -1,13 +1,13 @@
-//! Loom models of the batch rounds (paper 004 §IV-B, §IV-D): within a round, writers of
-//! different superclusters (inserts) or clusters (removes) run at once and publish each group
-//! with a CAS that keeps the other lanes. Neighbouring regions share 64-bit groups here on
+//! Loom models of the parallel batch writes (paper 004 §IV-B, §IV-D): writers of different
+//! superclusters (an insert round) or clusters (a removal's sweeps) run at once and publish each
+//! group with a CAS that keeps the other lanes. Neighbouring regions share 64-bit groups here on
 //! purpose. After every interleaving: nothing lost, nothing left behind, the invariants of the
 //! sequential table hold.
 //!
 //! Tables have 8 canonical slots of 13-bit remainders (16-bit slots, 4 per group).
 
 use conqf::batch_loom::{
-    racing_cluster_removes, racing_segmented_build, racing_supercluster_inserts,
+    racing_cluster_sweeps, racing_segmented_build, racing_supercluster_inserts,
 };
 use conqf::SequentialQf;
 
@@ -30,6 +30,10 @@ fn filter_with(keys: &[u64]) -> SequentialQf {
 fn model(f: impl Fn() + Sync + Send + 'static) {
     super::check(Some(3), f);
 }
+
+/// How a batch removal's sweep may treat a cluster, as `one_by_one_slots`: every cluster one key
+/// at a time, or every cluster rewritten whole.
+const SWEEPS: [usize; 2] = [0, 1 << 20];
 
 /// Checks the filter holds exactly `expected`, and its invariants.
 fn holds_exactly(filter: &SequentialQf, expected: &[u64]) {
@@ -67,18 +71,40 @@ fn a_shift_across_groups_keeps_the_neighbours_insert() {
     });
 }
 
-/// Two removals in neighbouring clusters of one group: the left one's shift reads the right
-/// cluster's start while the right one empties that slot. The left shift must stop there either
-/// way, and both removals must land.
+/// Two removals in neighbouring clusters of one group, swept by two threads (one key at a time,
+/// then each cluster rewritten whole): the left sweep reads the right cluster's start to find
+/// its cluster's end (and, one key at a time, to stop its shift) while the right one empties
+/// that slot. The left cluster must end there either way, and both removals must land.
 #[test]
 fn a_removal_reading_the_next_cluster_start_stops_there() {
-    model(|| {
-        let stay = [key(0, 20), key(3, 1)];
-        let gone = [key(0, 10), key(2, 10)];
-        let filter = filter_with(&[stay[0], stay[1], gone[0], gone[1]]);
-        let filter = racing_cluster_removes(filter, &gone);
-        holds_exactly(&filter, &stay);
-    });
+    for sweep in SWEEPS {
+        model(move || {
+            let stay = [key(0, 20), key(3, 1)];
+            let gone = [key(0, 10), key(2, 10)];
+            let filter = filter_with(&[stay[0], stay[1], gone[0], gone[1]]);
+            let (filter, removed) = racing_cluster_sweeps(filter, &gone, 1, sweep);
+            assert_eq!(removed, 2);
+            holds_exactly(&filter, &stay);
+        });
+    }
+}
+
+/// Chunks of one key each would give the cluster of slots 0-2 to two threads (its keys at
+/// quotients 0 and 1); the cut moves past it, and the next chunk's thread removes from the
+/// cluster of slots 3-4, whose start shares group 0 with it. The first cluster loses its start,
+/// and (1, 5) moves home: its cluster now starts at slot 1. Both ways of sweeping, as above.
+#[test]
+fn a_cluster_with_keys_in_two_chunks_is_swept_by_one() {
+    for sweep in SWEEPS {
+        model(move || {
+            let stay = [key(1, 5), key(3, 2)];
+            let gone = [key(0, 10), key(1, 6), key(3, 1)];
+            let all: Vec<u64> = stay.iter().chain(&gone).copied().collect();
+            let (filter, removed) = racing_cluster_sweeps(filter_with(&all), &gone, 1, sweep);
+            assert_eq!(removed, 3);
+            holds_exactly(&filter, &stay);
+        });
+    }
 }
 
 /// The write pass of a segmented bulk build, in two segments. The first fills slots 0-4; the
