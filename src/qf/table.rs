@@ -137,9 +137,9 @@ impl QfTable {
 
     /// Removes `(quotient, remainder)` from a table that holds no locks, publishing each group
     /// it changes with `commit`: [`Exclusive`](crate::storage::Exclusive) under `&mut`,
-    /// [`Guarded`](crate::storage::Guarded) where other threads write other clusters of the
-    /// table meanwhile (a batch removal's sweeps), as a removal writes only its own cluster.
-    /// Whether it was stored.
+    /// [`Guarded`](crate::storage::Guarded) where other threads remove from other clusters of
+    /// the table meanwhile (a batch removal's sweeps), as a removal writes only its own cluster
+    /// and reads only it and the slot after it. Whether it was stored.
     #[inline]
     pub(crate) fn remove_at_rest(
         &self,
@@ -170,7 +170,9 @@ fn remove_from<S: GroupSource>(
     remainder: u64,
     commit: impl Commit,
 ) -> bool {
-    // Relaxed: no other thread writes this cluster (see `remove_at_rest`).
+    // Relaxed: no other thread writes this cluster (see `remove_at_rest`); the walks also read
+    // the slot after it, which another thread's removal may empty but never shifts, so it
+    // ends the cluster (and the shift) either way.
     let mut cursor = Cursor::over_prefetching(&slots, quotient, Ordering::Relaxed);
     let Some(Some(plan)) = walk::plan_remove(&mut cursor, quotient, remainder) else {
         return false;
