@@ -8,8 +8,8 @@
 //!   one by one on one thread, `contains_batch` at every thread count, and the random-read limit
 //!   (the same number of independent 8-byte reads over an array of the table's size) at every
 //!   thread count (Figures 8 and 9's lookups, with the batch sizes);
-//! * `bulk/insert/{batch}`: a batch into a 70%-full filter by supercluster rounds and by
-//!   merge-inserts (the inserts of Figure 10: where the strategies cross over).
+//! * `bulk/insert/{batch}`: a batch into a 70%-full filter by supercluster rounds, by the sweep
+//!   and by merge-inserts (the inserts of Figure 10: where the strategies cross over).
 //!
 //! Environment: `CONQF_THREADS=1,2,4` picks the thread counts (default 1 up to the available
 //! parallelism); `CONQF_SCALE=quick|default|paper` the size (2^16, 2^22 or 2^25 slots).
@@ -115,6 +115,7 @@ fn batch_inserts(c: &mut Criterion, q: u32, threads: &[usize]) {
             let pool = pool(t);
             for (name, strategy) in [
                 ("superclusters", BatchInsert::Superclusters),
+                ("sweep", BatchInsert::Sweep),
                 ("merge", BatchInsert::Merge(BuildMethod::default())),
             ] {
                 group.bench_function(BenchmarkId::new(name, t), |b| {

@@ -1,7 +1,7 @@
 //! Issue 8's batch measurements as quick interleaved medians at one size, for tuning (the
 //! figures runner's `--only bulk --bits 24` gives the full figure, `benches/bulk.rs` the
 //! criterion form). Unsuccessful lookups and builds at 70% fill of `2^Q` one-byte slots, and
-//! supercluster against merge inserts, each repetition running every variant once in turn:
+//! the batch insert strategies, each repetition running every variant once in turn:
 //!
 //! * `W=lookup` (default): `contains` on one thread, `contains_batch_with` by `Prefetch` and
 //!   `Sorted`, and the random-read limit, for `N` queries (comma-separated; default 10% of the
@@ -9,7 +9,8 @@
 //! * `W=build`: one-by-one `SequentialQf` inserts (one thread) against the three bulk builds;
 //! * `W=counting`: the same for `CountingQf`, with a tenth of the keys repeated 1 to 8 times;
 //! * `W=insert`: a batch of `empty * 10 / F` new keys (`F` comma-separated) into a filter at
-//!   30%, 50%, 70% and 90% fill by superclusters and by a merge-insert.
+//!   30%, 50%, 70% and 90% fill (`FILLS`, comma-separated) by supercluster rounds, by the sweep
+//!   and by a merge-insert, and what `BatchInsert::Auto` picks.
 //!
 //! `Q` (default 24), `T` threads (default 2), `R` repetitions (default 3). Example:
 //! `W=build Q=24 T=2 R=5 cargo run --release --example bulk_probe`.
@@ -32,34 +33,43 @@ fn main() {
     if what == "insert" {
         let all = key_hashes(0, items_at(q, 0.95));
         let extra = key_hashes(NEGATIVE_KEYS, items_at(q, 0.5));
-        for fill in [0.3, 0.5, 0.7, 0.9] {
+        let fills = std::env::var("FILLS").map_or(vec![0.3, 0.5, 0.7, 0.9], |v| {
+            v.split(',').map(|x| x.parse().unwrap()).collect()
+        });
+        let strategies = [
+            ("superclusters", BatchInsert::Superclusters),
+            ("sweep", BatchInsert::Sweep),
+            ("merge", BatchInsert::Merge(BuildMethod::default())),
+        ];
+        for fill in fills {
             let base = &all[..items_at(q, fill)];
             let empty = (1usize << q) - base.len();
             for frac in std::env::var("F").map_or(vec![512usize, 128, 32, 16, 8, 4], |v| {
                 v.split(',').map(|x| x.parse().unwrap()).collect()
             }) {
                 let batch = &extra[..(empty * 10 / frac).min(extra.len())];
-                let mut s = vec![];
-                let mut m = vec![];
+                let mut times = vec![vec![]; strategies.len()];
                 for _ in 0..reps {
-                    s.push(
-                        insert_batch_time(&pool, q, base, batch, BatchInsert::Superclusters)
-                            .as_secs_f64(),
-                    );
-                    m.push(
-                        insert_batch_time(
-                            &pool,
-                            q,
-                            base,
-                            batch,
-                            BatchInsert::Merge(BuildMethod::default()),
-                        )
-                        .as_secs_f64(),
-                    );
+                    for ((_, strategy), times) in strategies.iter().zip(&mut times) {
+                        times.push(
+                            insert_batch_time(&pool, q, base, batch, *strategy).as_secs_f64(),
+                        );
+                    }
                 }
-                s.sort_by(|a, b| a.partial_cmp(b).unwrap());
-                m.sort_by(|a, b| a.partial_cmp(b).unwrap());
-                println!("q {q} T {threads} fill {fill} batch empty*10/{frac} = {}: superclusters {:.1} ms | merge {:.1} ms", batch.len(), s[reps / 2] * 1e3, m[reps / 2] * 1e3);
+                let medians: Vec<String> = strategies
+                    .iter()
+                    .zip(&mut times)
+                    .map(|((name, _), times)| {
+                        times.sort_by(|a, b| a.partial_cmp(b).unwrap());
+                        format!("{name} {:.1} ms", times[reps / 2] * 1e3)
+                    })
+                    .collect();
+                println!(
+                    "q {q} T {threads} fill {fill} batch empty*10/{frac} = {}: {} (auto: {:?})",
+                    batch.len(),
+                    medians.join(" | "),
+                    BatchInsert::choose(batch.len(), base.len(), 1 << q)
+                );
             }
         }
         return;

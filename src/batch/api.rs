@@ -11,7 +11,7 @@ use crate::sync::Ordering;
 
 use super::keys::{merge_sorted, sorted_keys, sorted_keys_with_repeats, table_keys};
 use super::{
-    build, build_segmented, build_table, lookup, removal, supercluster, within_load_cap,
+    build, build_segmented, build_table, insertion, lookup, removal, supercluster, within_load_cap,
     BatchInsert, BatchLookup, BuildMethod, Dedupe,
 };
 
@@ -84,9 +84,9 @@ impl SequentialQf {
         Ok(SequentialQf { table, len })
     }
 
-    /// Inserts the fingerprints of `hashes`, choosing supercluster rounds or a merge-insert by
-    /// the batch's size against the free slots ([`BatchInsert::Auto`]). Returns how many were
-    /// newly stored.
+    /// Inserts the fingerprints of `hashes`: the sweep (each thread inserting its part of the
+    /// sorted batch in table order), or a merge-insert for a large batch into a nearly empty
+    /// table ([`BatchInsert::Auto`]). Returns how many were newly stored.
     ///
     /// ```
     /// use conqf::SequentialQf;
@@ -100,8 +100,8 @@ impl SequentialQf {
     /// # Errors
     /// [`Error::Full`] if the fingerprints do not fit in the table or under its load cap (see
     /// [`insert_hash`](Self::insert_hash)). A merge-insert then leaves the filter unchanged;
-    /// supercluster rounds keep what earlier rounds inserted, up to the cap. Either way the
-    /// filter stays usable and keeps every fingerprint it held.
+    /// the sweep and supercluster rounds keep what they inserted before they found no room, up
+    /// to the cap. Either way the filter stays usable and keeps every fingerprint it held.
     pub fn insert_batch(&mut self, hashes: &[u64]) -> Result<usize, Error> {
         self.insert_batch_with(hashes, BatchInsert::Auto)
     }
@@ -269,9 +269,9 @@ impl LocallyLockedQf {
 
     /// Inserts a batch; see [`SequentialQf::insert_batch_with`].
     ///
-    /// Takes `&mut self`: supercluster rounds write without the status-bit locks, and a
-    /// merge-insert replaces the table, so no other thread may use the filter meanwhile. To
-    /// insert a batch while other threads work, call
+    /// Takes `&mut self`: the sweep and supercluster rounds write without the status-bit
+    /// locks, and a merge-insert replaces the table, so no other thread may use the filter
+    /// meanwhile. To insert a batch while other threads work, call
     /// [`insert_batch_concurrent`](Self::insert_batch_concurrent) (`&self`: one
     /// [`insert_hash`](crate::Filter::insert_hash) per hash, with its locks, from any number
     /// of threads).
@@ -341,9 +341,14 @@ fn insert_batch(
             *len = merged_len;
             Ok(merged_len - stored.len())
         }
-        BatchInsert::Superclusters | BatchInsert::Auto => {
+        BatchInsert::Superclusters => {
             let before = *len;
             supercluster::insert(table, &keys, len)?;
+            Ok(*len - before)
+        }
+        BatchInsert::Sweep | BatchInsert::Auto => {
+            let before = *len;
+            insertion::insert(table, &keys, len)?;
             Ok(*len - before)
         }
     }

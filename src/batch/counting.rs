@@ -251,7 +251,8 @@ impl CountingQf {
     }
 
     /// [`insert_batch`](Self::insert_batch) with a chosen strategy. On the rank-and-select
-    /// layout, [`BatchInsert::Superclusters`] takes the paper's inserts by region (§V-B) in
+    /// layout, [`BatchInsert::Superclusters`] and [`BatchInsert::Sweep`] take the paper's
+    /// inserts by region (§V-B) in
     /// place of supercluster rounds (superclusters sharing a block would race on its metadata
     /// words): it cuts the sorted batch into about one range per thread and inserts each range
     /// in table order (consecutive inserts touch nearby blocks) under the region locks, the
@@ -297,7 +298,7 @@ impl CountingQf {
                     merge_counted((&stored, &stored_counts), (&keys, &counts));
                 *self = rebuilt(q, r, self.region_blocks(), &union, &union_counts, method)?;
             }
-            BatchInsert::Superclusters | BatchInsert::Auto => {
+            BatchInsert::Superclusters | BatchInsert::Sweep | BatchInsert::Auto => {
                 self.insert_ranges(&keys, &counts)?;
             }
         }

@@ -92,6 +92,7 @@ proptest! {
         let new = insert_each(&expected, second).unwrap();
         for strategy in [
             BatchInsert::Superclusters,
+            BatchInsert::Sweep,
             BatchInsert::Merge(BuildMethod::ParallelMerging),
             BatchInsert::Merge(BuildMethod::SequentialShifting),
             BatchInsert::Merge(BuildMethod::SegmentedLayouts),

@@ -1,6 +1,7 @@
 //! Entry points for the loom models in `tests/loom/batch.rs` (compiled only with `--cfg loom`,
-//! hidden from the docs): one round of supercluster inserts (paper 004 §IV-B), a batch
-//! removal's sweeps of its chunks of clusters (§IV-D), and the write pass of a segmented bulk
+//! hidden from the docs): one round of supercluster inserts (paper 004 §IV-B), a batch insert's
+//! sweeps of its stretches, a batch removal's sweeps of its chunks of clusters (§IV-D), and the
+//! write pass of a segmented bulk
 //! build (§IV-C3), whose writes run on loom threads instead of rayon's, so the model checker
 //! explores every interleaving of the lane-preserving group writes of neighbours.
 
@@ -12,10 +13,10 @@ use crate::qf::table::QfTable;
 use crate::storage::Guarded;
 
 use super::keys::{sorted_keys, sorted_keys_with_repeats};
-use super::removal;
 use super::scatter::{plan_segments, write_segment};
 use super::supercluster::{plan_insertion, write_insertion, Claim};
 use super::Dedupe;
+use super::{insertion, removal};
 
 /// Plans the insert of every hash against `filter` as one round would (each must claim its own
 /// supercluster: the caller picks them so), then writes all of them at once, one loom thread
@@ -59,6 +60,47 @@ pub fn racing_supercluster_inserts(filter: SequentialQf, hashes: &[u64]) -> (Seq
             len: len + written,
         },
         written,
+    )
+}
+
+/// Inserts `hashes` into `filter` as a batch insert's sweep cut into chunks of `chunk` keys
+/// would ([`insertion`](super::insertion)): each chunk's stretch swept by its own loom thread,
+/// then the keys left over inserted on the calling thread. Returns the filter and how many
+/// were stored.
+///
+/// # Panics
+/// If the keys do not fit.
+pub fn racing_insert_sweeps(
+    filter: SequentialQf,
+    hashes: &[u64],
+    chunk: usize,
+) -> (SequentialQf, usize) {
+    let SequentialQf { table, len } = filter;
+    let keys = sorted_keys(hashes, table.quotient_bits + table.remainder_bits);
+    let stretches = insertion::stretches(&table, &keys, chunk);
+    let (table, keys) = (Arc::new(table), Arc::new(keys));
+    let threads: Vec<_> = stretches
+        .into_iter()
+        .map(|stretch| {
+            let (table, keys) = (Arc::clone(&table), Arc::clone(&keys));
+            loom::thread::spawn(move || insertion::sweep(&table, &keys, &stretch, Guarded))
+        })
+        .collect();
+    let mut stored = 0;
+    let mut left_over = Vec::new();
+    for thread in threads {
+        let (newly_stored, waiting) = thread.join().expect("a sweep panicked");
+        stored += newly_stored;
+        left_over.extend(waiting);
+    }
+    let table = Arc::into_inner(table).expect("the sweeps are joined");
+    insertion::insert_in_order(&table, &left_over, &mut stored, usize::MAX).expect("the keys fit");
+    (
+        SequentialQf {
+            table,
+            len: len + stored,
+        },
+        stored,
     )
 }
 

@@ -6,8 +6,9 @@
 //!   fingerprints ([`keys`]), compute every element's slot with the saturating scan
 //!   ([`layout`]), write them all at once ([`scatter`]). The table equals, bit for bit, the one
 //!   inserting the same hashes one by one produces;
-//! * batch inserts into a non-empty table: supercluster rounds (§IV-B) or merge-inserts
-//!   (extract, merge, rebuild, §IV-E), picked by [`BatchInsert`] ([`supercluster`]);
+//! * batch inserts into a non-empty table: supercluster rounds (§IV-B, [`supercluster`]), a
+//!   sweep in table order, one stretch of the table per thread ([`insertion`]), or
+//!   merge-inserts (extract, merge, rebuild, §IV-E), picked by [`BatchInsert`];
 //! * batch removes a cluster at a time, the clusters split over the threads (§IV-D's regions,
 //!   [`removal`]);
 //! * batch lookups that prefetch the groups a window ahead, after sorting the queries by quotient
@@ -27,6 +28,7 @@ mod api;
 mod counting;
 #[cfg(test)]
 mod counting_tests;
+mod insertion;
 pub(crate) mod keys;
 pub(crate) mod layout;
 pub(crate) mod lookup;
@@ -148,16 +150,24 @@ impl Dedupe {
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum BatchInsert {
-    /// [`Superclusters`](BatchInsert::Superclusters) for batches small against the free slots,
-    /// [`Merge`](BatchInsert::Merge) otherwise (see [`BatchInsert::choose`]); `CountingQf`
-    /// always takes its parallel ranges (see its
+    /// [`Sweep`](BatchInsert::Sweep), or [`Merge`](BatchInsert::Merge) for a large batch into
+    /// a nearly empty table (see [`BatchInsert::choose`]); `CountingQf` always takes its
+    /// parallel ranges (see its
     /// [`insert_batch_with`](crate::CountingQf::insert_batch_with)).
     #[default]
     Auto,
     /// Rounds in which each supercluster (a stretch of the table ending in an empty slot) takes
     /// one element of the batch, all superclusters in parallel (§IV-B). Work grows with the
-    /// batch per supercluster, so it suits small batches.
+    /// batch per supercluster, so it suits small batches; on this crate's 2-core machine
+    /// [`Sweep`](BatchInsert::Sweep) was faster at every batch size measured.
     Superclusters,
+    /// Each thread inserts its part of the sorted batch one by one, in table order, into a
+    /// stretch of the table between two empty slots; the keys whose inserts would fill the empty
+    /// slot that ends their stretch are inserted afterwards by the calling thread. Its work
+    /// grows with the batch alone (a merge's with the table): what `Auto` picks but for a large
+    /// batch into a nearly empty table. `CountingQf` takes its parallel ranges, as for
+    /// [`Superclusters`](BatchInsert::Superclusters).
+    Sweep,
     /// Extract the stored fingerprints, merge the sorted batch in, and bulk build a new table
     /// with this method (§IV-E): work proportional to the table, whatever the batch.
     Merge(BuildMethod),
@@ -165,38 +175,42 @@ pub enum BatchInsert {
 
 impl BatchInsert {
     /// The strategy [`Auto`](BatchInsert::Auto) picks for `batch` hashes into a table of
-    /// `slots` canonical slots holding `len` fingerprints: superclusters while the batch is at
-    /// most `0.6 * fill` of the empty slots, merging otherwise. A merge costs about the same
-    /// whatever the batch (it rewrites the table), supercluster rounds grow with the batch, and
-    /// the fuller the table the more a merge has to move, so the crossover rises with the fill.
+    /// `slots` canonical slots holding `len` fingerprints: a merge-insert when the batch is at
+    /// least a quarter of the slots and eight times what the table holds, the sweep otherwise.
+    /// A merge rewrites the whole table, so it costs about the same whatever the batch; the
+    /// sweep's work grows with the batch alone, and only a large batch into a nearly empty
+    /// table, where a merge is a bulk build, costs it more.
     ///
     /// Measured on the project's 2-core machine (paper 004 Figure 10's axes) with
-    /// `W=insert Q=22 R=3 T=2 F=80,40,20,14 cargo run --release --example bulk_probe` (the
-    /// probe times `benches/common/bulk.rs`'s `insert_batch_time`, median of 3, ms as
-    /// superclusters / merge; batch as a share of the empty slots):
+    /// `W=insert Q=22 R=3 T=2 FILLS=0,0.1,0.3,0.5,0.7,0.9 F=80,20,14 cargo run --release
+    /// --example bulk_probe` (2026-12-01; the probe times `benches/common/bulk.rs`'s
+    /// `insert_batch_time`, median of 3, ms as superclusters / sweep / merge; batch as a share
+    /// of the empty slots, at most `2^21` keys, so at 0% and 10% the last two columns are
+    /// `2^21` keys or about it):
     ///
-    /// | fill | 1/8 | 1/4 | 1/2 | 0.71 |
-    /// | --- | --- | --- | --- | --- |
-    /// | 30% | 98 / 106 | 227 / 133 | 405 / 177 | 651 / 227 |
-    /// | 50% | 45 / 147 | 98 / 146 | 310 / 195 | 486 / 240 |
-    /// | 70% | 38 / 169 | 83 / 190 | 182 / 221 | 323 / 289 |
-    /// | 90% | 33 / 218 | 79 / 211 | 169 / 226 | 255 / 231 |
+    /// | fill | 1/8 | 1/2 | 0.71 |
+    /// | --- | --- | --- | --- |
+    /// | 0% | 35.2 / 4.4 / 10.0 | 125.2 / 26.5 / 23.8 | 126.9 / 26.7 / 24.1 |
+    /// | 10% | 11.5 / 4.5 / 21.2 | 110.8 / 25.1 / 31.7 | 140.8 / 32.0 / 35.1 |
+    /// | 30% | 9.7 / 4.9 / 36.0 | 90.1 / 25.1 / 47.3 | 155.9 / 47.5 / 62.8 |
+    /// | 50% | 9.7 / 4.8 / 48.4 | 67.3 / 22.8 / 63.8 | 110.6 / 38.4 / 70.3 |
+    /// | 70% | 7.7 / 4.7 / 55.8 | 34.2 / 19.4 / 61.9 | 53.5 / 33.5 / 64.3 |
+    /// | 90% | 4.9 / 3.0 / 66.0 | 22.4 / 15.9 / 67.3 | 41.3 / 33.8 / 68.8 |
     ///
-    /// Crossovers near 1/8, 1/3, 1/2 and 0.6 of the empty slots; `0.6 * fill` gives 0.18, 0.3,
-    /// 0.42 and 0.54.
+    /// A merge won only into the empty table with half of its slots or more; at 10% fill, with
+    /// batches of 4.5 and 5 times what the table held, the sweep was still ahead.
     ///
     /// ```
     /// use conqf::BatchInsert;
-    /// assert_eq!(BatchInsert::choose(1000, 700_000, 1 << 20), BatchInsert::Superclusters);
-    /// assert!(matches!(BatchInsert::choose(300_000, 100_000, 1 << 20), BatchInsert::Merge(_)));
+    /// assert_eq!(BatchInsert::choose(1000, 700_000, 1 << 20), BatchInsert::Sweep);
+    /// assert_eq!(BatchInsert::choose(300_000, 100_000, 1 << 20), BatchInsert::Sweep);
+    /// assert!(matches!(BatchInsert::choose(600_000, 50_000, 1 << 20), BatchInsert::Merge(_)));
     /// ```
     pub fn choose(batch: usize, len: usize, slots: usize) -> BatchInsert {
-        let empty = slots.saturating_sub(len) as f64;
-        let fill = len as f64 / slots.max(1) as f64;
-        if batch as f64 <= 0.6 * fill * empty {
-            BatchInsert::Superclusters
-        } else {
+        if batch >= slots / 4 && batch / 8 >= len {
             BatchInsert::Merge(BuildMethod::default())
+        } else {
+            BatchInsert::Sweep
         }
     }
 }

@@ -117,6 +117,7 @@ proptest! {
         let one_by_one = insert_each(&mut expected, second);
         for strategy in [
             BatchInsert::Superclusters,
+            BatchInsert::Sweep,
             BatchInsert::Merge(BuildMethod::ParallelMerging),
             BatchInsert::Merge(BuildMethod::SequentialShifting),
             BatchInsert::Merge(BuildMethod::SegmentedLayouts),
@@ -133,6 +134,37 @@ proptest! {
             }
             filter.check_invariants().map_err(TestCaseError::fail)?;
         }
+    }
+
+    /// The sweeps of a batch insert cut into chunks of 1 to 24 keys (so that inserts reach the
+    /// fences and wait, and neighbouring stretches write shared groups from rayon's threads),
+    /// bit for bit against one-by-one inserts, and the load cap and the last slot respected
+    /// (where the batch may not fit, one thread inserts it in order, as one by one).
+    #[test]
+    fn batch_inserts_in_any_chunks_equal_one_by_one_inserts(
+        (q, r, hashes) in workload(),
+        split in 0.0f64..1.0,
+        chunk in 1usize..24,
+    ) {
+        let (first, second) = hashes.split_at((hashes.len() as f64 * split) as usize);
+        let mut expected = SequentialQf::with_bits(q, r).unwrap();
+        prop_assume!(insert_each(&mut expected, first).is_ok());
+        let mut filter = expected.clone_table();
+        let one_by_one = insert_each(&mut expected, second);
+        let keys = super::keys::sorted_keys(second, q + r);
+        let before = filter.len;
+        let swept =
+            super::insertion::insert_in_chunks(&mut filter.table, &keys, &mut filter.len, chunk);
+        match (swept, one_by_one) {
+            (Ok(()), Ok(stored)) => {
+                prop_assert_eq!(filter.len - before, stored);
+                prop_assert_eq!(raw(&filter), raw(&expected));
+            }
+            (Err(Error::Full), Err(Error::Full)) => {}
+            (swept, one_by_one) => prop_assert!(false, "{swept:?} vs {one_by_one:?}"),
+        }
+        filter.check_invariants().map_err(TestCaseError::fail)?;
+        prop_assert!(filter.len <= filter.table.load_cap());
     }
 
     #[test]
@@ -560,7 +592,7 @@ fn sequential_merges_of_usual_tables_take_the_usual_slots() {
 
 impl SequentialQf {
     /// A copy of the filter (tests only; the filter is not `Clone` to keep copies explicit).
-    fn clone_table(&self) -> SequentialQf {
+    pub(super) fn clone_table(&self) -> SequentialQf {
         let keys = super::keys::table_keys(&self.table, Ordering::Relaxed);
         let (table, len) = super::build_table(
             self.table.quotient_bits,

@@ -8,16 +8,14 @@ use crate::batch::{self, BuildMethod};
 use crate::filter::{Error, Merge};
 use crate::hash::{hash_key, Fingerprint};
 use crate::sizing;
-use crate::storage::{
-    with_fixed_width, AtRest, Cursor, Exclusive, GroupSource, Rewriter, SlotArray,
-};
+use crate::storage::{with_fixed_width, AtRest, Cursor, Exclusive, GroupSource};
 use crate::sync::Ordering;
 
 use super::scan::Fingerprints;
 pub(crate) use super::table::MAX_LOAD;
 use super::table::{self, QfTable};
 use super::usual_slots;
-use super::walk::{self, InsertStep, KEEP_OCCUPIED};
+use super::walk;
 
 /// A quotient filter for one thread: writes take `&mut self`.
 ///
@@ -217,39 +215,13 @@ impl SequentialQf {
     #[inline]
     pub(crate) fn insert_fingerprint(&mut self, fingerprint: Fingerprint) -> Result<bool, Error> {
         let quotient = fingerprint.quotient as usize;
-        // Relaxed: `&mut self`, so no other thread touches the table.
-        let slots = self.slots();
-        let inserted = with_fixed_width!(slots => Self::insert_into(
-            slots,
-            &self.table.slots,
-            quotient,
-            fingerprint.remainder
-        ))?;
+        // `&mut self`: no other thread touches the table. The last slot stays empty.
+        let last = self.table.slots.len() - 1;
+        let inserted =
+            self.table
+                .insert_at_rest(quotient, fingerprint.remainder, last, Exclusive)?;
         self.len += usize::from(inserted);
         Ok(inserted)
-    }
-
-    /// [`insert_fingerprint`](Self::insert_fingerprint) reading through `slots`, a view of
-    /// `table`, without counting the insert.
-    #[inline(always)]
-    fn insert_into<S: GroupSource>(
-        slots: S,
-        table: &SlotArray,
-        quotient: usize,
-        remainder: u64,
-    ) -> Result<bool, Error> {
-        let mut cursor = Cursor::over_prefetching(&slots, quotient, Ordering::Relaxed);
-        let plan = match walk::plan_insert(&mut cursor, quotient, remainder) {
-            Some(InsertStep::Duplicate { .. }) => return Ok(false),
-            Some(InsertStep::Place(plan)) if plan.end + 1 < slots.slot_count() => plan,
-            // The run would reach the last slot, which stays empty.
-            _ => return Err(Error::Full),
-        };
-        let mut read = Cursor::over(&slots, plan.position, Ordering::Relaxed);
-        let mut rewriter = Rewriter::laid_out(table, slots.layout(), Exclusive, KEEP_OCCUPIED);
-        walk::shift_in(&mut read, &mut rewriter, &plan, None);
-        rewriter.finish();
-        Ok(true)
     }
 
     /// The stored fingerprints in increasing `(quotient, remainder)` order.

@@ -2,7 +2,7 @@
 //! `LocallyLockedQf` and `ExternallyLockedQf` share, so the three differ only in how they
 //! synchronise, and convert into each other without copying.
 
-use crate::filter::Error;
+use crate::filter::{Error, Full};
 use crate::hash::Splitter;
 use crate::sizing;
 use crate::storage::{with_fixed_width, AtRest, Commit, Cursor, GroupSource, Rewriter, SlotArray};
@@ -11,7 +11,7 @@ use crate::sync::Ordering;
 use super::scan::{check_table, Fingerprints};
 use super::slot::{OCCUPIED, STATUS_BITS};
 use super::usual_slots;
-use super::walk::{self, KEEP_OCCUPIED};
+use super::walk::{self, InsertStep, KEEP_OCCUPIED};
 
 /// The fill up to which the `new` constructors plan: beyond it clusters grow long.
 pub(crate) const MAX_LOAD: f64 = 0.9;
@@ -135,12 +135,35 @@ impl QfTable {
         Fingerprints::new(&self.slots, order)
     }
 
+    /// Inserts `(quotient, remainder)` into a table that holds no locks: `Ok(true)` if it is
+    /// now stored, `Ok(false)` if it was already, and `Err(Full)` if the insert would fill slot
+    /// `fence` or one after it (an insert's shift ends in the first empty slot after its run);
+    /// nothing is written then.
+    /// `fence` is at most the last slot, which stays empty. Publishes each group it changes with
+    /// `commit`: [`Exclusive`](crate::storage::Exclusive) under `&mut`,
+    /// [`Guarded`](crate::storage::Guarded) where other threads insert beyond empty slots that
+    /// bound this insert's walk meanwhile (a batch insert's sweeps): it reads and writes only
+    /// the slots from its cluster's start up to the empty slot its shift fills.
+    #[inline]
+    pub(crate) fn insert_at_rest(
+        &self,
+        quotient: usize,
+        remainder: u64,
+        fence: usize,
+        commit: impl Commit,
+    ) -> Result<bool, Full> {
+        debug_assert!(fence < self.slots.len());
+        let slots = AtRest(&self.slots);
+        let table = &self.slots;
+        with_fixed_width!(slots => insert_into(slots, table, quotient, remainder, fence, commit))
+    }
+
     /// Removes `(quotient, remainder)` from a table that holds no locks, publishing each group
     /// it changes with `commit`: [`Exclusive`](crate::storage::Exclusive) under `&mut`,
     /// [`Guarded`](crate::storage::Guarded) where other threads remove from other clusters of
     /// the table meanwhile (a batch removal's sweeps), as a removal writes only its own cluster
     /// and reads only it and the slot after it. Whether it was stored.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn remove_at_rest(
         &self,
         quotient: usize,
@@ -183,4 +206,28 @@ fn remove_from<S: GroupSource>(
     walk::shift_out(&mut read, &mut occupied, &mut rewriter, &plan, false);
     rewriter.finish();
     true
+}
+
+/// [`QfTable::insert_at_rest`] reading through `slots`, a view of `table`.
+#[inline(always)]
+fn insert_into<S: GroupSource>(
+    slots: S,
+    table: &SlotArray,
+    quotient: usize,
+    remainder: u64,
+    fence: usize,
+    commit: impl Commit,
+) -> Result<bool, Full> {
+    // Relaxed: no other thread writes the slots this insert reads (see `insert_at_rest`).
+    let mut cursor = Cursor::over_prefetching(&slots, quotient, Ordering::Relaxed);
+    let plan = match walk::plan_insert(&mut cursor, quotient, remainder) {
+        Some(InsertStep::Duplicate { .. }) => return Ok(false),
+        Some(InsertStep::Place(plan)) if plan.end < fence => plan,
+        _ => return Err(Full),
+    };
+    let mut read = Cursor::over(&slots, plan.position, Ordering::Relaxed);
+    let mut rewriter = Rewriter::laid_out(table, slots.layout(), commit, KEEP_OCCUPIED);
+    walk::shift_in(&mut read, &mut rewriter, &plan, None);
+    rewriter.finish();
+    Ok(true)
 }

@@ -7,7 +7,8 @@
 //! Tables have 8 canonical slots of 13-bit remainders (16-bit slots, 4 per group).
 
 use conqf::batch_loom::{
-    racing_cluster_sweeps, racing_segmented_build, racing_supercluster_inserts,
+    racing_cluster_sweeps, racing_insert_sweeps, racing_segmented_build,
+    racing_supercluster_inserts,
 };
 use conqf::SequentialQf;
 
@@ -68,6 +69,35 @@ fn a_shift_across_groups_keeps_the_neighbours_insert() {
         let new = [key(2, 10), key(5, 7)];
         let (filter, _) = racing_supercluster_inserts(filter_with(&before), &new);
         holds_exactly(&filter, &[before[0], before[1], new[0], new[1]]);
+    });
+}
+
+/// A batch insert's sweeps of two stretches that share group 0: the fence is slot 2 (empty, the
+/// canonical slot of a key that waits for the calling thread); the left sweep shifts (0, 20)
+/// into slot 1, the right one fills slot 3. Neither group write may lose the other's lanes.
+#[test]
+fn insert_sweeps_sharing_a_group_lose_no_insert() {
+    model(|| {
+        let before = [key(0, 20)];
+        let new = [key(0, 10), key(2, 5), key(3, 7)];
+        let (filter, stored) = racing_insert_sweeps(filter_with(&before), &new, 1);
+        assert_eq!(stored, 3);
+        holds_exactly(&filter, &[before[0], new[0], new[1], new[2]]);
+    });
+}
+
+/// The left stretch's inserts would fill its fence (slot 2, the first empty slot after its
+/// cluster of slots 0-1), so they wait, while the right sweep fills slot 3 of the same group;
+/// the calling thread then inserts them, shifting (3, 1) along.
+#[test]
+fn inserts_that_would_fill_the_fence_wait() {
+    model(|| {
+        let before = [key(0, 20), key(1, 3)];
+        let new = [key(0, 10), key(1, 5), key(3, 1)];
+        let (filter, stored) = racing_insert_sweeps(filter_with(&before), &new, 1);
+        assert_eq!(stored, 3);
+        let all: Vec<u64> = before.iter().chain(&new).copied().collect();
+        holds_exactly(&filter, &all);
     });
 }
 
