@@ -33,8 +33,10 @@ use super::par;
 ///
 /// # Errors
 /// [`Error::Full`] if an insert would reach the table's last slot or `stored` would pass the
-/// table's load cap ([`QfTable::load_cap`]): what was inserted before stays (and is counted),
-/// the rest of the batch is not inserted.
+/// table's load cap ([`QfTable::load_cap`]). What was inserted stays (and is counted): the keys
+/// before the one that found no room, and in a run of several chunks possibly keys after it
+/// (those of later stretches, inserted while the keys left over waited); the others are not
+/// inserted.
 pub(crate) fn insert(table: &mut QfTable, keys: &[u64], stored: &mut usize) -> Result<(), Error> {
     let chunk = keys
         .len()
@@ -61,7 +63,9 @@ pub(crate) fn insert_in_chunks(
     if stretches.len() == 1 {
         return insert_in_order(table, keys, stored, cap);
     }
-    let swept = par::map(&stretches, |stretch| sweep(table, keys, stretch, Guarded));
+    let swept = par::map(&stretches, |stretch| {
+        sweep_beside_others(table, keys, stretch)
+    });
     let mut left_over = Vec::new();
     for (newly_stored, waiting) in swept {
         *stored += newly_stored;
@@ -115,10 +119,20 @@ pub(crate) fn stretches(table: &QfTable, keys: &[u64], chunk: usize) -> Vec<Stre
     stretches
 }
 
+/// [`sweep`] for one of several stretches swept at once: neighbouring stretches may share a
+/// group, so each is published with a compare-and-swap that keeps the other lanes.
+pub(crate) fn sweep_beside_others(
+    table: &QfTable,
+    keys: &[u64],
+    stretch: &Stretch,
+) -> (usize, Vec<u64>) {
+    sweep(table, keys, stretch, Guarded)
+}
+
 /// Inserts the keys of `stretch` one by one, in order, publishing each group with `commit`.
 /// Returns how many it stored and the keys it left for later: those whose insert would fill
 /// the fence, then those at the fence.
-pub(crate) fn sweep(
+fn sweep(
     table: &QfTable,
     keys: &[u64],
     stretch: &Stretch,
@@ -170,13 +184,56 @@ mod tests {
     use proptest::prelude::*;
 
     /// Every slot of `table` (Relaxed: single-threaded test).
-    fn slots(table: &QfTable) -> Vec<u64> {
+    fn slots_of(table: &QfTable) -> Vec<u64> {
         (0..table.slots.len())
             .map(|slot| table.slots.get(slot, Ordering::Relaxed))
             .collect()
     }
 
     proptest! {
+        /// Tables of `2^10` and `2^11` slots (the smallest with a load cap below their slots,
+        /// 31/32 of them) filled to 80-97%, and batches that may pass the cap: as one-by-one
+        /// inserts in the same order, `Ok` exactly when every key fits, then with the same
+        /// table; either way never past the cap, and `len` counting what is stored.
+        #[test]
+        fn near_the_load_cap_the_sweep_stops_as_one_by_one_inserts_do(
+            q in 10u32..12,
+            r in 1u32..12,
+            fill in 80usize..97,
+            more in 1usize..20,
+            seed: u64,
+            chunk in 1usize..24,
+            copies: bool,
+        ) {
+            let slots = 1usize << q;
+            let hash = |i: usize| crate::hash::remix(seed ^ i as u64);
+            let stored: Vec<u64> = (0..slots * fill / 100).map(hash).collect();
+            let dedupe = if copies { crate::Dedupe::Off } else { crate::Dedupe::On };
+            let built =
+                SequentialQf::bulk_build_with(q, r, &stored, Default::default(), dedupe);
+            let Ok(mut expected) = built else {
+                return Err(TestCaseError::reject("over the cap already"));
+            };
+            let mut filter = expected.clone_table();
+            let batch: Vec<u64> = (slots..slots + slots * more / 100).map(hash).collect();
+            let keys = sorted_keys(&batch, q + r);
+            let mut one_by_one = Ok(());
+            for &key in &keys {
+                if expected.insert_hash(key << (64 - q - r)).is_err() {
+                    one_by_one = Err(crate::Error::Full);
+                }
+            }
+            let cap = filter.table.load_cap();
+            let swept = insert_in_chunks(&mut filter.table, &keys, &mut filter.len, chunk);
+            prop_assert_eq!(&swept, &one_by_one);
+            if swept.is_ok() {
+                prop_assert_eq!(filter.len, expected.len);
+                prop_assert_eq!(slots_of(&filter.table), slots_of(&expected.table));
+            }
+            prop_assert!(filter.len <= cap, "{} stored past the cap of {}", filter.len, cap);
+            filter.check_invariants().map_err(TestCaseError::fail)?;
+        }
+
         /// Each chunk's sweep, run alone on the table as the batch found it, changes only slots
         /// strictly between its fences: so the sweeps, run at once, never write a slot another
         /// reads or writes (checked on the slots themselves, so without threads: the batch
@@ -192,12 +249,12 @@ mod tests {
                 return Err(TestCaseError::reject("the first part does not fit"));
             };
             let keys = sorted_keys(second, q + r);
-            let before = slots(&filter.table);
+            let before = slots_of(&filter.table);
             let mut left = None;
             for stretch in stretches(&filter.table, &keys, chunk) {
                 let alone = filter.clone_table();
                 sweep(&alone.table, &keys, &stretch, Exclusive);
-                for (slot, (&was, &is)) in before.iter().zip(&slots(&alone.table)).enumerate() {
+                for (slot, (&was, &is)) in before.iter().zip(&slots_of(&alone.table)).enumerate() {
                     if was != is {
                         prop_assert!(
                             left.is_none_or(|left| slot > left) && slot < stretch.fence,

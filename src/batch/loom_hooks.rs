@@ -10,7 +10,6 @@ use std::sync::Arc;
 use crate::qf::sequential::SequentialQf;
 
 use crate::qf::table::QfTable;
-use crate::storage::Guarded;
 
 use super::keys::{sorted_keys, sorted_keys_with_repeats};
 use super::scatter::{plan_segments, write_segment};
@@ -83,7 +82,7 @@ pub fn racing_insert_sweeps(
         .into_iter()
         .map(|stretch| {
             let (table, keys) = (Arc::clone(&table), Arc::clone(&keys));
-            loom::thread::spawn(move || insertion::sweep(&table, &keys, &stretch, Guarded))
+            loom::thread::spawn(move || insertion::sweep_beside_others(&table, &keys, &stretch))
         })
         .collect();
     let mut stored = 0;
@@ -127,7 +126,7 @@ pub fn racing_cluster_sweeps(
         .map(|range| {
             let (table, keys) = (Arc::clone(&table), Arc::clone(&keys));
             loom::thread::spawn(move || {
-                removal::sweep(&table, &keys, range, one_by_one_slots, Guarded)
+                removal::sweep_beside_others(&table, &keys, range, one_by_one_slots)
             })
         })
         .collect();

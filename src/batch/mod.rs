@@ -149,6 +149,7 @@ impl Dedupe {
 /// # Ok::<(), conqf::Error>(())
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
 pub enum BatchInsert {
     /// [`Sweep`](BatchInsert::Sweep), or [`Merge`](BatchInsert::Merge) for a large batch into
     /// a nearly empty table (see [`BatchInsert::choose`]); `CountingQf` always takes its
@@ -205,9 +206,11 @@ impl BatchInsert {
     /// assert_eq!(BatchInsert::choose(1000, 700_000, 1 << 20), BatchInsert::Sweep);
     /// assert_eq!(BatchInsert::choose(300_000, 100_000, 1 << 20), BatchInsert::Sweep);
     /// assert!(matches!(BatchInsert::choose(600_000, 50_000, 1 << 20), BatchInsert::Merge(_)));
+    /// assert_eq!(BatchInsert::choose(0, 0, 2), BatchInsert::Sweep); // nothing to insert
     /// ```
     pub fn choose(batch: usize, len: usize, slots: usize) -> BatchInsert {
-        if batch >= slots / 4 && batch / 8 >= len {
+        // Exact: a quarter of the slots, eight times `len`, with no rounding or overflow.
+        if batch.saturating_mul(4) >= slots && batch / 8 >= len {
             BatchInsert::Merge(BuildMethod::default())
         } else {
             BatchInsert::Sweep

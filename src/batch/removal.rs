@@ -64,7 +64,7 @@ pub(crate) fn remove_in_chunks(
         return sweep(table, keys, chunks[0].clone(), one_by_one_slots, Exclusive);
     }
     par::map(&chunks, |range| {
-        sweep(table, keys, range.clone(), one_by_one_slots, Guarded)
+        sweep_beside_others(table, keys, range.clone(), one_by_one_slots)
     })
     .into_iter()
     .sum()
@@ -112,10 +112,21 @@ pub(crate) fn chunks(table: &QfTable, keys: &[u64], chunk: usize) -> Vec<Range<u
     cuts.windows(2).map(|pair| pair[0]..pair[1]).collect()
 }
 
+/// [`sweep`] for one of several chunks swept at once: neighbouring chunks may write clusters
+/// that share a group, so each is published with a compare-and-swap that keeps the other lanes.
+pub(crate) fn sweep_beside_others(
+    table: &QfTable,
+    keys: &[u64],
+    range: Range<usize>,
+    one_by_one_slots: usize,
+) -> usize {
+    sweep(table, keys, range, one_by_one_slots, Guarded)
+}
+
 /// Removes the keys of `range`, cluster by cluster: from a cluster with fewer than one key per
 /// `one_by_one_slots` slots one key at a time, from any other by rewriting it whole. Publishes
 /// each group it changes with `commit`; returns how many were stored.
-pub(crate) fn sweep(
+fn sweep(
     table: &QfTable,
     keys: &[u64],
     range: Range<usize>,

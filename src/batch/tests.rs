@@ -394,7 +394,7 @@ proptest! {
         };
         let distinct = fingerprints(first);
         let added: Vec<Fingerprint> = fingerprints(second).difference(&distinct).copied().collect();
-        for strategy in [BatchInsert::Superclusters, BatchInsert::Merge(method)] {
+        for strategy in [BatchInsert::Superclusters, BatchInsert::Sweep, BatchInsert::Merge(method)] {
             let mut filter = SequentialQf::bulk_build_with(q, r, first, method, Dedupe::Off).unwrap();
             match filter.insert_batch_with(second, strategy) {
                 Ok(stored) => {
