@@ -38,10 +38,7 @@ use super::par;
 /// (those of later stretches, inserted while the keys left over waited); the others are not
 /// inserted.
 pub(crate) fn insert(table: &mut QfTable, keys: &[u64], stored: &mut usize) -> Result<(), Error> {
-    let chunk = keys
-        .len()
-        .div_ceil(par::threads())
-        .max(par::MIN_PARALLEL / 4);
+    let chunk = par::chunk_len(keys.len(), par::MIN_PARALLEL / 4);
     insert_in_chunks(table, keys, stored, chunk)
 }
 
@@ -179,7 +176,7 @@ pub(crate) fn insert_in_order(
 mod tests {
     use super::*;
     use crate::batch::keys::sorted_keys;
-    use crate::batch::tests::workload;
+    use crate::batch::tests::{sweep_equals_one_by_one, workload};
     use crate::qf::sequential::SequentialQf;
     use proptest::prelude::*;
 
@@ -192,9 +189,8 @@ mod tests {
 
     proptest! {
         /// Tables of `2^10` and `2^11` slots (the smallest with a load cap below their slots,
-        /// 31/32 of them) filled to 80-97%, and batches that may pass the cap: as one-by-one
-        /// inserts in the same order, `Ok` exactly when every key fits, then with the same
-        /// table; either way never past the cap, and `len` counting what is stored.
+        /// 31/32 of them) filled to 80-97%, and batches that may pass the cap (`workload`'s
+        /// tables, in `batch::tests`, have no cap).
         #[test]
         fn near_the_load_cap_the_sweep_stops_as_one_by_one_inserts_do(
             q in 10u32..12,
@@ -211,27 +207,11 @@ mod tests {
             let dedupe = if copies { crate::Dedupe::Off } else { crate::Dedupe::On };
             let built =
                 SequentialQf::bulk_build_with(q, r, &stored, Default::default(), dedupe);
-            let Ok(mut expected) = built else {
+            let Ok(filter) = built else {
                 return Err(TestCaseError::reject("over the cap already"));
             };
-            let mut filter = expected.clone_table();
             let batch: Vec<u64> = (slots..slots + slots * more / 100).map(hash).collect();
-            let keys = sorted_keys(&batch, q + r);
-            let mut one_by_one = Ok(());
-            for &key in &keys {
-                if expected.insert_hash(key << (64 - q - r)).is_err() {
-                    one_by_one = Err(crate::Error::Full);
-                }
-            }
-            let cap = filter.table.load_cap();
-            let swept = insert_in_chunks(&mut filter.table, &keys, &mut filter.len, chunk);
-            prop_assert_eq!(&swept, &one_by_one);
-            if swept.is_ok() {
-                prop_assert_eq!(filter.len, expected.len);
-                prop_assert_eq!(slots_of(&filter.table), slots_of(&expected.table));
-            }
-            prop_assert!(filter.len <= cap, "{} stored past the cap of {}", filter.len, cap);
-            filter.check_invariants().map_err(TestCaseError::fail)?;
+            sweep_equals_one_by_one(&filter, &batch, chunk)?;
         }
 
         /// Each chunk's sweep, run alone on the table as the batch found it, changes only slots

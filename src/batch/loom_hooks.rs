@@ -17,6 +17,26 @@ use super::supercluster::{plan_insertion, write_insertion, Claim};
 use super::Dedupe;
 use super::{insertion, removal};
 
+/// Runs `each` on every item, each on a loom thread of its own, all at once; returns the
+/// results in the items' order once every thread has ended.
+fn on_loom_threads<T, R>(items: Vec<T>, each: impl Fn(T) -> R + Clone + Send + 'static) -> Vec<R>
+where
+    T: Send + 'static,
+    R: Send + 'static,
+{
+    let threads: Vec<_> = items
+        .into_iter()
+        .map(|item| {
+            let each = each.clone();
+            loom::thread::spawn(move || each(item))
+        })
+        .collect();
+    threads
+        .into_iter()
+        .map(|thread| thread.join().expect("a writer panicked"))
+        .collect()
+}
+
 /// Plans the insert of every hash against `filter` as one round would (each must claim its own
 /// supercluster: the caller picks them so), then writes all of them at once, one loom thread
 /// each. Returns the filter and how many were stored.
@@ -41,16 +61,8 @@ pub fn racing_supercluster_inserts(filter: SequentialQf, hashes: &[u64]) -> (Seq
     regions.dedup();
     assert_eq!(regions.len(), plans.len(), "one supercluster per insert");
     let table = Arc::new(table);
-    let threads: Vec<_> = plans
-        .into_iter()
-        .map(|plan| {
-            let table = Arc::clone(&table);
-            loom::thread::spawn(move || write_insertion(&table.slots, &plan))
-        })
-        .collect();
-    for thread in threads {
-        thread.join().expect("a writer panicked");
-    }
+    let shared = Arc::clone(&table);
+    on_loom_threads(plans, move |plan| write_insertion(&shared.slots, &plan));
     let written = keys.len();
     let table = Arc::into_inner(table).expect("the writers are joined");
     (
@@ -77,18 +89,14 @@ pub fn racing_insert_sweeps(
     let SequentialQf { table, len } = filter;
     let keys = sorted_keys(hashes, table.quotient_bits + table.remainder_bits);
     let stretches = insertion::stretches(&table, &keys, chunk);
-    let (table, keys) = (Arc::new(table), Arc::new(keys));
-    let threads: Vec<_> = stretches
-        .into_iter()
-        .map(|stretch| {
-            let (table, keys) = (Arc::clone(&table), Arc::clone(&keys));
-            loom::thread::spawn(move || insertion::sweep_beside_others(&table, &keys, &stretch))
-        })
-        .collect();
+    let table = Arc::new(table);
+    let shared = Arc::clone(&table);
+    let swept = on_loom_threads(stretches, move |stretch| {
+        insertion::sweep_beside_others(&shared, &keys, &stretch)
+    });
     let mut stored = 0;
     let mut left_over = Vec::new();
-    for thread in threads {
-        let (newly_stored, waiting) = thread.join().expect("a sweep panicked");
+    for (newly_stored, waiting) in swept {
         stored += newly_stored;
         left_over.extend(waiting);
     }
@@ -120,20 +128,13 @@ pub fn racing_cluster_sweeps(
     let SequentialQf { table, len } = filter;
     let keys = sorted_keys(hashes, table.quotient_bits + table.remainder_bits);
     let chunks = removal::chunks(&table, &keys, chunk);
-    let (table, keys) = (Arc::new(table), Arc::new(keys));
-    let threads: Vec<_> = chunks
-        .into_iter()
-        .map(|range| {
-            let (table, keys) = (Arc::clone(&table), Arc::clone(&keys));
-            loom::thread::spawn(move || {
-                removal::sweep_beside_others(&table, &keys, range, one_by_one_slots)
-            })
-        })
-        .collect();
-    let removed = threads
-        .into_iter()
-        .map(|thread| thread.join().expect("a sweep panicked"))
-        .sum();
+    let table = Arc::new(table);
+    let shared = Arc::clone(&table);
+    let removed = on_loom_threads(chunks, move |range| {
+        removal::sweep_beside_others(&shared, &keys, range, one_by_one_slots)
+    })
+    .into_iter()
+    .sum();
     let table = Arc::into_inner(table).expect("the sweeps are joined");
     (
         SequentialQf {
@@ -163,26 +164,12 @@ pub fn racing_segmented_build(
         plan.last_slot < table.slots.len() as i64 - 1,
         "the keys fit"
     );
-    let (table, keys) = (Arc::new(table), Arc::new(keys));
-    let threads: Vec<_> = plan
-        .segments
-        .into_iter()
-        .map(|segment| {
-            let (table, keys) = (Arc::clone(&table), Arc::clone(&keys));
-            loom::thread::spawn(move || {
-                write_segment(
-                    &table.slots,
-                    &keys,
-                    table.remainder_bits,
-                    segment,
-                    Dedupe::On,
-                )
-            })
-        })
-        .collect();
-    for thread in threads {
-        thread.join().expect("a writer panicked");
-    }
+    let table = Arc::new(table);
+    let shared = Arc::clone(&table);
+    on_loom_threads(plan.segments, move |segment| {
+        let r = shared.remainder_bits;
+        write_segment(&shared.slots, &keys, r, segment, Dedupe::On)
+    });
     let table = Arc::into_inner(table).expect("the writers are joined");
     SequentialQf {
         table,

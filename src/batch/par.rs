@@ -76,7 +76,7 @@ pub(crate) fn filter_map<T: Sync, R: Send>(
 }
 
 /// The chunk length that splits `len` items into one chunk per thread, at least `min` long.
-fn chunk_len(len: usize, min: usize) -> usize {
+pub(crate) fn chunk_len(len: usize, min: usize) -> usize {
     len.div_ceil(threads()).max(min).max(1)
 }
 

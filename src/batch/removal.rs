@@ -42,10 +42,7 @@ const ONE_BY_ONE_SLOTS: usize = 8;
 /// Removes sorted, distinct fingerprint keys from `table`. Returns how many were stored (and
 /// are now removed).
 pub(crate) fn remove(table: &mut QfTable, keys: &[u64]) -> usize {
-    let chunk = keys
-        .len()
-        .div_ceil(par::threads())
-        .max(par::MIN_PARALLEL / 4);
+    let chunk = par::chunk_len(keys.len(), par::MIN_PARALLEL / 4);
     remove_in_chunks(table, keys, chunk, ONE_BY_ONE_SLOTS)
 }
 

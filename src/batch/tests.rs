@@ -44,6 +44,40 @@ fn insert_each(filter: &mut SequentialQf, hashes: &[u64]) -> Result<usize, Error
     }
 }
 
+/// Inserts `batch` into a copy of `filter` by the sweep in chunks of `chunk` keys, and one by one
+/// in the same (sorted) order into another copy: `Ok` exactly when every key fits, then the same
+/// table and count; either way never past the load cap, and the invariants (`len` included) hold.
+pub(super) fn sweep_equals_one_by_one(
+    filter: &SequentialQf,
+    batch: &[u64],
+    chunk: usize,
+) -> Result<(), TestCaseError> {
+    let (q, r) = (filter.table.quotient_bits, filter.table.remainder_bits);
+    let keys = super::keys::sorted_keys(batch, q + r);
+    let mut expected = filter.clone_table();
+    let mut one_by_one = Ok(());
+    for &key in &keys {
+        if expected.insert_hash(key << (64 - q - r)).is_err() {
+            one_by_one = Err(Error::Full);
+        }
+    }
+    let mut swept = filter.clone_table();
+    let result = super::insertion::insert_in_chunks(&mut swept.table, &keys, &mut swept.len, chunk);
+    prop_assert_eq!(&result, &one_by_one);
+    if result.is_ok() {
+        prop_assert_eq!(swept.len, expected.len);
+        prop_assert_eq!(raw(&swept), raw(&expected));
+    }
+    let cap = swept.table.load_cap();
+    prop_assert!(
+        swept.len <= cap,
+        "{} stored past the cap of {}",
+        swept.len,
+        cap
+    );
+    swept.check_invariants().map_err(TestCaseError::fail)
+}
+
 /// How the test hashes are drawn.
 #[derive(Debug, Clone, Copy)]
 enum Shape {
@@ -147,24 +181,9 @@ proptest! {
         chunk in 1usize..24,
     ) {
         let (first, second) = hashes.split_at((hashes.len() as f64 * split) as usize);
-        let mut expected = SequentialQf::with_bits(q, r).unwrap();
-        prop_assume!(insert_each(&mut expected, first).is_ok());
-        let mut filter = expected.clone_table();
-        let one_by_one = insert_each(&mut expected, second);
-        let keys = super::keys::sorted_keys(second, q + r);
-        let before = filter.len;
-        let swept =
-            super::insertion::insert_in_chunks(&mut filter.table, &keys, &mut filter.len, chunk);
-        match (swept, one_by_one) {
-            (Ok(()), Ok(stored)) => {
-                prop_assert_eq!(filter.len - before, stored);
-                prop_assert_eq!(raw(&filter), raw(&expected));
-            }
-            (Err(Error::Full), Err(Error::Full)) => {}
-            (swept, one_by_one) => prop_assert!(false, "{swept:?} vs {one_by_one:?}"),
-        }
-        filter.check_invariants().map_err(TestCaseError::fail)?;
-        prop_assert!(filter.len <= filter.table.load_cap());
+        let mut filter = SequentialQf::with_bits(q, r).unwrap();
+        prop_assume!(insert_each(&mut filter, first).is_ok());
+        sweep_equals_one_by_one(&filter, second, chunk)?;
     }
 
     #[test]
