@@ -307,8 +307,8 @@ fn bulk_builds_stop_at_the_cap<F>(
 }
 
 /// Batch writes stop at the cap exactly: a bulk build of more distinct keys than the cap and a
-/// merge-insert past it are `Full` and change nothing; supercluster rounds keep what fitted,
-/// which is the cap.
+/// merge-insert past it are `Full` and change nothing; supercluster rounds and the sweep keep
+/// what fitted, which is the cap.
 #[test]
 fn batch_writes_stop_at_the_cap() {
     let hashes = distinct_hashes(Q, R, 1 << Q, cap(Q) + 10, 9);
@@ -323,19 +323,21 @@ fn batch_writes_stop_at_the_cap() {
         Err(Error::Full)
     );
     assert_eq!(merged.len(), half, "a refused merge-insert changes nothing");
-    let mut rounds =
-        LocallyLockedQf::bulk_build(Q, R, &hashes[..half], BuildMethod::default()).unwrap();
-    let result = rounds.insert_batch_with(&hashes[half..], BatchInsert::Superclusters);
-    assert_eq!(result, Err(Error::Full));
-    assert_eq!(rounds.len(), cap(Q), "the rounds fill up to the cap");
-    assert!(hashes.iter().filter(|&&h| rounds.contains_hash(h)).count() >= cap(Q));
-    rounds.check_invariants().unwrap();
-    // The flag of the concurrent filter follows the batch: single inserts are refused too.
-    let new_key = conqf::hash_key("not in the batch");
-    assert!(!rounds.contains_hash(new_key));
-    assert_eq!(rounds.insert_hash(new_key), Err(Error::Full));
-    assert_eq!(rounds.remove_batch(&hashes[..1]), 1);
-    assert!(rounds.insert_hash(hashes[0]).is_ok());
+    for strategy in [BatchInsert::Superclusters, BatchInsert::Sweep] {
+        let mut filter =
+            LocallyLockedQf::bulk_build(Q, R, &hashes[..half], BuildMethod::default()).unwrap();
+        let result = filter.insert_batch_with(&hashes[half..], strategy);
+        assert_eq!(result, Err(Error::Full), "{strategy:?}");
+        assert_eq!(filter.len(), cap(Q), "{strategy:?} fills up to the cap");
+        assert!(hashes.iter().filter(|&&h| filter.contains_hash(h)).count() >= cap(Q));
+        filter.check_invariants().unwrap();
+        // The flag of the concurrent filter follows the batch: single inserts are refused too.
+        let new_key = conqf::hash_key("not in the batch");
+        assert!(!filter.contains_hash(new_key));
+        assert_eq!(filter.insert_hash(new_key), Err(Error::Full));
+        assert_eq!(filter.remove_batch(&hashes[..1]), 1);
+        assert!(filter.insert_hash(hashes[0]).is_ok());
+    }
 }
 
 /// Supercluster rounds stop at the cap exactly when a round has more superclusters than room
