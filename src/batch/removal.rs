@@ -34,9 +34,10 @@ use super::par;
 /// slots, and its keys are removed one by one otherwise: a removal walks and shifts a group at a
 /// time, where the rewrite decodes and writes every slot. In the cases of the performance
 /// history's entry on one thread (`2^14` to `2^22` slots, 72% to 95% full, one cluster of
-/// 8,000 keys), 4 and 8 measured alike and within 7% of the best value in each; 1 (almost
-/// always one by one) was up to 60 times slower on dense clusters, and rewriting every cluster
-/// 1.8 times slower where the batch took one key in twenty.
+/// 8,000 keys; a build that still found a cluster's keys by binary search), 4 and 8 measured
+/// alike and within 6% of the best value in each; 1 (almost always one by one) was up to 65
+/// times slower on dense clusters (16.84 against 0.26 ms), and rewriting every cluster 1.8
+/// times slower where the batch took one key in twenty (66.79 against 36.15 ms).
 const ONE_BY_ONE_SLOTS: usize = 8;
 
 /// Removes sorted, distinct fingerprint keys from `table`. Returns how many were stored (and

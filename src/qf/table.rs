@@ -138,12 +138,12 @@ impl QfTable {
     /// Inserts `(quotient, remainder)` into a table that holds no locks: `Ok(true)` if it is
     /// now stored, `Ok(false)` if it was already, and `Err(Full)` if the insert would fill slot
     /// `fence` or one after it (an insert's shift ends in the first empty slot after its run);
-    /// nothing is written then.
-    /// `fence` is at most the last slot, which stays empty. Publishes each group it changes with
-    /// `commit`: [`Exclusive`](crate::storage::Exclusive) under `&mut`,
-    /// [`Guarded`](crate::storage::Guarded) where other threads insert beyond empty slots that
-    /// bound this insert's walk meanwhile (a batch insert's sweeps): it reads and writes only
-    /// the slots from its cluster's start up to the empty slot its shift fills.
+    /// nothing is written then. `fence` is at most the last slot, which stays empty.
+    ///
+    /// Publishes each group it changes with `commit`: [`Exclusive`](crate::storage::Exclusive)
+    /// under `&mut`, [`Guarded`](crate::storage::Guarded) where other threads insert beyond the
+    /// empty slots that bound this insert's walk meanwhile (a batch insert's sweeps): it reads
+    /// and writes only the slots from its cluster's start up to the empty slot its shift fills.
     #[inline]
     pub(crate) fn insert_at_rest(
         &self,
