@@ -227,6 +227,10 @@ pub trait Remove: Filter {
 }
 
 /// Filters that count how often each fingerprint was inserted.
+///
+/// Implemented by `CountingQf` (a counter per fingerprint in its slots, up to `u64::MAX`) and
+/// both cuckoo filters (a copy per insert, at most 8 of one fingerprint: its two buckets of
+/// four entries).
 pub trait Count: Filter {
     /// How many times the hash's fingerprint is stored (0 if absent; may overcount through
     /// fingerprint collisions, never undercounts, except that a count stops at `u64::MAX`).

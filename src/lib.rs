@@ -90,7 +90,9 @@
 //!   The others are multisets or have no copies: [`CountingQf`] counts copies (`Ok(true)` for
 //!   the first, to exactly one of racing inserts of a new key), both cuckoo filters store a copy
 //!   per insert (every insert that stores one returns `Ok(true)`, as in paper 001 §1.1; eight
-//!   copies of one fingerprint fill its two buckets, and the ninth insert is `Full`), and
+//!   copies of one fingerprint fill its two buckets, and the ninth insert is `Full`; their
+//!   [`Count::count`] never misses a copy stored throughout the call, and the lock-free one's
+//!   may count twice a copy a relocation is moving meanwhile), and
 //!   [`AtomicBloomFilter`]'s `Ok(true)` means the insert set a bit that was clear, which two
 //!   racing inserts of one new key can both do (each then counts in `len`).
 //! * **Merges beside writers** ([`Merge`]) hold every fingerprint stored in an input before

@@ -20,6 +20,10 @@ enum Op {
     Insert(u64),
     Remove(u64),
     Contains(u64),
+    Count(u64),
+    /// `insert_count_hash`: up to 10 copies, so some ask for more than a fingerprint's 8
+    /// entries.
+    InsertCount(u64, u64),
 }
 
 /// Hashes from a small space: `keys` distinct top-bit patterns (bucket and fingerprint bits).
@@ -33,7 +37,9 @@ fn ops(fingerprint_bits: u32, keys: u64, len: usize) -> impl Strategy<Value = Ve
     let op = prop_oneof![
         5 => hash.clone().prop_map(Op::Insert),
         2 => hash.clone().prop_map(Op::Remove),
-        2 => hash.prop_map(Op::Contains),
+        2 => hash.clone().prop_map(Op::Contains),
+        2 => hash.clone().prop_map(Op::Count),
+        1 => (hash, 0..=10u64).prop_map(|(h, n)| Op::InsertCount(h, n)),
     ];
     proptest::collection::vec(op, 1..len)
 }
@@ -72,6 +78,17 @@ fn run<F: Cuckoo>(fingerprint_bits: u32, sequence: &[Op]) -> Result<(F, usize), 
                 let key = filter.place(h);
                 prop_assert_eq!(filter.contains_hash(h), model.contains_key(&key));
             }
+            Op::Count(h) => {
+                let copies = model.get(&filter.place(h)).copied().unwrap_or(0);
+                prop_assert_eq!(filter.count_hash(h), copies as u64);
+            }
+            Op::InsertCount(h, n) => match filter.insert_count_hash(h, n) {
+                Ok(()) if n == 0 => {}
+                Ok(()) => *model.entry(filter.place(h)).or_default() += n as usize,
+                // The model is unchanged, and the check below holds the filter to it.
+                Err(Error::Full) => fulls += 1,
+                Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
+            },
         }
         if let Err(why) = filter.invariants() {
             return Err(TestCaseError::fail(format!("after {op:?}: {why}")));

@@ -10,7 +10,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use conqf::{Error, Filter, LockFreeCuckooFilter, LockedCuckooFilter, Merge, Remove};
+use conqf::{Count, Error, Filter, LockFreeCuckooFilter, LockedCuckooFilter, Merge, Remove};
 use rand::{Rng, SeedableRng};
 
 const BUCKET_BITS: u32 = 8;
@@ -114,7 +114,7 @@ fn hammer<F: Cuckoo>(filter: &F, read: impl Fn(&[u64], &[u64]) + Sync) {
 }
 
 /// What [`hammer`] asks of both cuckoo filters besides `Filter` and `Remove`.
-trait Cuckoo: Filter + Remove + Merge {
+trait Cuckoo: Filter + Remove + Count + Merge {
     /// An empty filter of the shape [`hammer`] uses.
     fn empty() -> Self;
     fn placement(&self, hash: u64) -> (usize, usize, u64);
@@ -165,6 +165,20 @@ fn query_all(filter: &impl Filter) -> impl Fn(&[u64], &[u64]) + Sync + '_ {
             mirrored,
             "false negative during relocations",
         );
+    }
+}
+
+/// The reader of [`hammer`] that counts every stable key under both of its hashes: each has one
+/// copy, which a count may never miss; `most` is 1 where the count reads under locks, 2 where a
+/// copy being moved may count twice (`LockFreeCuckooFilter`'s `count_hash`).
+fn count_all(filter: &impl Count, most: u64) -> impl Fn(&[u64], &[u64]) + Sync + '_ {
+    move |stable, mirrored| {
+        for (&k, &m) in stable.iter().zip(mirrored) {
+            for hash in [k, m] {
+                let copies = filter.count_hash(hash);
+                assert!((1..=most).contains(&copies), "{copies} copies counted");
+            }
+        }
     }
 }
 
@@ -229,4 +243,14 @@ fn merges_keep_every_key_under_relocations() {
     let filter =
         LockedCuckooFilter::with_stripes(BUCKET_BITS, FINGERPRINT_BITS, 2 * WRITERS).unwrap();
     hammer(&filter, merge_all(&filter));
+}
+
+/// `count_hash` of both filters while the writers relocate: never 0 for a stored key.
+#[test]
+fn counts_never_miss_a_key_under_relocations() {
+    let filter = LockFreeCuckooFilter::with_bits(BUCKET_BITS, FINGERPRINT_BITS).unwrap();
+    hammer(&filter, count_all(&filter, 2));
+    let filter =
+        LockedCuckooFilter::with_stripes(BUCKET_BITS, FINGERPRINT_BITS, 2 * WRITERS).unwrap();
+    hammer(&filter, count_all(&filter, 1));
 }

@@ -282,7 +282,7 @@ impl LockFreeCuckooFilter {
     /// Acquire: if it sees a move's increment, the move's step 2 is visible to the bucket reads
     /// that follow (see the module docs).
     #[inline]
-    fn load_version(&self, bucket: usize) -> u64 {
+    pub(super) fn load_version(&self, bucket: usize) -> u64 {
         #[cfg(loom)]
         if crate::sync::loom_loads_as_rmw() {
             // As in `SlotArray::load_group`: an RMW read makes loom explore load-then-compare

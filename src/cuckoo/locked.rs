@@ -246,6 +246,13 @@ impl LockedCuckooFilter {
         }
     }
 
+    /// Read-locks the stripes of buckets `a` and `b`, in stripe order.
+    pub(super) fn read_both(&self, a: usize, b: usize) -> (ReadGuard<'_>, Option<ReadGuard<'_>>) {
+        let (first, second) = self.stripes_of(a, b);
+        let first = sync::read(&self.locks[first]);
+        (first, second.map(|s| sync::read(&self.locks[s])))
+    }
+
     /// Read-locks every stripe, in stripe order (the order every operation locks in, so this
     /// waits for the operations in flight and cannot deadlock with them). While the guards live
     /// no entry changes: every write holds a write lock on the stripe of the entry it changes.
@@ -361,9 +368,7 @@ impl Filter for LockedCuckooFilter {
 
     fn contains_hash(&self, hash: u64) -> bool {
         let place = self.table.placement(hash);
-        let (first, second) = self.stripes_of(place.primary, place.alternate);
-        let _first = sync::read(&self.locks[first]);
-        let _second = second.map(|s| sync::read(&self.locks[s]));
+        let _locks = self.read_both(place.primary, place.alternate);
         // Relaxed: the read locks order these reads after every write made under the locks.
         [place.primary, place.alternate].into_iter().any(|bucket| {
             self.table

@@ -266,6 +266,19 @@ pub(crate) struct BucketWords {
     first: u32,
 }
 
+impl BucketWords {
+    /// Entry `index` (below [`ENTRIES_PER_BUCKET`]) of the loaded bucket, as it was loaded;
+    /// `layout` is the table's.
+    pub(crate) fn entry(&self, layout: &SlotLayout, index: usize) -> Entry {
+        let index = index as u32;
+        if index < self.first {
+            Entry(layout.get(self.words[0], self.offset + index))
+        } else {
+            Entry(layout.get(self.words[1], index - self.first))
+        }
+    }
+}
+
 /// Word constants that compare a fingerprint with every entry of a group at once
 /// ([`LaneFields`] over the fingerprint field). A *lane* is one entry's bits in a group; a
 /// lane's top bit is its *flag*.

@@ -3,10 +3,10 @@
 //! of each filter, not part of the crate's traits. Shared by the integration tests (as
 //! `common::cuckoo`) and the loom models (`tests/loom/main.rs` includes this file).
 
-use conqf::{Error, Filter, LockFreeCuckooFilter, LockedCuckooFilter, Remove};
+use conqf::{Count, Error, Filter, LockFreeCuckooFilter, LockedCuckooFilter, Remove};
 
 /// What the tests need from either cuckoo filter. Object-safe apart from the two constructors.
-pub(crate) trait CuckooUnderTest: Filter + Remove + 'static {
+pub(crate) trait CuckooUnderTest: Filter + Remove + Count + 'static {
     /// A filter of `2^bucket_bits` buckets of `fingerprint_bits`-bit fingerprints; the locked one
     /// with two stripes, so its moves and queries take one lock or two.
     fn build(bucket_bits: u32, fingerprint_bits: u32) -> Self

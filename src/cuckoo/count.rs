@@ -1,0 +1,259 @@
+//! [`Count`] for both cuckoo filters: how many copies of a fingerprint its two buckets hold
+//! (paper 001 §1.1 stores a copy per insert), and adding `n` copies at once.
+//!
+//! # Counting copies that may be moving
+//!
+//! By the same-index rule a copy in entry `i` only ever moves to entry `i` of its other bucket,
+//! so the copies of a fingerprint at index `i` are in the pair `(b1[i], b2[i])`. Under the
+//! locked filter's read locks every entry is `Stable` and each one holding the fingerprint is
+//! a copy. The lock-free filter's moves (`lock_free`'s module docs) pass through states in
+//! which one copy shows in both entries, so a pair is counted as follows:
+//!
+//! ```text
+//!  either entry In                     1  the move's copy (its source is Out or Vacated)
+//!  otherwise, for each entry:
+//!    Stable, Out                       1  (an Out beside a Stable is a move about to fail)
+//!    Vacated                           0  (the copy is In or Stable in the other entry)
+//! ```
+//!
+//! which is exact for the pair as it is at any one instant. The two buckets are loaded one
+//! after the other, so the lock-free count loads the relocation counters of both buckets'
+//! stripes before and after and retries if either changed. Then:
+//!
+//! - A copy stored throughout is never missed: to hide from both loads it must have moved into
+//!   the bucket loaded first, between the loads, and that move's counter increment lies
+//!   between the counter loads (the two-round find's argument, `lock_free`'s module docs).
+//! - The `In` rule never hides a second copy stored throughout: the entry beside an `In` holds
+//!   the move's source (`Out` or `Vacated`) at that instant, so if it shows another
+//!   copy, that copy moved into it while the count read, an increment of its bucket's counter.
+//!   That case is why both counters are checked, not only the first bucket's.
+//! - A copy may count twice: when a move of it made its increment before the count began and
+//!   its steps 3-4 while the count read, it is seen `Out` in the first bucket and `Stable` in
+//!   the second. The [`Count`] contract allows that overcount (a count may exceed the inserts;
+//!   it never falls short), and the docs of `count_hash` say so.
+
+use crate::filter::{Count, Error, Remove};
+use crate::sync::Ordering;
+
+use super::lock_free::LockFreeCuckooFilter;
+use super::locked::LockedCuckooFilter;
+use super::table::{BucketWords, CuckooTable, Entry, Placement, State, ENTRIES_PER_BUCKET};
+
+/// The most copies of one fingerprint a table holds: every entry of its two buckets.
+const MAX_COPIES: u64 = 2 * ENTRIES_PER_BUCKET as u64;
+
+/// The copies of `fingerprint` that one index of its two buckets holds, `one` and `other`
+/// being the entries there, by the rule in the module docs.
+fn copies_at(one: Entry, other: Entry, fingerprint: u64) -> u64 {
+    let state = |entry: Entry| (entry.fingerprint() == fingerprint).then(|| entry.state());
+    match (state(one), state(other)) {
+        (Some(State::In), _) | (_, Some(State::In)) => 1,
+        (one, other) => [one, other]
+            .into_iter()
+            .filter(|&state| matches!(state, Some(State::Stable | State::Out)))
+            .count() as u64,
+    }
+}
+
+/// The copies of `place`'s fingerprint in its two buckets as loaded (the module docs' rule).
+fn copies_in(
+    table: &CuckooTable,
+    primary: &BucketWords,
+    alternate: &BucketWords,
+    place: Placement,
+) -> u64 {
+    let layout = table.entries.layout();
+    (0..ENTRIES_PER_BUCKET)
+        .map(|index| {
+            let (one, other) = (primary.entry(layout, index), alternate.entry(layout, index));
+            copies_at(one, other, place.fingerprint)
+        })
+        .sum()
+}
+
+/// Adds `n` copies with `insert`, one at a time; if one does not fit, takes those it added back
+/// with `remove` and returns its error. More than [`MAX_COPIES`] never fit: `Full` at once.
+fn insert_copies(
+    n: u64,
+    mut insert: impl FnMut() -> Result<(), Error>,
+    mut remove: impl FnMut(),
+) -> Result<(), Error> {
+    if n > MAX_COPIES {
+        return Err(Error::Full);
+    }
+    for added in 0..n {
+        if let Err(error) = insert() {
+            (0..added).for_each(|_| remove());
+            return Err(error);
+        }
+    }
+    Ok(())
+}
+
+/// The `Count` docs both filters share.
+macro_rules! cuckoo_count_docs {
+    ($filter:ident, $how:literal) => {
+        concat!(
+            "How many copies of the hash's fingerprint its two buckets hold (at most 8). ",
+            $how,
+            "\n\n```\nuse conqf::{Count, Filter, ",
+            stringify!($filter),
+            ", Remove};\nlet filter = ",
+            stringify!($filter),
+            "::new(1000, 0.01)?;\nfilter.insert(&\"apple\")?;\nfilter.insert_count(&\"apple\", 2)?;\n",
+            "assert_eq!(filter.count(&\"apple\"), 3);\nfilter.remove(&\"apple\")?;\n",
+            "assert_eq!(filter.count(&\"apple\"), 2);\n",
+            "assert!(filter.insert_count(&\"apple\", 7).is_err()); // 9 copies do not fit\n",
+            "assert_eq!(filter.count(&\"apple\"), 2);\n# Ok::<(), conqf::Error>(())\n```"
+        )
+    };
+}
+
+/// The docs of `insert_count_hash`, shared.
+macro_rules! insert_count_doc {
+    () => {
+        "Stores `n` copies of the hash's fingerprint, one insert at a \
+    time (other threads may see some of them before the last is in). If one does not fit, the \
+    copies added are removed again and the filter holds what it held before (relocations \
+    may have moved some copies to their other buckets). A fingerprint has eight entries, so `n` above 8 is \
+    `Full` at once.\n\n# Errors\n[`Error::Full`] as for [`insert_hash`](crate::Filter::insert_hash)."
+    };
+}
+
+impl Count for LockFreeCuckooFilter {
+    #[doc = cuckoo_count_docs!(
+        LockFreeCuckooFilter,
+        "Lock-free: it retries only when a relocation moved a copy into a bucket of either \
+         bucket's counter stripe meanwhile. \
+         Beside other threads it counts every copy stored throughout the call, and may count \
+         twice a copy that a relocation is moving (`cuckoo/count.rs` has the argument)."
+    )]
+    fn count_hash(&self, hash: u64) -> u64 {
+        let place = self.table.placement(hash);
+        loop {
+            let versions = [place.primary, place.alternate].map(|b| self.load_version(b));
+            // Acquire: as every load (the module docs of `lock_free` give the argument).
+            let primary = self.table.load_bucket(place.primary, Ordering::Acquire);
+            let alternate = self.table.load_bucket(place.alternate, Ordering::Acquire);
+            let copies = copies_in(&self.table, &primary, &alternate, place);
+            if versions == [place.primary, place.alternate].map(|b| self.load_version(b)) {
+                return copies;
+            }
+        }
+    }
+
+    #[doc = insert_count_doc!()]
+    fn insert_count_hash(&self, hash: u64, n: u64) -> Result<(), Error> {
+        let place = self.table.placement(hash);
+        insert_copies(
+            n,
+            || self.insert_placed(hash, place),
+            || {
+                let removed = self.remove_hash(hash);
+                debug_assert!(removed.is_ok());
+            },
+        )
+    }
+}
+
+impl Count for LockedCuckooFilter {
+    #[doc = cuckoo_count_docs!(
+        LockedCuckooFilter,
+        "Read-locks the stripes of both buckets, as `contains` does: the count of one instant."
+    )]
+    fn count_hash(&self, hash: u64) -> u64 {
+        let place = self.table.placement(hash);
+        let _locks = self.read_both(place.primary, place.alternate);
+        // Relaxed: the read locks order these reads after every write made under the locks.
+        let primary = self.table.load_bucket(place.primary, Ordering::Relaxed);
+        let alternate = self.table.load_bucket(place.alternate, Ordering::Relaxed);
+        copies_in(&self.table, &primary, &alternate, place)
+    }
+
+    #[doc = insert_count_doc!()]
+    fn insert_count_hash(&self, hash: u64, n: u64) -> Result<(), Error> {
+        let place = self.table.placement(hash);
+        insert_copies(
+            n,
+            || self.insert_placed(hash, place),
+            || {
+                let removed = self.remove_hash(hash);
+                debug_assert!(removed.is_ok());
+            },
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const FP: u64 = 0x2A;
+
+    fn entry(state: Option<State>) -> Entry {
+        state.map_or(Entry::EMPTY, |state| Entry::new(FP, state))
+    }
+
+    /// Every pair of entry states a single instant can show, with its number of copies: one
+    /// copy moving (each step of `lock_free`'s table), two copies where one's move is about to
+    /// fail, and a copy of another fingerprint, which never counts.
+    #[test]
+    fn each_instant_of_a_move_counts_its_copy_once() {
+        use State::*;
+        let cases = [
+            (None, None, 0),
+            (Some(Stable), None, 1),
+            (Some(Out), None, 1),
+            (Some(Out), Some(In), 1),
+            (Some(Vacated), Some(In), 1),
+            (Some(Vacated), Some(Stable), 1),
+            (Some(Vacated), Some(Out), 1),
+            (Some(Stable), Some(Stable), 2),
+            (Some(Out), Some(Stable), 2),
+            (Some(Out), Some(Out), 2),
+        ];
+        for (one, other, copies) in cases {
+            assert_eq!(
+                copies_at(entry(one), entry(other), FP),
+                copies,
+                "{one:?} {other:?}"
+            );
+            assert_eq!(
+                copies_at(entry(other), entry(one), FP),
+                copies,
+                "{other:?} {one:?}"
+            );
+        }
+        let stranger = Entry::new(FP + 1, State::Stable);
+        assert_eq!(copies_at(stranger, entry(Some(State::In)), FP), 1);
+        assert_eq!(copies_at(stranger, stranger, FP), 0);
+    }
+
+    #[test]
+    fn more_copies_than_a_fingerprint_has_entries_never_start() {
+        let mut inserts = 0;
+        let insert = || {
+            inserts += 1;
+            Ok(())
+        };
+        let result = insert_copies(MAX_COPIES + 1, insert, || {});
+        assert_eq!((result, inserts), (Err(Error::Full), 0));
+    }
+
+    #[test]
+    fn a_failed_copy_takes_back_those_added() {
+        let (mut stored, mut removed) = (0, 0);
+        let result = insert_copies(
+            5,
+            || {
+                if stored == 3 {
+                    return Err(Error::Full);
+                }
+                stored += 1;
+                Ok(())
+            },
+            || removed += 1,
+        );
+        assert_eq!((result, stored, removed), (Err(Error::Full), 3, 3));
+    }
+}
