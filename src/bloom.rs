@@ -199,7 +199,7 @@ impl AtomicBloomFilter {
 
     pub(crate) fn build(words: usize, hash_functions: u32, capacity: usize) -> Result<Self, Error> {
         Ok(AtomicBloomFilter {
-            words: crate::storage::try_boxed(words, || AtomicU64::new(0))?,
+            words: crate::storage::try_zeroed_words(words)?,
             bits: words as u64 * 64,
             hash_functions,
             capacity,

@@ -33,7 +33,7 @@ mod prefetch;
 mod rewrite;
 mod source;
 
-pub(crate) use alloc::{abort_for_bytes, try_boxed, try_reserve};
+pub(crate) use alloc::{abort_for_bytes, try_boxed, try_reserve, try_zeroed_words};
 pub(crate) use array::SlotArray;
 pub(crate) use cursor::Cursor;
 pub(crate) use group_writer::GroupWriter;

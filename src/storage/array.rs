@@ -2,7 +2,8 @@
 //! stores its table in (paper 000 §3, "Concurrent Slot Storage").
 
 use super::{
-    prefetch_index, prefetch_word, try_boxed, Cursor, SlotLayout, MAX_SLOTS, WORDS_PER_LINE,
+    prefetch_index, prefetch_word, try_boxed, try_zeroed_words, Cursor, SlotLayout, MAX_SLOTS,
+    WORDS_PER_LINE,
 };
 use crate::filter::Error;
 use crate::sync::{AtomicU64, Ordering};
@@ -36,7 +37,7 @@ impl SlotArray {
         Ok(SlotArray {
             layout,
             slots,
-            groups: try_boxed(group_count, || AtomicU64::new(0))?,
+            groups: try_zeroed_words(group_count)?,
         })
     }
 

@@ -270,7 +270,7 @@ impl BlockSource for LeBlocks<'_> {
 
 /// `count` zeroed atomic words, allocated fallibly.
 fn zeroed_words(count: usize) -> Result<Box<[AtomicU64]>, Error> {
-    crate::storage::try_boxed(count, || AtomicU64::new(0))
+    crate::storage::try_zeroed_words(count)
 }
 
 /// Reads and writes of a table that record the range of blocks touched outside a window; reads
