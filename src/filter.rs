@@ -29,7 +29,8 @@ pub enum Error {
     /// Two filters cannot be combined because their parameters differ; the message says how.
     Incompatible(String),
     /// Reading a serialised filter failed for a reason other than its bytes (the I/O error's
-    /// kind and message); a stream that ends early is [`Error::Corrupt`].
+    /// kind and message); a stream that ends early is [`Error::Corrupt`]. Also what `?` makes
+    /// of the `std::io::Error` of a `write_to` (`From<std::io::Error>`).
     Io(std::io::ErrorKind, String),
 }
 
@@ -46,6 +47,27 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// An I/O error as [`Error::Io`] (its kind and message), so `?` works on the `write_to` of a
+/// filter (which returns `std::io::Result`) in a function that returns this crate's errors.
+///
+/// ```
+/// use conqf::{Filter, LinearProbingQf};
+/// fn save(filter: &LinearProbingQf, out: impl std::io::Write) -> Result<(), conqf::Error> {
+///     filter.write_to(out)?;
+///     Ok(())
+/// }
+/// let filter = LinearProbingQf::new(1000, 0.01)?;
+/// let mut bytes = Vec::new();
+/// save(&filter, &mut bytes)?;
+/// assert_eq!(bytes, filter.to_bytes());
+/// # Ok::<(), conqf::Error>(())
+/// ```
+impl From<std::io::Error> for Error {
+    fn from(error: std::io::Error) -> Self {
+        Error::Io(error.kind(), error.to_string())
+    }
+}
 
 /// The one way an insert into a table can fail, as a zero-sized type: the insert paths return
 /// `Result<bool, Full>`, which fits in a register, and the public methods turn it into

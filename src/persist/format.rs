@@ -129,7 +129,7 @@ fn read_error(error: io::Error) -> Error {
     if error.kind() == io::ErrorKind::UnexpectedEof {
         corrupt("truncated: the stream ended inside the filter")
     } else {
-        Error::Io(error.kind(), error.to_string())
+        Error::from(error)
     }
 }
 
