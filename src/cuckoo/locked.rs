@@ -260,6 +260,28 @@ impl LockedCuckooFilter {
         self.locks.iter().map(|lock| sync::read(lock)).collect()
     }
 
+    /// A copy of the filter taken while other threads keep working, as `Clone` makes it: the
+    /// table between two operation steps, read under every stripe's read lock (writers wait
+    /// for the copy), with the same stripes. The name matches
+    /// [`LockFreeCuckooFilter::snapshot`](crate::LockFreeCuckooFilter::snapshot); this
+    /// filter's [`to_bytes`](Self::to_bytes) takes `&self` already.
+    ///
+    /// ```
+    /// use conqf::{Filter, LockedCuckooFilter, Remove};
+    /// let filter = LockedCuckooFilter::new(1000, 0.01)?;
+    /// filter.insert(&"apple")?;
+    /// let copy = filter.snapshot()?;
+    /// filter.remove(&"apple")?;
+    /// assert!(copy.contains(&"apple") && !filter.contains(&"apple"));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameters`] if the copy's memory cannot be allocated.
+    pub fn snapshot(&self) -> Result<Self, Error> {
+        self.copy()
+    }
+
     /// A copy of the table between two steps, with this filter's stripe count: read under
     /// every stripe's read lock ([`read_all`](Self::read_all)), which other threads' writes
     /// wait for.
