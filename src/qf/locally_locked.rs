@@ -178,6 +178,15 @@ impl LocallyLockedQf {
     /// [`GrowableQf::doublings_possible`](crate::GrowableQf::doublings_possible) tells how many
     /// are left.
     ///
+    /// `fpr` holds for the first `capacity` keys only: each doubling about doubles the rate,
+    /// and [`capacity`](crate::Filter::capacity) counts the keys of every doubling to come.
+    /// `growable(1000, 0.01)` reports a capacity of 58,982 and measured false-positive rates of
+    /// 0.8% at 1,000 keys, 3.0% at 4,000, 11% at 16,000 and 26% at 40,000 (a million absent
+    /// keys each, 2026-12-01; its `false_positive_rate` predicted each). Give the size you plan
+    /// for with [`max_capacity`](crate::GrowableBuilder::max_capacity), which keeps the rate
+    /// below `fpr` up to it (0.94% at 40,000 with `max_capacity(40_000)`), or use
+    /// [`ExpandableQf`](crate::ExpandableQf) when there is no size to plan for.
+    ///
     /// ```
     /// use conqf::{Filter, LocallyLockedQf};
     /// let filter = LocallyLockedQf::growable(100, 1e-6).max_doublings(4).build()?;
