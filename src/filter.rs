@@ -146,8 +146,9 @@ pub trait Filter: Send + Sync {
     /// `LocallyLockedQf`, `ExternallyLockedQf`, `TwoBitQf` (and `GrowableQf` once it cannot
     /// double) and `CountingQf` take fingerprints past it up to their load cap, 31/32 of their
     /// `2^q` slots (from `2^10` slots on; smaller tables up to their last slot), and refuse
-    /// further inserts with [`Error::Full`] (a single insert even of a key already stored;
-    /// `CountingQf` caps the slots its entries take, and refuses the inserts that need one more)
+    /// inserts of new keys with [`Error::Full`] (an insert of a key already stored answers
+    /// `Ok(false)` there too, looked up without misreads; `CountingQf` caps the slots its
+    /// entries take, and refuses the inserts that need one more)
     /// until removals bring them below it. One thread stops exactly at the cap (`CountingQf`:
     /// its last insert, admitted below the cap, may end an entry's few slots past it);
     /// concurrent inserts check a sampled count and may pass it by a few keys per thread. They

@@ -71,7 +71,7 @@ use crate::filter::{Error, Filter, Merge, Remove};
 use crate::storage::{try_boxed, with_fixed_width, AtRest, Commit, Cursor, Rewriter, SlotArray};
 use crate::sync::{AtomicBool, Ordering};
 
-use super::load_cap::LoadCap;
+use super::load_cap::{refuse_unless_stored, LoadCap};
 use super::region_locks;
 use super::scan::Fingerprints;
 use super::sequential::{merge_tables, SequentialQf};
@@ -531,7 +531,8 @@ impl Clone for ExternallyLockedQf {
 impl Filter for ExternallyLockedQf {
     fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
         if !self.cap.admits(&self.len) {
-            return Err(Error::Full);
+            // `contains_hash` reads under the region locks: a hit is never a misread.
+            return refuse_unless_stored(|| self.contains_hash(hash));
         }
         let (quotient, remainder) = self.fingerprint(hash);
         // Before the region lock's read-modify-write, which later loads cannot pass.

@@ -106,7 +106,7 @@ use crate::hash::hash_key;
 use crate::storage::{with_fixed_width, Cursor, GroupSource};
 use crate::sync::Ordering;
 
-use super::load_cap::LoadCap;
+use super::load_cap::{refuse_unless_stored, LoadCap};
 use super::scan::Fingerprints;
 use super::sequential::{merge_tables, SequentialQf};
 use super::slot::{CONTINUATION, OCCUPIED, READ_LOCK, SHIFTED, STATUS_BITS, WRITE_LOCK};
@@ -411,9 +411,11 @@ impl Merge for LocallyLockedQf {
 
 impl Filter for LocallyLockedQf {
     fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
-        self.insert_or_migrating(hash)
-            .unwrap_or_else(|Migrating| unreachable!("only a growing filter migrates"))
-            .map_err(Error::from)
+        match self.insert_or_migrating(hash) {
+            Ok(Ok(new)) => Ok(new),
+            Ok(Err(Full)) => refuse_unless_stored(|| self.contains_hash_locked(hash)),
+            Err(Migrating) => unreachable!("only a growing filter migrates"),
+        }
     }
 
     fn contains_hash(&self, hash: u64) -> bool {

@@ -11,6 +11,7 @@ use crate::sizing;
 use crate::storage::{with_fixed_width, AtRest, Cursor, Exclusive, GroupSource};
 use crate::sync::Ordering;
 
+use super::load_cap::refuse_unless_stored;
 use super::scan::Fingerprints;
 pub(crate) use super::table::MAX_LOAD;
 use super::table::{self, QfTable};
@@ -122,7 +123,7 @@ impl SequentialQf {
     /// past the overflow tail; the filter is unchanged.
     pub fn insert_hash(&mut self, hash: u64) -> Result<bool, Error> {
         if self.len >= self.table.load_cap() {
-            return at_load_cap();
+            return refuse_unless_stored(|| self.contains_hash(hash));
         }
         let fingerprint = self.fingerprint(hash);
         self.insert_fingerprint(fingerprint)
@@ -417,13 +418,6 @@ pub(crate) fn merge_tables(
         .unwrap_or(0);
     let (table, len) = batch::build_table(q, bits - q, min_slots, union, BuildMethod::default())?;
     Ok(SequentialQf { table, len })
-}
-
-/// The refusal of an insert at the load cap, out of the insert's way: with the error built in
-/// line, the insert stopped inlining its shift (+30% instructions per insert, callgrind).
-#[cold]
-fn at_load_cap() -> Result<bool, Error> {
-    Err(Error::Full)
 }
 
 /// Re-splits a fingerprint stored with `from_r` remainder bits for a table with `to_r <= from_r`.

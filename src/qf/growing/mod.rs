@@ -35,6 +35,7 @@ use std::hash::Hash;
 
 use crate::filter::{Error, Filter, Full, Remove};
 use crate::hash::hash_key;
+use crate::qf::load_cap::refuse_unless_stored;
 use crate::qf::locally_locked::{LocallyLockedQf, Migrating};
 use crate::qf::sequential::SequentialQf;
 use crate::qf::slot::{Slot, OCCUPIED, WRITE_LOCK};
@@ -815,7 +816,9 @@ impl GrowableQf {
                 }
                 Ok(Err(Full)) => {
                     if !self.grow(generation, guard, &waiter) {
-                        return Err(Error::Full);
+                        // At the cap of its last size: no doubling, so no migration either.
+                        let stored = || generation.filter.contains_hash_locked(hash);
+                        return refuse_unless_stored(stored);
                     }
                 }
                 Ok(Ok(false)) => return Ok(false),

@@ -109,7 +109,7 @@ use crate::hash::{hash_key, low_mask, Fingerprint};
 use crate::storage::{with_fixed_width, Cursor, GroupSource, Guarded, Preview, Recorder, Rewriter};
 use crate::sync::{Ordering, Waiter};
 
-use crate::qf::load_cap::LoadCap;
+use crate::qf::load_cap::{refuse_unless_stored, LoadCap};
 use crate::qf::seq_word::Writing;
 use crate::qf::shift_regions::{QuietRegion, ShiftRegions};
 use crate::qf::walk::UnlockedWalk;
@@ -760,7 +760,7 @@ impl TwoBitQf {
 impl Filter for TwoBitQf {
     fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
         if !self.cap.admits(&self.len) {
-            return Err(Error::Full);
+            return refuse_unless_stored(|| self.contains_hash_locked(hash));
         }
         let (quotient, remainder) = self.table.fingerprint(hash);
         self.table.slots.prefetch_neighbour_lines(quotient);
