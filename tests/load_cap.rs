@@ -353,6 +353,36 @@ fn batch_writes_stop_at_the_cap() {
     }
 }
 
+/// At the cap a batch of stored keys goes in as one-by-one inserts of them do, storing
+/// nothing (`Ok(0)`), whatever the strategy, and a batch with a new key among them is `Full`
+/// with nothing written.
+#[test]
+fn batches_of_stored_keys_go_in_at_the_cap() {
+    let hashes = distinct_hashes(Q, R, 1 << Q, cap(Q) + 1, 17);
+    let (stored, new_key) = (&hashes[..cap(Q)], hashes[cap(Q)]);
+    let strategies = [
+        BatchInsert::Auto,
+        BatchInsert::Sweep,
+        BatchInsert::Superclusters,
+        BatchInsert::Merge(BuildMethod::default()),
+    ];
+    for strategy in strategies {
+        let mut filter = SequentialQf::bulk_build(Q, R, stored, BuildMethod::default()).unwrap();
+        assert_eq!(filter.insert_hash(new_key), Err(Error::Full));
+        let some: Vec<u64> = stored.iter().step_by(7).copied().collect();
+        assert_eq!(filter.insert_batch_with(&some, strategy), Ok(0), "{strategy:?}");
+        let with_new: Vec<u64> = some.iter().copied().chain([new_key]).collect();
+        let result = filter.insert_batch_with(&with_new, strategy);
+        assert_eq!(result, Err(Error::Full), "{strategy:?}");
+        assert_eq!(filter.len(), cap(Q), "{strategy:?}");
+        assert!(!filter.contains_hash(new_key), "{strategy:?}");
+        filter.check_invariants().unwrap();
+        let mut concurrent = LocallyLockedQf::from_sequential(filter);
+        assert_eq!(concurrent.insert_batch_with(&some, strategy), Ok(0), "{strategy:?}");
+        assert_eq!(concurrent.insert_batch_concurrent(&some), Ok(0), "{strategy:?}");
+    }
+}
+
 /// Supercluster rounds stop at the cap exactly when a round has more superclusters than room
 /// under the cap: one key below the cap fills the first slots as one cluster, and the batch's
 /// four keys each start a supercluster of their own in the empty slots after it, so the first

@@ -21,6 +21,7 @@ use std::ops::Range;
 
 use crate::filter::{Error, Full};
 use crate::hash::low_mask;
+use crate::qf::load_cap::refuse_unless_stored;
 use crate::qf::table::QfTable;
 use crate::qf::walk;
 use crate::storage::{Commit, Exclusive, Guarded};
@@ -150,10 +151,13 @@ fn sweep(
     (stored, waiting)
 }
 
-/// Inserts `keys` one by one on this thread, counting them in `stored` against `cap`.
+/// Inserts `keys` one by one on this thread, counting them in `stored` against `cap`. At the
+/// cap a key already stored goes in as it does one by one (stored once, nothing written; the
+/// load cap's module docs).
 ///
 /// # Errors
-/// [`Error::Full`] at the first key that finds `stored` at the cap or would reach the last slot.
+/// [`Error::Full`] at the first key that is not stored and finds `stored` at the cap, or that
+/// would reach the last slot.
 pub(crate) fn insert_in_order(
     table: &QfTable,
     keys: &[u64],
@@ -162,11 +166,13 @@ pub(crate) fn insert_in_order(
 ) -> Result<(), Error> {
     let (r, last) = (table.remainder_bits, table.slots.len() - 1);
     for &key in keys {
-        if *stored >= cap {
-            return Err(Error::Full);
-        }
+        let (quotient, remainder) = ((key >> r) as usize, key & low_mask(r));
         // The caller holds `&mut` to the table, and the sweeps have ended.
-        let new = table.insert_at_rest((key >> r) as usize, key & low_mask(r), last, Exclusive)?;
+        if *stored >= cap {
+            refuse_unless_stored::<Error>(|| table.contains_at_rest(quotient, remainder))?;
+            continue;
+        }
+        let new = table.insert_at_rest(quotient, remainder, last, Exclusive)?;
         *stored += usize::from(new);
     }
     Ok(())

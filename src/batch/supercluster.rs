@@ -23,7 +23,7 @@ use crate::qf::walk::{self, InsertPlan, InsertStep, KEEP_OCCUPIED};
 use crate::storage::{Guarded, Rewriter, SlotArray};
 use crate::sync::Ordering;
 
-use super::par;
+use super::{insertion, par};
 
 /// What planning one element of the batch decided.
 pub(crate) enum Claim<P> {
@@ -41,22 +41,20 @@ pub(crate) enum Claim<P> {
 /// # Errors
 /// [`Error::Full`] if an insert would reach the table's last slot or `stored` would pass the
 /// table's load cap ([`QfTable::load_cap`]): the elements of earlier rounds stay inserted (and
-/// counted), the rest of the batch is not.
+/// counted), the rest of the batch is not. The keys left when `stored` reaches the cap go
+/// through [`insertion::insert_in_order`], which takes those already stored (as one by one
+/// inserts do at the cap) and stops at the first new one.
 pub(crate) fn insert(table: &mut QfTable, keys: &[u64], stored: &mut usize) -> Result<(), Error> {
     let table = &*table;
-    let r = table.remainder_bits;
-    let all_written = rounds(
+    let (r, cap) = (table.remainder_bits, table.load_cap());
+    let left = rounds(
         keys,
         |key| plan_insertion(table, key),
         |key| (key >> r) as usize,
-        (stored, table.load_cap()),
+        (stored, cap),
         |plan| write_insertion(&table.slots, &plan),
     )?;
-    if all_written {
-        Ok(())
-    } else {
-        Err(Error::Full)
-    }
+    insertion::insert_in_order(table, &left, stored, cap)
 }
 
 /// Plans the insert of one key: done if stored already, else a write in the supercluster that
@@ -91,18 +89,18 @@ pub(crate) fn write_insertion(array: &SlotArray, plan: &InsertPlan) {
 /// whose canonical slot, `quotient_of` them, lies within the region of the chunk's last claim),
 /// keep one claim per region, write the claims in parallel, repeat with the elements that
 /// waited. Adds the claims written to `written` and writes no claim once it reaches `limit` (the
-/// load cap); `Ok(false)` if claims were left unwritten for that reason.
+/// load cap); returns the keys left unwritten for that reason (in order), none if all went in.
 fn rounds<P: Send + Sync, E: Send>(
     keys: &[u64],
     plan: impl Fn(u64) -> Result<Claim<P>, E> + Sync,
     quotient_of: impl Fn(u64) -> usize + Sync,
     (written, limit): (&mut usize, usize),
     write: impl Fn(P) + Sync + Send,
-) -> Result<bool, E> {
+) -> Result<Vec<u64>, E> {
     let mut pending = keys.to_vec();
     while !pending.is_empty() {
         if *written >= limit {
-            return Ok(false);
+            return Ok(pending);
         }
         let chunks = par::map_chunks(pending.len(), 1024, |range| {
             let mut claims = Vec::new();
@@ -149,5 +147,5 @@ fn rounds<P: Send + Sync, E: Send>(
             !finished[index - 1]
         });
     }
-    Ok(true)
+    Ok(pending)
 }

@@ -161,12 +161,8 @@ impl SequentialQf {
     /// window already prefetched the canonical slot's line.
     #[inline]
     pub(crate) fn contains_fingerprint(&self, quotient: usize, remainder: u64) -> bool {
-        // Relaxed: reads of a table no other thread writes (`&mut self` for every write).
-        let slots = self.slots();
-        with_fixed_width!(slots => Self::found(
-            Cursor::over(&slots, quotient, Ordering::Relaxed),
-            remainder
-        ))
+        // `&mut self` for every write: no other thread writes the table.
+        self.table.contains_at_rest(quotient, remainder)
     }
 
     /// Whether `remainder` is in the run of the canonical slot under `cursor`.

@@ -135,6 +135,18 @@ impl QfTable {
         Fingerprints::new(&self.slots, order)
     }
 
+    /// Whether `(quotient, remainder)` is stored in a table that holds no locks and that no
+    /// thread writes meanwhile.
+    #[inline]
+    pub(crate) fn contains_at_rest(&self, quotient: usize, remainder: u64) -> bool {
+        let slots = AtRest(&self.slots);
+        // Relaxed: no other thread writes the table (the caller's promise).
+        with_fixed_width!(slots => {
+            let mut cursor = Cursor::over(&slots, quotient, Ordering::Relaxed);
+            walk::lookup(&mut cursor, remainder).is_some_and(|(found, _)| found)
+        })
+    }
+
     /// Inserts `(quotient, remainder)` into a table that holds no locks: `Ok(true)` if it is
     /// now stored, `Ok(false)` if it was already, and `Err(Full)` if the insert would fill slot
     /// `fence` or one after it (an insert's shift ends in the first empty slot after its run);
