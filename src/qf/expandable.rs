@@ -203,6 +203,20 @@ impl GrowableQf {
 /// reached 0.167 after 3,000 keys, its levels of 4 to 128 canonical slots filled 1.5 to 1.03
 /// times over.)
 ///
+/// # Large bounds crowd the upper levels
+///
+/// Every level's quotient is the top bits of the same hash, and a key reaches level `i` only if
+/// no lower level matched it, so the hash prefixes that lower levels' fingerprints match (a
+/// share of about the rate so far) send no keys to level `i`: its keys crowd the rest of its
+/// canonical slots, fuller than `δ_grow`, and its clusters lengthen. With the usual bounds that
+/// share is small; with large ones it is not. Filled one by one with 300,000 keys from
+/// `new(1, 0.5)` (measured rate 0.37), absent lookups of a single level of `2^14` to `2^17`
+/// slots took 0.33 to 1.5 µs against 0.07 µs for `new(1, 0.25)`'s levels of the same sizes,
+/// and `new(1, 0.5)` went on to 8.7 µs per insert and 4.2 per absent lookup at a million keys
+/// (0.6 and 0.5 for `new(1, 0.25)`; one run each, 2026-12-01). Keep the bound well below 0.5,
+/// or use a larger `expected_capacity` (`new(1000, 0.5)`: 0.24 and 0.18 µs at a million keys,
+/// its upper levels fewer).
+///
 /// # Capped levels
 ///
 /// The hash has 64 bits, so after about `(64 - k_0) / 2` levels a fingerprint two bits longer
