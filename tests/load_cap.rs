@@ -370,7 +370,11 @@ fn batches_of_stored_keys_go_in_at_the_cap() {
         let mut filter = SequentialQf::bulk_build(Q, R, stored, BuildMethod::default()).unwrap();
         assert_eq!(filter.insert_hash(new_key), Err(Error::Full));
         let some: Vec<u64> = stored.iter().step_by(7).copied().collect();
-        assert_eq!(filter.insert_batch_with(&some, strategy), Ok(0), "{strategy:?}");
+        assert_eq!(
+            filter.insert_batch_with(&some, strategy),
+            Ok(0),
+            "{strategy:?}"
+        );
         let with_new: Vec<u64> = some.iter().copied().chain([new_key]).collect();
         let result = filter.insert_batch_with(&with_new, strategy);
         assert_eq!(result, Err(Error::Full), "{strategy:?}");
@@ -378,8 +382,16 @@ fn batches_of_stored_keys_go_in_at_the_cap() {
         assert!(!filter.contains_hash(new_key), "{strategy:?}");
         filter.check_invariants().unwrap();
         let mut concurrent = LocallyLockedQf::from_sequential(filter);
-        assert_eq!(concurrent.insert_batch_with(&some, strategy), Ok(0), "{strategy:?}");
-        assert_eq!(concurrent.insert_batch_concurrent(&some), Ok(0), "{strategy:?}");
+        assert_eq!(
+            concurrent.insert_batch_with(&some, strategy),
+            Ok(0),
+            "{strategy:?}"
+        );
+        assert_eq!(
+            concurrent.insert_batch_concurrent(&some),
+            Ok(0),
+            "{strategy:?}"
+        );
     }
 }
 
