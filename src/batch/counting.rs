@@ -382,6 +382,27 @@ impl CountingQf {
         })
     }
 
+    /// [`remove_batch`](Self::remove_batch) under the name the other concurrent filters give
+    /// their `&self` batch removal, returning the count as they do: the same ranges, beside
+    /// other threads.
+    ///
+    /// ```
+    /// use conqf::{CountingQf, Filter};
+    /// let filter = CountingQf::with_bits(12, 10)?;
+    /// let hashes: Vec<u64> = (0..100u64).map(|k| conqf::hash_key(&k)).collect();
+    /// filter.insert_batch_concurrent(&hashes)?;
+    /// assert_eq!(filter.remove_batch_concurrent(&hashes[..40])?, 40);
+    /// assert_eq!(filter.len(), 60);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`remove_batch`](Self::remove_batch).
+    pub fn remove_batch_concurrent(&self, hashes: &[u64]) -> Result<usize, Error> {
+        // A batch removes at most one copy per hash, so the count fits a `usize`.
+        self.remove_batch(hashes).map(|removed| removed as usize)
+    }
+
     /// Answers [`contains_hash`](crate::Filter::contains_hash) for every hash into `out`,
     /// prefetching a window of queries ahead and splitting the batch over threads (paper 004
     /// §IV-A). Takes `&self`; each query is a `contains_hash`, with its guarantees.
