@@ -109,6 +109,20 @@ macro_rules! cuckoo_count_docs {
     };
 }
 
+/// [`insert_copies`] into `filter`, taking copies back with its `remove_hash`.
+fn insert_copies_into(
+    filter: &impl Remove,
+    hash: u64,
+    n: u64,
+    insert: impl FnMut() -> Result<(), Error>,
+) -> Result<(), Error> {
+    let remove = || {
+        let removed = filter.remove_hash(hash);
+        debug_assert!(removed.is_ok(), "the cuckoo filters' removals never fail");
+    };
+    insert_copies(n, insert, remove)
+}
+
 /// The docs of `insert_count_hash`, shared.
 macro_rules! insert_count_doc {
     () => {
@@ -145,14 +159,7 @@ impl Count for LockFreeCuckooFilter {
     #[doc = insert_count_doc!()]
     fn insert_count_hash(&self, hash: u64, n: u64) -> Result<(), Error> {
         let place = self.table.placement(hash);
-        insert_copies(
-            n,
-            || self.insert_placed(hash, place),
-            || {
-                let removed = self.remove_hash(hash);
-                debug_assert!(removed.is_ok());
-            },
-        )
+        insert_copies_into(self, hash, n, || self.insert_placed(hash, place))
     }
 }
 
@@ -173,14 +180,7 @@ impl Count for LockedCuckooFilter {
     #[doc = insert_count_doc!()]
     fn insert_count_hash(&self, hash: u64, n: u64) -> Result<(), Error> {
         let place = self.table.placement(hash);
-        insert_copies(
-            n,
-            || self.insert_placed(hash, place),
-            || {
-                let removed = self.remove_hash(hash);
-                debug_assert!(removed.is_ok());
-            },
-        )
+        insert_copies_into(self, hash, n, || self.insert_placed(hash, place))
     }
 }
 
