@@ -1,6 +1,6 @@
 //! The public types' standard traits, checked at compile time: every public type prints with
 //! `Debug`, every filter that takes `&self` can be shared across threads (`Send + Sync`, so an
-//! `Arc<F>` works), the filters that copy themselves are `Clone`, and `Error` is a
+//! `Arc<F>` works) and unwind-safe, the filters that copy themselves are `Clone`, and `Error` is a
 //! `std::error::Error` that crosses threads. A type that loses one of these makes this file fail
 //! to compile.
 
@@ -53,6 +53,25 @@ fn every_shared_filter_is_send_and_sync() {
     shared::<dyn Filter>();
     shared::<dyn Count>();
     shared::<conqf::SequentialQf>();
+}
+
+/// Every filter can be used across `catch_unwind` (`&F` is `UnwindSafe`): as a `std`
+/// collection of atomics would be, and `LockedCuckooFilter` too, whose `parking_lot` locks guard
+/// no data of their own.
+#[test]
+fn every_filter_is_unwind_safe() {
+    fn unwind_safe<T: std::panic::UnwindSafe + std::panic::RefUnwindSafe + ?Sized>() {}
+    unwind_safe::<conqf::SequentialQf>();
+    unwind_safe::<conqf::LocallyLockedQf>();
+    unwind_safe::<conqf::ExternallyLockedQf>();
+    unwind_safe::<conqf::TwoBitQf>();
+    unwind_safe::<conqf::LinearProbingQf>();
+    unwind_safe::<conqf::CountingQf>();
+    unwind_safe::<conqf::GrowableQf>();
+    unwind_safe::<conqf::ExpandableQf>();
+    unwind_safe::<conqf::AtomicBloomFilter>();
+    unwind_safe::<conqf::LockFreeCuckooFilter>();
+    unwind_safe::<conqf::LockedCuckooFilter>();
 }
 
 /// The filters a `clone` copies (the concurrent ones beside other threads, as their persistence

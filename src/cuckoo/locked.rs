@@ -466,6 +466,12 @@ impl Clone for LockedCuckooFilter {
     }
 }
 
+/// The stripe locks are `RwLock<()>`s, whose `UnsafeCell<()>` holds no data, so they make the
+/// filter lose `RefUnwindSafe` for nothing: the table is atomics, and an operation that panics
+/// while it holds locks leaves every copy stored (a move fills its destination before it
+/// clears its source). So the filter is as unwind-safe as the lock-free one.
+impl std::panic::RefUnwindSafe for LockedCuckooFilter {}
+
 impl fmt::Debug for LockedCuckooFilter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("LockedCuckooFilter")
