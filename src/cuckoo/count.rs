@@ -22,15 +22,19 @@
 //!
 //! - A copy stored throughout is never missed: to hide from both loads it must have moved into
 //!   the bucket loaded first, between the loads, and that move's counter increment lies
-//!   between the counter loads (the two-round find's argument, `lock_free`'s module docs).
-//! - The `In` rule never hides a second copy stored throughout: the entry beside an `In` holds
-//!   the move's source (`Out` or `Vacated`) at that instant, so if it shows another
-//!   copy, that copy moved into it while the count read, an increment of its bucket's counter.
-//!   That case is why both counters are checked, not only the first bucket's.
-//! - A copy may count twice: when a move of it made its increment before the count began and
-//!   its steps 3-4 while the count read, it is seen `Out` in the first bucket and `Stable` in
-//!   the second. The [`Count`] contract allows that overcount (a count may exceed the inserts;
-//!   it never falls short), and the docs of `count_hash` say so.
+//!   between the loads of that bucket's counter (the two-round find's argument, `lock_free`'s
+//!   module docs). That is the only counter correctness needs.
+//! - The `In` rule never hides a second copy stored throughout: two copies stored throughout
+//!   at one index each keep their own entry (a move needs the other entry empty, so neither gets
+//!   past its step 1), so an `In` beside another copy means that copy came in after the move
+//!   ended, and was not stored throughout.
+//! - A copy may count twice: when a move of it made its increment before the final attempt
+//!   loaded the counters and its steps 3-4 while that attempt read, it is seen `Out` in the
+//!   first bucket and `Stable` in the second. Checking the second bucket's counter as well
+//!   narrows the double counts to that case (a whole move from the first bucket into the second
+//!   between the two bucket loads would count twice too). The [`Count`] contract allows the
+//!   overcount (a count may exceed the inserts; it never falls short), and the docs of
+//!   `count_hash` say so.
 
 use crate::filter::{Count, Error, Remove};
 use crate::sync::Ordering;
@@ -116,9 +120,10 @@ fn insert_copies_into(
     n: u64,
     insert: impl FnMut() -> Result<(), Error>,
 ) -> Result<(), Error> {
+    // Never an error (the cuckoo filters' removals always answer `Ok`); `Ok(false)` only where
+    // other threads removed the copies meanwhile, which leaves nothing to take back.
     let remove = || {
-        let removed = filter.remove_hash(hash);
-        debug_assert!(removed.is_ok(), "the cuckoo filters' removals never fail");
+        let _ = filter.remove_hash(hash);
     };
     insert_copies(n, insert, remove)
 }
@@ -127,10 +132,14 @@ fn insert_copies_into(
 macro_rules! insert_count_doc {
     () => {
         "Stores `n` copies of the hash's fingerprint, one insert at a \
-    time (other threads may see some of them before the last is in). If one does not fit, the \
-    copies added are removed again and the filter holds what it held before (relocations \
-    may have moved some copies to their other buckets). A fingerprint has eight entries, so `n` above 8 is \
-    `Full` at once.\n\n# Errors\n[`Error::Full`] as for [`insert_hash`](crate::Filter::insert_hash)."
+    time. If one does not fit, the copies added are removed again (whichever copies of the \
+    fingerprint the removals find: the same contents) and the filter holds what it held \
+    before, relocations aside, which may have moved some copies to their other buckets. A \
+    fingerprint has eight entries, so `n` above 8 is `Full` at once.\n\nNot atomic beside \
+    other threads: until the call returns they may count the copies added so far (also after \
+    the failing insert, until the removals are done), an insert of theirs into the same \
+    buckets may be `Full` because of them, and two `insert_count` calls of one key that \
+    together pass 8 copies may both fail where either alone would fit.\n\n# Errors\n[`Error::Full`] as for [`insert_hash`](crate::Filter::insert_hash)."
     };
 }
 
