@@ -104,7 +104,8 @@ macro_rules! cuckoo_count_docs {
             stringify!($filter),
             ", Remove};\nlet filter = ",
             stringify!($filter),
-            "::new(1000, 0.01)?;\nfilter.insert(&\"apple\")?;\nfilter.insert_count(&\"apple\", 2)?;\n",
+            "::new(1000, 0.01)?;\nfilter.insert(&\"apple\")?;\n",
+            "filter.insert_count(&\"apple\", 2)?;\n",
             "assert_eq!(filter.count(&\"apple\"), 3);\nfilter.remove(&\"apple\")?;\n",
             "assert_eq!(filter.count(&\"apple\"), 2);\n",
             "assert!(filter.insert_count(&\"apple\", 7).is_err()); // 9 copies do not fit\n",
@@ -139,7 +140,8 @@ macro_rules! insert_count_doc {
     other threads: until the call returns they may count the copies added so far (also after \
     the failing insert, until the removals are done), an insert of theirs into the same \
     buckets may be `Full` because of them, and two `insert_count` calls of one key that \
-    together pass 8 copies may both fail where either alone would fit.\n\n# Errors\n[`Error::Full`] as for [`insert_hash`](crate::Filter::insert_hash)."
+    together pass 8 copies may both fail where either alone would fit.\n\n# Errors\n\
+    [`Error::Full`] as for [`insert_hash`](crate::Filter::insert_hash)."
     };
 }
 

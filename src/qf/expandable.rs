@@ -205,19 +205,19 @@ impl GrowableQf {
 ///
 /// # Large bounds crowd the upper levels
 ///
-/// Every level's quotient is the top bits of the same hash, and a key reaches level `i` only if
-/// no lower level matched it. A fingerprint of a lower level is a hash prefix, and in level `i`
-/// a prefix is a block of consecutive canonical slots, `2^(q_i - k_j)` of them for level `j`'s
-/// `k_j`-bit fingerprints: those blocks get no keys, and the keys of level `i` crowd the
-/// others, fuller than `δ_grow`, lengthening their clusters. The blocks cover about the rate of
-/// the lower levels, and they are long where the lower levels' fingerprints are short (a tiny
-/// level 0 with a large bound). With the usual bounds they are few; with large ones, not. Filled one by one with 300,000 keys from
-/// `new(1, 0.5)` (measured rate 0.37), absent lookups of a single level of `2^14` to `2^17`
-/// slots took 0.33 to 1.5 µs against 0.07 µs for `new(1, 0.25)`'s levels of the same sizes,
-/// and `new(1, 0.5)` went on to 8.7 µs per insert and 4.2 per absent lookup at a million keys
-/// (0.6 and 0.5 for `new(1, 0.25)`; one run each, 2026-12-01). Keep the bound well below 0.5,
-/// or use a larger `expected_capacity` (`new(1000, 0.5)`: 0.24 and 0.18 µs at a million keys,
-/// its upper levels fewer).
+/// Every level's quotient is the top bits of the same hash, and a key reaches level `i` only if no
+/// lower level matched it. A fingerprint of a lower level is a hash prefix, and in level `i` a
+/// prefix is a block of consecutive canonical slots, `2^(q_i - k_j)` of them for level `j`'s
+/// `k_j`-bit fingerprints: those blocks get no keys, and the keys of level `i` crowd the others,
+/// fuller than `δ_grow`, lengthening their clusters. The blocks cover about the rate of the lower
+/// levels, and they are long where the lower levels' fingerprints are short (a tiny level 0 with a
+/// large bound). With the usual bounds they are few; with large ones, not. Filled one by one with
+/// 300,000 keys from `new(1, 0.5)` (measured rate 0.37), absent lookups of a single level of `2^14`
+/// to `2^17` slots took 0.33 to 1.5 µs against 0.07 µs for `new(1, 0.25)`'s levels of the same
+/// sizes, and `new(1, 0.5)` went on to 8.7 µs per insert and 4.2 per absent lookup at a million
+/// keys (0.6 and 0.5 for `new(1, 0.25)`; one run each, 2026-12-01). Keep the bound well below 0.5,
+/// or use a larger `expected_capacity` (`new(1000, 0.5)`: 0.24 and 0.18 µs at a million keys, its
+/// upper levels fewer).
 ///
 /// # Capped levels
 ///
