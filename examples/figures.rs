@@ -44,7 +44,10 @@
 //! filter's final size; for `cuckoo`, the lock-free table's: with 16-bit fingerprints for the
 //! mix, with 8-bit ones for the single-thread lookups, whose limit rows have the phases
 //! [`CUCKOO_LOOKUP_LIMIT_PHASES`]); every lookup throughput is also printed as a share of the
-//! random-read limit at the same thread count.
+//! random-read limit at the same thread count. `fig2` also measures a write limit, independent
+//! random atomic `fetch_or`s over its table's bytes ([`RMW_LIMIT_PHASE`]): on a VM whose
+//! concurrent writes to random memory stop scaling for minutes at a time, its 2-thread row tells
+//! a run whose 2-thread inserts the machine held back.
 //! Keys are hashed before every timed loop (except the cuckoo lookups, which compare hashing
 //! too). `--help` lists the options.
 //!
@@ -73,7 +76,10 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Instant;
 
-use common::{median, parallel, parallel_random_reads, per_second, ReadArray, Scale};
+use common::{
+    median, parallel, parallel_random_reads, parallel_random_rmws, per_second, ReadArray, RmwArray,
+    Scale,
+};
 use conqf::Error;
 
 const USAGE: &str = "\
@@ -127,7 +133,9 @@ Figures:
 
 Every figure also measures the physical limit: independent random 8-byte reads and a
 dependent pointer chase over an array of the filter's size; every lookup is also shown as
-a share of the random-read limit at the same thread count. Progress goes to stderr.
+a share of the random-read limit at the same thread count. fig2 also measures independent
+random atomic read-modify-writes over the same bytes (the write limit). Progress goes to
+stderr.
 ";
 
 /// The figures this runner knows, in the order they run.
@@ -425,6 +433,9 @@ type PlotFn = fn(&Options, &[Row]) -> Result<PathBuf, String>;
 /// The phases of the limit rows: independent random 8-byte reads, a dependent pointer chase.
 const LIMIT_PHASES: [&str; 2] = ["random_read", "pointer_chase"];
 
+/// The phase of the write-limit rows: independent random atomic `fetch_or`s ([`rmw_limit`]).
+const RMW_LIMIT_PHASE: &str = "random_rmw";
+
 /// The limit phases of the cuckoo lookup table (8-bit fingerprints, half the bytes of the mix's
 /// table), so its rows stay apart from the mix's limit rows in the CSV file.
 const CUCKOO_LOOKUP_LIMIT_PHASES: [&str; 2] = ["random_read_lookups", "pointer_chase_lookups"];
@@ -494,6 +505,46 @@ fn limits(
         }
     }
     rows
+}
+
+/// The write limit at each thread count: `count` (at least [`MIN_LIMIT_READS`]) independent
+/// random atomic `fetch_or`s over `bytes` bytes, split over the threads; one row per thread
+/// count, of the phase [`RMW_LIMIT_PHASE`].
+fn rmw_limit(
+    figure: &'static str,
+    fill: Option<f64>,
+    bytes: usize,
+    count: usize,
+    threads: &[usize],
+    repetitions: usize,
+) -> Vec<Row> {
+    progress(format_args!(
+        "{figure}: random read-modify-write limit over {bytes} bytes"
+    ));
+    let count = count.max(MIN_LIMIT_READS);
+    let array = RmwArray::new(bytes);
+    threads
+        .iter()
+        .map(|&threads| {
+            let time = median(
+                (0..repetitions)
+                    .map(|_| parallel_random_rmws(&array, count, threads))
+                    .collect(),
+            );
+            Row {
+                figure,
+                filter: "limit".to_string(),
+                threads,
+                fill,
+                phase: RMW_LIMIT_PHASE,
+                ops_per_sec: per_second(count, time),
+                speedup: None,
+                fpr: None,
+                bits_per_item: None,
+                failed_inserts: None,
+            }
+        })
+        .collect()
 }
 
 /// The random-read limit (reads per second) at `threads` among `rows`, if one was measured;

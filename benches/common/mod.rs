@@ -245,6 +245,54 @@ impl ReadArray {
     }
 }
 
+/// An array of atomic 8-byte words as large as a filter's table: the physical limit of an
+/// insert's write. Each of [`random_rmws`](Self::random_rmws) is a `fetch_or` of one bit into
+/// a random word, the read-modify-write an `AtomicBloomFilter` insert makes four of and a
+/// quotient filter's insert one or more. Its rate on two threads against one says what the
+/// machine lets concurrent writes to random memory make at that moment: on this project's VM
+/// it came and went between about 2x and 1x for minutes at a time, while random reads kept
+/// scaling (performance history, 2026-12-01).
+pub(crate) struct RmwArray {
+    words: Vec<std::sync::atomic::AtomicU64>,
+}
+
+impl RmwArray {
+    /// An array of `bytes` bytes (at least one word), its words written once (not a zero page).
+    pub(crate) fn new(bytes: usize) -> Self {
+        let mut rng = Xorshift::new(0xB175);
+        RmwArray {
+            words: (0..(bytes / 8).max(1))
+                .map(|_| std::sync::atomic::AtomicU64::new(rng.next_u64() & 1))
+                .collect(),
+        }
+    }
+
+    /// `count` independent random read-modify-writes (`fetch_or` of a random bit, `Relaxed`:
+    /// an `AcqRel` one compiles to the same `lock or` on x86). Returns the last word's old
+    /// value, for `black_box`.
+    #[inline(never)]
+    pub(crate) fn random_rmws(&self, rng: &mut Xorshift, count: usize) -> u64 {
+        let words = &self.words[..];
+        let mut last = 0;
+        for _ in 0..count {
+            let bits = rng.next_u64();
+            let word = &words[(bits % words.len() as u64) as usize];
+            last = word.fetch_or(1 << (bits >> 58), std::sync::atomic::Ordering::Relaxed);
+        }
+        last
+    }
+}
+
+/// `count` independent random read-modify-writes split over `threads` threads, over `array`.
+pub(crate) fn parallel_random_rmws(array: &RmwArray, count: usize, threads: usize) -> Duration {
+    let (elapsed, lasts) = parallel(threads, |i| {
+        let mut rng = Xorshift::new(0xFACE ^ ((i as u64 + 1) << 32));
+        array.random_rmws(&mut rng, count * (i + 1) / threads - count * i / threads)
+    });
+    black_box(lasts);
+    elapsed
+}
+
 /// One interface over the single-threaded tables, so the sequential experiments are written
 /// once for `SequentialQf` and `qfilter`. The names differ from the inherent methods on purpose.
 pub(crate) trait SeqTable: Send + 'static {

@@ -9,8 +9,9 @@ use super::common::{
 };
 use super::plot::{draw_against_threads, phase_panels};
 use super::{
-    find, limits, measure_in_rounds, mops, plural, print_table, progress, random_read_limit, share,
-    Options, PlotFn, Report, RoundLine, Row, FIG2_PHASES, LIMIT_PHASES,
+    find, limits, measure_in_rounds, mops, plural, print_table, progress, random_read_limit,
+    rmw_limit, share, Options, PlotFn, Report, RoundLine, Row, FIG2_PHASES, LIMIT_PHASES,
+    RMW_LIMIT_PHASE,
 };
 use conqf::{
     AtomicBloomFilter, CountingQf, Error, ExternallyLockedQf, Filter, LinearProbingQf,
@@ -198,6 +199,14 @@ pub(super) fn fig2(options: &Options, report: &mut Report) -> PlotFn {
         &options.threads,
         options.repetitions,
     ));
+    fig.report.rows.extend(rmw_limit(
+        "fig2",
+        Some(FIG2_FILL),
+        bytes,
+        items,
+        &options.threads,
+        options.repetitions,
+    ));
     let fastbloom = FastBloom::with_memory(bytes, 4);
     let notes = [
         format!(
@@ -287,14 +296,20 @@ pub(super) fn print_fig2(
         ]);
     }
     for &threads in &options.threads {
-        for phase in LIMIT_PHASES {
+        for phase in LIMIT_PHASES.into_iter().chain([RMW_LIMIT_PHASE]) {
             if let Some(row) = find(rows, "limit", threads, phase) {
+                // The write limit stands in the insert column, the read limits in the lookups'.
+                let (write, read) = if phase == RMW_LIMIT_PHASE {
+                    (mops(row.ops_per_sec), "-".to_string())
+                } else {
+                    ("-".to_string(), mops(row.ops_per_sec))
+                };
                 body.push(vec![
                     format!("limit: {}", phase.replace('_', " ")),
                     threads.to_string(),
-                    "-".into(),
-                    mops(row.ops_per_sec),
-                    mops(row.ops_per_sec),
+                    write,
+                    read.clone(),
+                    read,
                     "-".into(),
                     "-".into(),
                     "-".into(),
