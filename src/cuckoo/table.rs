@@ -605,16 +605,16 @@ impl CuckooTable {
     /// and [`Relocation::NoRoom`] if it is longer than [`MAX_PATH`] or comes back to an entry
     /// it passed that still holds the fingerprint it held then.
     ///
-    /// Each bucket's next one depends only on its entry `index`, so a chain that comes back to
-    /// a bucket goes round that cycle until `MAX_PATH`, and moving it along frees nothing. The
-    /// common cycle is two buckets whose entry `index` both hold one fingerprint (the ninth
-    /// copy of a key finds all eight entries of its pair so): without the check each such
-    /// insert walked eight chains of 256 steps, 16 µs against 0.23 µs with it (2026-12-01, a
-    /// throwaway program, best of five runs of 20,000 inserts; filling `2^22` entries to 85%
-    /// took as long either way). Brent's method finds any cycle within
-    /// about twice its distance from `start` plus its length: each entry read is compared with
-    /// one saved entry of the chain, saved anew after 1, 2, 4, ... steps. (Another thread may
-    /// change an entry between two visits; a chain that comes back to a changed one goes on.)
+    /// Each bucket's next one depends only on its entry `index`, so a chain that comes back to a
+    /// bucket goes round that cycle until `MAX_PATH`, and moving it along frees nothing. The common
+    /// cycle is two buckets whose entry `index` both hold one fingerprint (the ninth copy of a key
+    /// finds all eight entries of its pair so): without the check each such insert walked eight
+    /// chains of 256 steps, 16 µs against 0.23 µs with it (2026-12-01, a throwaway program, best of
+    /// five runs of 20,000 inserts; filling `2^22` entries to 85% took as long either way). Brent's
+    /// method finds any cycle within about twice its distance from `start` plus its length: each
+    /// entry read is compared with one saved entry of the chain, saved anew after 1, 2, 4, ...
+    /// steps. (Another thread may change an entry between two visits; a chain that comes back to a
+    /// changed one goes on.)
     ///
     /// The reads are not a snapshot: the caller moves the entries from the end of the path back
     /// to its start, checking each entry again as it moves it.

@@ -119,8 +119,9 @@ impl SequentialQf {
     ///
     /// # Errors
     /// [`Error::Full`] if the filter holds its load cap (31/32 of the `2^q` slots, from `2^10`
-    /// slots on; see [`Filter::capacity`](crate::Filter::capacity)), or if the run would reach
-    /// past the overflow tail; the filter is unchanged.
+    /// slots on; see [`Filter::capacity`](crate::Filter::capacity)) and the fingerprint is not
+    /// stored (a stored one answers `Ok(false)` there too), or if the run would reach past the
+    /// overflow tail; the filter is unchanged.
     pub fn insert_hash(&mut self, hash: u64) -> Result<bool, Error> {
         if self.len >= self.table.load_cap() {
             return refuse_unless_stored(|| self.contains_hash(hash));
