@@ -340,6 +340,32 @@ struct Row {
     failed_inserts: Option<usize>,
 }
 
+impl Row {
+    /// A row of a throughput alone: `ops_per_sec` of `filter` in `phase` on `threads` threads,
+    /// without speedup, rate or bits per item.
+    fn throughput(
+        figure: &'static str,
+        filter: &str,
+        threads: usize,
+        fill: Option<f64>,
+        phase: &'static str,
+        ops_per_sec: f64,
+    ) -> Row {
+        Row {
+            figure,
+            filter: filter.to_string(),
+            threads,
+            fill,
+            phase,
+            ops_per_sec,
+            speedup: None,
+            fpr: None,
+            bits_per_item: None,
+            failed_inserts: None,
+        }
+    }
+}
+
 const CSV_HEADER: &str = "figure,filter,threads,fill,phase,ops_per_sec,speedup,fpr,bits_per_item";
 
 fn csv_line(row: &Row) -> String {
@@ -490,18 +516,15 @@ fn limits(
                 .collect(),
         );
         for (phase, time) in phases.into_iter().zip([random, chase]) {
-            rows.push(Row {
+            let ops_per_sec = per_second(reads, time);
+            rows.push(Row::throughput(
                 figure,
-                filter: "limit".to_string(),
+                "limit",
                 threads,
                 fill,
                 phase,
-                ops_per_sec: per_second(reads, time),
-                speedup: None,
-                fpr: None,
-                bits_per_item: None,
-                failed_inserts: None,
-            });
+                ops_per_sec,
+            ));
         }
     }
     rows
@@ -531,18 +554,8 @@ fn rmw_limit(
                     .map(|_| parallel_random_rmws(&array, count, threads))
                     .collect(),
             );
-            Row {
-                figure,
-                filter: "limit".to_string(),
-                threads,
-                fill,
-                phase: RMW_LIMIT_PHASE,
-                ops_per_sec: per_second(count, time),
-                speedup: None,
-                fpr: None,
-                bits_per_item: None,
-                failed_inserts: None,
-            }
+            let ops_per_sec = per_second(count, time);
+            Row::throughput(figure, "limit", threads, fill, RMW_LIMIT_PHASE, ops_per_sec)
         })
         .collect()
 }

@@ -285,12 +285,7 @@ impl RmwArray {
 
 /// `count` independent random read-modify-writes split over `threads` threads, over `array`.
 pub(crate) fn parallel_random_rmws(array: &RmwArray, count: usize, threads: usize) -> Duration {
-    let (elapsed, lasts) = parallel(threads, |i| {
-        let mut rng = Xorshift::new(0xFACE ^ ((i as u64 + 1) << 32));
-        array.random_rmws(&mut rng, count * (i + 1) / threads - count * i / threads)
-    });
-    black_box(lasts);
-    elapsed
+    split_random_accesses(count, threads, 0xFACE, |rng, n| array.random_rmws(rng, n))
 }
 
 /// One interface over the single-threaded tables, so the sequential experiments are written
@@ -699,11 +694,22 @@ pub(crate) fn fig2_sequential<T: SeqTable>(
 
 /// `count` independent random reads split over `threads` threads, over `array`.
 pub(crate) fn parallel_random_reads(array: &ReadArray, count: usize, threads: usize) -> Duration {
-    let (elapsed, sums) = parallel(threads, |i| {
-        let mut rng = Xorshift::new(0xABCD ^ ((i as u64 + 1) << 32));
-        array.random_reads(&mut rng, count * (i + 1) / threads - count * i / threads)
+    split_random_accesses(count, threads, 0xABCD, |rng, n| array.random_reads(rng, n))
+}
+
+/// `count` random accesses split over `threads` threads, each running `access(rng, n)` for its
+/// share `n` with a generator seeded from `seed` and its index; the results go to `black_box`.
+fn split_random_accesses(
+    count: usize,
+    threads: usize,
+    seed: u64,
+    access: impl Fn(&mut Xorshift, usize) -> u64 + Sync,
+) -> Duration {
+    let (elapsed, results) = parallel(threads, |i| {
+        let mut rng = Xorshift::new(seed ^ ((i as u64 + 1) << 32));
+        access(&mut rng, count * (i + 1) / threads - count * i / threads)
     });
-    black_box(sums);
+    black_box(results);
     elapsed
 }
 

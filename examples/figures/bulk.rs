@@ -54,18 +54,8 @@ pub(super) fn bulk(options: &Options, report: &mut Report) -> PlotFn {
         let hashes = &all[..items_at(q, fill)];
         progress(format_args!("bulk: {percent}% fill"));
         let mut push = |filter: &str, threads: usize, phase: &'static str, ops_per_sec: f64| {
-            report.rows.push(Row {
-                figure: "bulk",
-                filter: filter.to_string(),
-                threads,
-                fill: Some(fill),
-                phase,
-                ops_per_sec,
-                speedup: None,
-                fpr: None,
-                bits_per_item: None,
-                failed_inserts: None,
-            })
+            let row = Row::throughput("bulk", filter, threads, Some(fill), phase, ops_per_sec);
+            report.rows.push(row)
         };
         let one_by_one = per_second(hashes.len(), repeat(&|| one_by_one_time(q, hashes)));
         push(BUILDERS[0], 1, "build", one_by_one);
