@@ -137,6 +137,7 @@ impl AtomicBloomFilter {
     /// # Errors
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)` or below
     /// `capacity · 2^-64` (what keys hashed to 64 bits allow), or the table would be too large.
+    /// [`Error::OutOfMemory`] if the memory cannot be allocated.
     pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
         sizing::check_capacity_and_fpr(capacity, fpr)?;
         let n = capacity as f64;
@@ -471,7 +472,7 @@ impl Merge for AtomicBloomFilter {
     /// [`Error::Incompatible`] if the filters differ in bits or hash functions (a key's bit
     /// positions depend on both), or one was read from a file of the old format (whose bit
     /// positions follow from the hash differently) and the other not;
-    /// [`Error::InvalidParameters`] if the union's table cannot be allocated. Never
+    /// [`Error::OutOfMemory`] if the union's table cannot be allocated. Never
     /// [`Error::Full`].
     fn merge(&self, other: &Self) -> Result<Self, Error> {
         self.check_mergeable(other)?;

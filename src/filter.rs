@@ -32,6 +32,11 @@ pub enum Error {
     /// kind and message); a stream that ends early is [`Error::Corrupt`]. Also what `?` makes
     /// of the `std::io::Error` of a `write_to` (`From<std::io::Error>`).
     Io(std::io::ErrorKind, String),
+    /// The memory for a table could not be allocated (the number is the bytes asked for): the
+    /// arguments were valid, the machine or the process's limits had no room. Nothing changed;
+    /// a smaller filter may still fit. The crate never aborts on this, except in `Clone` and
+    /// the conversions documented to abort like it.
+    OutOfMemory(usize),
 }
 
 impl fmt::Display for Error {
@@ -42,6 +47,7 @@ impl fmt::Display for Error {
             Error::Corrupt(why) => write!(f, "corrupt filter bytes: {why}"),
             Error::Incompatible(why) => write!(f, "incompatible filters: {why}"),
             Error::Io(_, why) => write!(f, "reading a filter failed: {why}"),
+            Error::OutOfMemory(bytes) => write!(f, "cannot allocate {bytes} bytes"),
         }
     }
 }
@@ -306,7 +312,7 @@ pub trait Merge: Sized {
     /// [`Error::Incompatible`] if the inputs' shapes differ: the fingerprint lengths `q + r` of
     /// the quotient filters, the bits and hash functions of `AtomicBloomFilter`, the bucket and
     /// fingerprint bits of the cuckoo filters. [`Error::Full`] if the union does not fit (never
-    /// for `AtomicBloomFilter`). [`Error::InvalidParameters`] if the union's memory cannot be
+    /// for `AtomicBloomFilter`). [`Error::OutOfMemory`] if the union's memory cannot be
     /// allocated. Each implementation's docs give its own list.
     fn merge(&self, other: &Self) -> Result<Self, Error>;
 }

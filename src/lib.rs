@@ -39,7 +39,8 @@
 //!
 //! # Errors, never panics
 //!
-//! Constructors validate their arguments and return [`Error::InvalidParameters`]; an insert into
+//! Constructors validate their arguments and return [`Error::InvalidParameters`] (and
+//! [`Error::OutOfMemory`] if the table cannot be allocated, never an abort); an insert into
 //! a full table returns [`Error::Full`] and leaves the filter unchanged and usable. "Full" comes
 //! before the last slot in the quotient filters that shift: `SequentialQf`, `LocallyLockedQf`,
 //! `ExternallyLockedQf`, `TwoBitQf`, `CountingQf` (and `GrowableQf` once it cannot double) stop

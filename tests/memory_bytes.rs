@@ -13,8 +13,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use conqf::{
-    AtomicBloomFilter, CountingQf, ExpandableQf, ExternallyLockedQf, Filter, LinearProbingQf,
-    LocallyLockedQf, LockFreeCuckooFilter, LockedCuckooFilter, SequentialQf, TwoBitQf,
+    AtomicBloomFilter, CountingQf, Error, ExpandableQf, ExternallyLockedQf, Filter,
+    LinearProbingQf, LocallyLockedQf, LockFreeCuckooFilter, LockedCuckooFilter, SequentialQf,
+    TwoBitQf,
 };
 
 /// The system allocator, counting the bytes live.
@@ -128,7 +129,44 @@ fn memory_bytes_is_what_the_constructors_allocate() {
         );
     }
     doublings_hold_both_tables_at_their_peak();
+    a_refused_table_is_out_of_memory();
     a_failed_doubling_is_tried_again_after_clear();
+}
+
+/// A table the allocator refuses is `Error::OutOfMemory` with the bytes asked for (more than
+/// the limit, no more than the whole filter takes), from the constructor and from `from_bytes`
+/// of the same filter's valid bytes (not `Corrupt`, not `InvalidParameters`, not an abort).
+fn a_refused_table_is_out_of_memory() {
+    macro_rules! refused {
+        ($($filter:ident),*) => {$({
+            let name = stringify!($filter);
+            #[allow(unused_mut)] // `to_bytes` takes `&mut self` in the filters with locks
+            let mut filter = $filter::new(100_000, 0.01).unwrap();
+            let (whole, bytes) = (filter.memory_bytes(), filter.to_bytes());
+            REFUSE_OVER.store(4096, Ordering::SeqCst);
+            let made = $filter::new(100_000, 0.01).map(drop);
+            let read = $filter::from_bytes(&bytes).map(drop);
+            REFUSE_OVER.store(0, Ordering::SeqCst);
+            for (how, result) in [("new", made), ("from_bytes", read)] {
+                match result {
+                    Err(Error::OutOfMemory(asked)) if asked > 4096 && asked <= whole => {}
+                    other => panic!("{name}::{how} under a 4 KiB limit: {other:?} ({whole} bytes)"),
+                }
+            }
+        })*};
+    }
+    refused!(
+        SequentialQf,
+        LocallyLockedQf,
+        ExternallyLockedQf,
+        TwoBitQf,
+        CountingQf,
+        LinearProbingQf,
+        AtomicBloomFilter,
+        LockFreeCuckooFilter,
+        LockedCuckooFilter,
+        ExpandableQf
+    );
 }
 
 /// A doubling that cannot allocate its table stops the filter growing (`doublings_possible()`

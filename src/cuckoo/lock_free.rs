@@ -148,6 +148,7 @@ impl LockFreeCuckooFilter {
     /// # Errors
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)` or needs more
     /// than 30 fingerprint bits, or the table would be too large.
+    /// [`Error::OutOfMemory`] if the memory cannot be allocated.
     ///
     /// The fingerprints have at least 8 bits (fewer would cap the fill below 70% on large
     /// tables), so a large `fpr` is met with room to spare.
@@ -171,7 +172,7 @@ impl LockFreeCuckooFilter {
     ///
     /// # Errors
     /// [`Error::InvalidParameters`] if `bucket_bits` is not in `1..=36` or `fingerprint_bits`
-    /// not in `4..=30`, or the memory cannot be allocated.
+    /// not in `4..=30`; [`Error::OutOfMemory`] if the memory cannot be allocated.
     pub fn with_bits(bucket_bits: u32, fingerprint_bits: u32) -> Result<Self, Error> {
         let table = CuckooTable::new(bucket_bits, fingerprint_bits)?;
         let stripes = table.buckets().min(VERSION_STRIPES);
@@ -393,7 +394,7 @@ impl LockFreeCuckooFilter {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidParameters`] if the copy's memory cannot be allocated.
+    /// [`Error::OutOfMemory`] if the copy's memory cannot be allocated.
     pub fn snapshot(&self) -> Result<LockFreeCuckooFilter, Error> {
         let copy = Self::with_bits(self.table.bucket_bits(), self.table.fingerprint_bits())?;
         {

@@ -277,7 +277,7 @@ impl LockedCuckooFilter {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidParameters`] if the copy's memory cannot be allocated.
+    /// [`Error::OutOfMemory`] if the copy's memory cannot be allocated.
     pub fn snapshot(&self) -> Result<Self, Error> {
         self.copy()
     }

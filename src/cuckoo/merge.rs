@@ -97,7 +97,7 @@ impl Merge for LockFreeCuckooFilter {
     /// # Errors
     /// [`Error::Incompatible`] if the bucket or fingerprint bits differ; [`Error::Full`] if
     /// the union does not fit in one table of that shape (the inputs are unchanged);
-    /// [`Error::InvalidParameters`] if the copies cannot be allocated.
+    /// [`Error::OutOfMemory`] if the copies cannot be allocated.
     fn merge(&self, other: &Self) -> Result<Self, Error> {
         check_shapes(&self.table, &other.table)?;
         let union = self.snapshot()?;

@@ -339,7 +339,8 @@ impl CuckooTable {
     /// A table of `2^bucket_bits` buckets with `fingerprint_bits`-bit fingerprints.
     ///
     /// # Errors
-    /// [`Error::InvalidParameters`] if either is out of range or the memory cannot be allocated.
+    /// [`Error::InvalidParameters`] if either is out of range; [`Error::OutOfMemory`] if the
+    /// memory cannot be allocated.
     pub(crate) fn new(bucket_bits: u32, fingerprint_bits: u32) -> Result<Self, Error> {
         Self::check_bits(bucket_bits, fingerprint_bits)?;
         let entries = SlotArray::new(fingerprint_bits + STATE_BITS, Self::slots_for(bucket_bits))?;

@@ -58,7 +58,7 @@ impl AtomicBloomFilter {
     /// # Errors
     /// [`Error::Corrupt`] if the bytes are not exactly one valid Bloom filter (magic, version,
     /// tag, lengths, checksum, a hash-function count in `1..=64`, a size up to 2^48 bits, a
-    /// positive capacity, a count no larger than the bits set). [`Error::InvalidParameters`] if
+    /// positive capacity, a count no larger than the bits set). [`Error::OutOfMemory`] if
     /// the memory cannot be allocated.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         let file = format::parse(bytes)?;

@@ -144,7 +144,7 @@ impl CountingQf {
     /// [`Error::Corrupt`] if the bytes are not exactly one valid counting filter: bad magic,
     /// version, tag, lengths, checksum, parameters, padding, or table invariants (run
     /// structure, offsets, counters). Nothing is allocated before the lengths are checked
-    /// against `bytes`. [`Error::InvalidParameters`] if the memory cannot be allocated.
+    /// against `bytes`. [`Error::OutOfMemory`] if the memory cannot be allocated.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         let file = format::parse(bytes)?;
         Decoded::new(&file, "CountingQf")?.to_filter()
@@ -273,7 +273,7 @@ impl<'a> CountingQfRef<'a> {
     /// An owned, writable copy (with the stored region size).
     ///
     /// # Errors
-    /// [`Error::InvalidParameters`] if the memory cannot be allocated.
+    /// [`Error::OutOfMemory`] if the memory cannot be allocated.
     pub fn to_owned_filter(&self) -> Result<CountingQf, Error> {
         self.decoded.to_filter()
     }

@@ -148,7 +148,7 @@ impl LockFreeCuckooFilter {
     /// [`Error::Corrupt`] if the bytes are not exactly one valid cuckoo filter: bad magic,
     /// version, tag, lengths, checksum, parameters, padding bits, or an entry in a relocation
     /// state. Nothing is allocated before the lengths are checked against `bytes`.
-    /// [`Error::InvalidParameters`] if the table's memory cannot be allocated.
+    /// [`Error::OutOfMemory`] if the table's memory cannot be allocated.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         let decoded = Decoded::new(bytes, "LockFreeCuckooFilter")?;
         let filter = Self::with_bits(decoded.bucket_bits, decoded.fingerprint_bits)?;

@@ -351,9 +351,9 @@ pub(crate) fn read_file<R: Read>(mut input: R) -> Result<Vec<u8>, Error> {
     while bytes.len() < total {
         let start = bytes.len();
         let chunk = CHUNK.min(total - start);
-        bytes.try_reserve(chunk).map_err(|_| {
-            Error::InvalidParameters(format!("cannot allocate {total} bytes to read a filter"))
-        })?;
+        bytes
+            .try_reserve(chunk)
+            .map_err(|_| Error::OutOfMemory(total))?;
         bytes.resize(start + chunk, 0);
         input.read_exact(&mut bytes[start..]).map_err(read_error)?;
     }

@@ -152,7 +152,7 @@ impl GrowableQf {
     /// version, tag, lengths, checksum, growth parameters (`delta_grow` outside `(0, 0.9]`,
     /// more than 64 doublings, an empty migration block) or table (as
     /// [`SequentialQf::from_bytes`](crate::SequentialQf::from_bytes)). Nothing is allocated
-    /// before the lengths are checked. [`Error::InvalidParameters`] if the memory cannot be
+    /// before the lengths are checked. [`Error::OutOfMemory`] if the memory cannot be
     /// allocated.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         let file = format::parse(bytes)?;
@@ -222,7 +222,7 @@ impl ExpandableQf {
     /// [`Error::Corrupt`] if the bytes are not exactly one valid expandable filter: bad magic,
     /// version, tag, lengths, checksum, parameters, a level that is not a valid
     /// [`GrowableQf`] file, or a level whose shape or growth state is not the one the level
-    /// structure gives it. [`Error::InvalidParameters`] if the memory cannot be allocated.
+    /// structure gives it. [`Error::OutOfMemory`] if the memory cannot be allocated.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         let file = format::parse(bytes)?;
         let mut params = file.params_as(&[Tag::Expandable], "ExpandableQf")?;

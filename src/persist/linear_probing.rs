@@ -91,7 +91,7 @@ impl LinearProbingQf {
     /// version, tag, lengths, checksum, parameters (a load cap leaving room for at least one
     /// key among them), padding bits, the last slot empty, no more
     /// remainders than the load cap allows, the overflow tail one stretch continuing from the
-    /// last addressable slot). [`Error::InvalidParameters`] if the table's memory cannot be
+    /// last addressable slot). [`Error::OutOfMemory`] if the table's memory cannot be
     /// allocated.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         let file = format::parse(bytes)?;

@@ -241,7 +241,7 @@ impl SequentialQf {
     /// # Errors
     /// [`Error::Corrupt`] if the bytes are not exactly one valid 3-status-bit filter: bad magic,
     /// version, tag, lengths, checksum, parameters or table invariants. Nothing is allocated
-    /// before the lengths are checked against `bytes`. [`Error::InvalidParameters`] if the
+    /// before the lengths are checked against `bytes`. [`Error::OutOfMemory`] if the
     /// table's memory cannot be allocated.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         read_sequential(bytes, "SequentialQf").map(|(filter, _)| filter)
@@ -458,7 +458,7 @@ impl<'a> SequentialQfRef<'a> {
     /// An owned, writable copy.
     ///
     /// # Errors
-    /// [`Error::InvalidParameters`] if the table's memory cannot be allocated.
+    /// [`Error::OutOfMemory`] if the table's memory cannot be allocated.
     pub fn to_owned_filter(&self) -> Result<SequentialQf, Error> {
         self.decoded.to_sequential()
     }

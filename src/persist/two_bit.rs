@@ -64,7 +64,7 @@ impl TwoBitQf {
     /// [`Error::Corrupt`] if the bytes are not exactly one valid 2-status-bit filter: bad magic,
     /// version, tag, lengths, checksum, parameters, padding bits or table invariants (a lock
     /// left in a slot, a broken run structure). Nothing is allocated before the lengths are
-    /// checked against `bytes`. [`Error::InvalidParameters`] if the table's memory cannot be
+    /// checked against `bytes`. [`Error::OutOfMemory`] if the table's memory cannot be
     /// allocated.
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, Error> {
         let file = format::parse(bytes)?;

@@ -92,6 +92,7 @@ impl ExpandableBuilder {
     /// [`Error::InvalidParameters`] if `capacity` is 0, the bound is not in `(0, 1)`,
     /// `delta_grow` is not in `(0, 0.9]`, level 0 would be too large, or its fingerprints so
     /// long (a tiny bound at a large capacity) that no second level fits a 64-bit hash.
+    /// [`Error::OutOfMemory`] if the memory cannot be allocated.
     pub fn build(self) -> Result<ExpandableQf, Error> {
         sizing::check_capacity_and_fpr(self.capacity, self.fpr_bound)?;
         if !(self.delta_grow > 0.0 && self.delta_grow <= 0.9) {

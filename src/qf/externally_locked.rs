@@ -128,6 +128,7 @@ impl ExternallyLockedQf {
     /// # Errors
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
     /// would be too large.
+    /// [`Error::OutOfMemory`] if the memory cannot be allocated.
     pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
         // The fallible conversion: a lock array that cannot be allocated is an error here, not
         // an abort (found by a review of the public API).
@@ -199,8 +200,8 @@ impl ExternallyLockedQf {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidParameters`] if `region_slots` is 0 or the lock array cannot be
-    /// allocated.
+    /// [`Error::InvalidParameters`] if `region_slots` is 0; [`Error::OutOfMemory`] if the lock
+    /// array cannot be allocated.
     pub fn from_sequential_with_region(
         filter: SequentialQf,
         region_slots: usize,
@@ -222,7 +223,7 @@ impl ExternallyLockedQf {
     /// The filter over `filter`'s table with regions of `shape`.
     ///
     /// # Errors
-    /// [`Error::InvalidParameters`] if the lock array cannot be allocated.
+    /// [`Error::OutOfMemory`] if the lock array cannot be allocated.
     fn build(filter: SequentialQf, shape: RegionShape) -> Result<Self, Error> {
         let (len, cap) = LoadCap::with_counter(filter.table.quotient_bits, filter.len);
         Ok(ExternallyLockedQf {

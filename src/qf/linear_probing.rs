@@ -169,6 +169,7 @@ impl LinearProbingBuilder {
     /// # Errors
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, the load cap
     /// is not in `(0, 1]`, or the table would be too large.
+    /// [`Error::OutOfMemory`] if the memory cannot be allocated.
     pub fn build(self, capacity: usize, fpr: f64) -> Result<LinearProbingQf, Error> {
         sizing::check_capacity_and_fpr(capacity, fpr)?;
         let max_load = check_max_load(self.max_load)?;
@@ -188,7 +189,7 @@ impl LinearProbingBuilder {
     /// # Errors
     /// [`Error::InvalidParameters`] unless `1 <= quotient_bits <= 40`, `remainder_bits >= 1`
     /// and `quotient_bits + remainder_bits <= 64`, if the load cap is not in `(0, 1]` or leaves
-    /// room for no key, or if the table cannot be allocated.
+    /// room for no key; [`Error::OutOfMemory`] if the table cannot be allocated.
     pub fn build_with_bits(
         self,
         quotient_bits: u32,
@@ -261,6 +262,7 @@ impl LinearProbingQf {
     /// # Errors
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
     /// would be too large.
+    /// [`Error::OutOfMemory`] if the memory cannot be allocated.
     pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
         LinearProbingBuilder::new().build(capacity, fpr)
     }

@@ -155,6 +155,7 @@ impl LocallyLockedQf {
     /// # Errors
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
     /// would be too large.
+    /// [`Error::OutOfMemory`] if the memory cannot be allocated.
     pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
         Ok(Self::from_sequential(SequentialQf::new(capacity, fpr)?))
     }

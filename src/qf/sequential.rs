@@ -46,6 +46,7 @@ impl SequentialQf {
     /// # Errors
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
     /// would be too large.
+    /// [`Error::OutOfMemory`] if the memory cannot be allocated.
     pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
         Ok(SequentialQf {
             table: QfTable::new(capacity, fpr)?,
@@ -57,8 +58,8 @@ impl SequentialQf {
     ///
     /// # Errors
     /// [`Error::InvalidParameters`] unless `1 <= quotient_bits <= 40`, `remainder_bits >= 1`,
-    /// `quotient_bits + remainder_bits <= 64` and `remainder_bits + 3 <= 64`, or if the table
-    /// cannot be allocated.
+    /// `quotient_bits + remainder_bits <= 64` and `remainder_bits + 3 <= 64`;
+    /// [`Error::OutOfMemory`] if the table cannot be allocated.
     pub fn with_bits(quotient_bits: u32, remainder_bits: u32) -> Result<Self, Error> {
         Ok(SequentialQf {
             table: QfTable::with_bits(quotient_bits, remainder_bits)?,
@@ -297,9 +298,10 @@ impl SequentialQf {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidParameters`] if the smaller table cannot be allocated, or its
-    /// remainders would be too wide for a slot; [`Error::Full`] if a cluster at the table's end
-    /// would pass the smaller table's overflow tail. The filter is then unchanged.
+    /// [`Error::OutOfMemory`] if the smaller table cannot be allocated;
+    /// [`Error::InvalidParameters`] if its remainders would be too wide for a slot;
+    /// [`Error::Full`] if a cluster at the table's end would pass the smaller table's overflow
+    /// tail. The filter is then unchanged.
     pub fn shrink_to_fit(&mut self) -> Result<(), Error> {
         let (q, r) = (self.table.quotient_bits, self.table.remainder_bits);
         let mut target = q;

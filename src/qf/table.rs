@@ -40,8 +40,8 @@ impl QfTable {
     ///
     /// # Errors
     /// [`Error::InvalidParameters`] unless `1 <= quotient_bits <= 40`, `remainder_bits >= 1`,
-    /// `quotient_bits + remainder_bits <= 64` and `remainder_bits + 3 <= 64`, or if the table
-    /// cannot be allocated.
+    /// `quotient_bits + remainder_bits <= 64` and `remainder_bits + 3 <= 64`;
+    /// [`Error::OutOfMemory`] if the table cannot be allocated.
     pub(crate) fn with_bits(quotient_bits: u32, remainder_bits: u32) -> Result<Self, Error> {
         Self::with_slots(quotient_bits, remainder_bits, 0)
     }
@@ -70,8 +70,8 @@ impl QfTable {
     /// supercluster (which lands within twice its old slot range) fits without a `Full`.
     ///
     /// # Errors
-    /// [`Error::InvalidParameters`] if only one remainder bit is left, the quotient would pass
-    /// the maximum, or the memory cannot be allocated.
+    /// [`Error::InvalidParameters`] if only one remainder bit is left or the quotient would
+    /// pass the maximum; [`Error::OutOfMemory`] if the memory cannot be allocated.
     pub(crate) fn doubled(&self) -> Result<Self, Error> {
         if self.remainder_bits < 2 {
             return Err(Error::InvalidParameters(
@@ -85,7 +85,7 @@ impl QfTable {
     /// A copy of a table no thread writes meanwhile ([`SlotArray::copy_at_rest`]).
     ///
     /// # Errors
-    /// [`Error::InvalidParameters`] if the memory cannot be allocated.
+    /// [`Error::OutOfMemory`] if the memory cannot be allocated.
     pub(crate) fn copy_at_rest(&self) -> Result<Self, Error> {
         Ok(QfTable {
             slots: self.slots.copy_at_rest()?,

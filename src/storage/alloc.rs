@@ -5,13 +5,10 @@ use crate::sync::AtomicU64;
 
 /// The error for `count` values of `T` that cannot be allocated.
 fn cannot_allocate<T>(count: usize) -> Error {
-    Error::InvalidParameters(format!(
-        "cannot allocate {} bytes",
-        count.saturating_mul(std::mem::size_of::<T>())
-    ))
+    Error::OutOfMemory(count.saturating_mul(std::mem::size_of::<T>()))
 }
 
-/// Reserves room for exactly `count` more elements, or reports [`Error::InvalidParameters`]
+/// Reserves room for exactly `count` more elements, or reports [`Error::OutOfMemory`]
 /// instead of aborting when the memory cannot be had (issue 10): every table allocation whose
 /// size comes from the user or from bytes read goes through here.
 pub(crate) fn try_reserve<T>(vec: &mut Vec<T>, count: usize) -> Result<(), Error> {
@@ -36,7 +33,7 @@ pub(crate) fn try_boxed<T>(count: usize, mut make: impl FnMut() -> T) -> Result<
 /// touched, where writing `count` zeros touches every page at once (0.4 s for 1 GiB here).
 ///
 /// # Errors
-/// [`Error::InvalidParameters`] if the memory cannot be allocated.
+/// [`Error::OutOfMemory`] if the memory cannot be allocated.
 #[cfg(not(loom))]
 pub(crate) fn try_zeroed_words(count: usize) -> Result<Box<[AtomicU64]>, Error> {
     bytemuck::allocation::try_zeroed_slice_box(count).map_err(|()| cannot_allocate::<u64>(count))

@@ -19,8 +19,8 @@ impl SlotArray {
     /// An array of `slots` zeroed slots of `bits` bits each.
     ///
     /// # Errors
-    /// [`Error::InvalidParameters`] if the width is not in `1..=64`, the count exceeds
-    /// [`MAX_SLOTS`], or the memory cannot be allocated.
+    /// [`Error::InvalidParameters`] if the width is not in `1..=64` or the count exceeds
+    /// [`MAX_SLOTS`]; [`Error::OutOfMemory`] if the memory cannot be allocated.
     pub(crate) fn new(bits: u32, slots: usize) -> Result<Self, Error> {
         if !(1..=64).contains(&bits) {
             return Err(Error::InvalidParameters(format!(
@@ -45,7 +45,7 @@ impl SlotArray {
     /// (the caller has `&mut` access to its filter, or is its only user).
     ///
     /// # Errors
-    /// [`Error::InvalidParameters`] if the memory cannot be allocated.
+    /// [`Error::OutOfMemory`] if the memory cannot be allocated.
     pub(crate) fn copy_at_rest(&self) -> Result<Self, Error> {
         let mut groups = self.groups_at_rest();
         Ok(SlotArray {

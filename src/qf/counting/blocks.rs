@@ -90,7 +90,7 @@ impl Blocks {
     /// An empty table of `blocks` blocks of `remainder_bits`-bit remainders (`2 <= r <= 62`).
     ///
     /// # Errors
-    /// [`Error::InvalidParameters`] if the memory cannot be allocated.
+    /// [`Error::OutOfMemory`] if the memory cannot be allocated.
     pub(crate) fn new(blocks: usize, remainder_bits: u32) -> Result<Self, Error> {
         let block_words = block_words(remainder_bits);
         let words = blocks

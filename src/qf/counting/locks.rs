@@ -152,7 +152,7 @@ impl RegionLocks {
     /// Locks for `blocks` blocks, `region_blocks >= 1` (rounded up to a power of two) per lock.
     ///
     /// # Errors
-    /// [`Error::InvalidParameters`] if the memory cannot be allocated.
+    /// [`Error::OutOfMemory`] if the memory cannot be allocated.
     pub(crate) fn new(blocks: usize, region_blocks: usize) -> Result<Self, Error> {
         let region_blocks = region_blocks.clamp(1, blocks.max(1)).next_power_of_two();
         let shift = region_blocks.trailing_zeros();

@@ -105,6 +105,7 @@ impl CountingQf {
     /// # Errors
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
     /// would be too large.
+    /// [`Error::OutOfMemory`] if the memory cannot be allocated.
     pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
         let (q, r) = qf_parameters(capacity, fpr, MAX_LOAD)?;
         Self::with_bits(q, r.max(MIN_REMAINDER_BITS))
@@ -268,11 +269,11 @@ impl CountingQf {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidParameters`] if the remainder would drop below 2 bits, the quotient
-    /// above the maximum, or the larger table cannot be allocated; [`Error::Full`] if the
-    /// entries do not fit (not expected: the load halves); [`Error::Corrupt`] if a run of the
-    /// table cannot be decoded (not expected either: no operation leaves such a table). The
-    /// filter is unchanged on error.
+    /// [`Error::InvalidParameters`] if the remainder would drop below 2 bits or the quotient
+    /// rise above the maximum; [`Error::OutOfMemory`] if the larger table cannot be allocated;
+    /// [`Error::Full`] if the entries do not fit (not expected: the load halves);
+    /// [`Error::Corrupt`] if a run of the table cannot be decoded (not expected either: no
+    /// operation leaves such a table). The filter is unchanged on error.
     pub fn grow(&mut self) -> Result<(), Error> {
         let (q, r) = (self.quotient_bits, self.remainder_bits);
         if r <= MIN_REMAINDER_BITS || q >= MAX_QUOTIENT_BITS {

@@ -46,7 +46,7 @@ impl Merge for GrowableQf {
     /// # Errors
     /// [`Error::Incompatible`] if the fingerprint lengths differ; [`Error::Full`] if the union
     /// needs a larger table than the first input may still double to
-    /// ([`doublings_possible`](GrowableQf::doublings_possible)); [`Error::InvalidParameters`]
+    /// ([`doublings_possible`](GrowableQf::doublings_possible)); [`Error::OutOfMemory`]
     /// if the union's memory cannot be allocated.
     fn merge(&self, other: &Self) -> Result<Self, Error> {
         let guard = reclaim::pin();

@@ -179,6 +179,7 @@ impl GrowableBuilder {
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, `delta_grow`
     /// is not in `(0, 0.9]`, the block size is 0, `max_capacity` is below `capacity`, or the
     /// table (the last one `max_capacity` needs, or its remainder bits) would be too large.
+    /// [`Error::OutOfMemory`] if the memory cannot be allocated.
     pub fn build(mut self) -> Result<GrowableQf, Error> {
         if !(self.delta_grow > 0.0 && self.delta_grow <= 0.9) {
             return Err(Error::InvalidParameters(format!(

@@ -37,7 +37,7 @@ use crate::sizing;
 ///
 /// # Errors
 /// [`Error::Incompatible`] if the fingerprint lengths `q + r` differ; [`Error::Full`] if the
-/// union does not fit (not even with the remainder down to one bit); [`Error::InvalidParameters`]
+/// union does not fit (not even with the remainder down to one bit); [`Error::OutOfMemory`]
 /// if the memory cannot be allocated.
 impl Merge for TwoBitQf {
     fn merge(&self, other: &Self) -> Result<Self, Error> {

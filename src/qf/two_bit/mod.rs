@@ -173,6 +173,7 @@ impl TwoBitQf {
     /// # Errors
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
     /// would be too large.
+    /// [`Error::OutOfMemory`] if the memory cannot be allocated.
     pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
         Ok(Self::from_table(TwoBitTable::new(capacity, fpr)?, 0))
     }
@@ -190,8 +191,8 @@ impl TwoBitQf {
     ///
     /// # Errors
     /// [`Error::InvalidParameters`] unless `1 <= quotient_bits <= 40`, `remainder_bits >= 1`,
-    /// `quotient_bits + remainder_bits <= 64` and `remainder_bits + 2 <= 64`, or if the table
-    /// cannot be allocated.
+    /// `quotient_bits + remainder_bits <= 64` and `remainder_bits + 2 <= 64`;
+    /// [`Error::OutOfMemory`] if the table cannot be allocated.
     pub fn with_bits(quotient_bits: u32, remainder_bits: u32) -> Result<Self, Error> {
         let table = TwoBitTable::with_bits(quotient_bits, remainder_bits)?;
         Ok(Self::from_table(table, 0))

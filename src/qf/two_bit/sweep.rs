@@ -65,7 +65,7 @@ impl TwoBitQf {
     /// [`Error::Full`] if what the read collected does not fit the table's slots: only when
     /// writers inserted and removed so many keys during it, near a full table, that more were
     /// read than the table ever held at once. Another try may succeed.
-    /// [`Error::InvalidParameters`] if the memory cannot be allocated.
+    /// [`Error::OutOfMemory`] if the memory cannot be allocated.
     pub fn snapshot(&self) -> Result<TwoBitQf, Error> {
         let fingerprints = self.swept_fingerprints();
         let mut copy = TwoBitTable::with_bits(self.table.quotient_bits, self.table.remainder_bits)?;

@@ -110,8 +110,8 @@ impl TwoBitTable {
     ///
     /// # Errors
     /// [`Error::InvalidParameters`] unless `1 <= quotient_bits <= 40`, `remainder_bits >= 1`,
-    /// `quotient_bits + remainder_bits <= 64` and `remainder_bits + 2 <= 64`, or if the table
-    /// cannot be allocated.
+    /// `quotient_bits + remainder_bits <= 64` and `remainder_bits + 2 <= 64`;
+    /// [`Error::OutOfMemory`] if the table cannot be allocated.
     pub(crate) fn with_bits(quotient_bits: u32, remainder_bits: u32) -> Result<Self, Error> {
         sizing::check_bits(quotient_bits, remainder_bits, STATUS_BITS, 1)?;
         let slot_count = GUARD + usual_slots(quotient_bits);
