@@ -175,7 +175,9 @@ pub trait Filter: Send + Sync {
     /// reader holds it) and is not counted.
     fn memory_bytes(&self) -> usize;
 
-    /// The expected false-positive rate at the current load.
+    /// The expected false-positive rate at the current load: 0 for an empty filter, except
+    /// `LinearProbingQf`, whose figure is the paper's bound at the current fill (above 0 even
+    /// when empty; its own docs say how far above the expectation).
     fn false_positive_rate(&self) -> f64;
 
     /// Whether no fingerprint is stored.

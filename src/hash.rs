@@ -349,7 +349,7 @@ impl Fingerprint {
 /// A bijective mixer (the splitmix64 finaliser on a shifted input): a fresh, independent-looking
 /// hash from an old one.
 #[inline]
-pub(crate) fn remix(hash: u64) -> u64 {
+pub(crate) const fn remix(hash: u64) -> u64 {
     let mut z = hash.wrapping_add(0x9E37_79B9_7F4A_7C15);
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
     z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);

@@ -2,7 +2,7 @@
 //! `Debug`, every filter that takes `&self` can be shared across threads (`Send + Sync`, so an
 //! `Arc<F>` works) and unwind-safe, the filters that copy themselves are `Clone`, and `Error` is a
 //! `std::error::Error` that crosses threads. A type that loses one of these makes this file fail
-//! to compile.
+//! to compile. The last tests check two documented details of the contract at run time.
 
 use conqf::{Count, Filter};
 
@@ -120,4 +120,65 @@ fn a_counting_filter_prints_its_shape_and_contents() {
     }
     let counts = format!("{:?}", filter.counts());
     assert!(counts.starts_with("Counts"), "{counts:?}");
+}
+
+/// `Filter::false_positive_rate`'s doc: 0 for every empty filter but `LinearProbingQf`, whose
+/// bound is above 0 at any fill.
+#[test]
+fn an_empty_filter_reports_a_zero_rate_but_linear_probing() {
+    use conqf::*;
+    let filters: Vec<(&str, Box<dyn Filter>)> = vec![
+        (
+            "LocallyLockedQf",
+            Box::new(LocallyLockedQf::new(1000, 0.01).unwrap()),
+        ),
+        (
+            "ExternallyLockedQf",
+            Box::new(ExternallyLockedQf::new(1000, 0.01).unwrap()),
+        ),
+        ("TwoBitQf", Box::new(TwoBitQf::new(1000, 0.01).unwrap())),
+        ("CountingQf", Box::new(CountingQf::new(1000, 0.01).unwrap())),
+        (
+            "GrowableQf",
+            Box::new(LocallyLockedQf::growable(1000, 0.01).build().unwrap()),
+        ),
+        (
+            "ExpandableQf",
+            Box::new(ExpandableQf::new(1000, 0.01).unwrap()),
+        ),
+        (
+            "AtomicBloomFilter",
+            Box::new(AtomicBloomFilter::new(1000, 0.01).unwrap()),
+        ),
+        (
+            "LockFreeCuckooFilter",
+            Box::new(LockFreeCuckooFilter::new(1000, 0.01).unwrap()),
+        ),
+        (
+            "LockedCuckooFilter",
+            Box::new(LockedCuckooFilter::new(1000, 0.01).unwrap()),
+        ),
+    ];
+    for (name, filter) in filters {
+        assert_eq!(filter.false_positive_rate(), 0.0, "{name}");
+        filter.insert_hash(hash_key(&1u64)).unwrap();
+        assert!(filter.false_positive_rate() > 0.0, "{name}");
+    }
+    let mut sequential = SequentialQf::new(1000, 0.01).unwrap();
+    assert_eq!(sequential.false_positive_rate(), 0.0);
+    sequential.insert(&1u64).unwrap();
+    assert!(sequential.false_positive_rate() > 0.0);
+    assert!(
+        LinearProbingQf::new(1000, 0.01)
+            .unwrap()
+            .false_positive_rate()
+            > 0.0
+    );
+}
+
+/// An allocation failure names the bytes asked for.
+#[test]
+fn out_of_memory_prints_the_bytes() {
+    let error = conqf::Error::OutOfMemory(1 << 40);
+    assert_eq!(error.to_string(), "cannot allocate 1099511627776 bytes");
 }

@@ -6,8 +6,9 @@
 //!   block size, and the slot count (a grown table's overflow tail is longer than a new
 //!   one's). A filter read back doubles at the same fill, as often as the original still
 //!   would have.
-//! * An `ExpandableQf` file holds `q_0`, `r_0`, `delta_grow`, cascading, the number of levels
-//!   and their removal flags; its payload is the levels, each a whole `GrowableQf` file. Every
+//! * An `ExpandableQf` file holds `q_0`, `r_0`, `delta_grow`, cascading, the number of levels,
+//!   their removal flags and how the levels hash (0: all split the key's hash, as every file
+//!   before per-level hashes; 1: each later level a remix of it); its payload is the levels, each a whole `GrowableQf` file. Every
 //!   level's shape is checked against the one the level structure gives it (paper 000 §4.1), so
 //!   a filter read back opens its next levels exactly as the original would.
 //!
@@ -17,7 +18,7 @@
 use std::io::{Read, Write};
 
 use crate::filter::Error;
-use crate::qf::expandable::{ExpandableQf, MAX_LEVELS};
+use crate::qf::expandable::{ExpandableQf, LevelHashes, MAX_LEVELS};
 use crate::qf::growing::GrowableQf;
 use crate::qf::locally_locked::LocallyLockedQf;
 use crate::qf::slot::STATUS_BITS;
@@ -187,7 +188,10 @@ impl ExpandableQf {
             .u32(cascading as u32)
             .u32(levels.len() as u32)
             .u32(removed)
-            .u32(0);
+            .u32(match self.level_hashes() {
+                LevelHashes::Shared => 0,
+                LevelHashes::Remixed => 1,
+            });
         // Every level file is a whole number of 8-byte words (its fields are).
         let words = (0..payload.len() / 8).map(|index| le_word(&payload, index));
         format::write_file(out, Tag::Expandable, params, words)
@@ -235,9 +239,13 @@ impl ExpandableQf {
         };
         let count = params.u32()? as usize;
         let removed = params.u32()?;
-        if params.u32()? != 0 {
-            return Err(corrupt("reserved parameter is not zero"));
-        }
+        // Files written before the levels had hashes of their own have a 0 here (the field
+        // was reserved then).
+        let level_hashes = match params.u32()? {
+            0 => LevelHashes::Shared,
+            1 => LevelHashes::Remixed,
+            other => return Err(corrupt(format!("level hashing {other}"))),
+        };
         sizing::check_bits(q0, r0, STATUS_BITS, 1).map_err(bad_parameters)?;
         if !ExpandableQf::fingerprints_grow_to_64_bits((q0, r0)) {
             // No constructor makes these (their levels would leave the bound).
@@ -283,6 +291,7 @@ impl ExpandableQf {
             (q0, r0),
             delta,
             cascading,
+            level_hashes,
         ))
     }
 

@@ -42,13 +42,53 @@ use std::fmt;
 use std::hash::Hash;
 
 use crate::filter::{Error, Filter, Remove};
-use crate::hash::hash_key;
+use crate::hash::{hash_key, remix};
 use crate::qf::growing::{self, quotient_bits_below_threshold, GrowableBuilder, GrowableQf, Guard};
 use crate::qf::level_reads::LevelReads;
 use crate::qf::slot::STATUS_BITS;
 use crate::qf::usual_slots;
 use crate::sizing;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, Waiter};
+
+/// How a level's hash comes from the key's: what decides which canonical slots of a level the
+/// keys that reach it can have ([`ExpandableQf`], "Every level its own hash").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LevelHashes {
+    /// Every level splits the key's hash itself (the files written before per-level hashes,
+    /// which must keep answering as they did).
+    Shared,
+    /// Level 0 splits the key's hash, every later level a bijective remix of it seeded with
+    /// the level's index: independent-looking, so the lower levels' fingerprints (prefixes of
+    /// their own hashes) are no blocks of a higher level's canonical slots.
+    Remixed,
+}
+
+impl LevelHashes {
+    /// The hash level `level` stores and looks up for a key of hash `hash`.
+    #[inline(always)]
+    pub(crate) fn of(self, level: usize, hash: u64) -> u64 {
+        match self {
+            LevelHashes::Remixed => hash.wrapping_mul(LEVEL_MULTIPLIERS[level & (MAX_LEVELS - 1)]),
+            _ => hash,
+        }
+    }
+}
+
+/// Level `i`'s hash is the key's times `LEVEL_MULTIPLIERS[i]`: 1 for level 0, an odd constant
+/// of random-looking bits for the others (`remix(i) | 1`). An odd multiplier is a bijection of
+/// the 64-bit hashes (keys with different hashes keep different level hashes, what capped
+/// levels' rate bound counts on), and the top bits of a product depend on every bit of the
+/// hash: keys sharing a prefix of one level's hash spread over all of another level's
+/// canonical slots. One multiplication per level and operation.
+const LEVEL_MULTIPLIERS: [u64; MAX_LEVELS] = {
+    let mut multipliers = [1u64; MAX_LEVELS];
+    let mut level = 1;
+    while level < MAX_LEVELS {
+        multipliers[level] = remix(level as u64) | 1;
+        level += 1;
+    }
+    multipliers
+};
 
 /// The most levels a filter can have: level 31 has `2^31` times level 0's slots, past any
 /// memory for all but the smallest level 0 ([`ExpandableQf`], "Capped levels").
@@ -142,6 +182,7 @@ impl ExpandableBuilder {
             r0,
             delta_grow: self.delta_grow,
             cascading: self.cascading,
+            level_hashes: LevelHashes::Remixed,
         })
     }
 }
@@ -204,21 +245,23 @@ impl GrowableQf {
 /// reached 0.167 after 3,000 keys, its levels of 4 to 128 canonical slots filled 1.5 to 1.03
 /// times over.)
 ///
-/// # Large bounds crowd the upper levels
+/// # Every level its own hash
 ///
-/// Every level's quotient is the top bits of the same hash, and a key reaches level `i` only if no
-/// lower level matched it. A fingerprint of a lower level is a hash prefix, and in level `i` a
-/// prefix is a block of consecutive canonical slots, `2^(q_i - k_j)` of them for level `j`'s
-/// `k_j`-bit fingerprints: those blocks get no keys, and the keys of level `i` crowd the others,
-/// fuller than `δ_grow`, lengthening their clusters. The blocks cover about the rate of the lower
-/// levels, and they are long where the lower levels' fingerprints are short (a tiny level 0 with a
-/// large bound). With the usual bounds they are few; with large ones, not. Filled one by one with
-/// 300,000 keys from `new(1, 0.5)` (measured rate 0.37), absent lookups of a single level of `2^14`
-/// to `2^17` slots took 0.33 to 1.5 µs against 0.07 µs for `new(1, 0.25)`'s levels of the same
-/// sizes, and `new(1, 0.5)` went on to 8.7 µs per insert and 4.2 per absent lookup at a million
-/// keys (0.6 and 0.5 for `new(1, 0.25)`; one run each, 2026-12-01). Keep the bound well below 0.5,
-/// or use a larger `expected_capacity` (`new(1000, 0.5)`: 0.24 and 0.18 µs at a million keys, its
-/// upper levels fewer).
+/// A key reaches level `i` only if no lower level matched it, and a lower level's fingerprint is
+/// a prefix of the hash that level splits. Were every level to split one hash, each such prefix
+/// would be a block of consecutive canonical slots of level `i` (`2^(q_i - k_j)` of them for
+/// level `j`'s `k_j`-bit fingerprints) that no key reaching level `i` can have: the blocks
+/// cover about the lower levels' rate, a large share with a large bound, and the keys would
+/// crowd the other slots past `δ_grow`, lengthening their clusters. So level 0 splits the key's
+/// hash and every later level the hash times an odd constant of its own: a bijection (keys
+/// with different hashes stay apart) whose top bits depend on every bit of the hash, which
+/// spreads each lower level's prefixes over all of a level's canonical slots.
+/// Measured on one thread with a million keys inserted one by one (2026-12-01, the performance
+/// history's "Every level its own hash" has the program): `new(1, 0.5)` took 0.43 µs per
+/// insert and 0.26 per absent lookup, where one shared hash took 8.0 and 4.1; `new(1000, 0.01)`
+/// 0.37 and 0.23 against 0.36 and 0.22 (the multiplication per level, best of five runs).
+/// Files written before this (whose level-hashing field, reserved then, is 0) keep their shared
+/// hash, so they answer as they did.
 ///
 /// # Capped levels
 ///
@@ -275,6 +318,7 @@ pub struct ExpandableQf {
     r0: u32,
     delta_grow: f64,
     cascading: bool,
+    level_hashes: LevelHashes,
 }
 
 // SAFETY: the level pointers are owned boxes of `GrowableQf` (`Send + Sync`), published with
@@ -332,6 +376,7 @@ impl ExpandableQf {
         (q0, r0): (u32, u32),
         delta_grow: f64,
         cascading: bool,
+        level_hashes: LevelHashes,
     ) -> Self {
         debug_assert!((1..=MAX_LEVELS).contains(&levels.len()));
         let active = levels.len() - 1;
@@ -354,6 +399,7 @@ impl ExpandableQf {
             r0,
             delta_grow,
             cascading,
+            level_hashes,
             // Built whole: no operation can be in flight on a lower level.
             reads: LevelReads::with_sealed(MAX_LEVELS, active),
         }
@@ -429,6 +475,7 @@ impl ExpandableQf {
             (self.q0, self.r0),
             self.delta_grow,
             self.cascading,
+            self.level_hashes,
         ))
     }
 
@@ -545,12 +592,18 @@ impl ExpandableQf {
         self.cascading
     }
 
+    /// How the levels hash keys (for persistence).
+    pub(crate) fn level_hashes(&self) -> LevelHashes {
+        self.level_hashes
+    }
+
     /// Asks the CPU to start loading the canonical slot's group of `hash` on every level up to
     /// `active`, so the levels' cache misses overlap instead of following one another.
     #[inline]
     pub(crate) fn prefetch_levels(&self, hash: u64, active: usize, guard: &Guard) {
         for i in 0..=active {
-            self.level(i).prefetch(hash, guard);
+            let (level, hash) = self.level_for(i, hash);
+            level.prefetch(hash, guard);
         }
     }
 
@@ -571,6 +624,13 @@ impl ExpandableQf {
                 })
             })
             .collect()
+    }
+
+    /// Level `i`, which exists, with the hash it stores for a key of hash `hash`: every
+    /// operation on a level's keys goes through here.
+    #[inline(always)]
+    fn level_for(&self, i: usize, hash: u64) -> (&GrowableQf, u64) {
+        (self.level(i), self.level_hashes.of(i, hash))
     }
 
     /// Level `i`, which exists.
@@ -611,7 +671,7 @@ impl ExpandableQf {
         guard: &Guard,
         locked: impl Fn(&GrowableQf, u64, &Guard) -> bool,
     ) -> bool {
-        let level = self.level(i);
+        let (level, hash) = self.level_for(i, hash);
         if i < active {
             if let Some(found) = self
                 .reads
@@ -674,12 +734,12 @@ impl ExpandableQf {
         // larger levels' prefetched groups arrive, and with cascading inserts an empty canonical
         // slot on a lower level ends the query before the larger levels are walked.
         for i in 0..=active {
-            let level = self.level(i);
+            let (level, level_hash) = self.level_for(i, hash);
             // Acquire on the flag: pairs with the removal's Release store, made before its first
             // change to the table (module doc).
             if self.cascading
                 && i < active
-                && level.canonical_is_empty(hash, &guard)
+                && level.canonical_is_empty(level_hash, &guard)
                 && !self.removed[i].load(Ordering::Acquire)
             {
                 return false;
@@ -801,7 +861,7 @@ impl Filter for ExpandableQf {
             let active = self.active.load(Ordering::Acquire);
             self.prefetch_levels(hash, active, &guard);
             for i in 0..active {
-                let level = self.level(i);
+                let (level, level_hash) = self.level_for(i, hash);
                 // Cascading: try the canonical slot first. If it is empty, the key is not on
                 // this level (its run would start there), so the full query is skipped.
                 if self.cascading {
@@ -815,7 +875,7 @@ impl Filter for ExpandableQf {
                             || !(i + 1..=active).any(|j| self.level_holds(j, active, hash, &guard))
                     };
                     if let Some(stored) =
-                        level.insert_into_empty_canonical(hash, &guard, absent_above)
+                        level.insert_into_empty_canonical(level_hash, &guard, absent_above)
                     {
                         return Ok(stored);
                     }
@@ -824,10 +884,10 @@ impl Filter for ExpandableQf {
                     return Ok(false);
                 }
             }
-            let level = self.level(active);
-            match level.insert_pinned(hash, &guard) {
+            let (level, level_hash) = self.level_for(active, hash);
+            match level.insert_pinned(level_hash, &guard) {
                 Ok(stored) => {
-                    if stored && level.saturated(hash, &guard) {
+                    if stored && level.saturated(level_hash, &guard) {
                         self.open_next_level(active, &waiter, &guard);
                     }
                     return Ok(stored);
@@ -886,7 +946,7 @@ impl Remove for ExpandableQf {
         // Acquire: as in `levels`.
         let active = self.active.load(Ordering::Acquire);
         for i in (0..=active).rev() {
-            let level = self.level(i);
+            let (level, level_hash) = self.level_for(i, hash);
             if self.level_holds(i, active, hash, &guard) {
                 // Even on the newest level: it may become a lower one before the removal
                 // changes it. Release: ordered before the removal's table changes, which a
@@ -896,7 +956,7 @@ impl Remove for ExpandableQf {
                 // Counted as a removal in flight, so lock-free readers of the level notice it.
                 if self
                     .reads
-                    .removing(i, || level.remove_pinned(hash, &guard))?
+                    .removing(i, || level.remove_pinned(level_hash, &guard))?
                 {
                     return Ok(true);
                 }
@@ -931,8 +991,50 @@ impl fmt::Debug for ExpandableQf {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::ExpandableQf;
+    use super::{ExpandableQf, LevelHashes};
     use crate::filter::Filter;
+
+    /// With a large bound, the keys that reach a level spread over all its canonical slots:
+    /// each full level of `2^12` slots or more has as many distinct quotients as its keys
+    /// would take uniformly, `2^q (1 - e^(-n / 2^q))`. With one hash shared by every level (the
+    /// older files), the prefixes stored on the lower levels are blocks of canonical slots no
+    /// key of a higher level can have, and the keys crowd the others: those levels measured
+    /// 17% short of uniform (0.1% with a hash per level), which made `new(1, 0.5)` take 8 µs an
+    /// insert after a million keys.
+    #[test]
+    fn keys_reaching_a_level_spread_over_all_its_canonical_slots() {
+        // Distinct quotients over the uniform expectation, summed over the full large levels.
+        let spread = |level_hashes| {
+            let mut filter = ExpandableQf::new(1, 0.5).unwrap();
+            filter.level_hashes = level_hashes;
+            for k in 0..100_000u64 {
+                filter.insert(&k).unwrap();
+            }
+            let fingerprints = filter.level_fingerprints();
+            let (mut distinct, mut uniform) = (0.0, 0.0);
+            for level in 1..filter.levels() - 1 {
+                let q = filter.level(level).quotient_bits();
+                if q < 12 {
+                    continue;
+                }
+                let mut quotients: Vec<u64> = fingerprints
+                    .iter()
+                    .filter(|&&(l, _)| l == level)
+                    .map(|(_, fingerprint)| fingerprint.quotient)
+                    .collect();
+                let keys = quotients.len() as f64;
+                quotients.dedup(); // in quotient order already
+                let slots = (1u64 << q) as f64;
+                distinct += quotients.len() as f64;
+                uniform += slots * (1.0 - (-keys / slots).exp());
+            }
+            distinct / uniform
+        };
+        let remixed = spread(LevelHashes::Remixed);
+        let shared = spread(LevelHashes::Shared);
+        assert!(remixed > 0.97, "a hash per level: {remixed} of uniform");
+        assert!(shared < 0.9, "one shared hash: {shared} of uniform");
+    }
 
     /// Without cascading inserts a new level opens when `len` reaches `capacity()`, the sum of
     /// every level's `delta_grow` share of its final slots (by at most the sampled check's

@@ -271,7 +271,9 @@ impl CountingQf {
     /// # Errors
     /// [`Error::InvalidParameters`] if the remainder would drop below 2 bits or the quotient
     /// rise above the maximum; [`Error::OutOfMemory`] if the larger table cannot be allocated;
-    /// [`Error::Full`] if the entries do not fit (not expected: the load halves);
+    /// [`Error::Full`] if the entries do not fit, which only a table of fewer canonical slots
+    /// than one block (64) filled past them can see: its one block holds 64 slots whatever
+    /// `q`, so a doubling does not halve its load (elsewhere the load halves);
     /// [`Error::Corrupt`] if a run of the table cannot be decoded (not expected either: no
     /// operation leaves such a table). The filter is unchanged on error.
     pub fn grow(&mut self) -> Result<(), Error> {
