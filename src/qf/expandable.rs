@@ -289,6 +289,15 @@ impl GrowableQf {
 /// would have been stored in that slot, unless a removal has touched that level (a removal may
 /// have emptied the slot after the key went higher up).
 ///
+/// Since the levels hash apart ("Every level its own hash" below), the early stop also answers
+/// `false` for a key that only matches another key's fingerprint on a higher level (a false
+/// positive there) when its own canonical slot below is empty, and an insert of such a key
+/// stores it in that slot and answers `Ok(true)`: an insert answers `Ok(true)` exactly when a
+/// query would have answered `false`. A later removal of that key takes the fingerprint of the
+/// newest level holding it, here the other key's, as a removal of colliding keys does in any
+/// filter that stores one copy of a fingerprint. (With one hash shared by every level, both
+/// keys had one canonical slot below, so this could not happen.)
+///
 /// Two threads inserting the same new key may both store it (one per level) and both get
 /// `Ok(true)` in two races: while the next level opens, and, with cascading inserts, when a
 /// removal on a lower level empties the key's canonical slot there between the two inserts (the
@@ -1259,5 +1268,201 @@ mod tests {
         };
         assert_eq!(q0_at(715, 0.7), 10);
         assert_eq!(q0_at(716, 0.7), 11);
+    }
+
+    /// Random inserts, removals and queries against the exact model: one set of fingerprints
+    /// per level, each the top `q_i + r_i` bits of the level's own hash, and the levels' removal
+    /// flags. Without cascading inserts a key is present if any level holds its fingerprint;
+    /// with them, a query also stops at a lower level (not the newest) where the key's canonical
+    /// slot is empty and no removal ran, which the model finds by laying the level's
+    /// fingerprints out as a quotient filter places them (runs in quotient order, each from its
+    /// canonical slot or the end of the run before). An insert answers `Ok(true)` exactly when
+    /// the query would have answered `false`, and lands where the model says: with cascading
+    /// inserts on the first lower level whose canonical slot is empty (and, past a removal
+    /// there, no higher level holds the key), else on the newest level. A removal takes the
+    /// fingerprint from the newest level holding it and flags that level.
+    ///
+    /// The hashes are random, so keys collide on level 0's short fingerprints and on no higher
+    /// level: with a hash per level, a key matching another's fingerprint on a higher level
+    /// (a false positive there) may find its canonical slot empty on a lower one, where one
+    /// shared hash would have made it the other key's slot too.
+    mod model {
+        use std::collections::BTreeSet;
+
+        use proptest::prelude::*;
+
+        use super::super::ExpandableQf;
+        use crate::filter::{Filter, Remove};
+
+        #[derive(Debug, Clone, Copy)]
+        enum Op {
+            Insert(u64),
+            Remove(u64),
+            Contains(u64),
+        }
+
+        /// Operations on a pool of random hashes, so keys are inserted again, removed and
+        /// looked up after they were inserted; enough of them to open at least three levels
+        /// from `builder(4, 0.2)`.
+        fn ops() -> impl Strategy<Value = Vec<Op>> {
+            let pool = proptest::collection::vec(any::<u64>(), 100..200);
+            let picks =
+                proptest::collection::vec((0..10u8, any::<prop::sample::Index>()), 300..500);
+            (pool, picks).prop_map(|(pool, picks)| {
+                picks
+                    .into_iter()
+                    .map(|(kind, index)| {
+                        let hash = *index.get(&pool);
+                        match kind {
+                            0..=4 => Op::Insert(hash),
+                            5..=6 => Op::Remove(hash),
+                            _ => Op::Contains(hash),
+                        }
+                    })
+                    .collect()
+            })
+        }
+
+        struct Model<'a> {
+            filter: &'a ExpandableQf,
+            levels: Vec<BTreeSet<u64>>,
+            removed: Vec<bool>,
+        }
+
+        impl Model<'_> {
+            /// Level `i`'s fingerprint of `hash`.
+            fn fingerprint(&self, i: usize, hash: u64) -> u64 {
+                let level = self.filter.level(i);
+                let bits = level.quotient_bits() + level.remainder_bits();
+                self.filter.level_hashes.of(i, hash) >> (64 - bits)
+            }
+
+            fn holds(&self, i: usize, hash: u64) -> bool {
+                self.levels[i].contains(&self.fingerprint(i, hash))
+            }
+
+            /// Whether level `i`'s canonical slot of `hash` is empty, from its fingerprints.
+            fn canonical_is_empty(&self, i: usize, hash: u64) -> bool {
+                let r = self.filter.level(i).remainder_bits();
+                let canonical = self.fingerprint(i, hash) >> r;
+                let mut next_free = 0;
+                for fingerprint in &self.levels[i] {
+                    let slot = next_free.max(fingerprint >> r);
+                    if slot == canonical {
+                        return false;
+                    }
+                    next_free = slot + 1;
+                }
+                true
+            }
+
+            /// Where a cascading query stops at level `i` (not the newest): the canonical slot
+            /// is empty and the level never saw a removal.
+            fn stops_at(&self, i: usize, hash: u64) -> bool {
+                self.filter.cascading
+                    && i + 1 < self.levels.len()
+                    && self.canonical_is_empty(i, hash)
+                    && !self.removed[i]
+            }
+
+            /// What a query of `hash` answers.
+            fn present(&self, hash: u64) -> bool {
+                for i in 0..self.levels.len() {
+                    if self.stops_at(i, hash) {
+                        return false;
+                    }
+                    if self.holds(i, hash) {
+                        return true;
+                    }
+                }
+                false
+            }
+
+            /// The lower level a cascading insert of an absent `hash` takes, if any.
+            fn cascades_to(&self, hash: u64) -> Option<usize> {
+                let newest = self.levels.len() - 1;
+                (0..newest).find(|&i| {
+                    self.filter.cascading
+                        && self.canonical_is_empty(i, hash)
+                        && (!self.removed[i] || !(i + 1..=newest).any(|j| self.holds(j, hash)))
+                })
+            }
+        }
+
+        fn run(cascading: bool, ops: Vec<Op>) -> Result<(), TestCaseError> {
+            let filter = ExpandableQf::builder(4, 0.2)
+                .cascading(cascading)
+                .build()
+                .unwrap();
+            let mut model = Model {
+                filter: &filter,
+                levels: vec![BTreeSet::new()],
+                removed: vec![false],
+            };
+            for op in ops {
+                match op {
+                    Op::Insert(hash) => {
+                        let present = model.present(hash);
+                        let newest = model.levels.len() - 1;
+                        let cascades_to = model.cascades_to(hash);
+                        prop_assert_eq!(filter.insert_hash(hash), Ok(!present));
+                        model.levels.resize(filter.levels(), BTreeSet::new());
+                        model.removed.resize(filter.levels(), false);
+                        if !present {
+                            // The level whose table now holds the fingerprint the model lacks.
+                            let landed: Vec<usize> = (0..model.levels.len())
+                                .filter(|&i| {
+                                    let level_hash = filter.level_hashes.of(i, hash);
+                                    filter.level(i).contains_hash_locked(level_hash)
+                                        && !model.holds(i, hash)
+                                })
+                                .collect();
+                            prop_assert_eq!(landed.len(), 1, "landed on {:?}", landed);
+                            match cascades_to {
+                                Some(i) => prop_assert_eq!(landed[0], i),
+                                None => prop_assert!(landed[0] >= newest, "on {}", landed[0]),
+                            }
+                            let fingerprint = model.fingerprint(landed[0], hash);
+                            model.levels[landed[0]].insert(fingerprint);
+                        }
+                    }
+                    Op::Remove(hash) => {
+                        let newest_holding = (0..model.levels.len())
+                            .rev()
+                            .find(|&i| model.holds(i, hash));
+                        prop_assert_eq!(filter.remove_hash(hash), Ok(newest_holding.is_some()));
+                        if let Some(i) = newest_holding {
+                            let fingerprint = model.fingerprint(i, hash);
+                            model.levels[i].remove(&fingerprint);
+                            model.removed[i] = true;
+                        }
+                    }
+                    Op::Contains(hash) => {
+                        let present = model.present(hash);
+                        prop_assert_eq!(filter.contains_hash(hash), present);
+                        prop_assert_eq!(filter.contains_hash_locked(hash), present);
+                    }
+                }
+            }
+            let len: usize = model.levels.iter().map(BTreeSet::len).sum();
+            prop_assert_eq!(filter.len(), len);
+            prop_assert!(filter.levels() >= 3, "only {} levels", filter.levels());
+            filter.check_invariants().map_err(TestCaseError::fail)?;
+            Ok(())
+        }
+
+        proptest! {
+            #![proptest_config(ProptestConfig::with_cases(150))]
+
+            #[test]
+            fn expandable_filter_matches_the_model(ops in ops()) {
+                run(false, ops)?;
+            }
+
+            #[test]
+            fn cascading_expandable_filter_matches_the_model(ops in ops()) {
+                run(true, ops)?;
+            }
+        }
     }
 }
