@@ -103,15 +103,11 @@ macro_rules! check {
     }};
 }
 
-#[test]
-fn memory_bytes_is_what_the_constructors_allocate() {
-    for c in [1000usize, 100_000] {
-        macro_rules! check_new {
-            ($($filter:ident),*) => {
-                $(check!(format!("{} ({c})", stringify!($filter)), $filter::new(c, 0.01).unwrap());)*
-            };
-        }
-        check_new!(
+/// Calls the macro `$each` with every filter type that has `new(capacity, fpr)`, `to_bytes` and
+/// `from_bytes`.
+macro_rules! with_every_filter_type {
+    ($each:ident) => {
+        $each!(
             SequentialQf,
             LocallyLockedQf,
             ExternallyLockedQf,
@@ -122,7 +118,19 @@ fn memory_bytes_is_what_the_constructors_allocate() {
             LockFreeCuckooFilter,
             LockedCuckooFilter,
             ExpandableQf
-        );
+        )
+    };
+}
+
+#[test]
+fn memory_bytes_is_what_the_constructors_allocate() {
+    for c in [1000usize, 100_000] {
+        macro_rules! check_new {
+            ($($filter:ident),*) => {
+                $(check!(format!("{} ({c})", stringify!($filter)), $filter::new(c, 0.01).unwrap());)*
+            };
+        }
+        with_every_filter_type!(check_new);
         check!(
             format!("GrowableQf ({c})"),
             LocallyLockedQf::growable(c, 0.01).build().unwrap()
@@ -155,18 +163,7 @@ fn a_refused_table_is_out_of_memory() {
             }
         })*};
     }
-    refused!(
-        SequentialQf,
-        LocallyLockedQf,
-        ExternallyLockedQf,
-        TwoBitQf,
-        CountingQf,
-        LinearProbingQf,
-        AtomicBloomFilter,
-        LockFreeCuckooFilter,
-        LockedCuckooFilter,
-        ExpandableQf
-    );
+    with_every_filter_type!(refused);
 }
 
 /// A doubling that cannot allocate its table stops the filter growing (`doublings_possible()`
