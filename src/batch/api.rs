@@ -326,7 +326,7 @@ fn insert_batch(
     let (q, r) = (table.quotient_bits, table.remainder_bits);
     let keys = sorted_keys(hashes, q + r);
     let strategy = match strategy {
-        BatchInsert::Auto => BatchInsert::choose(keys.len(), *len, 1 << q),
+        BatchInsert::Auto => BatchInsert::choose_for(&keys, r, *len, 1 << q),
         chosen => chosen,
     };
     match strategy {

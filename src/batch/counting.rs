@@ -30,7 +30,7 @@ use crate::sizing::{self, MAX_QUOTIENT_BITS};
 use super::keys::{counted_keys, merge_counted};
 use super::layout::{run_heads, run_starts};
 use super::lookup::{self, BatchTable};
-use super::{par, BatchInsert, BatchLookup, BuildMethod};
+use super::{crowded, par, BatchInsert, BatchLookup, BuildMethod};
 
 /// The fill [`Merge`] sizes the result for (as [`CountingQf::new`]).
 const MERGE_LOAD: f64 = 0.95;
@@ -192,6 +192,13 @@ fn rebuilt(
     Ok(filter)
 }
 
+/// How many slots a range insert may walk per slot a merge rewrites before `Auto` merges (see
+/// [`crowded`]): the ranges walked about 0.2 ns a slot (64,000 keys in 64 canonical slots of a
+/// `2^20`-slot table, 420 ms; a merge 1.3 ms there) and a merge rewrites 20-50 ns a slot of a
+/// full table (method doc of `insert_batch_with`), so only a batch whose walk passes 256 slots
+/// per slot is merged.
+const COUNTING_WALK_PER_SLOT_FOR_MERGE: u64 = 256;
+
 impl CountingQf {
     /// A filter with `2^quotient_bits` slots of `remainder_bits` remainder bits holding the
     /// fingerprints of `hashes` with their multiplicities, built in bulk (paper 004 §IV-C):
@@ -227,7 +234,8 @@ impl CountingQf {
     }
 
     /// Inserts one copy per hash ([`BatchInsert::Auto`], which on this filter is the parallel
-    /// ranges of [`insert_batch_with`](Self::insert_batch_with)). Returns how many fingerprints
+    /// ranges of [`insert_batch_with`](Self::insert_batch_with), or a merge for a batch crowded
+    /// into long clusters of its own). Returns how many fingerprints
     /// were not stored before (what the one-by-one [`insert_hash`](crate::Filter::insert_hash)es
     /// would count as `true`).
     ///
@@ -258,13 +266,16 @@ impl CountingQf {
     /// in table order (consecutive inserts touch nearby blocks) under the region locks, the
     /// ranges at once, and
     /// [`BatchInsert::Merge`] extracts the stored entries, adds the batch's counts and bulk
-    /// builds a new table (paper 004 §IV-E). `Auto` always takes the ranges, unlike
+    /// builds a new table (paper 004 §IV-E). `Auto` takes the ranges, unlike
     /// [`BatchInsert::choose`]'s rule for the 3-bit filters: at `2^22` slots of r = 11, in
     /// milliseconds as ranges / merge (medians of 3, 2 threads, throwaway program, 2026-11-28;
     /// batch as a share of the empty slots), 30% full: 10 / 118 (1/8), 42 / 157 (0.71); 50%: 6 /
     /// 85, 33 / 150; 70%: 4 / 138, 25 / 168; 90%: 3 / 175, 22 / 210; empty: 35 / 92 (1/2), 68 /
     /// 161 (0.9 of the slots), and on one thread 65 / 113 and 129 / 207. A merge rewrites the
-    /// whole table; the ranges' work grows with the batch alone.
+    /// whole table; the ranges' work grows with the batch, times the length of the clusters it
+    /// goes into. So `Auto` merges a batch crowded into clusters of its own so long that the
+    /// ranges would walk more than 256 slots per slot a merge rewrites (64,000 keys in 64
+    /// canonical slots of an empty `2^20`-slot table: 420 ms by the ranges, 1.3 ms merged).
     ///
     /// ```
     /// use conqf::{BatchInsert, BuildMethod, Count, CountingQf};
@@ -286,8 +297,7 @@ impl CountingQf {
         let (q, r) = (self.quotient_bits(), self.remainder_bits());
         let (keys, counts) = counted_keys(hashes, q + r);
         let strategy = match strategy {
-            // The ranges won at every fill and batch size measured (method doc).
-            BatchInsert::Auto => BatchInsert::Superclusters,
+            BatchInsert::Auto => self.auto_strategy(&keys),
             chosen => chosen,
         };
         let before = self.distinct();
@@ -303,6 +313,25 @@ impl CountingQf {
             }
         }
         Ok(self.distinct() - before)
+    }
+
+    /// What [`BatchInsert::Auto`] does with the sorted, distinct fingerprint `keys`: a merge
+    /// for a batch crowded into long clusters of its own, which the ranges would insert in time
+    /// quadratic in their length, else the ranges, which won at every fill and batch size
+    /// measured ([`insert_batch_with`](Self::insert_batch_with)).
+    pub(super) fn auto_strategy(&self, keys: &[u64]) -> BatchInsert {
+        let slots = 1usize << self.quotient_bits();
+        let rewritten = slots + self.distinct();
+        if crowded(
+            keys,
+            self.remainder_bits(),
+            rewritten,
+            COUNTING_WALK_PER_SLOT_FOR_MERGE,
+        ) {
+            BatchInsert::Merge(BuildMethod::default())
+        } else {
+            BatchInsert::Superclusters
+        }
     }
 
     /// Inserts every hash (a hash named `k` times adds `k` copies) as

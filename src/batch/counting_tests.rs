@@ -332,3 +332,26 @@ fn four_threads() -> rayon::ThreadPool {
         .build()
         .unwrap()
 }
+
+/// `Auto` merges a batch crowded into long clusters of its own (the ranges would take time
+/// quadratic in their length), and the merge stores what one-by-one inserts store; a batch as
+/// large spread over the table takes the ranges.
+#[test]
+fn auto_merges_a_batch_crowded_into_long_clusters() {
+    let (q, r) = (16, 12);
+    // 16,384 distinct fingerprints in 16 canonical slots: one cluster, about 2^27 slots walked.
+    let crowded: Vec<u64> = (0..16_384u64)
+        .map(|i| (i % 16) << (64 - q) | (i / 16 + 1) << (64 - q - r))
+        .collect();
+    let spread: Vec<u64> = (0..16_384u64).map(crate::hash::remix).collect();
+    let empty = CountingQf::with_bits(q, r).unwrap();
+    let auto = |hashes: &[u64]| empty.auto_strategy(&super::keys::sorted_keys(hashes, q + r));
+    assert!(matches!(auto(&crowded), BatchInsert::Merge(_)));
+    assert_eq!(auto(&spread), BatchInsert::Superclusters);
+    let expected = CountingQf::with_bits(q, r).unwrap();
+    insert_each(&expected, &crowded).unwrap();
+    let mut filter = CountingQf::with_bits(q, r).unwrap();
+    assert_eq!(filter.insert_batch(&crowded), Ok(16_384));
+    assert!(filter.table.raw() == expected.table.raw());
+    filter.check_invariants().unwrap();
+}

@@ -624,3 +624,32 @@ impl SequentialQf {
         SequentialQf { table, len }
     }
 }
+
+/// `Auto` merges a batch crowded into long clusters of its own, which the sweep would insert
+/// in time quadratic in their length, and sweeps a batch as large spread over the table; the
+/// crowded batch still stores what one-by-one inserts store.
+#[test]
+fn auto_merges_a_batch_crowded_into_long_clusters() {
+    let (q, r) = (16, 12);
+    // 4,096 distinct fingerprints in 16 canonical slots: one cluster of 4,096 slots.
+    let crowded: Vec<u64> = (0..4096u64)
+        .map(|i| (i % 16) << (64 - q) | (i / 16 + 1) << (64 - q - r))
+        .collect();
+    let spread: Vec<u64> = (0..4096u64).map(crate::hash::remix).collect();
+    let chosen = |hashes: &[u64]| {
+        let keys = super::keys::sorted_keys(hashes, q + r);
+        BatchInsert::choose_for(&keys, r, 0, 1 << q)
+    };
+    assert!(matches!(chosen(&crowded), BatchInsert::Merge(_)));
+    assert_eq!(chosen(&spread), BatchInsert::Sweep);
+    assert_eq!(
+        BatchInsert::choose(crowded.len(), 0, 1 << q),
+        BatchInsert::Sweep,
+        "the size alone would sweep"
+    );
+    let mut expected = SequentialQf::with_bits(q, r).unwrap();
+    insert_each(&mut expected, &crowded).unwrap();
+    let mut filter = SequentialQf::with_bits(q, r).unwrap();
+    assert_eq!(filter.insert_batch(&crowded), Ok(4096));
+    assert!(raw(&filter) == raw(&expected));
+}
