@@ -180,7 +180,8 @@ impl AtomicBloomFilter {
     ///
     /// # Errors
     /// [`Error::InvalidParameters`] if `bytes < 8`, the table would exceed 2^48 bits, or
-    /// `hash_functions` is not in `1..=64`.
+    /// `hash_functions` is not in `1..=64`; [`Error::OutOfMemory`] if the table cannot be
+    /// allocated.
     pub fn with_memory(bytes: usize, hash_functions: u32) -> Result<Self, Error> {
         if !(1..=MAX_HASH_FUNCTIONS).contains(&hash_functions) {
             return Err(Error::InvalidParameters(format!(

@@ -32,10 +32,12 @@ pub enum Error {
     /// kind and message); a stream that ends early is [`Error::Corrupt`]. Also what `?` makes
     /// of the `std::io::Error` of a `write_to` (`From<std::io::Error>`).
     Io(std::io::ErrorKind, String),
-    /// The memory for a table could not be allocated (the number is the bytes asked for): the
-    /// arguments were valid, the machine or the process's limits had no room. Nothing changed;
-    /// a smaller filter may still fit. The crate never aborts on this, except in `Clone` and
-    /// the conversions documented to abort like it.
+    /// The memory for a table could not be allocated (the number is the bytes asked for; for
+    /// a stream being read, the file's length): the arguments were valid, the machine or the
+    /// process's limits had no room. Nothing changed; a smaller filter may still fit. Every
+    /// table, lock array and counter array is allocated this way; smaller working buffers (the
+    /// sorted keys of a batch, a bulk build, a grow or a snapshot) and `Clone` abort the
+    /// process as `Vec` does when memory runs out.
     OutOfMemory(usize),
 }
 

@@ -1368,11 +1368,14 @@ fn golden_filters() -> Vec<(&'static str, Vec<u8>)> {
         .cascading(true)
         .build()
         .unwrap();
+    // Without cascading inserts: a hash per level.
+    let mut per_level = ExpandableQf::new(40, 0.01).unwrap();
     for k in 0..300u64 {
         two_bit.insert(&k).unwrap();
         counting.insert_count(&k, k % 5 + 1).unwrap();
         growable.insert(&k).unwrap();
         expandable.insert(&k).unwrap();
+        per_level.insert(&k).unwrap();
     }
     counting.insert_count(&"many", 1 << 33).unwrap();
     for k in (0..300u64).step_by(13) {
@@ -1380,6 +1383,7 @@ fn golden_filters() -> Vec<(&'static str, Vec<u8>)> {
         counting.remove(&k).unwrap();
         growable.remove(&k).unwrap();
         expandable.remove(&k).unwrap();
+        per_level.remove(&k).unwrap();
     }
     // Grown twice: 2,568 slots, not whole groups of 11-bit slots (five to a group), so the
     // file stores the count (`Qf3Grown`).
@@ -1398,6 +1402,7 @@ fn golden_filters() -> Vec<(&'static str, Vec<u8>)> {
         ("counting", counting.to_bytes()),
         ("growable", growable.to_bytes()),
         ("expandable", expandable.to_bytes()),
+        ("expandable_per_level", per_level.to_bytes()),
         ("sequential", sequential.to_bytes()),
         ("locally_locked", locally.to_bytes()),
         ("externally_locked", external.to_bytes()),
@@ -1476,10 +1481,11 @@ fn golden_answers(name: &str, bytes: &[u8]) -> String {
             assert_eq!((f.doublings(), f.quotient_bits()), (3, 9));
             Box::new(move |k| f.contains(&k))
         }
-        "expandable" | "expandable_r0_without_tails" | "expandable_shared_hash" => {
+        "expandable" | "expandable_r0_without_tails" | "expandable_per_level" => {
             let f = ExpandableQf::from_bytes(bytes).unwrap();
             f.check_invariants().unwrap();
-            assert!(f.levels() >= 2 && f.is_cascading());
+            assert!(f.levels() >= 2);
+            assert_eq!(f.is_cascading(), name != "expandable_per_level");
             Box::new(move |k| f.contains(&k))
         }
         _ => unreachable!(),
@@ -1521,16 +1527,9 @@ fn golden_files_still_decode_to_the_same_answers() {
 /// * `expandable_r0_without_tails`: the cascading `ExpandableQf` of `golden_filters`, sized
 ///   when its level 0 got 8 remainder bits (its levels' overflow tails were not counted in the
 ///   most a level can be filled; today it gets 9).
-/// * `expandable_shared_hash`: that filter as written before its levels had hashes of their own
-///   (every level split the key's hash itself; the file's level-hashing field is 0). So is
-///   `expandable_r0_without_tails`.
 #[test]
 fn older_golden_files_decode_and_write_back_unchanged() {
-    for name in [
-        "bloom_double_hashing",
-        "expandable_r0_without_tails",
-        "expandable_shared_hash",
-    ] {
+    for name in ["bloom_double_hashing", "expandable_r0_without_tails"] {
         let old = std::fs::read(golden_dir().join(format!("{name}.bin"))).unwrap();
         let answers =
             std::fs::read_to_string(golden_dir().join(format!("{name}.answers"))).unwrap();
@@ -2387,7 +2386,8 @@ fn growable_growth_state_is_checked() {
 }
 
 /// An expandable filter's own fields: the cascading flag is 0 or 1, the level hashing 0 or 1
-/// (a filter written today says 1), no removal flag of a level it does not have, the levels' `delta_grow` its own, and nothing
+/// and 0 with cascading inserts (what the cascading sample says), no removal flag of a level it
+/// does not have, the levels' `delta_grow` its own, and nothing
 /// after the last level.
 #[test]
 fn expandable_fields_are_checked() {
@@ -2397,7 +2397,7 @@ fn expandable_fields_are_checked() {
     let levels = u32::from_le_bytes(expandable[24 + 20..24 + 24].try_into().unwrap());
     let removed = u32::from_le_bytes(expandable[24 + 24..24 + 28].try_into().unwrap());
     assert!((1..32).contains(&levels));
-    assert_eq!(expandable[24 + 28..24 + 32], 1u32.to_le_bytes());
+    assert_eq!(expandable[24 + 28..24 + 32], 0u32.to_le_bytes());
     let delta = f64::from_bits(u64::from_le_bytes(expandable[32..40].try_into().unwrap()));
     let end = expandable.len() - 8;
     let cases = [
@@ -2408,6 +2408,10 @@ fn expandable_fields_are_checked() {
         (
             "level hashing 2",
             patched(&expandable, 24 + 28, &2u32.to_le_bytes()),
+        ),
+        (
+            "a hash per level with cascading inserts",
+            patched(&expandable, 24 + 28, &1u32.to_le_bytes()),
         ),
         (
             "removal flag past the levels",

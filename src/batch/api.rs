@@ -32,9 +32,9 @@ impl SequentialQf {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidParameters`] as for [`with_bits`](Self::with_bits); [`Error::Full`] if
-    /// the fingerprints do not fit in the table or pass its load cap (see
-    /// [`insert_hash`](Self::insert_hash)).
+    /// [`Error::InvalidParameters`] and [`Error::OutOfMemory`] as for
+    /// [`with_bits`](Self::with_bits); [`Error::Full`] if the fingerprints do not fit in the
+    /// table or pass its load cap (see [`insert_hash`](Self::insert_hash)).
     pub fn bulk_build(
         quotient_bits: u32,
         remainder_bits: u32,

@@ -219,8 +219,8 @@ impl CountingQf {
     /// ```
     ///
     /// # Errors
-    /// [`Error::InvalidParameters`] as for [`with_bits`](Self::with_bits); [`Error::Full`] if
-    /// the entries do not fit.
+    /// [`Error::InvalidParameters`] and [`Error::OutOfMemory`] as for
+    /// [`with_bits`](Self::with_bits); [`Error::Full`] if the entries do not fit.
     pub fn bulk_build(
         quotient_bits: u32,
         remainder_bits: u32,

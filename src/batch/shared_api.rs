@@ -91,8 +91,9 @@ macro_rules! batch_inserts_and_lookups {
 
             /// [`contains_batch`](Self::contains_batch) in a chosen order: prefetching in the
             /// caller's order, or radix-partitioned by the hashes' top bits ([`BatchLookup`]:
-            /// a quotient filter then reads its table in order; a cuckoo filter its primary
-            /// buckets, a Bloom filter the first of each key's bits).
+            /// a quotient filter then reads its table in order, `ExpandableQf` without
+            /// cascading inserts only its level 0, as its other levels hash keys apart; a
+            /// cuckoo filter its primary buckets, a Bloom filter the first of each key's bits).
             ///
             /// ```
             #[doc = concat!("use conqf::{BatchLookup, Filter, ", stringify!($filter), "};")]

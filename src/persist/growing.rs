@@ -7,10 +7,11 @@
 //!   one's). A filter read back doubles at the same fill, as often as the original still
 //!   would have.
 //! * An `ExpandableQf` file holds `q_0`, `r_0`, `delta_grow`, cascading, the number of levels,
-//!   their removal flags and how the levels hash (0: all split the key's hash, as every file
-//!   before per-level hashes; 1: each later level a remix of it); its payload is the levels, each a whole `GrowableQf` file. Every
-//!   level's shape is checked against the one the level structure gives it (paper 000 §4.1), so
-//!   a filter read back opens its next levels exactly as the original would.
+//!   their removal flags and how the levels hash (0: all split the key's hash, as cascading
+//!   filters and every file before per-level hashes do; 1: each later level the hash times its
+//!   own odd constant); its payload is the levels, each a whole `GrowableQf` file. Every level's
+//!   shape is checked against the one the level structure gives it (paper 000 §4.1), so a
+//!   filter read back opens its next levels exactly as the original would.
 //!
 //! Both snapshots take `&mut self`: no operation, and so no migration (the last helper swaps the
 //! generation before its operation returns), is in flight, and no table holds a lock.
@@ -190,16 +191,16 @@ impl ExpandableQf {
             .u32(removed)
             .u32(match self.level_hashes() {
                 LevelHashes::Shared => 0,
-                LevelHashes::Remixed => 1,
+                LevelHashes::PerLevel => 1,
             });
         // Every level file is a whole number of 8-byte words (its fields are).
         let words = (0..payload.len() / 8).map(|index| le_word(&payload, index));
         format::write_file(out, Tag::Expandable, params, words)
     }
 
-    /// The filter as bytes: its parameters (`q_0`, `r_0`, `delta_grow`, cascading) and every
-    /// level with its growth state and removal flag, so a filter read back answers as before
-    /// and opens its next levels the same way.
+    /// The filter as bytes: its parameters (`q_0`, `r_0`, `delta_grow`, cascading, how the
+    /// levels hash) and every level with its growth state and removal flag, so a filter read
+    /// back answers as before and opens its next levels the same way.
     ///
     /// `&mut self`: no operation, migration or level opening is in flight (call it on an `Arc`
     /// with [`Arc::get_mut`](std::sync::Arc::get_mut) once the other threads are done). To
@@ -243,8 +244,14 @@ impl ExpandableQf {
         // was reserved then).
         let level_hashes = match params.u32()? {
             0 => LevelHashes::Shared,
-            1 => LevelHashes::Remixed,
-            other => return Err(corrupt(format!("level hashing {other}"))),
+            // No constructor makes a cascading filter with a hash per level: its early stop
+            // needs one hash (`ExpandableQf`'s docs, "A hash per level").
+            1 if !cascading => LevelHashes::PerLevel,
+            other => {
+                return Err(corrupt(format!(
+                    "level hashing {other} (cascading: {cascading})"
+                )))
+            }
         };
         sizing::check_bits(q0, r0, STATUS_BITS, 1).map_err(bad_parameters)?;
         if !ExpandableQf::fingerprints_grow_to_64_bits((q0, r0)) {

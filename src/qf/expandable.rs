@@ -51,24 +51,35 @@ use crate::sizing;
 use crate::sync::{AtomicBool, AtomicPtr, AtomicUsize, Ordering, Waiter};
 
 /// How a level's hash comes from the key's: what decides which canonical slots of a level the
-/// keys that reach it can have ([`ExpandableQf`], "Every level its own hash").
+/// keys that reach it can have ([`ExpandableQf`], "A hash per level").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum LevelHashes {
-    /// Every level splits the key's hash itself (the files written before per-level hashes,
-    /// which must keep answering as they did).
+    /// Every level splits the key's hash itself: what cascading inserts need (their early stop
+    /// counts on a higher level's fingerprint extending a lower level's), and what every file
+    /// written before per-level hashes holds.
     Shared,
-    /// Level 0 splits the key's hash, every later level a bijective remix of it seeded with
-    /// the level's index: independent-looking, so the lower levels' fingerprints (prefixes of
-    /// their own hashes) are no blocks of a higher level's canonical slots.
-    Remixed,
+    /// Level 0 splits the key's hash, every later level the hash times an odd constant of its
+    /// own ([`LEVEL_MULTIPLIERS`]), so the lower levels' fingerprints are no blocks of a higher
+    /// level's canonical slots. Filters without cascading inserts.
+    PerLevel,
 }
 
 impl LevelHashes {
+    /// How a new filter hashes its levels: once for all with cascading inserts, else a hash
+    /// per level.
+    pub(crate) fn for_new(cascading: bool) -> Self {
+        if cascading {
+            LevelHashes::Shared
+        } else {
+            LevelHashes::PerLevel
+        }
+    }
+
     /// The hash level `level` stores and looks up for a key of hash `hash`.
     #[inline(always)]
     pub(crate) fn of(self, level: usize, hash: u64) -> u64 {
         match self {
-            LevelHashes::Remixed => hash.wrapping_mul(LEVEL_MULTIPLIERS[level & (MAX_LEVELS - 1)]),
+            LevelHashes::PerLevel => hash.wrapping_mul(LEVEL_MULTIPLIERS[level & (MAX_LEVELS - 1)]),
             _ => hash,
         }
     }
@@ -182,7 +193,7 @@ impl ExpandableBuilder {
             r0,
             delta_grow: self.delta_grow,
             cascading: self.cascading,
-            level_hashes: LevelHashes::Remixed,
+            level_hashes: LevelHashes::for_new(self.cascading),
         })
     }
 }
@@ -245,23 +256,35 @@ impl GrowableQf {
 /// reached 0.167 after 3,000 keys, its levels of 4 to 128 canonical slots filled 1.5 to 1.03
 /// times over.)
 ///
-/// # Every level its own hash
+/// # A hash per level
 ///
 /// A key reaches level `i` only if no lower level matched it, and a lower level's fingerprint is
 /// a prefix of the hash that level splits. Were every level to split one hash, each such prefix
 /// would be a block of consecutive canonical slots of level `i` (`2^(q_i - k_j)` of them for
 /// level `j`'s `k_j`-bit fingerprints) that no key reaching level `i` can have: the blocks
 /// cover about the lower levels' rate, a large share with a large bound, and the keys would
-/// crowd the other slots past `δ_grow`, lengthening their clusters. So level 0 splits the key's
-/// hash and every later level the hash times an odd constant of its own: a bijection (keys
-/// with different hashes stay apart) whose top bits depend on every bit of the hash, which
-/// spreads each lower level's prefixes over all of a level's canonical slots.
-/// Measured on one thread with a million keys inserted one by one (2026-12-01, the performance
-/// history's "Every level its own hash" has the program): `new(1, 0.5)` took 0.43 µs per
-/// insert and 0.26 per absent lookup, where one shared hash took 8.0 and 4.1; `new(1000, 0.01)`
-/// 0.37 and 0.23 against 0.36 and 0.22 (the multiplication per level, best of five runs).
-/// Files written before this (whose level-hashing field, reserved then, is 0) keep their shared
-/// hash, so they answer as they did.
+/// crowd the other slots past `δ_grow`, lengthening their clusters. So, without cascading
+/// inserts, level 0 splits the key's hash and every later level the hash times an odd constant
+/// of its own: a bijection (keys with different hashes stay apart) whose top bits depend on
+/// every bit of the hash, which spreads each lower level's prefixes over all of a level's
+/// canonical slots. Measured on one thread with a million keys inserted one by one (2026-12-01,
+/// the performance history's "Every level its own hash" has the program): `new(1, 0.5)` took
+/// 0.43 µs per insert and 0.26 per absent lookup, where one shared hash took 8.0 and 4.1;
+/// `new(1000, 0.01)` 0.37 and 0.23 against 0.36 and 0.22 (the multiplication per level, best of
+/// five runs).
+///
+/// Cascading filters keep one hash for every level, because their early stop (below) counts on
+/// it: a key whose fingerprint another key stores on a higher level shares that key's canonical
+/// slot on every lower level, so an empty canonical slot below proves the fingerprint absent
+/// above. With a hash per level a key matching another's fingerprint only on a higher level
+/// would pass the early stop, be stored again below with `Ok(true)`, and removing it would take
+/// the other key's copy. They suffer the blocks less: the cascading rule gives level 0 longer
+/// fingerprints, so the blocks are short (`builder(1, 0.5).cascading(true)`: 0.63 µs per insert
+/// and 0.39 per absent lookup at a million keys, rate 0.063; same program).
+///
+/// Files written before per-level hashes (whose level-hashing field, reserved then, is 0) keep
+/// one hash and answer as they did; [`clear`](Self::clear) gives such a filter without
+/// cascading inserts a hash per level (level 0 hashes as before, and the other levels go).
 ///
 /// # Capped levels
 ///
@@ -288,15 +311,6 @@ impl GrowableQf {
 /// succeeds. A query that meets an empty canonical slot on a lower level stops there, the key
 /// would have been stored in that slot, unless a removal has touched that level (a removal may
 /// have emptied the slot after the key went higher up).
-///
-/// Since the levels hash apart ("Every level its own hash" below), the early stop also answers
-/// `false` for a key that only matches another key's fingerprint on a higher level (a false
-/// positive there) when its own canonical slot below is empty, and an insert of such a key
-/// stores it in that slot and answers `Ok(true)`: an insert answers `Ok(true)` exactly when a
-/// query would have answered `false`. A later removal of that key takes the fingerprint of the
-/// newest level holding it, here the other key's, as a removal of colliding keys does in any
-/// filter that stores one copy of a fingerprint. (With one hash shared by every level, both
-/// keys had one canonical slot below, so this could not happen.)
 ///
 /// Two threads inserting the same new key may both store it (one per level) and both get
 /// `Ok(true)` in two races: while the next level opens, and, with cascading inserts, when a
@@ -762,7 +776,8 @@ impl ExpandableQf {
 
     /// Removes every key and every level but the first, which is emptied: the filter is as
     /// [`new`](Self::new) or its builder made it (level 0's memory only, the levels' flags and
-    /// read states reset). `&mut self`, so no other thread is using it.
+    /// read states reset, and the levels hashed as a new filter's: "A hash per level" in the
+    /// type docs). `&mut self`, so no other thread is using it.
     ///
     /// ```
     /// use conqf::{ExpandableQf, Filter};
@@ -804,6 +819,9 @@ impl ExpandableQf {
         self.reads = LevelReads::new(self.levels.len());
         self.active.store(0, Ordering::Relaxed);
         self.opening.store(false, Ordering::Relaxed);
+        // A filter read from an older file takes the hashing a new one gets: level 0 hashes
+        // the same either way, and no other level is left.
+        self.level_hashes = LevelHashes::for_new(self.cascading);
     }
 
     /// Checks every level's invariants. Only meaningful while no thread writes.
@@ -1039,7 +1057,7 @@ mod tests {
             }
             distinct / uniform
         };
-        let remixed = spread(LevelHashes::Remixed);
+        let remixed = spread(LevelHashes::PerLevel);
         let shared = spread(LevelHashes::Shared);
         assert!(remixed > 0.97, "a hash per level: {remixed} of uniform");
         assert!(shared < 0.9, "one shared hash: {shared} of uniform");
@@ -1270,6 +1288,88 @@ mod tests {
         assert_eq!(q0_at(716, 0.7), 11);
     }
 
+    /// A filter without cascading inserts gets a hash per level, a cascading one keeps one
+    /// hash; `clear` gives a filter read from an older file (one hash) what a new one gets.
+    #[test]
+    fn cascading_filters_keep_one_hash_and_clear_takes_a_new_filters() {
+        let plain = ExpandableQf::new(1000, 0.01).unwrap();
+        let mut cascading = ExpandableQf::builder(1000, 0.01)
+            .cascading(true)
+            .build()
+            .unwrap();
+        assert_eq!(plain.level_hashes, LevelHashes::PerLevel);
+        assert_eq!(cascading.level_hashes, LevelHashes::Shared);
+        let mut old = plain;
+        old.level_hashes = LevelHashes::Shared;
+        for k in 0..5000u64 {
+            old.insert(&k).unwrap();
+            cascading.insert(&k).unwrap();
+        }
+        assert!(old.levels() > 2);
+        old.clear();
+        cascading.clear();
+        assert_eq!(old.level_hashes, LevelHashes::PerLevel);
+        assert_eq!(cascading.level_hashes, LevelHashes::Shared);
+        for k in 0..5000u64 {
+            old.insert(&k).unwrap();
+        }
+        assert!((0..5000u64).all(|k| old.contains(&k)));
+    }
+
+    /// Set semantics with cascading inserts: a key whose fingerprint on level 1 is another
+    /// stored key's gets `Ok(false)` from its insert, whatever its lower bits, so removing it
+    /// (which takes that fingerprint) falls under the documented exception for keys that share a
+    /// fingerprint. One hash for all levels gives it: the two keys share their canonical slot on
+    /// level 0, where the stored key found no room. Fails with a hash per level (the early stop
+    /// passes the key whose level-0 slot is empty, and the insert stores it with `Ok(true)`).
+    #[test]
+    fn a_cascading_key_matching_a_higher_level_fingerprint_is_present() {
+        let filter = ExpandableQf::builder(64, 0.05)
+            .cascading(true)
+            .build()
+            .unwrap();
+        // A key stored on level 1 (its level-0 canonical slot was taken).
+        let on_level_1 = |hash: u64| {
+            let level_hash = filter.level_hashes.of(1, hash);
+            filter.level(1).contains_hash_locked(level_hash)
+                && !filter.level(0).contains_hash_locked(hash)
+        };
+        let mut k = 0u64;
+        let stored = loop {
+            let hash = crate::hash::hash_key(&k);
+            filter.insert_hash(hash).unwrap();
+            if filter.levels() >= 2 && on_level_1(hash) {
+                break hash;
+            }
+            k += 1;
+        };
+        let level = filter.level(1);
+        let bits = level.quotient_bits() + level.remainder_bits();
+        let multiplier = super::LEVEL_MULTIPLIERS[1];
+        // The multiplier's inverse modulo 2^64 (Newton's iteration doubles the bits right).
+        let mut inverse = 1u64;
+        for _ in 0..6 {
+            inverse = inverse.wrapping_mul(2u64.wrapping_sub(multiplier.wrapping_mul(inverse)));
+        }
+        let inverse = match filter.level_hashes {
+            LevelHashes::Shared => 1,
+            LevelHashes::PerLevel => inverse,
+        };
+        let top = filter.level_hashes.of(1, stored) >> (64 - bits) << (64 - bits);
+        for low in 1..200u64 {
+            // Another key with `stored`'s level-1 fingerprint.
+            let other =
+                (top | low.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> bits).wrapping_mul(inverse);
+            assert_ne!(other, stored);
+            assert_eq!(
+                filter.level_hashes.of(1, other) >> (64 - bits),
+                top >> (64 - bits)
+            );
+            assert!(filter.contains_hash(other), "low bits {low}");
+            assert_eq!(filter.insert_hash(other), Ok(false), "low bits {low}");
+        }
+    }
+
     /// Random inserts, removals and queries against the exact model: one set of fingerprints
     /// per level, each the top `q_i + r_i` bits of the level's own hash, and the levels' removal
     /// flags. Without cascading inserts a key is present if any level holds its fingerprint;
@@ -1282,10 +1382,9 @@ mod tests {
     /// there, no higher level holds the key), else on the newest level. A removal takes the
     /// fingerprint from the newest level holding it and flags that level.
     ///
-    /// The hashes are random, so keys collide on level 0's short fingerprints and on no higher
-    /// level: with a hash per level, a key matching another's fingerprint on a higher level
-    /// (a false positive there) may find its canonical slot empty on a lower one, where one
-    /// shared hash would have made it the other key's slot too.
+    /// The hashes are random, drawn from a pool so that keys are inserted again and removed:
+    /// they collide mostly on level 0's short fingerprints. The filter without cascading inserts
+    /// hashes each level apart, the cascading one with one hash (as their constructors do).
     mod model {
         use std::collections::BTreeSet;
 

@@ -399,7 +399,7 @@ impl LocallyLockedQf {
 ///
 /// # Errors
 /// [`Error::Incompatible`] if the fingerprint lengths differ; [`Error::Full`] if the union
-/// does not fit.
+/// does not fit; [`Error::OutOfMemory`] if its table cannot be allocated.
 impl Merge for LocallyLockedQf {
     fn merge(&self, other: &Self) -> Result<Self, Error> {
         let merged = merge_tables(

@@ -249,7 +249,8 @@ impl SequentialQf {
     ///
     /// # Errors
     /// [`Error::InvalidParameters`] if only one remainder bit is left or the quotient would
-    /// exceed 40 bits; the filter is then unchanged.
+    /// exceed 40 bits; [`Error::OutOfMemory`] if the larger table cannot be allocated; the
+    /// filter is then unchanged.
     pub fn grow(&mut self) -> Result<(), Error> {
         // The doubled table has at least twice the slots, and every fingerprint lands at most at
         // twice its old position plus one (see `growing::migration`), so the move never fails.

@@ -122,7 +122,8 @@ impl CountingQf {
     ///
     /// # Errors
     /// [`Error::InvalidParameters`] unless `1 <= quotient_bits <= 40`, `remainder_bits >= 2`,
-    /// `quotient_bits + remainder_bits <= 64` and `remainder_bits <= 62`.
+    /// `quotient_bits + remainder_bits <= 64` and `remainder_bits <= 62`;
+    /// [`Error::OutOfMemory`] if the table cannot be allocated.
     pub fn with_bits(quotient_bits: u32, remainder_bits: u32) -> Result<Self, Error> {
         Self::with_bits_and_region(quotient_bits, remainder_bits, Self::DEFAULT_REGION_BLOCKS)
     }
@@ -274,8 +275,8 @@ impl CountingQf {
     /// [`Error::Full`] if the entries do not fit, which only a table of fewer canonical slots
     /// than one block (64) filled past them can see: its one block holds 64 slots whatever
     /// `q`, so a doubling does not halve its load (elsewhere the load halves);
-    /// [`Error::Corrupt`] if a run of the table cannot be decoded (not expected either: no
-    /// operation leaves such a table). The filter is unchanged on error.
+    /// [`Error::Corrupt`] if a run of the table cannot be decoded (not expected: no operation
+    /// leaves such a table). The filter is unchanged on error.
     pub fn grow(&mut self) -> Result<(), Error> {
         let (q, r) = (self.quotient_bits, self.remainder_bits);
         if r <= MIN_REMAINDER_BITS || q >= MAX_QUOTIENT_BITS {

@@ -59,7 +59,8 @@ impl GrowableQf {
     ///
     /// # Errors
     /// As [`LocallyLockedQf::snapshot`](crate::LocallyLockedQf::snapshot): [`Error::Full`]
-    /// only if writers churned so much near a full table that more was read than it ever held.
+    /// only if writers churned so much near a full table that more was read than it ever held;
+    /// [`Error::OutOfMemory`] if the copy's table cannot be allocated.
     pub fn snapshot(&self) -> Result<GrowableQf, Error> {
         let guard = reclaim::pin();
         let generation = self.generation(&guard);

@@ -67,7 +67,8 @@ impl LocallyLockedQf {
     /// # Errors
     /// [`Error::Full`] if what the read collected does not fit the table's shape: only when
     /// writers inserted and removed so many keys during it, near a full table, that more were
-    /// read than the table ever held at once. Another try may succeed.
+    /// read than the table ever held at once. Another try may succeed. [`Error::OutOfMemory`]
+    /// if the copy's table cannot be allocated.
     pub fn snapshot(&self) -> Result<SequentialQf, Error> {
         let keys = self.swept_keys();
         let table = &self.table;

@@ -315,7 +315,8 @@ impl TwoBitQf {
     ///
     /// # Errors
     /// [`Error::InvalidParameters`] if only one remainder bit is left or the quotient would
-    /// exceed 40 bits; the filter is then unchanged.
+    /// exceed 40 bits; [`Error::OutOfMemory`] if the larger table cannot be allocated; the
+    /// filter is then unchanged.
     pub fn grow(&mut self) -> Result<(), Error> {
         if self.table.remainder_bits < 2 {
             return Err(Error::InvalidParameters(
