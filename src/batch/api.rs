@@ -9,7 +9,7 @@ use crate::qf::sequential::SequentialQf;
 use crate::qf::table::QfTable;
 use crate::sync::Ordering;
 
-use super::keys::{merge_sorted, sorted_keys, sorted_keys_with_repeats, table_keys};
+use super::keys::{add_absent, sorted_keys, sorted_keys_with_repeats, table_keys};
 use super::{
     build, build_segmented, build_table, insertion, lookup, removal, supercluster, within_load_cap,
     BatchInsert, BatchLookup, BuildMethod, Dedupe,
@@ -86,7 +86,9 @@ impl SequentialQf {
 
     /// Inserts the fingerprints of `hashes`: the sweep (each thread inserting its part of the
     /// sorted batch in table order), or a merge-insert for a large batch into a nearly empty
-    /// table ([`BatchInsert::Auto`]). Returns how many were newly stored.
+    /// table or a batch crowded into long clusters of its own ([`BatchInsert::Auto`]). Returns
+    /// how many were newly stored. Either way a fingerprint already stored is left as it is
+    /// (with the copies of a build without deduplication).
     ///
     /// ```
     /// use conqf::SequentialQf;
@@ -102,6 +104,8 @@ impl SequentialQf {
     /// [`insert_hash`](Self::insert_hash)). A merge-insert then leaves the filter unchanged;
     /// the sweep and supercluster rounds keep what they inserted before they found no room, up
     /// to the cap. Either way the filter stays usable and keeps every fingerprint it held.
+    /// [`Error::OutOfMemory`] if a merge-insert cannot allocate its new table (the filter is
+    /// then unchanged).
     pub fn insert_batch(&mut self, hashes: &[u64]) -> Result<usize, Error> {
         self.insert_batch_with(hashes, BatchInsert::Auto)
     }
@@ -332,14 +336,14 @@ fn insert_batch(
     match strategy {
         BatchInsert::Merge(method) => {
             // Relaxed: `&mut` access to the table.
-            let mut stored = table_keys(table, Ordering::Relaxed);
-            // Copies a build without dedupe stored collapse: the union holds each key once.
-            stored.dedup();
-            let union = merge_sorted(&stored, &keys);
+            let stored = table_keys(table, Ordering::Relaxed);
+            // As the sweep: the copies a build without dedupe stored stay, and a key is added
+            // only if absent.
+            let (union, added) = add_absent(&stored, &keys);
             let (merged, merged_len) = build_table(q, r, table.slots.len(), union, method)?;
             *table = merged;
             *len = merged_len;
-            Ok(merged_len - stored.len())
+            Ok(added)
         }
         BatchInsert::Superclusters => {
             let before = *len;

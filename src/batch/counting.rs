@@ -253,7 +253,8 @@ impl CountingQf {
     /// # Errors
     /// [`Error::Full`] if the entries do not fit. A merge-insert then leaves the filter
     /// unchanged; the range inserts keep the ones that fitted (with several threads, which ones
-    /// depends on the threads' timing).
+    /// depends on the threads' timing). [`Error::OutOfMemory`] if a merge-insert cannot
+    /// allocate its new table (the filter is then unchanged).
     pub fn insert_batch(&mut self, hashes: &[u64]) -> Result<usize, Error> {
         self.insert_batch_with(hashes, BatchInsert::Auto)
     }

@@ -354,4 +354,16 @@ fn auto_merges_a_batch_crowded_into_long_clusters() {
     assert_eq!(filter.insert_batch(&crowded), Ok(16_384));
     assert!(filter.table.raw() == expected.table.raw());
     filter.check_invariants().unwrap();
+    // What shows which path `insert_batch` took: the batch at the table's top end does not
+    // fit, and a merge then changes nothing where the ranges keep what fitted.
+    let at_the_top: Vec<u64> = crowded.iter().map(|h| h | (0xFFF0 << (64 - q))).collect();
+    let mut ranges = CountingQf::with_bits(q, r).unwrap();
+    assert_eq!(
+        ranges.insert_batch_with(&at_the_top, BatchInsert::Sweep),
+        Err(Error::Full)
+    );
+    assert!(!ranges.is_empty());
+    let mut filter = CountingQf::with_bits(q, r).unwrap();
+    assert_eq!(filter.insert_batch(&at_the_top), Err(Error::Full));
+    assert_eq!(filter.len(), 0);
 }

@@ -239,6 +239,14 @@ pub(crate) fn extend_with_table_keys(keys: &mut Vec<u64>, table: &QfTable, order
 /// paper 004 §IV-E) cuts the output into one piece per thread, each piece is merged on its own,
 /// and the pieces are joined and deduplicated.
 pub(crate) fn merge_sorted(a: &[u64], b: &[u64]) -> Vec<u64> {
+    let mut out = merge_keeping_repeats(a, b);
+    out.dedup();
+    out
+}
+
+/// The merge of two non-decreasing sequences, every value as often as the two hold it: the
+/// merge path of [`merge_sorted`] without its deduplication.
+fn merge_keeping_repeats(a: &[u64], b: &[u64]) -> Vec<u64> {
     let total = a.len() + b.len();
     let pieces = par::map_chunks(total, par::MIN_PARALLEL, |range| {
         let (from_a, to_a) = (co_rank(range.start, a, b), co_rank(range.end, a, b));
@@ -248,8 +256,33 @@ pub(crate) fn merge_sorted(a: &[u64], b: &[u64]) -> Vec<u64> {
     for piece in pieces {
         out.extend_from_slice(&piece);
     }
-    out.dedup();
     out
+}
+
+/// The increasing, distinct `keys` added to the non-decreasing `stored` as one-by-one inserts
+/// add them: every stored copy kept (a build without deduplication may hold several), a key
+/// added only if `stored` lacks it. Returns the union and how many keys were added. The keys
+/// are checked a chunk per thread, each chunk walking `stored` from where its first key goes.
+pub(crate) fn add_absent(stored: &[u64], keys: &[u64]) -> (Vec<u64>, usize) {
+    let pieces = par::map_chunks(keys.len(), par::MIN_PARALLEL, |range| {
+        let chunk = &keys[range];
+        let mut at = chunk
+            .first()
+            .map_or(0, |&first| stored.partition_point(|&s| s < first));
+        let mut absent = Vec::new();
+        for &key in chunk {
+            while at < stored.len() && stored[at] < key {
+                at += 1;
+            }
+            if stored.get(at) != Some(&key) {
+                absent.push(key);
+            }
+        }
+        absent
+    });
+    let absent: Vec<u64> = pieces.concat();
+    let added = absent.len();
+    (merge_keeping_repeats(stored, &absent), added)
 }
 
 /// How many values [`merge_sorted`] of two increasing sequences returns (each value once),
@@ -338,6 +371,26 @@ mod tests {
             expected.dedup();
             proptest::prop_assert_eq!(union_len(a.clone(), b.clone()), expected.len());
             proptest::prop_assert_eq!(merge_sorted(&a, &b), expected);
+        }
+    }
+
+    proptest::proptest! {
+        /// `add_absent` against a sequential model: every stored copy, then each key the
+        /// stored values lack, in order; across chunks of the keys (up to 40,000 of them).
+        #[test]
+        fn added_keys_are_the_absent_ones_and_copies_stay(
+            stored in proptest::collection::vec(0u64..3000, 0..40_000),
+            keys in proptest::collection::vec(0u64..3000, 0..40_000),
+        ) {
+            let (mut stored, mut keys) = (stored, keys);
+            stored.sort_unstable();
+            keys.sort_unstable();
+            keys.dedup();
+            let absent: Vec<u64> =
+                keys.iter().copied().filter(|k| stored.binary_search(k).is_err()).collect();
+            let mut expected: Vec<u64> = stored.iter().chain(&absent).copied().collect();
+            expected.sort_unstable();
+            proptest::prop_assert_eq!(add_absent(&stored, &keys), (expected, absent.len()));
         }
     }
 

@@ -105,8 +105,9 @@ impl BuildMethod {
 /// in its run), so the filter holds a multiset: `len` counts copies, removing a hash takes away
 /// one copy, lookups answer as before. Keys whose fingerprints collide then each keep a copy,
 /// so removing one of them does not make the others look absent. One-by-one and batch inserts
-/// into such a filter still store a fingerprint only when it is absent, and a merge or a
-/// merge-insert ([`BatchInsert::Merge`]) stores each fingerprint once.
+/// into such a filter (a merge-insert, [`BatchInsert::Merge`], too) keep its copies and still
+/// store a fingerprint only when it is absent; a merge of two filters ([`Merge`](crate::Merge))
+/// stores each fingerprint once.
 /// [`CountingQf::bulk_build`](crate::CountingQf::bulk_build) has no such switch: it counts
 /// repeats, as its one-by-one inserts do.
 ///
@@ -155,8 +156,7 @@ pub enum BatchInsert {
     /// a nearly empty table (see [`BatchInsert::choose`]) or for a batch crowded into long
     /// clusters of its own, which the sweep would insert in time quadratic in their length
     /// (64,000 keys in 64 canonical slots of a `2^20`-slot table: 1.3 s swept, 3 ms merged);
-    /// `CountingQf` always takes its
-    /// parallel ranges (see its
+    /// `CountingQf` takes its parallel ranges but for such a crowded batch (see its
     /// [`insert_batch_with`](crate::CountingQf::insert_batch_with)).
     #[default]
     Auto,
@@ -170,11 +170,13 @@ pub enum BatchInsert {
     /// slot that ends their stretch are inserted afterwards by the calling thread. Its work
     /// grows with the batch (a merge's with the table), times the length of the clusters it
     /// inserts into, as each insert walks its cluster from the start: what `Auto` picks but for
-    /// a large batch into a nearly empty table or a crowded one. `CountingQf` takes its parallel ranges, as for
-    /// [`Superclusters`](BatchInsert::Superclusters).
+    /// a large batch into a nearly empty table or a crowded one. `CountingQf` takes its parallel
+    /// ranges, as for [`Superclusters`](BatchInsert::Superclusters).
     Sweep,
     /// Extract the stored fingerprints, merge the sorted batch in, and bulk build a new table
-    /// with this method (§IV-E): work proportional to the table, whatever the batch.
+    /// with this method (§IV-E): work proportional to the table, whatever the batch. As the
+    /// sweep, it adds only the fingerprints not stored and keeps the copies a build without
+    /// deduplication stored.
     Merge(BuildMethod),
 }
 

@@ -18,7 +18,8 @@
 //! inserts and removals, which act on a hit, ask the level with `contains_hash_locked`, which
 //! trusts only one-group answers and locked walks. Removals use the locally locked filter's
 //! removal (lock-free inside one group, else locked), on the level that holds the fingerprint
-//! (the newest first), counted in flight either way. Cascading inserts change lower levels only
+//! (the newest first with cascading inserts, else the oldest: the copy that is the key's own,
+//! see `remove_hash`), counted in flight either way. Cascading inserts change lower levels only
 //! by CASes into empty slots, which move nothing.
 //!
 //! A removal can also empty a canonical slot, which would make the cascading early stop wrong
@@ -267,11 +268,16 @@ impl GrowableQf {
 /// inserts, level 0 splits the key's hash and every later level the hash times an odd constant
 /// of its own: a bijection (keys with different hashes stay apart) whose top bits depend on
 /// every bit of the hash, which spreads each lower level's prefixes over all of a level's
-/// canonical slots. Measured on one thread with a million keys inserted one by one (2026-12-01,
-/// the performance history's "Every level its own hash" has the program): `new(1, 0.5)` took
-/// 0.43 µs per insert and 0.26 per absent lookup, where one shared hash took 8.0 and 4.1;
-/// `new(1000, 0.01)` 0.37 and 0.23 against 0.36 and 0.22 (the multiplication per level, best of
-/// five runs).
+/// canonical slots. A removal then takes the copy on the oldest level holding the key's
+/// fingerprint, the key's own: a key stored with `Ok(true)` has none below it (its insert asked
+/// those levels, and they take no inserts later), while a higher level's copy may be another
+/// key's that matches it there only. (A race can still pick another key's copy: a key whose
+/// insert lands on a level just as the next one opens may match there a key that the new
+/// level took meanwhile, whose insert had not seen it yet.)
+/// Measured on one thread with a million keys inserted one by one (2026-12-01, the performance
+/// history's "Every level its own hash" has the program): `new(1, 0.5)` took 0.43 µs per
+/// insert and 0.26 per absent lookup, where one shared hash took 8.0 and 4.1; `new(1000, 0.01)`
+/// 0.37 and 0.23 against 0.36 and 0.22 (the multiplication per level, best of five runs).
 ///
 /// Cascading filters keep one hash for every level, because their early stop (below) counts on
 /// it: a key whose fingerprint another key stores on a higher level shares that key's canonical
@@ -972,7 +978,13 @@ impl Remove for ExpandableQf {
         let guard = growing::pin();
         // Acquire: as in `levels`.
         let active = self.active.load(Ordering::Acquire);
-        for i in (0..=active).rev() {
+        for step in 0..=active {
+            // Which copy of a fingerprint several levels hold is the key's own: with cascading
+            // inserts the newest (a lower level holding it took a key stored after this one,
+            // into a canonical slot a removal emptied); without them the oldest (a key stored
+            // with `Ok(true)` on a level had no copy below it, and lower levels take no inserts
+            // later; with a hash per level a higher level's copy may be another key's).
+            let i = if self.cascading { active - step } else { step };
             let (level, level_hash) = self.level_for(i, hash);
             if self.level_holds(i, active, hash, &guard) {
                 // Even on the newest level: it may become a lower one before the removal
@@ -1019,7 +1031,7 @@ impl fmt::Debug for ExpandableQf {
 #[cfg(all(test, not(loom)))]
 mod tests {
     use super::{ExpandableQf, LevelHashes};
-    use crate::filter::Filter;
+    use crate::filter::{Filter, Remove};
 
     /// With a large bound, the keys that reach a level spread over all its canonical slots:
     /// each full level of `2^12` slots or more has as many distinct quotients as its keys
@@ -1370,6 +1382,44 @@ mod tests {
         }
     }
 
+    /// Without cascading inserts, removing a key takes its own copy, the one on the oldest level
+    /// holding its fingerprint: a key stored on level 0 and a later key stored on level 1 whose
+    /// level-1 fingerprint (a hash per level) is the first key's both answer `Ok(true)`, and
+    /// removing the first leaves the second. Taking the newest level's copy removed the second.
+    #[test]
+    fn removal_takes_the_copy_of_the_removed_key() {
+        let filter = ExpandableQf::new(64, 0.05).unwrap();
+        let first = crate::hash::hash_key(&0u64);
+        assert_eq!(filter.insert_hash(first), Ok(true));
+        let mut k = 1u64;
+        while filter.levels() < 2 {
+            filter.insert(&k).unwrap();
+            k += 1;
+        }
+        let level = filter.level(1);
+        let bits = level.quotient_bits() + level.remainder_bits();
+        let multiplier = super::LEVEL_MULTIPLIERS[1];
+        let mut inverse = 1u64;
+        for _ in 0..6 {
+            inverse = inverse.wrapping_mul(2u64.wrapping_sub(multiplier.wrapping_mul(inverse)));
+        }
+        let top = filter.level_hashes.of(1, first) >> (64 - bits) << (64 - bits);
+        // A key with the first key's level-1 fingerprint that no level holds yet.
+        let second = (1..1000u64)
+            .map(|low| {
+                (top | low.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> bits).wrapping_mul(inverse)
+            })
+            .find(|&hash| !filter.contains_hash(hash))
+            .unwrap();
+        assert_eq!(
+            filter.level_hashes.of(1, second) >> (64 - bits),
+            top >> (64 - bits)
+        );
+        assert_eq!(filter.insert_hash(second), Ok(true));
+        assert_eq!(filter.remove_hash(first), Ok(true));
+        assert!(filter.contains_hash(second));
+    }
+
     /// Random inserts, removals and queries against the exact model: one set of fingerprints
     /// per level, each the top `q_i + r_i` bits of the level's own hash, and the levels' removal
     /// flags. Without cascading inserts a key is present if any level holds its fingerprint;
@@ -1380,7 +1430,8 @@ mod tests {
     /// the query would have answered `false`, and lands where the model says: with cascading
     /// inserts on the first lower level whose canonical slot is empty (and, past a removal
     /// there, no higher level holds the key), else on the newest level. A removal takes the
-    /// fingerprint from the newest level holding it and flags that level.
+    /// fingerprint from the newest level holding it with cascading inserts, from the oldest
+    /// without, and flags that level.
     ///
     /// The hashes are random, drawn from a pool so that keys are inserted again and removed:
     /// they collide mostly on level 0's short fingerprints. The filter without cascading inserts
@@ -1526,11 +1577,14 @@ mod tests {
                         }
                     }
                     Op::Remove(hash) => {
-                        let newest_holding = (0..model.levels.len())
-                            .rev()
-                            .find(|&i| model.holds(i, hash));
-                        prop_assert_eq!(filter.remove_hash(hash), Ok(newest_holding.is_some()));
-                        if let Some(i) = newest_holding {
+                        let mut holding = (0..model.levels.len()).filter(|&i| model.holds(i, hash));
+                        let taken = if cascading {
+                            holding.next_back()
+                        } else {
+                            holding.next()
+                        };
+                        prop_assert_eq!(filter.remove_hash(hash), Ok(taken.is_some()));
+                        if let Some(i) = taken {
                             let fingerprint = model.fingerprint(i, hash);
                             model.levels[i].remove(&fingerprint);
                             model.removed[i] = true;
