@@ -1328,6 +1328,34 @@ mod tests {
         assert!((0..5000u64).all(|k| old.contains(&k)));
     }
 
+    /// A key hash, other than `hash` for each `low` from 1 on, whose level-1 fingerprint is
+    /// `hash`'s: its level-1 hash keeps the fingerprint's bits and takes others below them,
+    /// mapped back through the level's multiplier (its inverse modulo 2^64, by Newton's
+    /// iteration, which doubles the correct bits each step).
+    fn with_level_1_fingerprint_of(filter: &ExpandableQf, hash: u64, low: u64) -> u64 {
+        let level = filter.level(1);
+        let bits = level.quotient_bits() + level.remainder_bits();
+        let inverse = match filter.level_hashes {
+            LevelHashes::Shared => 1,
+            LevelHashes::PerLevel => {
+                let multiplier = super::LEVEL_MULTIPLIERS[1];
+                let mut inverse = 1u64;
+                for _ in 0..6 {
+                    inverse =
+                        inverse.wrapping_mul(2u64.wrapping_sub(multiplier.wrapping_mul(inverse)));
+                }
+                inverse
+            }
+        };
+        let top = filter.level_hashes.of(1, hash) >> (64 - bits) << (64 - bits);
+        let other = (top | low.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> bits).wrapping_mul(inverse);
+        assert_eq!(
+            filter.level_hashes.of(1, other) >> (64 - bits),
+            top >> (64 - bits)
+        );
+        other
+    }
+
     /// Set semantics with cascading inserts: a key whose fingerprint on level 1 is another
     /// stored key's gets `Ok(false)` from its insert, whatever its lower bits, so removing it
     /// (which takes that fingerprint) falls under the documented exception for keys that share a
@@ -1355,28 +1383,9 @@ mod tests {
             }
             k += 1;
         };
-        let level = filter.level(1);
-        let bits = level.quotient_bits() + level.remainder_bits();
-        let multiplier = super::LEVEL_MULTIPLIERS[1];
-        // The multiplier's inverse modulo 2^64 (Newton's iteration doubles the bits right).
-        let mut inverse = 1u64;
-        for _ in 0..6 {
-            inverse = inverse.wrapping_mul(2u64.wrapping_sub(multiplier.wrapping_mul(inverse)));
-        }
-        let inverse = match filter.level_hashes {
-            LevelHashes::Shared => 1,
-            LevelHashes::PerLevel => inverse,
-        };
-        let top = filter.level_hashes.of(1, stored) >> (64 - bits) << (64 - bits);
         for low in 1..200u64 {
-            // Another key with `stored`'s level-1 fingerprint.
-            let other =
-                (top | low.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> bits).wrapping_mul(inverse);
+            let other = with_level_1_fingerprint_of(&filter, stored, low);
             assert_ne!(other, stored);
-            assert_eq!(
-                filter.level_hashes.of(1, other) >> (64 - bits),
-                top >> (64 - bits)
-            );
             assert!(filter.contains_hash(other), "low bits {low}");
             assert_eq!(filter.insert_hash(other), Ok(false), "low bits {low}");
         }
@@ -1396,25 +1405,11 @@ mod tests {
             filter.insert(&k).unwrap();
             k += 1;
         }
-        let level = filter.level(1);
-        let bits = level.quotient_bits() + level.remainder_bits();
-        let multiplier = super::LEVEL_MULTIPLIERS[1];
-        let mut inverse = 1u64;
-        for _ in 0..6 {
-            inverse = inverse.wrapping_mul(2u64.wrapping_sub(multiplier.wrapping_mul(inverse)));
-        }
-        let top = filter.level_hashes.of(1, first) >> (64 - bits) << (64 - bits);
         // A key with the first key's level-1 fingerprint that no level holds yet.
         let second = (1..1000u64)
-            .map(|low| {
-                (top | low.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> bits).wrapping_mul(inverse)
-            })
+            .map(|low| with_level_1_fingerprint_of(&filter, first, low))
             .find(|&hash| !filter.contains_hash(hash))
             .unwrap();
-        assert_eq!(
-            filter.level_hashes.of(1, second) >> (64 - bits),
-            top >> (64 - bits)
-        );
         assert_eq!(filter.insert_hash(second), Ok(true));
         assert_eq!(filter.remove_hash(first), Ok(true));
         assert!(filter.contains_hash(second));
