@@ -271,9 +271,9 @@ impl GrowableQf {
 /// canonical slots. A removal then takes the copy on the oldest level holding the key's
 /// fingerprint, the key's own: a key stored with `Ok(true)` has none below it (its insert asked
 /// those levels, and they take no inserts later), while a higher level's copy may be another
-/// key's that matches it there only. (A race can still pick another key's copy: a key whose
-/// insert lands on a level just as the next one opens may match there a key that the new
-/// level took meanwhile, whose insert had not seen it yet.)
+/// key's that matches it there only. (A race can still pick another key's copy: an insert
+/// that lands on a level just after the next one opened may store there a key that matches, on
+/// that level, a key the new level took meanwhile, whose insert had already asked that level.)
 /// Measured on one thread with a million keys inserted one by one (2026-12-01, the performance
 /// history's "Every level its own hash" has the program): `new(1, 0.5)` took 0.43 µs per
 /// insert and 0.26 per absent lookup, where one shared hash took 8.0 and 4.1; `new(1000, 0.01)`
