@@ -102,6 +102,9 @@ const LEVEL_MULTIPLIERS: [u64; MAX_LEVELS] = {
     multipliers
 };
 
+/// A level and a key's hash for it ([`ExpandableQf::level_for`]).
+type LevelKey<'a> = (&'a GrowableQf, u64);
+
 /// The most levels a filter can have: level 31 has `2^31` times level 0's slots, past any
 /// memory for all but the smallest level 0 ([`ExpandableQf`], "Capped levels").
 pub(crate) const MAX_LEVELS: usize = 32;
@@ -277,7 +280,8 @@ impl GrowableQf {
 /// Measured on one thread with a million keys inserted one by one (2026-12-01, the performance
 /// history's "Every level its own hash" has the program): `new(1, 0.5)` took 0.43 µs per
 /// insert and 0.26 per absent lookup, where one shared hash took 8.0 and 4.1; `new(1000, 0.01)`
-/// 0.37 and 0.23 against 0.36 and 0.22 (the multiplication per level, best of five runs).
+/// 0.346 and 0.207 against 0.337 and 0.203 (2-3%, the multiplication per level; best of five
+/// runs each, alternating, on a quiet hour).
 ///
 /// Cascading filters keep one hash for every level, because their early stop (below) counts on
 /// it: a key whose fingerprint another key stores on a higher level shares that key's canonical
@@ -656,9 +660,9 @@ impl ExpandableQf {
     }
 
     /// Level `i`, which exists, with the hash it stores for a key of hash `hash`: every
-    /// operation on a level's keys goes through here.
+    /// operation on a level's keys goes through here, once per level and operation.
     #[inline(always)]
-    fn level_for(&self, i: usize, hash: u64) -> (&GrowableQf, u64) {
+    fn level_for(&self, i: usize, hash: u64) -> LevelKey<'_> {
         (self.level(i), self.level_hashes.of(i, hash))
     }
 
@@ -673,21 +677,22 @@ impl ExpandableQf {
         unsafe { &*ptr }
     }
 
-    /// Whether level `i` holds the fingerprint of `hash`: without locks if `i` is a lower level
-    /// that [`LevelReads`] lets be read so, else with the level's own (locally locked) query.
+    /// Whether level `i` holds the fingerprint of a key, given as the level and the key's hash
+    /// for it ([`level_for`](Self::level_for)): without locks if `i` is a lower level that
+    /// [`LevelReads`] lets be read so, else with the level's own (locally locked) query.
     /// That query may answer `true` from a walk without locks that misread a run during a
     /// shift (a rare false positive), which only a query may risk: inserts and removes act on
     /// the answer, so they ask [`level_holds`](Self::level_holds).
     #[inline]
-    fn level_contains(&self, i: usize, active: usize, hash: u64, guard: &Guard) -> bool {
-        self.level_query(i, active, hash, guard, GrowableQf::contains_pinned)
+    fn level_contains(&self, i: usize, active: usize, at: LevelKey<'_>, guard: &Guard) -> bool {
+        self.level_query(i, active, at, guard, GrowableQf::contains_pinned)
     }
 
     /// [`level_contains`](Self::level_contains) whose `true` never comes from a misread run:
     /// an insert-if-absent that believed a misread would drop its key, and a removal would
     /// mark a level it does not change as removed from.
-    fn level_holds(&self, i: usize, active: usize, hash: u64, guard: &Guard) -> bool {
-        self.level_query(i, active, hash, guard, GrowableQf::contains_locked_pinned)
+    fn level_holds(&self, i: usize, active: usize, at: LevelKey<'_>, guard: &Guard) -> bool {
+        self.level_query(i, active, at, guard, GrowableQf::contains_locked_pinned)
     }
 
     /// A level query: lock-free where [`LevelReads`] allows it, else `locked`.
@@ -696,11 +701,10 @@ impl ExpandableQf {
         &self,
         i: usize,
         active: usize,
-        hash: u64,
+        (level, hash): LevelKey<'_>,
         guard: &Guard,
         locked: impl Fn(&GrowableQf, u64, &Guard) -> bool,
     ) -> bool {
-        let (level, hash) = self.level_for(i, hash);
         if i < active {
             if let Some(found) = self
                 .reads
@@ -753,7 +757,7 @@ impl ExpandableQf {
     fn query(
         &self,
         hash: u64,
-        level_query: impl Fn(&Self, usize, usize, u64, &Guard) -> bool,
+        level_query: impl Fn(&Self, usize, usize, LevelKey<'_>, &Guard) -> bool,
     ) -> bool {
         let guard = growing::pin();
         // Acquire: as in `levels`.
@@ -773,7 +777,7 @@ impl ExpandableQf {
             {
                 return false;
             }
-            if level_query(self, i, active, hash, &guard) {
+            if level_query(self, i, active, (level, level_hash), &guard) {
                 return true;
             }
         }
@@ -905,7 +909,9 @@ impl Filter for ExpandableQf {
                     // changed the table (module doc).
                     let absent_above = || {
                         !self.removed[i].load(Ordering::Acquire)
-                            || !(i + 1..=active).any(|j| self.level_holds(j, active, hash, &guard))
+                            || !(i + 1..=active).any(|j| {
+                                self.level_holds(j, active, self.level_for(j, hash), &guard)
+                            })
                     };
                     if let Some(stored) =
                         level.insert_into_empty_canonical(level_hash, &guard, absent_above)
@@ -913,7 +919,7 @@ impl Filter for ExpandableQf {
                         return Ok(stored);
                     }
                 }
-                if self.level_holds(i, active, hash, &guard) {
+                if self.level_holds(i, active, (level, level_hash), &guard) {
                     return Ok(false);
                 }
             }
@@ -986,7 +992,7 @@ impl Remove for ExpandableQf {
             // later; with a hash per level a higher level's copy may be another key's).
             let i = if self.cascading { active - step } else { step };
             let (level, level_hash) = self.level_for(i, hash);
-            if self.level_holds(i, active, hash, &guard) {
+            if self.level_holds(i, active, (level, level_hash), &guard) {
                 // Even on the newest level: it may become a lower one before the removal
                 // changes it. Release: ordered before the removal's table changes, which a
                 // query may read (module doc); the query reads the flag after the slot, which
