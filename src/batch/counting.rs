@@ -194,7 +194,7 @@ fn rebuilt(
 
 /// How many slots a range insert may walk per slot a merge rewrites before `Auto` merges (see
 /// [`crowded`]): the ranges walked about 0.2 ns a slot (64,000 keys in 64 canonical slots of a
-/// `2^20`-slot table, 420 ms; a merge 1.3 ms there) and a merge rewrites 20-50 ns a slot of a
+/// `2^20`-slot table, 425 ms; a merge 2.0 ms there) and a merge rewrites 20-50 ns a slot of a
 /// full table (method doc of `insert_batch_with`), so only a batch whose walk passes 256 slots
 /// per slot is merged.
 const COUNTING_WALK_PER_SLOT_FOR_MERGE: u64 = 256;
@@ -276,7 +276,7 @@ impl CountingQf {
     /// whole table; the ranges' work grows with the batch, times the length of the clusters it
     /// goes into. So `Auto` merges a batch crowded into clusters of its own so long that the
     /// ranges would walk more than 256 slots per slot a merge rewrites (64,000 keys in 64
-    /// canonical slots of an empty `2^20`-slot table: 420 ms by the ranges, 1.3 ms merged).
+    /// canonical slots of an empty `2^20`-slot table: 425 ms by the ranges, 2.0 ms merged).
     ///
     /// ```
     /// use conqf::{BatchInsert, BuildMethod, Count, CountingQf};

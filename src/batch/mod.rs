@@ -155,7 +155,7 @@ pub enum BatchInsert {
     /// [`Sweep`](BatchInsert::Sweep), or [`Merge`](BatchInsert::Merge) for a large batch into
     /// a nearly empty table (see [`BatchInsert::choose`]) or for a batch crowded into long
     /// clusters of its own, which the sweep would insert in time quadratic in their length
-    /// (64,000 keys in 64 canonical slots of a `2^20`-slot table: 1.3 s swept, 3 ms merged);
+    /// (64,000 keys in 64 canonical slots of a `2^20`-slot table: 1.4 s swept, 2.7 ms merged);
     /// `CountingQf` takes its parallel ranges but for such a crowded batch (see its
     /// [`insert_batch_with`](crate::CountingQf::insert_batch_with)).
     #[default]
@@ -227,8 +227,8 @@ impl BatchInsert {
     /// `remainder_bits`-bit remainders: [`choose`](Self::choose), except that a batch crowded
     /// into long clusters of its own is merged. The sweep inserts one key at a time, and each
     /// insert walks its cluster from the cluster's start, so `n` keys in one cluster cost about
-    /// `n^2 / 2` slots walked (64,000 keys in 64 canonical slots of a `2^20`-slot table: 1.3 s
-    /// by the sweep, 3 ms by a merge, whose work follows the table). Only the batch's own
+    /// `n^2 / 2` slots walked (64,000 keys in 64 canonical slots of a `2^20`-slot table: 1.4 s
+    /// by the sweep, 2.7 ms by a merge, whose work follows the table). Only the batch's own
     /// clusters are counted: a long cluster the table already holds makes the sweep slow too.
     pub(crate) fn choose_for(keys: &[u64], remainder_bits: u32, len: usize, slots: usize) -> Self {
         match Self::choose(keys.len(), len, slots) {
@@ -243,9 +243,9 @@ impl BatchInsert {
 }
 
 /// How many slots the sweep may walk per slot a merge rewrites before `Auto` merges: the sweep
-/// walked about 0.65 ns a slot and a merge rewrote about 3 ns a slot in the measurement of
+/// walked about 0.67 ns a slot and a merge rewrote about 2.6 ns a slot in the measurement of
 /// [`BatchInsert::choose_for`] (a merge of a fuller table costs up to about 16 ns a slot,
-/// `BatchInsert::choose`'s table), so a merge wins from about 5 slots walked per slot; 16
+/// `BatchInsert::choose`'s table), so a merge wins from about 4 slots walked per slot; 16
 /// leaves ordinary batches, whose keys sit a slot or two from their clusters' starts, to the
 /// sweep.
 pub(crate) const WALK_PER_SLOT_FOR_MERGE: u64 = 16;
