@@ -7,7 +7,9 @@ use proptest::prelude::*;
 use crate::filter::{Count, Error, Filter, Merge, Remove};
 use crate::qf::counting::CountingQf;
 
-use super::tests::{batch_lookups_equal_lookups, workload};
+use super::tests::{
+    auto_merges_what_would_not_fit, batch_lookups_equal_lookups, one_cluster_of, workload,
+};
 use super::{BatchInsert, BuildMethod};
 
 /// One-by-one inserts; `Err(Full)` if any insert found no room.
@@ -339,10 +341,8 @@ fn four_threads() -> rayon::ThreadPool {
 #[test]
 fn auto_merges_a_batch_crowded_into_long_clusters() {
     let (q, r) = (16, 12);
-    // 16,384 distinct fingerprints in 16 canonical slots: one cluster, about 2^27 slots walked.
-    let crowded: Vec<u64> = (0..16_384u64)
-        .map(|i| (i % 16) << (64 - q) | (i / 16 + 1) << (64 - q - r))
-        .collect();
+    // One cluster of 16,384 slots: about 2^27 slots walked.
+    let crowded = one_cluster_of(q, r, 0, 16_384);
     let spread: Vec<u64> = (0..16_384u64).map(crate::hash::remix).collect();
     let empty = CountingQf::with_bits(q, r).unwrap();
     let auto = |hashes: &[u64]| empty.auto_strategy(&super::keys::sorted_keys(hashes, q + r));
@@ -354,16 +354,7 @@ fn auto_merges_a_batch_crowded_into_long_clusters() {
     assert_eq!(filter.insert_batch(&crowded), Ok(16_384));
     assert!(filter.table.raw() == expected.table.raw());
     filter.check_invariants().unwrap();
-    // What shows which path `insert_batch` took: the batch at the table's top end does not
-    // fit, and a merge then changes nothing where the ranges keep what fitted.
-    let at_the_top: Vec<u64> = crowded.iter().map(|h| h | (0xFFF0 << (64 - q))).collect();
-    let mut ranges = CountingQf::with_bits(q, r).unwrap();
-    assert_eq!(
-        ranges.insert_batch_with(&at_the_top, BatchInsert::Sweep),
-        Err(Error::Full)
-    );
-    assert!(!ranges.is_empty());
-    let mut filter = CountingQf::with_bits(q, r).unwrap();
-    assert_eq!(filter.insert_batch(&at_the_top), Err(Error::Full));
-    assert_eq!(filter.len(), 0);
+    let make = || CountingQf::with_bits(q, r).unwrap();
+    let (insert, len) = (CountingQf::insert_batch_with, |f: &CountingQf| f.len());
+    auto_merges_what_would_not_fit(make, insert, len, 16_384, (q, r));
 }

@@ -620,16 +620,21 @@ impl SequentialQf {
     }
 }
 
+/// `count` distinct fingerprints of `(q, r)` bits in the 16 canonical slots from `first_quotient`
+/// on: one cluster of `count` slots (the `Auto` tests' crowded batch).
+pub(super) fn one_cluster_of(q: u32, r: u32, first_quotient: u64, count: u64) -> Vec<u64> {
+    (0..count)
+        .map(|i| (first_quotient + i % 16) << (64 - q) | (i / 16 + 1) << (64 - q - r))
+        .collect()
+}
+
 /// `Auto` merges a batch crowded into long clusters of its own, which the sweep would insert
 /// in time quadratic in their length, and sweeps a batch as large spread over the table; the
 /// crowded batch still stores what one-by-one inserts store.
 #[test]
 fn auto_merges_a_batch_crowded_into_long_clusters() {
     let (q, r) = (16, 12);
-    // 4,096 distinct fingerprints in 16 canonical slots: one cluster of 4,096 slots.
-    let crowded: Vec<u64> = (0..4096u64)
-        .map(|i| (i % 16) << (64 - q) | (i / 16 + 1) << (64 - q - r))
-        .collect();
+    let crowded = one_cluster_of(q, r, 0, 4096);
     let spread: Vec<u64> = (0..4096u64).map(crate::hash::remix).collect();
     let chosen = |hashes: &[u64]| {
         let keys = super::keys::sorted_keys(hashes, q + r);
@@ -647,19 +652,35 @@ fn auto_merges_a_batch_crowded_into_long_clusters() {
     let mut filter = SequentialQf::with_bits(q, r).unwrap();
     assert_eq!(filter.insert_batch(&crowded), Ok(4096));
     assert!(raw(&filter) == raw(&expected));
-    // What shows which path `insert_batch` took: the same batch at the table's top end runs
-    // past the overflow tail, and a merge then changes nothing where the sweep keeps the keys
-    // that fitted.
-    let at_the_top: Vec<u64> = crowded.iter().map(|h| h | (0xFFF0 << (64 - q))).collect();
-    let mut swept = SequentialQf::with_bits(q, r).unwrap();
+    let make = || SequentialQf::with_bits(q, r).unwrap();
+    let insert = SequentialQf::insert_batch_with;
+    auto_merges_what_would_not_fit(make, insert, SequentialQf::len, 4096, (q, r));
+}
+
+/// What shows which path an `Auto` batch insert took: `count` keys in one cluster at the top
+/// end of a table of `(q, r)` bits run past its overflow tail, and a merge then changes nothing
+/// where the sweep (or `CountingQf`'s ranges) keeps the keys that fitted. `make` gives an empty
+/// filter, `insert` is its `insert_batch_with` and `len` its length.
+pub(super) fn auto_merges_what_would_not_fit<F>(
+    make: impl Fn() -> F,
+    insert: impl Fn(&mut F, &[u64], BatchInsert) -> Result<usize, Error>,
+    len: impl Fn(&F) -> usize,
+    count: u64,
+    (q, r): (u32, u32),
+) {
+    let at_the_top = one_cluster_of(q, r, 0xFFF0, count);
+    let mut swept = make();
     assert_eq!(
-        swept.insert_batch_with(&at_the_top, BatchInsert::Sweep),
+        insert(&mut swept, &at_the_top, BatchInsert::Sweep),
         Err(Error::Full)
     );
-    assert!(!swept.is_empty());
-    let mut filter = SequentialQf::with_bits(q, r).unwrap();
-    assert_eq!(filter.insert_batch(&at_the_top), Err(Error::Full));
-    assert_eq!(filter.len(), 0);
+    assert!(len(&swept) > 0);
+    let mut auto = make();
+    assert_eq!(
+        insert(&mut auto, &at_the_top, BatchInsert::Auto),
+        Err(Error::Full)
+    );
+    assert_eq!(len(&auto), 0);
 }
 
 /// A merge-insert keeps the copies a build without deduplication stored and adds only absent
