@@ -77,8 +77,8 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use common::{
-    median, parallel, parallel_random_reads, parallel_random_rmws, per_second, ReadArray, RmwArray,
-    Scale,
+    median_of, parallel, parallel_random_reads, parallel_random_rmws, per_second, ReadArray,
+    RmwArray, Scale,
 };
 use conqf::Error;
 
@@ -494,27 +494,19 @@ fn limits(
     let cycle = ReadArray::cycle(bytes);
     let mut rows = Vec::new();
     for &threads in threads {
-        let random = median(
-            (0..repetitions)
-                .map(|_| {
-                    std::hint::black_box(array.warm());
-                    parallel_random_reads(&array, reads, threads)
-                })
-                .collect(),
-        );
-        let chase = median(
-            (0..repetitions)
-                .map(|_| {
-                    std::hint::black_box(cycle.warm());
-                    let (elapsed, ends) = parallel(threads, |i| {
-                        let steps = reads * (i + 1) / threads - reads * i / threads;
-                        cycle.chase(i * 7919, steps)
-                    });
-                    std::hint::black_box(ends);
-                    elapsed
-                })
-                .collect(),
-        );
+        let random = median_of(repetitions, || {
+            std::hint::black_box(array.warm());
+            parallel_random_reads(&array, reads, threads)
+        });
+        let chase = median_of(repetitions, || {
+            std::hint::black_box(cycle.warm());
+            let (elapsed, ends) = parallel(threads, |i| {
+                let steps = reads * (i + 1) / threads - reads * i / threads;
+                cycle.chase(i * 7919, steps)
+            });
+            std::hint::black_box(ends);
+            elapsed
+        });
         for (phase, time) in phases.into_iter().zip([random, chase]) {
             let ops_per_sec = per_second(reads, time);
             rows.push(Row::throughput(
@@ -549,11 +541,7 @@ fn rmw_limit(
     threads
         .iter()
         .map(|&threads| {
-            let time = median(
-                (0..repetitions)
-                    .map(|_| parallel_random_rmws(&array, count, threads))
-                    .collect(),
-            );
+            let time = median_of(repetitions, || parallel_random_rmws(&array, count, threads));
             let ops_per_sec = per_second(count, time);
             Row::throughput(figure, "limit", threads, fill, RMW_LIMIT_PHASE, ops_per_sec)
         })

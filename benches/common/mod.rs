@@ -723,3 +723,8 @@ pub(crate) fn median(mut times: Vec<Duration>) -> Duration {
     times.sort();
     times.get(times.len() / 2).copied().unwrap_or_default()
 }
+
+/// The median of `repetitions` timed runs of `run`.
+pub(crate) fn median_of(repetitions: usize, run: impl FnMut() -> Duration) -> Duration {
+    median(std::iter::repeat_with(run).take(repetitions).collect())
+}

@@ -12,7 +12,7 @@ use super::common::bulk::{
     build_name, build_time, builds_with_and_without_dedupe, contains_batch_time, contains_time,
     one_by_one_time, pool, BULK_FILLS, BULK_REMAINDER_BITS,
 };
-use super::common::{items_at, key_hashes, median, per_second, NEGATIVE_KEYS, POSITIVE_KEYS};
+use super::common::{items_at, key_hashes, median_of, per_second, NEGATIVE_KEYS, POSITIVE_KEYS};
 use super::plot::{draw_plot, integer_label, panel};
 use super::{
     limits, print_limits, print_table, progress, random_read_limit, throughput_cell, Options,
@@ -41,9 +41,7 @@ pub(super) fn bulk(options: &Options, report: &mut Report) -> PlotFn {
     let q = options.quotient_bits;
     let threads = options.threads.iter().copied().max().unwrap_or(1);
     let pool = pool(threads);
-    let repeat = |run: &dyn Fn() -> std::time::Duration| {
-        median((0..options.repetitions).map(|_| run()).collect())
-    };
+    let repeat = |run: &dyn Fn() -> std::time::Duration| median_of(options.repetitions, run);
     progress(format_args!("bulk: hashing keys for 2^{q} slots"));
     let all = key_hashes(POSITIVE_KEYS, items_at(q, 0.95));
     let negatives = key_hashes(NEGATIVE_KEYS, items_at(q, 0.1).max(1));
