@@ -72,6 +72,10 @@ unsafe impl GlobalAlloc for Counting {
     }
 
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        // A growing `Vec` (a stream read in chunks) asks here.
+        if refused(new_size) {
+            return std::ptr::null_mut();
+        }
         // SAFETY: as for `alloc`.
         let new = unsafe { System.realloc(ptr, layout, new_size) };
         if !new.is_null() {
@@ -143,7 +147,8 @@ fn memory_bytes_is_what_the_constructors_allocate() {
 
 /// A table the allocator refuses is `Error::OutOfMemory` with the bytes asked for (more than
 /// the limit, no more than the whole filter takes), from the constructor and from `from_bytes`
-/// of the same filter's valid bytes (not `Corrupt`, not `InvalidParameters`, not an abort).
+/// of the same filter's valid bytes (not `Corrupt`, not `InvalidParameters`, not an abort);
+/// `read_from` of those bytes reports the file's length.
 fn a_refused_table_is_out_of_memory() {
     macro_rules! refused {
         ($($filter:ident),*) => {$({
@@ -154,7 +159,14 @@ fn a_refused_table_is_out_of_memory() {
             REFUSE_OVER.store(4096, Ordering::SeqCst);
             let made = $filter::new(100_000, 0.01).map(drop);
             let read = $filter::from_bytes(&bytes).map(drop);
+            let streamed = $filter::read_from(&bytes[..]).map(drop);
             REFUSE_OVER.store(0, Ordering::SeqCst);
+            // A stream is read in chunks larger than the limit: the error names the file's
+            // length, what the reader set out to hold.
+            match streamed {
+                Err(Error::OutOfMemory(asked)) if asked == bytes.len() => {}
+                other => panic!("{name}::read_from under a 4 KiB limit: {other:?}"),
+            }
             for (how, result) in [("new", made), ("from_bytes", read)] {
                 match result {
                     Err(Error::OutOfMemory(asked)) if asked > 4096 && asked <= whole => {}

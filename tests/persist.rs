@@ -1549,9 +1549,8 @@ fn older_golden_files_decode_and_write_back_unchanged() {
             // `expandable_r0_without_tails` never was: its level-0 fingerprint, the top 14 bits
             // of its hash, is removed key 0's too, and a set filter's removal takes it for
             // both), and so is every new one.
-            let answered: Vec<u64> = (0..1000u64)
-                .filter(|&k| answers.chars().filter(|c| *c != '\n').nth(k as usize) == Some('1'))
-                .collect();
+            let flags: Vec<char> = answers.chars().filter(|c| *c != '\n').collect();
+            let answered: Vec<u64> = (0..1000u64).filter(|&k| flags[k as usize] == '1').collect();
             let missing: Vec<u64> = (answered.into_iter().chain(1000..3000))
                 .filter(|k| !filter.contains(k))
                 .collect();
