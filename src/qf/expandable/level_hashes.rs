@@ -6,7 +6,7 @@ use crate::hash::remix;
 use crate::qf::growing::GrowableQf;
 
 /// How a level's hash comes from the key's: what decides which canonical slots of a level the
-/// keys that reach it can have ([`ExpandableQf`], "A hash per level").
+/// keys that reach it can have ([`ExpandableQf`](super::ExpandableQf), "A hash per level").
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum LevelHashes {
     /// Every level splits the key's hash itself: what cascading inserts need (their early stop
@@ -56,5 +56,5 @@ pub(super) const LEVEL_MULTIPLIERS: [u64; MAX_LEVELS] = {
     multipliers
 };
 
-/// A level and a key's hash for it ([`ExpandableQf::level_for`]).
+/// A level and a key's hash for it ([`ExpandableQf::level_for`](super::ExpandableQf::level_for)).
 pub(super) type LevelKey<'a> = (&'a GrowableQf, u64);

@@ -1,4 +1,4 @@
-//! The shape of an [`ExpandableQf`](super::ExpandableQf)'s levels (paper 000 §4.1): each level's
+//! The shape of an [`ExpandableQf`]'s levels (paper 000 §4.1): each level's
 //! quotient and remainder bits at every doubling, capped levels, and how full a cascading
 //! filter's levels can get.
 
