@@ -21,7 +21,9 @@ impl TwoBitQf {
     ///
     /// So the word of the canonical slot's shift region is read before the walk: its answer is
     /// exact also if the walk stayed in that region and no locked shift was in flight there at
-    /// any moment of it ([`ShiftRegions::walk_stands`](crate::qf::shift_regions::ShiftRegions::walk_stands); `qf::shift_regions` has the argument).
+    /// any moment of it
+    /// ([`ShiftRegions::walk_stands`](crate::qf::shift_regions::ShiftRegions::walk_stands);
+    /// `qf::shift_regions` has the argument).
     ///
     /// `recorder` keeps the words the walk read, for [`locked_query`](Self::locked_query) to
     /// confirm a miss without walking again. The walk is compiled per slot width
@@ -46,8 +48,9 @@ impl TwoBitQf {
     }
 
     /// The query: the walk without locks answers if it read one group, if it stands on its
-    /// shift region ([`ShiftRegions::walk_stands`](crate::qf::shift_regions::ShiftRegions::walk_stands)), or if it found the remainder and
-    /// `unlocked_hits` trusts that; otherwise the locked query does.
+    /// shift region
+    /// ([`ShiftRegions::walk_stands`](crate::qf::shift_regions::ShiftRegions::walk_stands)), or
+    /// if it found the remainder and `unlocked_hits` trusts that; otherwise the locked query does.
     #[inline(always)]
     pub(crate) fn contains_trusting(
         &self,
