@@ -339,23 +339,8 @@ impl LocallyLockedQf {
     /// check the words).
     #[cfg(loom)]
     #[doc(hidden)]
-    pub fn locking_every_miss(self) -> Self {
-        self.without_shift_regions()
-    }
-
-    /// This filter without its shift regions: every query that misses over several groups
-    /// takes the read lock, as in the paper. `GrowableQf`'s tables (and so `ExpandableQf`'s
-    /// levels) are built so: with regions, the loom models of their queries beside removals
-    /// grew past CI's budget (docs/locked-path-study.md, Q1).
-    pub(crate) fn without_shift_regions(mut self) -> Self {
+    pub fn locking_every_miss(mut self) -> Self {
         self.shifts = ShiftRegions::none();
-        self
-    }
-
-    /// This filter with shift regions, as [`from_sequential`](Self::from_sequential) builds
-    /// it (for a table that had none: `GrowableQf::into_inner`).
-    pub(crate) fn with_shift_regions(mut self) -> Self {
-        self.shifts = ShiftRegions::of(&self.table.slots);
         self
     }
 

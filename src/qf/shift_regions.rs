@@ -204,7 +204,8 @@ impl ShiftRegions {
     }
 
     /// No regions: no query's walk stands on a word, every miss over several groups takes the
-    /// lock (see `LocallyLockedQf::without_shift_regions`).
+    /// lock (see `LocallyLockedQf::locking_every_miss`, for loom models).
+    #[cfg(any(test, loom))]
     pub(crate) fn none() -> Self {
         ShiftRegions {
             words: Box::new([]),

@@ -13,10 +13,11 @@
 //! more), and every removal counts itself in flight on its level, so a lock-free walk of a sealed
 //! level keeps its answer only if no removal ran meanwhile (a sequence lock written only by
 //! removals). Otherwise, and on the newest level, the query is the locally locked filter's own: a
-//! walk without locks whose answer stands if it read one 64-bit group or found the key, else a read
-//! lock on the cluster. A hit of that walk can be a misread during a shift (a false positive), so
-//! inserts and removals, which act on a hit, ask the level with `contains_hash_locked`, which
-//! trusts only one-group answers and locked walks. Removals use the locally locked filter's
+//! walk without locks whose answer stands if it read one 64-bit group, found the key, or no locked
+//! shift of its region overlapped it (the level's shift regions), else a read lock on the
+//! cluster. A hit of that walk can be a misread during a shift (a false positive), so inserts and
+//! removals, which act on a hit, ask the level with `contains_hash_locked`, which trusts only
+//! one-group answers, walks no locked shift overlapped and locked walks. Removals use the locally locked filter's
 //! removal (lock-free inside one group, else locked), on the level that holds the fingerprint
 //! (the newest first with cascading inserts, else the oldest: the copy that is the key's own,
 //! see `remove_hash`), counted in flight either way. Cascading inserts change lower levels only

@@ -17,7 +17,12 @@
 //!
 //! Queries never help and never wait for the migration: the old table only loses nothing (the
 //! migration adds locks to empty slots, which read as empty), and a key inserted into the new
-//! table was inserted after the swap, so a query that starts later loads the new table.
+//! table was inserted after the swap, so a query that starts later loads the new table. Every
+//! table has `LocallyLockedQf`'s shift regions, so a query's miss over several groups stands
+//! without the read lock when no locked shift of its region overlapped its walk: the migration
+//! counts in no region, because it shifts nothing in the old table (it only locks empty slots)
+//! and writes the new one before any query can load it; the operations on either table count
+//! their locked shifts as in a fixed-size filter.
 //!
 //! What the fixed-size filter pays for this: nothing on its fast paths, and one compare in the
 //! write-lock scan, which tells a migration lock (a write lock with a non-zero remainder) from an
@@ -175,8 +180,11 @@ impl Generation {
         // (and at most 64), so the fill passes the threshold by about 0.1% or less on average.
         let check_every = (threshold >> 10).clamp(1, 64).next_power_of_two();
         Generation {
-            // Without shift regions: see `LocallyLockedQf::without_shift_regions`.
-            filter: LocallyLockedQf::from_sequential(filter).without_shift_regions(),
+            // With shift regions, as a fixed-size filter: a migration moves nothing in the old
+            // table (it locks empty slots, which walks read as empty) and writes the new one
+            // before any query can load it, so a walk that no locked shift of its region
+            // overlapped read a consistent table here too (module doc, "Protocol").
+            filter: LocallyLockedQf::from_sequential(filter),
             threshold,
             check_mask: check_every as u64 - 1,
             doublings_left,
@@ -376,9 +384,7 @@ impl GrowableQf {
         // SAFETY: `self` is consumed, so no operation runs; `current` owns its generation.
         let generation = unsafe { Box::from_raw(ptr) };
         let Generation { filter, .. } = *generation;
-        // Its queries' misses may stand without the read lock again (`GrowableQf`'s tables
-        // have no shift regions: see `Generation::new`).
-        filter.with_shift_regions()
+        filter
     }
 
     /// Whether the table is at its final size and its fill has reached `delta_grow`, checked
