@@ -384,7 +384,9 @@ impl ExpandableQf {
     /// `active`, so the levels' cache misses overlap instead of following one another.
     #[inline]
     pub(crate) fn prefetch_levels(&self, hash: u64, active: usize, guard: &Guard) {
-        for i in 0..=active {
+        // `0..active + 1`, not `0..=active`: an inclusive range carries an end flag that the
+        // loop tests every step (`active` is below `MAX_LEVELS`, so it cannot overflow).
+        for i in 0..active + 1 {
             let (level, hash) = self.level_for(i, hash);
             level.prefetch(hash, guard);
         }
@@ -515,8 +517,9 @@ impl ExpandableQf {
         self.prefetch_levels(hash, active, &guard);
         // Oldest first (module doc, "Query order"): the small lower levels are walked while the
         // larger levels' prefetched groups arrive, and with cascading inserts an empty canonical
-        // slot on a lower level ends the query before the larger levels are walked.
-        for i in 0..=active {
+        // slot on a lower level ends the query before the larger levels are walked. The range
+        // as in `prefetch_levels`.
+        for i in 0..active + 1 {
             let (level, level_hash) = self.level_for(i, hash);
             // Acquire on the flag: pairs with the removal's Release store, made before its first
             // change to the table (module doc).
