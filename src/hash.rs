@@ -530,4 +530,16 @@ mod tests {
             }
         }
     }
+
+    #[test]
+    fn nonzero_forces_a_remainder_of_one_when_the_hash_has_no_bits_left_for_it() {
+        // With `quotient_bits >= 64` every split has remainder 0, so after its 64 re-mixes
+        // `nonzero` must force the remainder to 1 and keep the plain split's quotient.
+        for hash in [0, 1, 0x0123_4567_89ab_cdef, u64::MAX] {
+            for r in [1, 4, 13, 64] {
+                let f = Fingerprint::nonzero(hash, 64, r);
+                assert_eq!((f.quotient, f.remainder), (hash, 1), "hash {hash:x}, r {r}");
+            }
+        }
+    }
 }

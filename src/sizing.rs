@@ -321,4 +321,13 @@ mod tests {
         // δ = 0.5: ½(1 + 4) = 2.5 comparisons over 2^13 - 1 values.
         assert!((linear_probing_fpr(0.5, 13) - 2.5 / 8191.0).abs() < 1e-15);
     }
+
+    #[test]
+    fn quotient_bits_at_an_exact_fill_take_the_smaller_table() {
+        // `capacity / max_load` exactly a power of two: the table of that size holds the
+        // capacity at exactly `max_load`, so no larger one is needed.
+        assert_eq!(quotient_bits_for(512, 0.5).unwrap(), 10);
+        assert_eq!(quotient_bits_for(96, 0.75).unwrap(), 7);
+        assert_eq!(quotient_bits_for(1 << 20, 0.25).unwrap(), 22);
+    }
 }

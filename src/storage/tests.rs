@@ -353,3 +353,16 @@ fn a_recorder_refuses_a_walk_over_more_groups_than_it_remembers() {
     assert!(cursor.enter_next_group());
     assert!(!recorder.unchanged(usize::MAX, 0, Ordering::Relaxed));
 }
+
+#[test]
+fn a_recorder_confirms_a_walk_that_stayed_in_one_group() {
+    let array = recorded_array(4);
+    let recorder = Recorder::new(&array);
+    // Slot 5 lies in group 1; the cursor loads that group only.
+    let _cursor = Cursor::over(&recorder, 5, Ordering::Relaxed);
+    assert!(recorder.unchanged(usize::MAX, 0, Ordering::Relaxed));
+    // A change in ignored bits of the one group still confirms; any other change does not.
+    array.store_group(1, 1 | 0b100, Ordering::Relaxed);
+    assert!(recorder.unchanged(1, 0b100, Ordering::Relaxed));
+    assert!(!recorder.unchanged(usize::MAX, 0, Ordering::Relaxed));
+}
