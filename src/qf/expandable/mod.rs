@@ -17,11 +17,11 @@
 //! shift of its region overlapped it (the level's shift regions), else a read lock on the
 //! cluster. A hit of that walk can be a misread during a shift (a false positive), so inserts and
 //! removals, which act on a hit, ask the level with `contains_hash_locked`, which trusts only
-//! one-group answers, walks no locked shift overlapped and locked walks. Removals use the locally locked filter's
-//! removal (lock-free inside one group, else locked), on the level that holds the fingerprint
-//! (the newest first with cascading inserts, else the oldest: the copy that is the key's own,
-//! see `remove_hash`), counted in flight either way. Cascading inserts change lower levels only
-//! by CASes into empty slots, which move nothing.
+//! one-group answers, walks no locked shift overlapped and locked walks. Removals use the locally
+//! locked filter's removal (lock-free inside one group, else locked), on the level that holds the
+//! fingerprint (the newest first with cascading inserts, else the oldest: the copy that is the
+//! key's own, see `remove_hash`), counted in flight either way. Cascading inserts change lower
+//! levels only by CASes into empty slots, which move nothing.
 //!
 //! A removal can also empty a canonical slot, which would make the cascading early stop wrong
 //! (a key stored higher up because that slot was taken). So a level that has seen a removal
