@@ -15,10 +15,12 @@
 //! try to grow and the growth fails, and checks that both return, `Ok` or `Full`, with nothing
 //! lost or added, and that later inserts into the full table return `Full` at once.
 //!
-//! The last model runs one migration block directly against a `LocallyLockedQf` (through
+//! One model runs one migration block directly against a `LocallyLockedQf` (through
 //! `conqf::migration_loom`), so that one thread can play several operations that started before
 //! the migration: the freeze's re-read case of `migration.rs`'s module doc, which takes three
-//! threads or more through `GrowableQf`.
+//! threads or more through `GrowableQf`. Another runs three threads (an insert that migrates, a
+//! locked removal and a query), at one preemption: the tables' shift regions, which let a
+//! query's miss stand without the read lock, must count the removal's shift on the old table.
 //!
 //! Resting on argument only, not on these models: reclamation (under loom replaced tables are
 //! kept until the filter drops, see `reclaim.rs`, so the epoch collector is not modelled) and
