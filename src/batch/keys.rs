@@ -372,9 +372,7 @@ mod tests {
             proptest::prop_assert_eq!(union_len(a.clone(), b.clone()), expected.len());
             proptest::prop_assert_eq!(merge_sorted(&a, &b), expected);
         }
-    }
 
-    proptest::proptest! {
         /// `add_absent` against a sequential model: every stored copy, then each key the
         /// stored values lack, in order; across chunks of the keys (up to 40,000 of them).
         #[test]
