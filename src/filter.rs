@@ -275,6 +275,46 @@ pub trait Count: Filter {
     /// [`Error::Full`] if there is no room; the filter is unchanged.
     fn insert_count_hash(&self, hash: u64, n: u64) -> Result<(), Error>;
 
+    /// Stores the hash's fingerprint unless it is stored already: `Ok(true)` if this call
+    /// stored it, `Ok(false)` if the filter held it (and is unchanged). The set insert of a
+    /// counting filter, for streams that repeat keys: a key keeps one copy, where `insert`
+    /// adds one per call (and a cuckoo filter refuses a ninth copy of a key with `Full`
+    /// however empty its table is).
+    ///
+    /// `CountingQf` and `LockedCuckooFilter` look and store in one step under their locks, so
+    /// of several threads racing to store one absent fingerprint, exactly one gets `Ok(true)`.
+    /// `LockFreeCuckooFilter` looks first and inserts after, with no lock between: racing calls
+    /// may each store a copy and each get `Ok(true)` (its docs say more).
+    ///
+    /// ```
+    /// use conqf::{Count, LockedCuckooFilter};
+    ///
+    /// let filter = LockedCuckooFilter::new(1000, 0.01)?;
+    /// assert!(filter.insert_if_absent(&"apple")?);
+    /// for _ in 0..20 {
+    ///     assert!(!filter.insert_if_absent(&"apple")?); // `insert` would be `Full` by the 9th
+    /// }
+    /// assert_eq!(filter.count(&"apple"), 1);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::Full`] if the fingerprint is absent and there is no room for it, as for
+    /// [`insert_hash`](Filter::insert_hash); the filter is unchanged.
+    fn insert_if_absent_hash(&self, hash: u64) -> Result<bool, Error>;
+
+    /// Stores a key's fingerprint unless it is stored already; see
+    /// [`insert_if_absent_hash`](Count::insert_if_absent_hash).
+    ///
+    /// # Errors
+    /// As [`insert_if_absent_hash`](Count::insert_if_absent_hash).
+    fn insert_if_absent<K: Hash + ?Sized>(&self, key: &K) -> Result<bool, Error>
+    where
+        Self: Sized,
+    {
+        self.insert_if_absent_hash(hash_key(key))
+    }
+
     /// How many times a key's fingerprint is stored; see [`count_hash`](Count::count_hash).
     fn count<K: Hash + ?Sized>(&self, key: &K) -> u64
     where

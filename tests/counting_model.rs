@@ -15,6 +15,8 @@ use proptest::prelude::*;
 enum Op {
     Insert(u64),
     InsertCount(u64, u64),
+    /// `insert_if_absent_hash`: a count of 0 becomes 1, any other stays.
+    InsertIfAbsent(u64),
     Remove(u64),
     RemoveAll(u64),
     Count(u64),
@@ -77,6 +79,7 @@ fn ops(
     let op = prop_oneof![
         8 => hash.clone().prop_map(Op::Insert),
         3 => (hash.clone(), count).prop_map(|(h, n)| Op::InsertCount(h, n)),
+        3 => hash.clone().prop_map(Op::InsertIfAbsent),
         5 => hash.clone().prop_map(Op::Remove),
         1 => hash.clone().prop_map(Op::RemoveAll),
         3 => hash.prop_map(Op::Count),
@@ -108,6 +111,17 @@ fn run(q: u32, r: u32, region_blocks: usize, ops: &[Op]) -> Result<(), TestCaseE
                 Err(Error::Full) => {}
                 Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
             },
+            Op::InsertIfAbsent(h) => {
+                let old = model.get(fp(h));
+                match filter.insert_if_absent_hash(h) {
+                    Ok(stored) => {
+                        prop_assert_eq!(stored, old == 0, "step {}", step);
+                        model.set(fp(h), old.max(1));
+                    }
+                    Err(Error::Full) => prop_assert_eq!(old, 0, "Full for a stored key"),
+                    Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
+                }
+            }
             Op::Remove(h) => {
                 let old = model.get(fp(h));
                 prop_assert_eq!(filter.remove_hash(h).unwrap(), old > 0, "step {}", step);

@@ -24,6 +24,8 @@ enum Op {
     /// `insert_count_hash`: up to 10 copies, so some ask for more than a fingerprint's 8
     /// entries.
     InsertCount(u64, u64),
+    /// `insert_if_absent_hash`: stores a copy only if none is stored.
+    InsertIfAbsent(u64),
 }
 
 /// Hashes from a small space: `keys` distinct top-bit patterns (bucket and fingerprint bits).
@@ -39,7 +41,8 @@ fn ops(fingerprint_bits: u32, keys: u64, len: usize) -> impl Strategy<Value = Ve
         2 => hash.clone().prop_map(Op::Remove),
         2 => hash.clone().prop_map(Op::Contains),
         2 => hash.clone().prop_map(Op::Count),
-        1 => (hash, 0..=10u64).prop_map(|(h, n)| Op::InsertCount(h, n)),
+        1 => (hash.clone(), 0..=10u64).prop_map(|(h, n)| Op::InsertCount(h, n)),
+        2 => hash.prop_map(Op::InsertIfAbsent),
     ];
     proptest::collection::vec(op, 1..len)
 }
@@ -89,6 +92,20 @@ fn run<F: Cuckoo>(fingerprint_bits: u32, sequence: &[Op]) -> Result<(F, usize), 
                 Err(Error::Full) => fulls += 1,
                 Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
             },
+            Op::InsertIfAbsent(h) => {
+                let key = filter.place(h);
+                match filter.insert_if_absent_hash(h) {
+                    Ok(stored) => {
+                        prop_assert_eq!(stored, !model.contains_key(&key), "{:?}", key);
+                        *model.entry(key).or_default() += usize::from(stored);
+                    }
+                    Err(Error::Full) => {
+                        prop_assert!(!model.contains_key(&key), "Full for a stored {:?}", key);
+                        fulls += 1;
+                    }
+                    Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
+                }
+            }
         }
         if let Err(why) = filter.invariants() {
             return Err(TestCaseError::fail(format!("after {op:?}: {why}")));

@@ -7,31 +7,14 @@
 
 mod common;
 
-use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use conqf::{Count, Error, Filter, LockFreeCuckooFilter, LockedCuckooFilter, Merge, Remove};
-use rand::{Rng, SeedableRng};
 
 const BUCKET_BITS: u32 = 8;
 const FINGERPRINT_BITS: u32 = 16;
 const WRITERS: usize = 3;
 const ROUNDS: usize = 2000;
-
-/// `count` hashes with pairwise distinct (fingerprint, bucket pair).
-fn distinct_keys(placement: impl Fn(u64) -> (usize, usize, u64), count: usize) -> Vec<u64> {
-    let mut rng = rand::rngs::StdRng::seed_from_u64(7);
-    let mut seen = BTreeSet::new();
-    let mut keys = Vec::with_capacity(count);
-    while keys.len() < count {
-        let hash: u64 = rng.random();
-        let (a, b, fp) = placement(hash);
-        if seen.insert((fp, a.min(b), a.max(b))) {
-            keys.push(hash);
-        }
-    }
-    keys
-}
 
 /// Fills `filter` to 45% with stable keys and lets three writers insert and remove 25% more,
 /// round after round, while a reader calls `read(stable, mirrored)` (the stable keys and their
@@ -42,7 +25,7 @@ fn hammer<F: Cuckoo>(filter: &F, read: impl Fn(&[u64], &[u64]) + Sync) {
     let entries = 4usize << BUCKET_BITS;
     let stable_count = entries * 45 / 100;
     let per_writer = entries * 25 / 100 / WRITERS;
-    let keys = distinct_keys(placement, stable_count + per_writer * WRITERS);
+    let keys = common::distinct_cuckoo_keys(placement, stable_count + per_writer * WRITERS, 7);
     let (stable, churn) = keys.split_at(stable_count);
     // Each stable key also as the hash with the same fingerprint whose primary bucket is the
     // key's alternate one (the same stored copy): queries of it read the buckets in the other

@@ -36,7 +36,7 @@
 //!   overcount (a count may exceed the inserts; it never falls short), and the docs of
 //!   `count_hash` say so.
 
-use crate::filter::{Count, Error, Remove};
+use crate::filter::{Count, Error, Filter, Remove};
 use crate::sync::Ordering;
 
 use super::lock_free::LockFreeCuckooFilter;
@@ -172,6 +172,28 @@ impl Count for LockFreeCuckooFilter {
         let place = self.table.placement(hash);
         insert_copies_into(self, hash, n, || self.insert_placed(hash, place))
     }
+
+    /// `Ok(false)` if [`contains_hash`](Filter::contains_hash) finds the fingerprint, else
+    /// [`insert_hash`](Filter::insert_hash). The look and the insert are two steps with
+    /// nothing held between them, so calls racing with one absent fingerprint may each store
+    /// a copy (one per call) and each answer `Ok(true)`. No key is lost that way, but a tally
+    /// of the `Ok(true)` answers may exceed the distinct keys, and a key stored twice stays
+    /// until it is removed twice. [`LockedCuckooFilter`] looks and stores under one lock hold.
+    ///
+    /// ```
+    /// use conqf::{Count, LockFreeCuckooFilter};
+    /// let filter = LockFreeCuckooFilter::new(1000, 0.01)?;
+    /// assert!(filter.insert_if_absent(&"apple")?);
+    /// assert!(!filter.insert_if_absent(&"apple")?);
+    /// assert_eq!(filter.count(&"apple"), 1);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    fn insert_if_absent_hash(&self, hash: u64) -> Result<bool, Error> {
+        if self.contains_hash(hash) {
+            return Ok(false);
+        }
+        self.insert_hash(hash)
+    }
 }
 
 impl Count for LockedCuckooFilter {
@@ -192,6 +214,13 @@ impl Count for LockedCuckooFilter {
     fn insert_count_hash(&self, hash: u64, n: u64) -> Result<(), Error> {
         let place = self.table.placement(hash);
         insert_copies_into(self, hash, n, || self.insert_placed(hash, place))
+    }
+
+    /// Looks for the fingerprint and stores it under the same write locks of both buckets'
+    /// stripes (in every round of the insert, the relocations between rounds done without
+    /// them), so of racing calls for one absent fingerprint exactly one answers `Ok(true)`.
+    fn insert_if_absent_hash(&self, hash: u64) -> Result<bool, Error> {
+        self.store_placed(hash, self.table.placement(hash), true)
     }
 }
 

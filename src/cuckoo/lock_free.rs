@@ -416,15 +416,19 @@ impl LockFreeCuckooFilter {
             seed,
             place,
             || {
-                self.fill_empty(place.primary, place.fingerprint, seed)
-                    || self.fill_empty(place.alternate, place.fingerprint, seed)
+                let filled = self.fill_empty(place.primary, place.fingerprint, seed)
+                    || self.fill_empty(place.alternate, place.fingerprint, seed);
+                filled.into()
             },
             |bucket, index, path| self.relocate(bucket, index, path),
             |bucket, index, stable| {
-                self.table
-                    .compare_exchange(bucket, index, Entry::EMPTY, stable)
+                let stored = self
+                    .table
+                    .compare_exchange(bucket, index, Entry::EMPTY, stable);
+                stored.into()
             },
-        )
+        )?;
+        Ok(())
     }
 
     /// Moves stable `fingerprint` from `source[index]` to `destination[index]` (its alternate

@@ -24,7 +24,9 @@ use crossbeam_utils::CachePadded;
 use crate::filter::{Error, Filter, Remove};
 use crate::sync::{self, Ordering, ReadGuard, RwLock, WriteGuard};
 
-use super::table::{insert_with_relocations, CuckooTable, Entry, Placement, Relocation, State};
+use super::table::{
+    insert_with_relocations, CuckooTable, Entry, Placement, Relocation, State, Store,
+};
 
 /// Stripes per hardware thread.
 const STRIPES_PER_THREAD: usize = 8;
@@ -322,22 +324,59 @@ impl LockedCuckooFilter {
     /// Stores a copy of `place`'s fingerprint in one of its buckets (the insert of a hash, and
     /// of a stored copy during a merge); `seed` picks the order of the entry indices tried.
     pub(crate) fn insert_placed(&self, seed: u64, place: Placement) -> Result<(), Error> {
+        self.store_placed(seed, place, false)?;
+        Ok(())
+    }
+
+    /// [`insert_placed`](Self::insert_placed), or with `if_absent` an insert-if-absent:
+    /// `Ok(false)`, storing nothing, if a copy is stored. Each step that stores first looks for
+    /// a copy under the same write locks on both buckets' stripes, which every writer of those
+    /// buckets takes (a move of a copy between them holds both), so no copy can appear between
+    /// the look and the store: of racing calls for one fingerprint, one stores it.
+    pub(crate) fn store_placed(
+        &self,
+        seed: u64,
+        place: Placement,
+        if_absent: bool,
+    ) -> Result<bool, Error> {
+        // Called under the write locks of both buckets' stripes.
+        let stored_already = || if_absent && self.holds(place);
         insert_with_relocations(
             &self.table,
             seed,
             place,
             || {
                 let _locks = self.write_both(place.primary, place.alternate);
-                self.fill_empty(place.primary, place.fingerprint, seed)
-                    || self.fill_empty(place.alternate, place.fingerprint, seed)
+                if stored_already() {
+                    return Store::Present;
+                }
+                let filled = self.fill_empty(place.primary, place.fingerprint, seed)
+                    || self.fill_empty(place.alternate, place.fingerprint, seed);
+                filled.into()
             },
             |bucket, index, path| self.relocate(bucket, index, path),
             |bucket, index, stable| {
                 let _locks = self.write_both(place.primary, place.alternate);
-                self.table
-                    .compare_exchange(bucket, index, Entry::EMPTY, stable)
+                if stored_already() {
+                    return Store::Present;
+                }
+                let stored = self
+                    .table
+                    .compare_exchange(bucket, index, Entry::EMPTY, stable);
+                stored.into()
             },
         )
+    }
+
+    /// Whether a bucket of `place` holds its fingerprint; the caller holds at least the read
+    /// locks of both buckets' stripes.
+    fn holds(&self, place: Placement) -> bool {
+        // Relaxed: the caller's locks order these reads after every write made under the locks.
+        [place.primary, place.alternate].into_iter().any(|bucket| {
+            self.table
+                .find_in_bucket(bucket, place.fingerprint, Ordering::Relaxed, |_| true)
+                .is_some()
+        })
     }
 
     /// Frees entry `index` of `start` by moving its chain one step along, each move under the
@@ -391,12 +430,7 @@ impl Filter for LockedCuckooFilter {
     fn contains_hash(&self, hash: u64) -> bool {
         let place = self.table.placement(hash);
         let _locks = self.read_both(place.primary, place.alternate);
-        // Relaxed: the read locks order these reads after every write made under the locks.
-        [place.primary, place.alternate].into_iter().any(|bucket| {
-            self.table
-                .find_in_bucket(bucket, place.fingerprint, Ordering::Relaxed, |_| true)
-                .is_some()
-        })
+        self.holds(place)
     }
 
     fn len(&self) -> usize {

@@ -176,6 +176,29 @@ pub(crate) enum Relocation {
     Contended,
 }
 
+/// How a step of [`insert_with_relocations`] that stores the fingerprint ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Store {
+    /// The fingerprint went into the entry (for `fill_empty`, into an entry of its buckets).
+    Stored,
+    /// No empty entry there: none was, or another thread took it.
+    Missed,
+    /// A copy of the fingerprint is stored already, and the insert (an insert-if-absent)
+    /// stores none.
+    Present,
+}
+
+impl From<bool> for Store {
+    /// `Stored` or `Missed`: the steps of an insert that stores a copy whatever is there.
+    fn from(stored: bool) -> Self {
+        if stored {
+            Store::Stored
+        } else {
+            Store::Missed
+        }
+    }
+}
+
 /// Rounds of "fill an empty entry, else relocate" an insert makes before it reports `Full`
 /// while other threads keep getting in its way.
 const INSERT_ROUNDS: usize = 4;
@@ -185,46 +208,55 @@ const INSERT_ROUNDS: usize = 4;
 /// one; `relocate(bucket, index, path)` moves the chain behind entry `index` of `bucket` one step
 /// along (`path` is scratch space for the chain); `store(bucket, index, entry)` puts `entry`,
 /// the fingerprint as a stable entry, into that entry if it is still empty. Each round tries
-/// every entry of both buckets (in [`CuckooTable::index_order`] of `seed`). On success the
-/// table's count goes up by one. `Err(Full)` after a round in which every chain was too long,
-/// or after [`INSERT_ROUNDS`] rounds in which other threads took what the relocations freed or
-/// got in the way; a failed insert has moved copies along chains but dropped none.
+/// every entry of both buckets (in [`CuckooTable::index_order`] of `seed`). `Ok(true)` once a
+/// step stored the fingerprint, and the table's count goes up by one; `Ok(false)`, storing
+/// nothing, once a step answered [`Store::Present`] (only an insert-if-absent's steps do).
+/// `Err(Full)` after a round in which every chain was too long, or after [`INSERT_ROUNDS`]
+/// rounds in which other threads took what the relocations freed or got in the way; a failed
+/// insert has moved copies along chains but dropped none.
 pub(crate) fn insert_with_relocations(
     table: &CuckooTable,
     seed: u64,
     place: Placement,
-    mut fill_empty: impl FnMut() -> bool,
+    mut fill_empty: impl FnMut() -> Store,
     mut relocate: impl FnMut(usize, usize, &mut Vec<(usize, u64)>) -> Relocation,
-    mut store: impl FnMut(usize, usize, Entry) -> bool,
-) -> Result<(), Error> {
+    mut store: impl FnMut(usize, usize, Entry) -> Store,
+) -> Result<bool, Error> {
     let stable = Entry::new(place.fingerprint, State::Stable);
     let mut path = Vec::new();
-    let stored = 'rounds: {
+    let ended = 'rounds: {
         for _ in 0..INSERT_ROUNDS {
-            if fill_empty() {
-                break 'rounds true;
+            match fill_empty() {
+                Store::Missed => {}
+                done => break 'rounds done,
             }
             let mut may_succeed_later = false;
             for index in CuckooTable::index_order(seed) {
                 for bucket in [place.primary, place.alternate] {
                     match relocate(bucket, index, &mut path) {
                         Relocation::NoRoom => {}
-                        Relocation::Freed if store(bucket, index, stable) => break 'rounds true,
-                        Relocation::Freed | Relocation::Contended => may_succeed_later = true,
+                        Relocation::Freed => match store(bucket, index, stable) {
+                            Store::Missed => may_succeed_later = true,
+                            done => break 'rounds done,
+                        },
+                        Relocation::Contended => may_succeed_later = true,
                     }
                 }
             }
             if !may_succeed_later {
-                break 'rounds false;
+                break 'rounds Store::Missed;
             }
         }
-        false
+        Store::Missed
     };
-    if !stored {
-        return Err(Error::Full);
+    match ended {
+        Store::Stored => {
+            table.len.increment();
+            Ok(true)
+        }
+        Store::Present => Ok(false),
+        Store::Missed => Err(Error::Full),
     }
-    table.len.increment();
-    Ok(())
 }
 
 /// Where a hash lives: its two buckets and its fingerprint.
@@ -794,7 +826,7 @@ mod tests {
     /// took) is followed by another, up to the round limit.
     #[test]
     fn inserts_report_full_early_only_when_no_chain_has_room() {
-        use super::{insert_with_relocations, Placement, Relocation, INSERT_ROUNDS};
+        use super::{insert_with_relocations, Placement, Relocation, Store, INSERT_ROUNDS};
         use crate::filter::Error;
         let place = Placement {
             primary: 1,
@@ -813,7 +845,7 @@ mod tests {
                 place,
                 || {
                     rounds.set(rounds.get() + 1);
-                    false
+                    Store::Missed
                 },
                 |_, _, _| {
                     attempts += 1;
@@ -823,7 +855,7 @@ mod tests {
                         ending
                     }
                 },
-                |_, _, _| Some(rounds.get()) == stored_in_round,
+                |_, _, _| (Some(rounds.get()) == stored_in_round).into(),
             );
             // Only a stored fingerprint is counted.
             assert_eq!(table.len.sum(), usize::from(result.is_ok()));
@@ -836,9 +868,43 @@ mod tests {
         );
         for busy in [Relocation::Contended, Relocation::Freed] {
             let (result, rounds, _) = run(busy, Some(2));
-            assert_eq!((result, rounds), (Ok(()), 2), "{busy:?}");
+            assert_eq!((result, rounds), (Ok(true), 2), "{busy:?}");
             let gave_up = (Err(Error::Full), INSERT_ROUNDS, INSERT_ROUNDS * per_round);
             assert_eq!(run(busy, None), gave_up, "{busy:?}");
+        }
+    }
+
+    /// An insert-if-absent's step that finds the fingerprint stored (`Store::Present`) ends
+    /// the insert with `Ok(false)` and counts nothing, whether the first fill or a store after
+    /// a relocation found it.
+    #[test]
+    fn a_step_finding_the_fingerprint_ends_the_insert_uncounted() {
+        use super::{insert_with_relocations, Placement, Relocation, Store};
+        let place = Placement {
+            primary: 1,
+            alternate: 2,
+            fingerprint: 7,
+        };
+        for (fill, store) in [
+            (Store::Present, Store::Stored),
+            (Store::Missed, Store::Present),
+        ] {
+            let table = CuckooTable::new(2, 8).unwrap();
+            let mut relocations = 0;
+            let result = insert_with_relocations(
+                &table,
+                0,
+                place,
+                || fill,
+                |_, _, _| {
+                    relocations += 1;
+                    Relocation::Freed
+                },
+                |_, _, _| store,
+            );
+            let expected_relocations = usize::from(fill == Store::Missed);
+            assert_eq!((result, relocations), (Ok(false), expected_relocations));
+            assert_eq!(table.len.sum(), 0);
         }
     }
 

@@ -45,6 +45,27 @@ pub(crate) fn distinct_hashes(q: u32, r: u32, quotients: u64, count: usize, seed
     hashes
 }
 
+/// `count` cuckoo-filter hashes with pairwise distinct (fingerprint, bucket pair), as
+/// `placement` (a filter's) gives them, drawn from a generator seeded with `seed`.
+pub(crate) fn distinct_cuckoo_keys(
+    placement: impl Fn(u64) -> (usize, usize, u64),
+    count: usize,
+    seed: u64,
+) -> Vec<u64> {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand::rngs::StdRng::seed_from_u64(seed);
+    let mut seen = BTreeSet::new();
+    let mut keys = Vec::with_capacity(count);
+    while keys.len() < count {
+        let hash: u64 = rng.random();
+        let (a, b, fp) = placement(hash);
+        if seen.insert((fp, a.min(b), a.max(b))) {
+            keys.push(hash);
+        }
+    }
+    keys
+}
+
 /// One operation of a model-checked sequence.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Op {

@@ -563,3 +563,23 @@ fn a_lookup_that_looks_back_a_block_answers_only_under_every_lock() {
         assert_holds_exactly(&filter, &entries);
     });
 }
+
+/// Two `insert_if_absent` calls of one new fingerprint at 62, whose insert shifts the cluster
+/// across the boundary holding both regions: the look and the store are one update under the
+/// region locks, so exactly one call stores it and the count is 1. Fails if the call looks
+/// first and then inserts (both can store: count 2).
+#[test]
+fn racing_inserts_if_absent_of_one_fingerprint_store_it_once() {
+    model(|| {
+        let filter = filter_with(&boundary_runs());
+        let (first, second) = super::race(
+            &filter,
+            |x| x.insert_if_absent_hash(key(62, 5)).unwrap(),
+            |y| y.insert_if_absent_hash(key(62, 5)).unwrap(),
+        );
+        assert!(first != second, "stored by {first} and {second}");
+        assert_eq!(filter.count_hash(key(62, 5)), 1);
+        assert_eq!(filter.len(), 8);
+        filter.check_invariants().unwrap();
+    });
+}

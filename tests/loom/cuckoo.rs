@@ -306,3 +306,30 @@ fn locked_relocation_racing_an_insert_for_its_destination_loses_nothing() {
         assert_eq!(filter.fingerprints().len(), 10);
     });
 }
+
+/// The striped-lock filter: two `insert_if_absent` calls of the newcomer race, each relocating
+/// (buckets 0 and 1 are full). Each step that stores looks for a copy under the same write
+/// locks of both buckets' stripes, so exactly one call stores it, whichever step (the fill
+/// after the other's relocation, or its own store after relocating) gets there first. Fails if
+/// only the fill looks (both relocate and store: two copies) or if the call looks without the
+/// locks before inserting.
+#[test]
+fn locked_racing_inserts_if_absent_of_one_key_store_it_once() {
+    model(|| {
+        let s = scenario();
+        let newcomer = s.newcomer;
+        let filter = locked_with(&s.full);
+        let (first, second) = super::race(
+            &filter,
+            move |x| x.insert_if_absent_hash(newcomer).unwrap(),
+            move |y| y.insert_if_absent_hash(newcomer).unwrap(),
+        );
+        assert!(first != second, "stored by {first} and {second}");
+        assert_eq!(filter.count_hash(newcomer), 1);
+        assert_eq!(filter.len(), 9);
+        for &k in &s.full {
+            assert!(filter.contains_hash(k), "lost {k:#x}");
+        }
+        filter.invariants().unwrap();
+    });
+}

@@ -620,6 +620,15 @@ impl Count for CountingQf {
         self.update::<false>(hash, |count| count.saturating_add(n))
             .map(|_| ())
     }
+
+    /// Sets a count of 0 to 1 and leaves any other as it is, in one update under the region
+    /// locks (an insert's), so of racing calls for one absent fingerprint exactly one answers
+    /// `Ok(true)`. At the load cap, `Full` for an absent fingerprint (it needs a slot) and
+    /// `Ok(false)` for a stored one.
+    fn insert_if_absent_hash(&self, hash: u64) -> Result<bool, Error> {
+        self.update::<false>(hash, |count| count.max(1))
+            .map(|(old, _)| old == 0)
+    }
 }
 
 impl std::fmt::Debug for CountingQf {
