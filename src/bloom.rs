@@ -130,8 +130,9 @@ impl Probes {
 }
 
 impl AtomicBloomFilter {
-    /// A filter that holds `capacity` keys at a false-positive rate of at most `fpr`, with the
-    /// fewest bits any hash-function count achieves it with (`k` is `log2(1/fpr)` rounded down
+    /// A filter that holds `capacity` keys at an expected false-positive rate of at most `fpr`
+    /// (the rate of one filter varies around it: about half of those built measure above), with
+    /// the fewest bits any hash-function count achieves it with (`k` is `log2(1/fpr)` rounded down
     /// or up, at most 64).
     ///
     /// # Errors

@@ -22,7 +22,9 @@ pub enum Error {
     /// [`Filter::capacity`]). The filter is unchanged and still usable: every key
     /// inserted before still answers `true`.
     Full,
-    /// A constructor argument is out of range; the message says which and why.
+    /// An argument is out of range (a constructor's, or for example a `grow` past the last
+    /// remainder bit, or a batch lookup's answer slice of the wrong length); the message says
+    /// which and why.
     InvalidParameters(String),
     /// Serialised bytes are not a valid filter; the message says what is wrong.
     Corrupt(String),
@@ -30,7 +32,8 @@ pub enum Error {
     Incompatible(String),
     /// Reading a serialised filter failed for a reason other than its bytes (the I/O error's
     /// kind and message); a stream that ends early is [`Error::Corrupt`]. Also what `?` makes
-    /// of the `std::io::Error` of a `write_to` (`From<std::io::Error>`).
+    /// of the `std::io::Error` of a `write_to` (`From<std::io::Error>`), so its message names
+    /// neither direction.
     Io(std::io::ErrorKind, String),
     /// The memory for a table could not be allocated (the number is the bytes asked for; for
     /// a stream being read, the file's length): the arguments were valid, the machine or the
@@ -48,7 +51,7 @@ impl fmt::Display for Error {
             Error::InvalidParameters(why) => write!(f, "invalid filter parameters: {why}"),
             Error::Corrupt(why) => write!(f, "corrupt filter bytes: {why}"),
             Error::Incompatible(why) => write!(f, "incompatible filters: {why}"),
-            Error::Io(_, why) => write!(f, "reading a filter failed: {why}"),
+            Error::Io(_, why) => write!(f, "filter I/O failed: {why}"),
             Error::OutOfMemory(bytes) => write!(f, "cannot allocate {bytes} bytes"),
         }
     }

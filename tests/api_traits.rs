@@ -2,9 +2,9 @@
 //! `Debug`, every filter that takes `&self` can be shared across threads (`Send + Sync`, so an
 //! `Arc<F>` works) and unwind-safe, the filters that copy themselves are `Clone`, and `Error` is a
 //! `std::error::Error` that crosses threads. A type that loses one of these makes this file fail
-//! to compile. The last tests check two documented details of the contract at run time.
+//! to compile. The last tests check documented details of the contract at run time.
 
-use conqf::{Count, Filter};
+use conqf::{Count, Error, Filter};
 
 fn debug<T: std::fmt::Debug + ?Sized>() {}
 fn shared<T: Send + Sync + ?Sized>() {}
@@ -103,6 +103,34 @@ fn byte_views_are_shared_and_iterators_move_across_threads() {
 fn errors_cross_threads_as_std_errors() {
     fn std_error<E: std::error::Error + Send + Sync + 'static>() {}
     std_error::<conqf::Error>();
+}
+
+/// A failed `write_to` reaches the caller's `?` as `Error::Io`, whose message must fit a write
+/// as well as a read (it said "reading a filter failed" for a full disk).
+#[test]
+fn a_failed_write_prints_as_filter_io() {
+    struct FullDisk;
+    impl std::io::Write for FullDisk {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::Error::new(
+                std::io::ErrorKind::StorageFull,
+                "no space left",
+            ))
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    fn save(filter: &conqf::CountingQf) -> Result<(), Error> {
+        filter.write_to(FullDisk)?;
+        Ok(())
+    }
+    let error = save(&conqf::CountingQf::new(1000, 0.01).unwrap()).unwrap_err();
+    assert!(matches!(
+        error,
+        Error::Io(std::io::ErrorKind::StorageFull, _)
+    ));
+    assert_eq!(error.to_string(), "filter I/O failed: no space left");
 }
 
 #[test]

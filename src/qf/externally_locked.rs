@@ -122,8 +122,8 @@ impl ExternallyLockedQf {
     /// (`r = 10` or 13), 5120 for 11-bit ones, 7168 for 9-bit ones.
     pub const DEFAULT_REGION_SLOTS: usize = 4096;
 
-    /// A filter that holds `capacity` keys at a false-positive rate of at most `fpr`, with
-    /// regions of [`DEFAULT_REGION_SLOTS`](Self::DEFAULT_REGION_SLOTS).
+    /// A filter that holds `capacity` keys at an expected false-positive rate of at most `fpr`,
+    /// with regions of [`DEFAULT_REGION_SLOTS`](Self::DEFAULT_REGION_SLOTS).
     ///
     /// # Errors
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
@@ -327,6 +327,9 @@ impl ExternallyLockedQf {
 
     /// Checks that no region is locked and the table's invariants (status bits, run order, the
     /// count). Only meaningful while no thread works on the filter; for tests and debugging.
+    ///
+    /// # Errors
+    /// A description of the first violation.
     pub fn check_invariants(&self) -> Result<(), String> {
         region_locks::check_unlocked(&self.locks)?;
         self.table.check(self.len.sum())

@@ -256,8 +256,8 @@ impl LinearProbingQf {
     /// comparisons).
     pub const DEFAULT_MAX_LOAD: f64 = 0.7;
 
-    /// A filter that holds `capacity` keys at a false-positive rate of at most `fpr`, capped at
-    /// 70% fill.
+    /// A filter that holds `capacity` keys at an expected false-positive rate of at most `fpr`,
+    /// capped at 70% fill.
     ///
     /// # Errors
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
@@ -381,6 +381,9 @@ impl LinearProbingQf {
     /// unbroken stretch that continues a stretch ending in the last addressable slot (an element
     /// in the tail was pushed there from an addressable slot through full slots). Only
     /// meaningful while no thread inserts; for tests and debugging.
+    ///
+    /// # Errors
+    /// A description of the first violation.
     pub fn check_invariants(&self) -> Result<(), String> {
         // Acquire: pairs with the inserts' Release, for a caller that synchronised with the
         // writers (joined them) before checking.

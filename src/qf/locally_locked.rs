@@ -150,7 +150,7 @@ pub struct LocallyLockedQf {
 }
 
 impl LocallyLockedQf {
-    /// A filter that holds `capacity` keys at a false-positive rate of at most `fpr`.
+    /// A filter that holds `capacity` keys at an expected false-positive rate of at most `fpr`.
     ///
     /// # Errors
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
@@ -278,6 +278,9 @@ impl LocallyLockedQf {
 
     /// Checks the table's invariants (no lock left, status bits, run order, the count). Only
     /// meaningful while no thread writes; for tests and debugging.
+    ///
+    /// # Errors
+    /// A description of the first violation.
     pub fn check_invariants(&self) -> Result<(), String> {
         self.table.check(self.len.sum())
     }

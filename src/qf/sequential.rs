@@ -41,7 +41,7 @@ pub struct SequentialQf {
 }
 
 impl SequentialQf {
-    /// A filter that holds `capacity` keys at a false-positive rate of at most `fpr`.
+    /// A filter that holds `capacity` keys at an expected false-positive rate of at most `fpr`.
     ///
     /// # Errors
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)`, or the table
@@ -334,7 +334,10 @@ impl SequentialQf {
     }
 
     /// Checks the table's invariants (status bits, run order, the count); for tests and
-    /// debugging. Returns a description of the first violation.
+    /// debugging.
+    ///
+    /// # Errors
+    /// A description of the first violation.
     pub fn check_invariants(&self) -> Result<(), String> {
         self.table.check(self.len)
     }

@@ -94,7 +94,8 @@ impl CountingQf {
     /// 000's externally locked filters. Each region costs one cache line (its lock and counts).
     pub const DEFAULT_REGION_BLOCKS: usize = 64;
 
-    /// A filter that holds `capacity` distinct keys at a false-positive rate of at most `fpr`.
+    /// A filter that holds `capacity` distinct keys at an expected false-positive rate of at
+    /// most `fpr`.
     ///
     /// ```
     /// let filter = conqf::CountingQf::new(1_000_000, 0.01)?;
@@ -352,6 +353,9 @@ impl CountingQf {
     /// assert_eq!(filter.check_invariants(), Ok(()));
     /// # Ok::<(), conqf::Error>(())
     /// ```
+    ///
+    /// # Errors
+    /// A description of the first violation.
     pub fn check_invariants(&self) -> Result<(), String> {
         self.locks.check_unlocked()?;
         let stored = Self::check_table(&self.table, self.quotient_bits)?;

@@ -588,6 +588,9 @@ impl ExpandableQf {
     }
 
     /// Checks every level's invariants. Only meaningful while no thread writes.
+    ///
+    /// # Errors
+    /// A description of the first violation.
     pub fn check_invariants(&self) -> Result<(), String> {
         (0..self.levels()).try_for_each(|i| {
             self.level(i)

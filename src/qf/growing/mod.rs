@@ -491,6 +491,9 @@ impl GrowableQf {
 
     /// Checks the current table's invariants (see [`LocallyLockedQf::check_invariants`]).
     /// Only meaningful while no thread writes.
+    ///
+    /// # Errors
+    /// A description of the first violation.
     pub fn check_invariants(&self) -> Result<(), String> {
         let guard = reclaim::pin();
         self.generation(&guard).filter.check_invariants()

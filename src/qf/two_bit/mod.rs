@@ -158,7 +158,7 @@ pub struct TwoBitQf {
 }
 
 impl TwoBitQf {
-    /// A filter that holds `capacity` keys at a false-positive rate of at most `fpr`.
+    /// A filter that holds `capacity` keys at an expected false-positive rate of at most `fpr`.
     ///
     /// ```
     /// use conqf::{Filter, TwoBitQf};
@@ -274,6 +274,9 @@ impl TwoBitQf {
     /// assert_eq!(filter.check_invariants(), Ok(()));
     /// # Ok::<(), conqf::Error>(())
     /// ```
+    ///
+    /// # Errors
+    /// A description of the first violation.
     pub fn check_invariants(&self) -> Result<(), String> {
         self.table.check(self.len.sum())
     }
