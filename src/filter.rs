@@ -284,10 +284,11 @@ pub trait Count: Filter {
     /// adds one per call (and a cuckoo filter refuses a ninth copy of a key with `Full`
     /// however empty its table is).
     ///
-    /// `CountingQf` and `LockedCuckooFilter` look and store in one step under their locks, so
-    /// of several threads racing to store one absent fingerprint, exactly one gets `Ok(true)`.
-    /// `LockFreeCuckooFilter` looks first and inserts after, with no lock between: racing calls
-    /// may each store a copy and each get `Ok(true)` (its docs say more).
+    /// Of several threads racing to store one absent fingerprint, exactly one gets `Ok(true)`:
+    /// `CountingQf` and `LockedCuckooFilter` look and store in one step under their locks, and
+    /// `LockFreeCuckooFilter` looks and stores under a lock that only these calls take (its
+    /// lookups, inserts and removes stay lock-free). A plain `insert` racing with it stores its
+    /// copy as always.
     ///
     /// ```
     /// use conqf::{Count, LockedCuckooFilter};

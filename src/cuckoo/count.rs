@@ -173,12 +173,14 @@ impl Count for LockFreeCuckooFilter {
         insert_copies_into(self, hash, n, || self.insert_placed(hash, place))
     }
 
-    /// `Ok(false)` if [`contains_hash`](Filter::contains_hash) finds the fingerprint, else
-    /// [`insert_hash`](Filter::insert_hash). The look and the insert are two steps with
-    /// nothing held between them, so calls racing with one absent fingerprint may each store
-    /// a copy (one per call) and each answer `Ok(true)`. No key is lost that way, but a tally
-    /// of the `Ok(true)` answers may exceed the distinct keys, and a key stored twice stays
-    /// until it is removed twice. [`LockedCuckooFilter`] looks and stores under one lock hold.
+    /// `Ok(false)` if [`contains_hash`](Filter::contains_hash) finds the fingerprint, with no
+    /// lock. Else it takes one of the filter's insert-if-absent locks (one per stripe of
+    /// buckets, which no other operation takes), looks again and inserts. Racing calls for one
+    /// absent fingerprint thus take turns, and exactly one stores it: the insert of the first
+    /// is done before the second, which acquires the lock the first released, looks again, and
+    /// a lookup finds every copy stored throughout it (relocations move copies, never drop
+    /// one). Lookups, inserts and removes stay lock-free and never wait for these locks; only
+    /// `insert_if_absent` calls of absent keys in one stripe wait for each other.
     ///
     /// ```
     /// use conqf::{Count, LockFreeCuckooFilter};
@@ -192,7 +194,13 @@ impl Count for LockFreeCuckooFilter {
         if self.contains_hash(hash) {
             return Ok(false);
         }
-        self.insert_hash(hash)
+        let place = self.table.placement(hash);
+        let _turn = self.lock_absent(place);
+        if self.contains_hash(hash) {
+            return Ok(false);
+        }
+        self.insert_placed(hash, place)?;
+        Ok(true)
     }
 }
 

@@ -75,15 +75,18 @@
 //! `cuckoofilter` crate evicts a random fingerprint when a path fails; this filter never does).
 //! Removes are not lock-free: they wait for the owner of a move of the copy they want.
 //!
-//! The one exception to "inserts never wait" is the `&self`
+//! Two exceptions to "inserts never wait". The `&self`
 //! [`snapshot`](LockFreeCuckooFilter::snapshot): while it copies the table, an insert that has
 //! to relocate waits before its first move (`pause.rs`); lookups, removes and inserts that find
-//! an empty entry go on.
+//! an empty entry go on. And [`insert_if_absent`](crate::Count::insert_if_absent), which for a
+//! key it does not find looks again and inserts under one of up to 256 locks that no other
+//! operation takes, so that of racing calls for one key exactly one stores it (`count.rs`):
+//! such calls for keys of one stripe of buckets wait for each other.
 
 use std::fmt;
 
 use crate::filter::{Error, Filter, Remove};
-use crate::sync::{AtomicU64, Ordering, Waiter};
+use crate::sync::{self, AtomicU64, Ordering, RwLock, Waiter, WriteGuard};
 
 use super::pause::RelocationPause;
 use super::table::{
@@ -93,6 +96,9 @@ use crate::storage::{with_fixed_width, GroupSource};
 
 /// The most version stripes (8 KiB of counters, which stay in cache).
 pub(crate) const VERSION_STRIPES: usize = 1024;
+
+/// The most stripes of the insert-if-absent locks (2 KiB of unpadded locks).
+const ABSENT_LOCK_STRIPES: usize = 256;
 
 /// A cuckoo filter that many threads insert into, query and remove from at once, lock-free
 /// (paper 001), with fingerprints stored inline in the table.
@@ -131,6 +137,12 @@ pub struct LockFreeCuckooFilter {
     stripe_mask: usize,
     /// Holds relocations off while a `&self` snapshot copies the table.
     pause: RelocationPause,
+    /// The locks only [`insert_if_absent_hash`](crate::Count::insert_if_absent_hash) takes, one
+    /// per stripe of buckets (`absent_locks[smaller bucket & absent_mask]`): racing calls for
+    /// one fingerprint take turns, so the second finds the first's copy (`cuckoo/count.rs`).
+    /// Not padded: only those calls touch them.
+    absent_locks: Box<[RwLock]>,
+    absent_mask: usize,
 }
 
 impl LockFreeCuckooFilter {
@@ -176,11 +188,14 @@ impl LockFreeCuckooFilter {
     pub fn with_bits(bucket_bits: u32, fingerprint_bits: u32) -> Result<Self, Error> {
         let table = CuckooTable::new(bucket_bits, fingerprint_bits)?;
         let stripes = table.buckets().min(VERSION_STRIPES);
+        let absent_stripes = table.buckets().min(ABSENT_LOCK_STRIPES);
         Ok(LockFreeCuckooFilter {
             versions: (0..stripes).map(|_| AtomicU64::new(0)).collect(),
             stripe_mask: stripes - 1,
             table,
             pause: RelocationPause::default(),
+            absent_locks: (0..absent_stripes).map(|_| RwLock::default()).collect(),
+            absent_mask: absent_stripes - 1,
         })
     }
 
@@ -270,6 +285,13 @@ impl LockFreeCuckooFilter {
     /// A description of the first violation.
     pub fn check_invariants(&self) -> Result<(), String> {
         self.table.check_invariants()
+    }
+
+    /// Takes the insert-if-absent lock of `place`'s bucket pair (the stripe of its smaller
+    /// bucket, the same from either bucket), which no other operation takes.
+    pub(super) fn lock_absent(&self, place: Placement) -> WriteGuard<'_> {
+        let bucket = place.primary.min(place.alternate);
+        sync::write(&self.absent_locks[bucket & self.absent_mask])
     }
 
     /// The relocation counter of `bucket`'s stripe.
@@ -502,9 +524,11 @@ impl Filter for LockFreeCuckooFilter {
         CuckooTable::capacity_of(self.table.bucket_bits())
     }
 
-    /// The table and the relocation counters.
+    /// The table, the relocation counters and the insert-if-absent locks.
     fn memory_bytes(&self) -> usize {
-        self.table.memory_bytes() + self.versions.len() * std::mem::size_of::<u64>()
+        self.table.memory_bytes()
+            + self.versions.len() * std::mem::size_of::<u64>()
+            + std::mem::size_of_val(&*self.absent_locks)
     }
 
     /// `1 - (1 - 1/(2^f - 1))^(8 · load)`: see [`cuckoo_fpr`](crate::cuckoo_fpr).
@@ -578,6 +602,12 @@ impl Clone for LockFreeCuckooFilter {
             .unwrap_or_else(|_| crate::storage::abort_for_bytes(self.memory_bytes()))
     }
 }
+
+/// The insert-if-absent locks are `RwLock<()>`s, whose `UnsafeCell<()>` holds no data, so they
+/// would make the filter lose `RefUnwindSafe` for nothing: the table is atomics, a lock is
+/// released (not poisoned) when a call holding it unwinds, and every step of an insert leaves
+/// every stored copy visible (a move fills its destination before it clears its source).
+impl std::panic::RefUnwindSafe for LockFreeCuckooFilter {}
 
 impl fmt::Debug for LockFreeCuckooFilter {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

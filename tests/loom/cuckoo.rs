@@ -333,3 +333,34 @@ fn locked_racing_inserts_if_absent_of_one_key_store_it_once() {
         filter.invariants().unwrap();
     });
 }
+
+/// The lock-free filter: two `insert_if_absent` calls of the newcomer race, one addressing it
+/// from bucket 0 and one from bucket 1 (the same fingerprint and pair), each relocating
+/// (buckets 0 and 1 are full). Neither finds it at first; the insert-if-absent lock of the
+/// pair makes them take turns, and the second looks again and finds the first's copy, so
+/// exactly one stores it. Fails if the call does not look again under the lock, or if the lock
+/// is picked by the primary bucket (the two calls then take different locks).
+#[test]
+fn lock_free_racing_inserts_if_absent_of_one_key_store_it_once() {
+    model(|| {
+        let s = scenario();
+        let newcomer = s.newcomer;
+        let filter = lock_free_with(&s.full);
+        let (_, _, fingerprint) = filter.placement(newcomer);
+        let mirrored = key(1, fingerprint, 0);
+        assert_eq!(filter.placement(newcomer), (0, 1, fingerprint));
+        assert_eq!(filter.placement(mirrored), (1, 0, fingerprint));
+        let (first, second) = super::race(
+            &filter,
+            move |x| x.insert_if_absent_hash(newcomer).unwrap(),
+            move |y| y.insert_if_absent_hash(mirrored).unwrap(),
+        );
+        assert!(first != second, "stored by {first} and {second}");
+        assert_eq!(filter.count_hash(newcomer), 1);
+        assert_eq!(filter.len(), 9);
+        for &k in &s.full {
+            assert!(filter.contains_hash(k), "lost {k:#x}");
+        }
+        filter.invariants().unwrap();
+    });
+}
