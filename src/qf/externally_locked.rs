@@ -149,7 +149,8 @@ impl ExternallyLockedQf {
 
     /// As [`with_bits`](Self::with_bits), with one lock per `region_slots` slots, rounded up to
     /// a power-of-two number of whole groups, and at most the whole table rounded up so (see
-    /// [`region_slots`](Self::region_slots)).
+    /// [`region_slots`](Self::region_slots)). Slots, not blocks: `CountingQf`'s method of this
+    /// name counts blocks of 64 slots.
     ///
     /// ```
     /// use conqf::ExternallyLockedQf;

@@ -131,7 +131,8 @@ impl CountingQf {
 
     /// As [`with_bits`](Self::with_bits), with one lock per `region_blocks` blocks of 64 slots
     /// (rounded up to a power of two; a request larger than the table gives one region, its
-    /// blocks rounded up so).
+    /// blocks rounded up so). Blocks, not slots: `ExternallyLockedQf`'s method of this name
+    /// counts slots, so 64 here is what 4,096 is there.
     ///
     /// ```
     /// let filter = conqf::CountingQf::with_bits_and_region(12, 8, 3)?;
