@@ -358,3 +358,16 @@ fn auto_merges_a_batch_crowded_into_long_clusters() {
     let (insert, len) = (CountingQf::insert_batch_with, |f: &CountingQf| f.len());
     auto_merges_what_would_not_fit(make, insert, len, 16_384, (q, r));
 }
+
+/// A merge whose union does not fit, of filters whose remainders are already at 2 bits (the
+/// fewest the counter encoding takes), cannot move a bit to the quotient: it is `Full`, as the
+/// merge docs say. 200 distinct 8-bit fingerprints take more than the 128 slots of a table of
+/// `2^6` canonical slots; each half fits.
+#[test]
+fn a_merge_that_cannot_double_past_two_bit_remainders_is_full() {
+    let fingerprints: Vec<u64> = (0..200u64).map(|f| f << 56).collect();
+    let (low, high) = fingerprints.split_at(100);
+    let a = CountingQf::bulk_build(6, 2, low, BuildMethod::default()).unwrap();
+    let b = CountingQf::bulk_build(6, 2, high, BuildMethod::default()).unwrap();
+    assert!(matches!(a.merge(&b), Err(Error::Full)));
+}

@@ -702,3 +702,15 @@ fn a_merge_insert_keeps_the_copies_of_a_build_without_dedupe() {
     assert_eq!(merged.len(), 403);
     assert!(raw(&merged) == raw(&swept));
 }
+
+/// `Auto` merges only a batch that walks *more* than the allowed slots per slot a merge
+/// rewrites: five keys of one canonical slot walk 0 + 1 + 2 + 3 + 4 = 10 slots, so at one slot
+/// walked per slot, 10 slots rewritten (5 held, 5 of the batch) are not crowded and 9 are.
+#[test]
+fn a_batch_that_walks_exactly_the_bound_is_not_crowded() {
+    // Quotient 0, remainders 0 to 4 of 4 bits.
+    let keys: Vec<u64> = (0..5).collect();
+    assert!(!super::crowded(&keys, 4, 5, 1));
+    assert!(super::crowded(&keys, 4, 4, 1));
+    assert!(!super::crowded(&keys, 4, 0, 2));
+}

@@ -304,4 +304,21 @@ mod tests {
         );
         assert_eq!((result, stored, removed), (Err(Error::Full), 3, 3));
     }
+
+    /// Exactly as many copies as a fingerprint has entries (eight) are inserted, one insert
+    /// each: only more are `Full` at once. Through a filter, they fill the two buckets.
+    #[test]
+    fn as_many_copies_as_a_fingerprint_has_entries_go_in() {
+        let mut inserts = 0;
+        let insert = || {
+            inserts += 1;
+            Ok(())
+        };
+        let result = insert_copies(MAX_COPIES, insert, || {});
+        assert_eq!((result, inserts), (Ok(()), MAX_COPIES));
+        let filter = LockFreeCuckooFilter::with_bits(6, 16).unwrap();
+        let hash = crate::hash_key("eight");
+        assert_eq!(filter.insert_count_hash(hash, MAX_COPIES), Ok(()));
+        assert_eq!(filter.count_hash(hash), MAX_COPIES);
+    }
 }

@@ -1060,4 +1060,25 @@ mod tests {
             }
         }
     }
+
+    /// Sizing takes the fewest buckets that hold `capacity` at [`MAX_LOAD`](super::MAX_LOAD):
+    /// `capacity_of(b)` items fit `2^b` buckets and one more needs `2^(b + 1)`, up to the
+    /// largest table (sized, not allocated), past which the capacity is an error.
+    #[test]
+    fn sizing_takes_the_fewest_buckets_that_hold_the_capacity() {
+        use crate::filter::Error;
+        let bits = |capacity| CuckooTable::parameters_for(capacity, 0.01).map(|(b, _)| b);
+        for b in 1..=MAX_BUCKET_BITS {
+            let capacity = CuckooTable::capacity_of(b);
+            assert_eq!(bits(capacity), Ok(b), "b = {b}");
+            if b < MAX_BUCKET_BITS {
+                assert_eq!(bits(capacity + 1), Ok(b + 1), "b = {b}");
+            } else {
+                assert!(matches!(
+                    bits(capacity + 1),
+                    Err(Error::InvalidParameters(_))
+                ));
+            }
+        }
+    }
 }

@@ -264,4 +264,16 @@ mod tests {
         assert!(encode(1, u64::MAX, 2).len() <= MAX_ENTRY_SLOTS);
         assert!(encode(0, u64::MAX, 2).len() <= MAX_ENTRY_SLOTS);
     }
+
+    /// Count 3 of remainder 0 is `0 0 0 0`, four slots and no digit (the module docs' table),
+    /// the one run of four equal slots the short-run lookup knows; count 4 adds one digit, the
+    /// value 1 written as 2 (digits of remainder 0 run `1..M`).
+    #[test]
+    fn three_copies_of_remainder_zero_take_four_slots() {
+        for r in [2, 3, 8, 20] {
+            assert_eq!(encode(0, 3, r).slots(), &[0, 0, 0, 0], "r = {r}");
+            assert_eq!(entry_len(0, 3, r), 4, "r = {r}");
+            assert_eq!(encode(0, 4, r).slots(), &[0, 0, 0, 2, 0], "r = {r}");
+        }
+    }
 }

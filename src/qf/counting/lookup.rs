@@ -339,4 +339,25 @@ mod tests {
         );
         assert!(answered >= must_answer);
     }
+
+    /// A run of one slot that lies in the block after its quotient's (quotient 1, pushed to
+    /// slot 64 by the 64 entries of quotient 0) is a whole run, not an inconsistent read: the
+    /// in-block lookup declines it while it may not read the next block, and answers it from
+    /// the two blocks when it may, present or absent.
+    #[test]
+    fn a_one_slot_run_in_the_next_block_is_counted_from_both_blocks() {
+        use crate::{Count, CountingQf};
+        let (q, r) = (10, 8);
+        let filter = CountingQf::with_bits(q, r).unwrap();
+        let hash = |quotient: u64, remainder: u64| ((quotient << r) | remainder) << (64 - q - r);
+        for remainder in 0..64 {
+            filter.insert_count_hash(hash(0, remainder), 1).unwrap();
+        }
+        filter.insert_count_hash(hash(1, 5), 1).unwrap();
+        let view = View::new(&filter.table);
+        assert_eq!(run_of(&view, 1), Some(Some((64, 64))));
+        assert_eq!(count_in_block(&filter.table, 1, 5, || false), None);
+        assert_eq!(count_in_block(&filter.table, 1, 5, || true), Some(1));
+        assert_eq!(count_in_block(&filter.table, 1, 6, || true), Some(0));
+    }
 }
