@@ -2743,7 +2743,8 @@ snapshot_through_filter!(
 /// The clones of the filters whose `clone` reads the whole table at one instant (under every
 /// lock, or with relocations paused) beside the same churn: each holds every stable key and no
 /// more keys than were ever inserted, keeps its invariants (its count included) and reads back
-/// from its bytes.
+/// from its bytes. Each of these `clone`s is its filter's `snapshot()`, aborting where the
+/// snapshot returns `OutOfMemory`, so this checks the snapshots too.
 #[test]
 fn clones_during_writes_keep_every_stored_key() {
     fn clone<F: Clone>(filter: &F) -> Result<F, Error> {

@@ -511,15 +511,37 @@ impl Merge for ExternallyLockedQf {
 /// ```
 impl Clone for ExternallyLockedQf {
     fn clone(&self) -> Self {
-        let bytes = self.memory_bytes();
+        self.snapshot()
+            .unwrap_or_else(|_| crate::storage::abort_for_bytes(self.memory_bytes()))
+    }
+}
+
+impl ExternallyLockedQf {
+    /// A copy of the filter taken while other threads keep working, as `Clone` makes it (the
+    /// table between two operations, read under every region lock; writers wait for the
+    /// copy), but with an error where `Clone` aborts. The name matches the other concurrent
+    /// filters' `snapshot`.
+    ///
+    /// ```
+    /// use conqf::{ExternallyLockedQf, Filter, Remove};
+    /// let filter = ExternallyLockedQf::new(1000, 0.01)?;
+    /// filter.insert(&"apple")?;
+    /// let copy = filter.snapshot()?;
+    /// filter.remove(&"apple")?;
+    /// assert!(copy.contains(&"apple") && !filter.contains(&"apple"));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] if the copy's memory cannot be allocated.
+    pub fn snapshot(&self) -> Result<Self, Error> {
         // Allocated before locking, so other threads wait only for the copy.
         let (q, r, slots) = (
             self.quotient_bits(),
             self.remainder_bits(),
             self.table.slots.len(),
         );
-        let copy = QfTable::with_slots(q, r, slots)
-            .unwrap_or_else(|_| crate::storage::abort_for_bytes(bytes));
+        let copy = QfTable::with_slots(q, r, slots)?;
         // Relaxed loads: every region is held (`with_all_held`). The count is exact there too:
         // every insert and removal counts itself under its locks.
         let len = self.with_all_held(|| {
@@ -529,7 +551,7 @@ impl Clone for ExternallyLockedQf {
         });
         let filter = SequentialQf { table: copy, len };
         let shape = RegionShape::of(&filter, self.region_slots);
-        Self::build(filter, shape).unwrap_or_else(|_| crate::storage::abort_for_bytes(bytes))
+        Self::build(filter, shape)
     }
 }
 

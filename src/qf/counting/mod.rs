@@ -560,17 +560,40 @@ impl CountingQf {
 /// ```
 impl Clone for CountingQf {
     fn clone(&self) -> Self {
+        self.snapshot()
+            .unwrap_or_else(|_| crate::storage::abort_for_bytes(self.memory_bytes()))
+    }
+}
+
+impl CountingQf {
+    /// A copy of the filter taken while other threads keep working, as `Clone` makes it (the
+    /// table between two operations, read under every region lock; writers wait for the
+    /// copy), but with an error where `Clone` aborts. The name matches the other concurrent
+    /// filters' `snapshot`.
+    ///
+    /// ```
+    /// use conqf::{Count, CountingQf, Remove};
+    /// let filter = CountingQf::new(1000, 0.01)?;
+    /// filter.insert_count(&"apple", 2)?;
+    /// let copy = filter.snapshot()?;
+    /// filter.remove(&"apple")?;
+    /// assert_eq!((copy.count(&"apple"), filter.count(&"apple")), (2, 1));
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::OutOfMemory`] if the copy's memory cannot be allocated.
+    pub fn snapshot(&self) -> Result<Self, Error> {
         // Allocated before locking, so other threads wait only for the copy.
         let copy = Self::with_bits_and_region(
             self.quotient_bits,
             self.remainder_bits,
             self.region_blocks(),
-        )
-        .unwrap_or_else(|_| crate::storage::abort_for_bytes(self.memory_bytes()));
+        )?;
         self.locks
             .with_all_held(|| copy.table.fill_from(&self.table));
         copy.count_written_table();
-        copy
+        Ok(copy)
     }
 }
 
