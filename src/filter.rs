@@ -284,11 +284,14 @@ pub trait Count: Filter {
     /// adds one per call (and a cuckoo filter refuses a ninth copy of a key with `Full`
     /// however empty its table is).
     ///
-    /// Of several threads racing to store one absent fingerprint, exactly one gets `Ok(true)`:
-    /// `CountingQf` and `LockedCuckooFilter` look and store in one step under their locks, and
-    /// `LockFreeCuckooFilter` looks and stores under a lock that only these calls take (its
-    /// lookups, inserts and removes stay lock-free). A plain `insert` racing with it stores its
-    /// copy as always.
+    /// In this crate's filters, of several threads racing to store one absent fingerprint,
+    /// exactly one gets `Ok(true)`: `CountingQf` and `LockedCuckooFilter` look and store in one
+    /// step under their locks, and `LockFreeCuckooFilter` looks and stores under a lock that
+    /// only these calls take (its lookups, inserts and removes stay lock-free). A plain
+    /// `insert` racing with it stores its copy as always. The provided method, for other
+    /// implementations, looks with [`contains_hash`](Filter::contains_hash) and then adds one
+    /// copy with [`insert_count_hash`](Count::insert_count_hash): two steps, so racing calls
+    /// may each store a copy unless the implementation overrides it.
     ///
     /// ```
     /// use conqf::{Count, LockedCuckooFilter};
@@ -305,7 +308,12 @@ pub trait Count: Filter {
     /// # Errors
     /// [`Error::Full`] if the fingerprint is absent and there is no room for it, as for
     /// [`insert_hash`](Filter::insert_hash); the filter is unchanged.
-    fn insert_if_absent_hash(&self, hash: u64) -> Result<bool, Error>;
+    fn insert_if_absent_hash(&self, hash: u64) -> Result<bool, Error> {
+        if self.contains_hash(hash) {
+            return Ok(false);
+        }
+        self.insert_count_hash(hash, 1).map(|()| true)
+    }
 
     /// Stores a key's fingerprint unless it is stored already; see
     /// [`insert_if_absent_hash`](Count::insert_if_absent_hash).

@@ -210,3 +210,43 @@ fn out_of_memory_prints_the_bytes() {
     let error = conqf::Error::OutOfMemory(1 << 40);
     assert_eq!(error.to_string(), "cannot allocate 1099511627776 bytes");
 }
+
+/// `Count::insert_if_absent_hash`'s provided method, which an implementation outside the crate
+/// gets: it stores a fingerprint once and answers `Ok(false)` after (a wrapper that forwards
+/// everything else to a `CountingQf`).
+#[test]
+fn the_provided_insert_if_absent_stores_a_fingerprint_once() {
+    struct Wrapped(conqf::CountingQf);
+    impl Filter for Wrapped {
+        fn insert_hash(&self, hash: u64) -> Result<bool, Error> {
+            self.0.insert_hash(hash)
+        }
+        fn contains_hash(&self, hash: u64) -> bool {
+            self.0.contains_hash(hash)
+        }
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        fn capacity(&self) -> usize {
+            self.0.capacity()
+        }
+        fn memory_bytes(&self) -> usize {
+            self.0.memory_bytes()
+        }
+        fn false_positive_rate(&self) -> f64 {
+            self.0.false_positive_rate()
+        }
+    }
+    impl Count for Wrapped {
+        fn count_hash(&self, hash: u64) -> u64 {
+            self.0.count_hash(hash)
+        }
+        fn insert_count_hash(&self, hash: u64, n: u64) -> Result<(), Error> {
+            self.0.insert_count_hash(hash, n)
+        }
+    }
+    let filter = Wrapped(conqf::CountingQf::new(1000, 0.01).unwrap());
+    assert_eq!(filter.insert_if_absent(&"apple"), Ok(true));
+    assert_eq!(filter.insert_if_absent(&"apple"), Ok(false));
+    assert_eq!((filter.count(&"apple"), filter.len()), (1, 1));
+}
