@@ -307,60 +307,51 @@ fn locked_relocation_racing_an_insert_for_its_destination_loses_nothing() {
     });
 }
 
-/// The striped-lock filter: two `insert_if_absent` calls of the newcomer race, each relocating
-/// (buckets 0 and 1 are full). Each step that stores looks for a copy under the same write
-/// locks of both buckets' stripes, so exactly one call stores it, whichever step (the fill
+/// Two `insert_if_absent` calls of the scenario's newcomer race on `filter` (holding the
+/// scenario's full buckets), one addressing it from bucket 0 and one from bucket 1 (the same
+/// fingerprint and pair), each relocating: exactly one stores it, and nothing is lost.
+fn racing_inserts_if_absent_store_once<F: CuckooUnderTest>(filter: Arc<F>, s: &Scenario) {
+    let newcomer = s.newcomer;
+    let (fingerprint, buckets) = filter.place(newcomer);
+    let mirrored = key(1, fingerprint, 0);
+    assert_eq!(
+        (buckets, filter.place(mirrored)),
+        ([0, 1], (fingerprint, [0, 1]))
+    );
+    let (first, second) = super::race(
+        &filter,
+        move |x| x.insert_if_absent_hash(newcomer).unwrap(),
+        move |y| y.insert_if_absent_hash(mirrored).unwrap(),
+    );
+    assert!(first != second, "stored by {first} and {second}");
+    assert_eq!(filter.count_hash(newcomer), 1);
+    assert_eq!(filter.len(), 9);
+    for &k in &s.full {
+        assert!(filter.contains_hash(k), "lost {k:#x}");
+    }
+    filter.invariants().unwrap();
+}
+
+/// The striped-lock filter: each step that stores looks for a copy under the same write locks
+/// of both buckets' stripes, so exactly one call stores the newcomer, whichever step (the fill
 /// after the other's relocation, or its own store after relocating) gets there first. Fails if
-/// only the fill looks (both relocate and store: two copies) or if the call looks without the
-/// locks before inserting.
+/// only the fill looks (both relocate and store: two copies).
 #[test]
 fn locked_racing_inserts_if_absent_of_one_key_store_it_once() {
     model(|| {
         let s = scenario();
-        let newcomer = s.newcomer;
-        let filter = locked_with(&s.full);
-        let (first, second) = super::race(
-            &filter,
-            move |x| x.insert_if_absent_hash(newcomer).unwrap(),
-            move |y| y.insert_if_absent_hash(newcomer).unwrap(),
-        );
-        assert!(first != second, "stored by {first} and {second}");
-        assert_eq!(filter.count_hash(newcomer), 1);
-        assert_eq!(filter.len(), 9);
-        for &k in &s.full {
-            assert!(filter.contains_hash(k), "lost {k:#x}");
-        }
-        filter.invariants().unwrap();
+        racing_inserts_if_absent_store_once(locked_with(&s.full), &s);
     });
 }
 
-/// The lock-free filter: two `insert_if_absent` calls of the newcomer race, one addressing it
-/// from bucket 0 and one from bucket 1 (the same fingerprint and pair), each relocating
-/// (buckets 0 and 1 are full). Neither finds it at first; the insert-if-absent lock of the
-/// pair makes them take turns, and the second looks again and finds the first's copy, so
-/// exactly one stores it. Fails if the call does not look again under the lock, or if the lock
-/// is picked by the primary bucket (the two calls then take different locks).
+/// The lock-free filter: neither call finds the newcomer at first; the insert-if-absent lock of
+/// the pair makes them take turns, and the second looks again and finds the first's copy.
+/// Fails if the call does not look again under the lock, or if the lock is picked by the
+/// primary bucket (the two calls then take different locks).
 #[test]
 fn lock_free_racing_inserts_if_absent_of_one_key_store_it_once() {
     model(|| {
         let s = scenario();
-        let newcomer = s.newcomer;
-        let filter = lock_free_with(&s.full);
-        let (_, _, fingerprint) = filter.placement(newcomer);
-        let mirrored = key(1, fingerprint, 0);
-        assert_eq!(filter.placement(newcomer), (0, 1, fingerprint));
-        assert_eq!(filter.placement(mirrored), (1, 0, fingerprint));
-        let (first, second) = super::race(
-            &filter,
-            move |x| x.insert_if_absent_hash(newcomer).unwrap(),
-            move |y| y.insert_if_absent_hash(mirrored).unwrap(),
-        );
-        assert!(first != second, "stored by {first} and {second}");
-        assert_eq!(filter.count_hash(newcomer), 1);
-        assert_eq!(filter.len(), 9);
-        for &k in &s.full {
-            assert!(filter.contains_hash(k), "lost {k:#x}");
-        }
-        filter.invariants().unwrap();
+        racing_inserts_if_absent_store_once(lock_free_with(&s.full), &s);
     });
 }
