@@ -11,6 +11,7 @@ mod common;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Barrier;
 
+use common::cuckoo::CuckooUnderTest;
 use conqf::{Count, CountingQf, Error, LockFreeCuckooFilter, LockedCuckooFilter};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -74,12 +75,6 @@ fn check_each_key_stored_once<F: Count>(filter: &F, keys: &[u64], seed: u64) {
 const BUCKET_BITS: u32 = 8;
 const FINGERPRINT_BITS: u32 = 16;
 
-/// Keys for 60% of a cuckoo table's entries, each with its own fingerprint and bucket pair.
-fn cuckoo_keys(placement: impl Fn(u64) -> (usize, usize, u64), seed: u64) -> Vec<u64> {
-    let entries = 4usize << BUCKET_BITS;
-    common::distinct_cuckoo_keys(placement, entries * 60 / 100, seed)
-}
-
 #[test]
 fn counting_qf_stores_each_raced_key_once() {
     let (q, r) = (10, 8);
@@ -93,26 +88,31 @@ fn counting_qf_stores_each_raced_key_once() {
     }
 }
 
+/// [`check_each_key_stored_once`] for a cuckoo filter, in rounds of fresh tables filled to 60%
+/// of their entries by keys each with its own fingerprint and bucket pair.
+fn cuckoo_filter_stores_each_raced_key_once<F: CuckooUnderTest>() {
+    let entries = 4usize << BUCKET_BITS;
+    for seed in 0..ROUNDS {
+        let filter = F::build(BUCKET_BITS, FINGERPRINT_BITS);
+        let placement = |h| {
+            let (fingerprint, [a, b]) = filter.place(h);
+            (a, b, fingerprint)
+        };
+        let keys = common::distinct_cuckoo_keys(placement, entries * 60 / 100, seed);
+        check_each_key_stored_once(&filter, &keys, seed);
+        assert_eq!(filter.stored().len(), keys.len());
+        filter.invariants().unwrap();
+    }
+}
+
 #[test]
 fn locked_cuckoo_filter_stores_each_raced_key_once() {
-    for seed in 0..ROUNDS {
-        let filter = LockedCuckooFilter::with_bits(BUCKET_BITS, FINGERPRINT_BITS).unwrap();
-        let keys = cuckoo_keys(|h| filter.placement(h), seed);
-        check_each_key_stored_once(&filter, &keys, seed);
-        assert_eq!(filter.fingerprints().len(), keys.len());
-        filter.check_invariants().unwrap();
-    }
+    cuckoo_filter_stores_each_raced_key_once::<LockedCuckooFilter>();
 }
 
 /// The lock-free filter looks and inserts under a lock only these calls take: as exact as the
 /// locked filter.
 #[test]
 fn lock_free_cuckoo_filter_stores_each_raced_key_once() {
-    for seed in 0..ROUNDS {
-        let filter = LockFreeCuckooFilter::with_bits(BUCKET_BITS, FINGERPRINT_BITS).unwrap();
-        let keys = cuckoo_keys(|h| filter.placement(h), seed);
-        check_each_key_stored_once(&filter, &keys, seed);
-        assert_eq!(filter.fingerprints().len(), keys.len());
-        filter.check_invariants().unwrap();
-    }
+    cuckoo_filter_stores_each_raced_key_once::<LockFreeCuckooFilter>();
 }
