@@ -77,7 +77,9 @@ fn a_growing_filter_s_tables_have_shift_regions() {
     }
     assert!(filter.doublings() > 0);
     let growing_memory = filter.memory_bytes();
-    let read_back = LocallyLockedQf::from_bytes(&filter.into_inner().to_bytes()).unwrap();
+    let mut inner = filter.into_inner();
+    assert_eq!(inner.memory_bytes(), growing_memory);
+    let read_back = LocallyLockedQf::from_bytes(&inner.to_bytes()).unwrap();
     assert_eq!(read_back.memory_bytes(), growing_memory);
 }
 

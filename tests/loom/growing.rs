@@ -524,10 +524,11 @@ fn an_insert_that_finds_the_table_full_while_it_doubles_is_not_refused() {
 /// A query for `stored(2)` (canonical slot 7 in group 1, stored in slot 8 in group 2: a walk
 /// over two groups) while a locked removal of `stored(1)` shifts it from slot 8 into slot 7 and
 /// an insert on a third thread reaches the growth threshold and migrates if it lands before the
-/// removal (the migration waits at the removal's write lock while the removal is in flight). The query's miss may stand on
-/// the old table's shift region, so it must never miss the key: the one model in which a growing
-/// table's locked shift, left uncounted in its region, makes a query lose a key (from a review of
-/// the regions in growing tables, which measured it failing with the removal's count dropped).
+/// removal (the migration waits at the removal's write lock while the removal is in flight).
+/// The query's miss may stand on the old table's shift region, so it must never miss the key:
+/// the one model in which a growing table's locked shift, left uncounted in its region, makes a
+/// query lose a key (from a review of the regions in growing tables, which measured it failing
+/// with the removal's count dropped).
 #[test]
 fn a_query_beside_a_removal_finishing_on_the_old_table_during_a_migration_never_misses() {
     super::check_with_branches(Some(1), Some(100_000), || {
