@@ -36,7 +36,7 @@
 //!   overcount (a count may exceed the inserts; it never falls short), and the docs of
 //!   `count_hash` say so.
 
-use crate::filter::{Count, Error, Filter, Remove};
+use crate::filter::{Count, Error, Remove};
 use crate::sync::Ordering;
 
 use super::lock_free::LockFreeCuckooFilter;
@@ -173,9 +173,9 @@ impl Count for LockFreeCuckooFilter {
         insert_copies_into(self, hash, n, || self.insert_placed(hash, place))
     }
 
-    /// `Ok(false)` if [`contains_hash`](Filter::contains_hash) finds the fingerprint, with no
-    /// lock. Else it takes one of the filter's insert-if-absent locks (one per stripe of
-    /// buckets, which no other operation takes), looks again and inserts. Racing calls for one
+    /// `Ok(false)` if a lookup ([`contains_hash`](crate::Filter::contains_hash)'s) finds the
+    /// fingerprint, with no lock. Else it takes one of the filter's insert-if-absent locks (one
+    /// per stripe of buckets, which no other operation takes), looks again and inserts. Racing calls for one
     /// absent fingerprint thus take turns, and exactly one stores it: the insert of the first
     /// is done before the second, which acquires the lock the first released, looks again, and
     /// a lookup finds every copy stored throughout it (relocations move copies, never drop
@@ -191,12 +191,12 @@ impl Count for LockFreeCuckooFilter {
     /// # Ok::<(), conqf::Error>(())
     /// ```
     fn insert_if_absent_hash(&self, hash: u64) -> Result<bool, Error> {
-        if self.contains_hash(hash) {
+        let place = self.table.placement(hash);
+        if self.contains_placed(place) {
             return Ok(false);
         }
-        let place = self.table.placement(hash);
         let _turn = self.lock_absent(place);
-        if self.contains_hash(hash) {
+        if self.contains_placed(place) {
             return Ok(false);
         }
         self.insert_placed(hash, place)?;

@@ -315,6 +315,14 @@ impl LockFreeCuckooFilter {
         self.version(bucket).load(Ordering::Acquire)
     }
 
+    /// [`contains_hash`](Filter::contains_hash) of a hash placed at `place`.
+    #[inline]
+    pub(super) fn contains_placed(&self, place: Placement) -> bool {
+        let entries = &self.table.entries;
+        // Compiled per entry width for the widths `with_fixed_width!` lists.
+        with_fixed_width!(entries => self.contains_in(entries, place))
+    }
+
     /// [`contains_hash`](Filter::contains_hash) through `entries`, the table's entries seen as a
     /// [`GroupSource`]: compiled per entry width (`with_fixed_width!`), so the lanes' masks and
     /// the bucket's group are constants and multiplications, not computed from the layout.
@@ -508,10 +516,7 @@ impl Filter for LockFreeCuckooFilter {
     }
 
     fn contains_hash(&self, hash: u64) -> bool {
-        let place = self.table.placement(hash);
-        let entries = &self.table.entries;
-        // Compiled per entry width for the widths `with_fixed_width!` lists.
-        with_fixed_width!(entries => self.contains_in(entries, place))
+        self.contains_placed(self.table.placement(hash))
     }
 
     fn len(&self) -> usize {
