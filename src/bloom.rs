@@ -131,9 +131,10 @@ impl Probes {
 
 impl AtomicBloomFilter {
     /// A filter that holds `capacity` keys at an expected false-positive rate of at most `fpr`
-    /// (the rate of one filter varies around it: about half of those built measure above), with
-    /// the fewest bits any hash-function count achieves it with (`k` is `log2(1/fpr)` rounded down
-    /// or up, at most 64).
+    /// (one filter's rate varies around it: filled to `capacity`, about half of those built
+    /// report a [`false_positive_rate`](Filter::false_positive_rate) above `fpr`), with the
+    /// fewest bits any hash-function count achieves it with (`k` is `log2(1/fpr)` rounded down or
+    /// up, at most 64).
     ///
     /// # Errors
     /// [`Error::InvalidParameters`] if `capacity` is 0, `fpr` is not in `(0, 1)` or below
