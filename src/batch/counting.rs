@@ -13,15 +13,17 @@
 //! count `c` takes the slots of its counter-coded entry (`counter_code`), so the saturating scan
 //! of [`layout`](super::layout) runs unchanged over runs whose heads count *slots* before them.
 //! All three [`BuildMethod`]s therefore apply as they are. The writer then fills the blocks in
-//! parallel, each thread owning a range of whole blocks (so no two threads write the same word):
-//! remainders from the encoded entries, runend bits at run ends, occupied bits at quotients, and
-//! every block's spill (its offset) from the run ends. The result equals, bit for bit, the table
+//! parallel, each thread owning a range of whole blocks (so no two threads write the same word
+//! but the spill words, each the bytes of eight blocks, which they change with an atomic XOR of
+//! their own bytes): remainders from the encoded entries, runend bits at run ends, occupied bits
+//! at quotients, and every block's spill (its offset) from the run ends. The loom model
+//! `counting_build_writers_of_neighbouring_blocks_lose_no_bit` runs two block writers at once. The result equals, bit for bit, the table
 //! the same multiset inserted one by one gives (the layout of a quotient filter depends only on
 //! what it holds, and the counter code of a count is unique).
 
 use crate::filter::{Error, Merge};
 use crate::hash::low_mask;
-use crate::qf::counting::blocks::{BlockSource, View, BLOCK_SLOTS};
+use crate::qf::counting::blocks::{BlockSource, Blocks, View, BLOCK_SLOTS};
 use crate::qf::counting::counter_code;
 use crate::qf::counting::CountingQf;
 use crate::qf::load_cap::load_cap;
@@ -36,7 +38,8 @@ use super::{crowded, par, BatchInsert, BatchLookup, BuildMethod};
 const MERGE_LOAD: f64 = 0.95;
 
 /// Writes the sorted, distinct fingerprint `keys` with their `counts` (each at least 1) into
-/// `filter`, which must be empty.
+/// `filter`, which must be empty: plans where every run goes, writes the blocks in parallel
+/// ranges of whole blocks, then counts each region.
 ///
 /// # Errors
 /// [`Error::Full`] if the entries take more slots than the load cap allows or the last run
@@ -47,42 +50,104 @@ pub(crate) fn build(
     counts: &[u64],
     method: BuildMethod,
 ) -> Result<(), Error> {
-    debug_assert_eq!(keys.len(), counts.len());
-    if keys.is_empty() {
+    let Some(layout) = BuildLayout::plan(filter, keys, counts, method)? else {
         return Ok(());
+    };
+    par::map_chunks(filter.table.blocks(), 64, |blocks| {
+        layout.write_blocks(&filter.table, blocks);
+    });
+    layout.finish(filter);
+    Ok(())
+}
+
+/// Where a bulk build puts every run of a counting filter: what each block writer needs,
+/// computed once. Run `k` is the fingerprints of one quotient, `keys[entries(k)]`.
+pub(crate) struct BuildLayout<'k> {
+    keys: &'k [u64],
+    counts: &'k [u64],
+    remainder_bits: u32,
+    /// The index in `keys` of each run's first fingerprint.
+    heads: Vec<usize>,
+    /// The slots each run's counter-coded entries take.
+    lengths: Vec<usize>,
+    /// Each run's first slot.
+    first: Vec<usize>,
+    /// The slots all runs take.
+    total: usize,
+}
+
+impl<'k> BuildLayout<'k> {
+    /// Lays out the sorted, distinct `keys` with their `counts` (each at least 1) for the empty
+    /// `filter` with `method`; `None` when there are no keys.
+    ///
+    /// # Errors
+    /// As [`build`].
+    pub(crate) fn plan(
+        filter: &CountingQf,
+        keys: &'k [u64],
+        counts: &'k [u64],
+        method: BuildMethod,
+    ) -> Result<Option<Self>, Error> {
+        debug_assert_eq!(keys.len(), counts.len());
+        if keys.is_empty() {
+            return Ok(None);
+        }
+        let (q, r) = (filter.quotient_bits(), filter.remainder_bits());
+        let mut layout = BuildLayout {
+            keys,
+            counts,
+            remainder_bits: r,
+            heads: run_heads(keys, r),
+            lengths: Vec::new(),
+            first: Vec::new(),
+            total: 0,
+        };
+        let mask = low_mask(r);
+        let entry_len = |i: usize| counter_code::entry_len(keys[i] & mask, counts[i], r);
+        layout.lengths = par::map_chunks(layout.runs(), par::MIN_PARALLEL, |range| {
+            range
+                .map(|k| layout.entries(k).map(entry_len).sum::<usize>())
+                .collect::<Vec<_>>()
+        })
+        .concat();
+        // The slots before each run.
+        let mut slot_heads = Vec::with_capacity(layout.runs());
+        for &length in &layout.lengths {
+            slot_heads.push(layout.total);
+            layout.total += length;
+        }
+        if layout.total > load_cap(q) {
+            return Err(Error::Full);
+        }
+        layout.first = run_starts(&slot_heads, |k| layout.quotient(k), q, method);
+        if layout.end(layout.runs() - 1) >= filter.table.slots() {
+            return Err(Error::Full);
+        }
+        Ok(Some(layout))
     }
-    let (q, r) = (filter.quotient_bits(), filter.remainder_bits());
-    let mask = low_mask(r);
-    let entry_len = |i: usize| counter_code::entry_len(keys[i] & mask, counts[i], r);
-    let heads = run_heads(keys, r);
-    let runs = heads.len();
-    let entries_of = |k: usize| heads[k]..heads.get(k + 1).copied().unwrap_or(keys.len());
-    // Slots each run takes, then the slots before each run (and the total at the end).
-    let lengths: Vec<usize> = par::map_chunks(runs, par::MIN_PARALLEL, |range| {
-        range
-            .map(|k| entries_of(k).map(entry_len).sum::<usize>())
-            .collect::<Vec<_>>()
-    })
-    .concat();
-    let mut slot_heads = Vec::with_capacity(runs + 1);
-    let mut total = 0;
-    for &length in &lengths {
-        slot_heads.push(total);
-        total += length;
+
+    fn runs(&self) -> usize {
+        self.heads.len()
     }
-    if total > load_cap(q) {
-        return Err(Error::Full);
+
+    /// The indices in `keys` of run `k`'s fingerprints.
+    fn entries(&self, k: usize) -> std::ops::Range<usize> {
+        self.heads[k]..self.heads.get(k + 1).copied().unwrap_or(self.keys.len())
     }
-    let quotient = |k: usize| (keys[heads[k]] >> r) as usize;
-    let first = run_starts(&slot_heads, quotient, q, method);
-    let end = |k: usize| first[k] + lengths[k] - 1;
-    let table = &filter.table;
-    if end(runs - 1) >= table.slots() {
-        return Err(Error::Full);
+
+    /// Run `k`'s canonical slot.
+    fn quotient(&self, k: usize) -> usize {
+        (self.keys[self.heads[k]] >> self.remainder_bits) as usize
     }
-    // The first run for which `before(k)` is false (it is monotone in `k`).
-    let search = |before: &dyn Fn(usize) -> bool| {
-        let (mut low, mut high) = (0, runs);
+
+    /// Run `k`'s last slot.
+    fn end(&self, k: usize) -> usize {
+        self.first[k] + self.lengths[k] - 1
+    }
+
+    /// The first run for which `before` is false (it must be monotone: true, then false).
+    fn first_run_not(&self, before: impl Fn(usize) -> bool) -> usize {
+        let (mut low, mut high) = (0, self.runs());
         while low < high {
             let mid = low + (high - low) / 2;
             if before(mid) {
@@ -92,17 +157,22 @@ pub(crate) fn build(
             }
         }
         low
-    };
-    par::map_chunks(table.blocks(), 64, |blocks| {
+    }
+
+    /// Writes blocks `blocks` of `table` (empty, the one planned for): the remainders and
+    /// runend bits of the runs that reach into them, the occupied bits of their quotients and
+    /// their spills. Threads that write disjoint ranges of blocks write disjoint words, but for
+    /// the spill words (see the module doc).
+    pub(crate) fn write_blocks(&self, table: &Blocks, blocks: std::ops::Range<usize>) {
         let view = View::new(table);
+        let (r, mask) = (self.remainder_bits, low_mask(self.remainder_bits));
         let (from, to) = (blocks.start * BLOCK_SLOTS, blocks.end * BLOCK_SLOTS);
-        // Remainders and runend bits of the runs that reach into these blocks.
-        let mut k = search(&|k| end(k) < from);
-        while k < runs && first[k] < to {
-            let mut at = first[k];
-            for i in entries_of(k) {
-                let (x, count) = (keys[i] & mask, counts[i]);
-                let entry = counter_code::encode(x, count, r);
+        let runs = self.runs();
+        let mut k = self.first_run_not(|k| self.end(k) < from);
+        while k < runs && self.first[k] < to {
+            let mut at = self.first[k];
+            for i in self.entries(k) {
+                let entry = counter_code::encode(self.keys[i] & mask, self.counts[i], r);
                 for (slot, &value) in (at..).zip(entry.slots()) {
                     if (from..to).contains(&slot) {
                         view.set_remainder(slot, value);
@@ -113,54 +183,60 @@ pub(crate) fn build(
                     break;
                 }
             }
-            if (from..to).contains(&end(k)) {
-                view.set_runend(end(k), true);
+            if (from..to).contains(&self.end(k)) {
+                view.set_runend(self.end(k), true);
             }
             k += 1;
         }
-        // Occupied bits of the quotients in these blocks.
-        let mut k = search(&|k| quotient(k) < from);
-        while k < runs && quotient(k) < to {
-            view.set_occupied(quotient(k), true);
+        let mut k = self.first_run_not(|k| self.quotient(k) < from);
+        while k < runs && self.quotient(k) < to {
+            view.set_occupied(self.quotient(k), true);
             k += 1;
         }
         // Spills: the slots past each block's start that runs of lower quotients use.
-        let mut below = search(&|k| quotient(k) < from);
-        for block in blocks.clone().filter(|&block| block > 0) {
+        let mut below = self.first_run_not(|k| self.quotient(k) < from);
+        for block in blocks.filter(|&block| block > 0) {
             let start = block * BLOCK_SLOTS;
-            while below < runs && quotient(below) < start {
+            while below < runs && self.quotient(below) < start {
                 below += 1;
             }
             if below > 0 {
-                view.set_spill(block, (end(below - 1) + 1).saturating_sub(start));
+                view.set_spill(block, (self.end(below - 1) + 1).saturating_sub(start));
             }
         }
-    });
-    // The counts of each region (by the block of the quotient, as the one-by-one inserts keep
-    // them).
-    let region_slots = filter.region_blocks() * BLOCK_SLOTS;
-    let regions = table.blocks().div_ceil(filter.region_blocks());
-    let sums = par::map_chunks(regions, 16, |range| {
-        range
-            .map(|region| {
-                let start =
-                    keys.partition_point(|&key| ((key >> r) as usize) < region * region_slots);
-                let stop = keys
-                    .partition_point(|&key| ((key >> r) as usize) < (region + 1) * region_slots);
-                let copies: u128 = counts[start..stop].iter().map(|&c| u128::from(c)).sum();
-                (region, copies, (stop - start) as u64)
-            })
-            .collect::<Vec<_>>()
-    });
-    for (region, copies, distinct) in sums.into_iter().flatten() {
-        if distinct > 0 {
-            filter
-                .locks
-                .add(region * filter.region_blocks(), copies, distinct);
-        }
     }
-    filter.set_slots(total);
-    Ok(())
+
+    /// Once every block is written: counts each region's copies and distinct fingerprints
+    /// (by the block of the quotient, as the one-by-one inserts keep them) and the slots used.
+    pub(crate) fn finish(&self, filter: &CountingQf) {
+        let (keys, r) = (self.keys, self.remainder_bits);
+        let region_slots = filter.region_blocks() * BLOCK_SLOTS;
+        let regions = filter.table.blocks().div_ceil(filter.region_blocks());
+        let sums = par::map_chunks(regions, 16, |range| {
+            range
+                .map(|region| {
+                    let start =
+                        keys.partition_point(|&key| ((key >> r) as usize) < region * region_slots);
+                    let stop = keys.partition_point(|&key| {
+                        ((key >> r) as usize) < (region + 1) * region_slots
+                    });
+                    let copies: u128 = self.counts[start..stop]
+                        .iter()
+                        .map(|&c| u128::from(c))
+                        .sum();
+                    (region, copies, (stop - start) as u64)
+                })
+                .collect::<Vec<_>>()
+        });
+        for (region, copies, distinct) in sums.into_iter().flatten() {
+            if distinct > 0 {
+                filter
+                    .locks
+                    .add(region * filter.region_blocks(), copies, distinct);
+            }
+        }
+        filter.set_slots(self.total);
+    }
 }
 
 /// The stored fingerprints of a filter as keys (`quotient << r | remainder`) with counts, in

@@ -1,21 +1,25 @@
 //! Entry points for the loom models in `tests/loom/batch.rs` (compiled only with `--cfg loom`,
 //! hidden from the docs): one round of supercluster inserts (paper 004 §IV-B), a batch insert's
 //! sweeps of its stretches, a batch removal's sweeps of its chunks of clusters (§IV-D), and the
-//! write pass of a segmented bulk
-//! build (§IV-C3), whose writes run on loom threads instead of rayon's, so the model checker
-//! explores every interleaving of the lane-preserving group writes of neighbours.
+//! write passes of a segmented bulk
+//! build (§IV-C3) and of a `CountingQf` bulk build, whose writes run on loom threads instead of
+//! rayon's, so the model checker explores every interleaving of the lane-preserving group
+//! writes of neighbours and of the block writers' shared spill words.
 
 use std::sync::Arc;
 
+use crate::qf::counting::blocks::BlockSource;
+use crate::qf::counting::CountingQf;
 use crate::qf::sequential::SequentialQf;
 
 use crate::qf::table::QfTable;
 
-use super::keys::{sorted_keys, sorted_keys_with_repeats};
+use super::counting::BuildLayout;
+use super::keys::{counted_keys, sorted_keys, sorted_keys_with_repeats};
 use super::scatter::{plan_segments, write_segment};
 use super::supercluster::{plan_insertion, write_insertion, Claim};
-use super::Dedupe;
 use super::{insertion, removal};
+use super::{BuildMethod, Dedupe};
 
 /// Runs `each` on every item, each on a loom thread of its own, all at once; returns the
 /// results in the items' order once every thread has ended.
@@ -175,4 +179,44 @@ pub fn racing_segmented_build(
         table,
         len: plan.stored,
     }
+}
+
+/// Bulk builds `hashes` (with their repeats, as counts) into a new [`CountingQf`] of
+/// `2^quotient_bits` slots and one block per region, its blocks written in ranges of
+/// `chunk_blocks` blocks, each range by its own loom thread: the build's write pass, whose
+/// plain read-modify-writes of a block's words only that range's thread may make, and whose
+/// spills of neighbouring blocks share words.
+///
+/// # Panics
+/// If the parameters are invalid or the entries do not fit.
+pub fn racing_counting_build(
+    quotient_bits: u32,
+    remainder_bits: u32,
+    hashes: &[u64],
+    chunk_blocks: usize,
+) -> CountingQf {
+    let filter = CountingQf::with_bits_and_region(quotient_bits, remainder_bits, 1)
+        .expect("valid parameters");
+    let (keys, counts) = counted_keys(hashes, quotient_bits + remainder_bits);
+    // Each thread plans for itself (the plan reads no atomics and borrows the keys, which
+    // loom's threads could not).
+    fn plan<'k>(filter: &CountingQf, keys: &'k [u64], counts: &'k [u64]) -> BuildLayout<'k> {
+        BuildLayout::plan(filter, keys, counts, BuildMethod::default())
+            .expect("the entries fit")
+            .expect("some keys")
+    }
+    let blocks = filter.table.blocks();
+    let ranges: Vec<_> = (0..blocks)
+        .step_by(chunk_blocks)
+        .map(|start| start..(start + chunk_blocks).min(blocks))
+        .collect();
+    let shared = Arc::new((filter, keys, counts));
+    let writers = Arc::clone(&shared);
+    on_loom_threads(ranges, move |blocks| {
+        let (filter, keys, counts) = &*writers;
+        plan(filter, keys, counts).write_blocks(&filter.table, blocks);
+    });
+    let (filter, keys, counts) = Arc::into_inner(shared).expect("the writers are joined");
+    plan(&filter, &keys, &counts).finish(&filter);
+    filter
 }
