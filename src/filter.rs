@@ -292,6 +292,8 @@ pub trait Count: Filter {
     /// implementations, looks with [`contains_hash`](Filter::contains_hash) and then adds one
     /// copy with [`insert_count_hash`](Count::insert_count_hash): two steps, so racing calls
     /// may each store a copy unless the implementation overrides it.
+    /// [`CountingQf::insert_batch_if_absent`](crate::CountingQf::insert_batch_if_absent) is the
+    /// batch form.
     ///
     /// ```
     /// use conqf::{Count, LockedCuckooFilter};

@@ -95,7 +95,8 @@
 //!   [`Count::count`] never misses a copy stored throughout the call, and the lock-free one's
 //!   may count twice a copy a relocation is moving meanwhile). [`Count::insert_if_absent`]
 //!   is their set insert: exactly one of racing calls for a new key stores it (in
-//!   `LockFreeCuckooFilter` under a lock that no other operation takes).
+//!   `LockFreeCuckooFilter` under a lock that no other operation takes); so do racing
+//!   [`CountingQf::insert_batch_if_absent`] calls, with each other and with single ones.
 //!   [`AtomicBloomFilter`]'s `Ok(true)` means the insert set a bit that was clear, which two
 //!   racing inserts of one new key can both do (each then counts in `len`).
 //! * **Merges beside writers** ([`Merge`]) hold every fingerprint stored in an input before

@@ -17,6 +17,8 @@ enum Op {
     InsertCount(u64, u64),
     /// `insert_if_absent_hash`: a count of 0 becomes 1, any other stays.
     InsertIfAbsent(u64),
+    /// `insert_batch_if_absent` of four hashes (repeats among them too).
+    InsertBatchIfAbsent([u64; 4]),
     Remove(u64),
     RemoveAll(u64),
     Count(u64),
@@ -80,6 +82,7 @@ fn ops(
         8 => hash.clone().prop_map(Op::Insert),
         3 => (hash.clone(), count).prop_map(|(h, n)| Op::InsertCount(h, n)),
         3 => hash.clone().prop_map(Op::InsertIfAbsent),
+        2 => proptest::array::uniform4(hash.clone()).prop_map(Op::InsertBatchIfAbsent),
         5 => hash.clone().prop_map(Op::Remove),
         1 => hash.clone().prop_map(Op::RemoveAll),
         3 => hash.prop_map(Op::Count),
@@ -119,6 +122,37 @@ fn run(q: u32, r: u32, region_blocks: usize, ops: &[Op]) -> Result<(), TestCaseE
                         model.set(fp(h), old.max(1));
                     }
                     Err(Error::Full) => prop_assert_eq!(old, 0, "Full for a stored key"),
+                    Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
+                }
+            }
+            Op::InsertBatchIfAbsent(batch) => {
+                let mut fingerprints: Vec<Fingerprint> = batch.iter().map(|&h| fp(h)).collect();
+                fingerprints.sort();
+                fingerprints.dedup();
+                let absent = fingerprints.iter().filter(|&&f| model.get(f) == 0);
+                match filter.insert_batch_if_absent(&batch) {
+                    Ok(stored) => {
+                        prop_assert_eq!(stored, absent.count(), "step {}", step);
+                        for &f in &fingerprints {
+                            model.set(f, model.get(f).max(1));
+                        }
+                    }
+                    // One range, updated in table order up to the first that does not fit.
+                    Err(Error::Full) => {
+                        let absent: Vec<Fingerprint> = absent.copied().collect();
+                        let count_of = |f: Fingerprint| {
+                            let hash = common::hash_of(f.quotient, f.remainder, q, r, 0);
+                            filter.count_hash(hash)
+                        };
+                        let fitted = absent.iter().take_while(|&&f| count_of(f) == 1).count();
+                        prop_assert!(fitted < absent.len(), "Full, yet every key went in");
+                        for &f in &absent[fitted..] {
+                            prop_assert_eq!(count_of(f), 0, "stored past the first refused");
+                        }
+                        for &f in &absent[..fitted] {
+                            model.set(f, 1);
+                        }
+                    }
                     Err(e) => return Err(TestCaseError::fail(format!("{e}"))),
                 }
             }

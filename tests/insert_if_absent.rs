@@ -4,7 +4,8 @@
 //! beforehand. Every key has its own fingerprint (and, in the cuckoo filters, bucket pair), so
 //! the answers are exact: `CountingQf` and `LockedCuckooFilter` look and store under one lock
 //! hold, and `LockFreeCuckooFilter` under a lock that only these calls take, so each key absent
-//! before the race is won exactly once and stored once. Bounded to a few seconds.
+//! before the race is won exactly once and stored once. `CountingQf::insert_batch_if_absent`
+//! races the same way, in batches. Bounded to a few seconds.
 
 mod common;
 
@@ -12,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Barrier;
 
 use common::cuckoo::CuckooUnderTest;
-use conqf::{Count, CountingQf, Error, LockFreeCuckooFilter, LockedCuckooFilter};
+use conqf::{Count, CountingQf, Error, Filter, LockFreeCuckooFilter, LockedCuckooFilter};
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
 
@@ -20,37 +21,55 @@ const THREADS: usize = 3;
 /// Fresh tables raced over, each with other keys.
 const ROUNDS: u64 = 20;
 
+/// Runs [`THREADS`] threads over the indices of `len` keys, each in an order of its own
+/// (shuffled with `seed` and its index) and started together, handing `each` thread `t`'s
+/// indices in chunks of `chunk(t)`.
+fn race_in_chunks(
+    len: usize,
+    seed: u64,
+    chunk: impl Fn(usize) -> usize + Sync,
+    each: impl Fn(&[usize]) + Sync,
+) {
+    let barrier = Barrier::new(THREADS);
+    std::thread::scope(|s| {
+        for t in 0..THREADS {
+            let (barrier, chunk, each) = (&barrier, &chunk, &each);
+            s.spawn(move || {
+                let mut order: Vec<usize> = (0..len).collect();
+                let mut rng = rand::rngs::StdRng::seed_from_u64(seed * 16 + t as u64);
+                order.shuffle(&mut rng);
+                barrier.wait();
+                order.chunks(chunk(t)).for_each(each);
+            });
+        }
+    });
+}
+
 /// Races [`THREADS`] threads over `keys`, each calling `insert_if_absent` on every key in an
-/// order of its own (shuffled with `seed` and its index); returns how many calls answered
-/// `Ok(true)` for each key. Any error fails the test.
+/// order of its own; returns how many calls answered `Ok(true)` for each key. Any error fails
+/// the test.
 fn race(
     keys: &[u64],
     seed: u64,
     insert_if_absent: impl Fn(u64) -> Result<bool, Error> + Sync,
 ) -> Vec<usize> {
     let wins: Vec<AtomicUsize> = keys.iter().map(|_| AtomicUsize::new(0)).collect();
-    let barrier = Barrier::new(THREADS);
-    std::thread::scope(|s| {
-        for t in 0..THREADS {
-            let (wins, barrier, insert_if_absent) = (&wins, &barrier, &insert_if_absent);
-            s.spawn(move || {
-                let mut order: Vec<usize> = (0..keys.len()).collect();
-                let mut rng = rand::rngs::StdRng::seed_from_u64(seed * 16 + t as u64);
-                order.shuffle(&mut rng);
-                barrier.wait();
-                for i in order {
-                    match insert_if_absent(keys[i]) {
-                        Ok(true) => {
-                            // Relaxed: only read after the threads are joined.
-                            wins[i].fetch_add(1, Ordering::Relaxed);
-                        }
-                        Ok(false) => {}
-                        Err(e) => panic!("key {i}: {e}"),
-                    }
+    race_in_chunks(
+        keys.len(),
+        seed,
+        |_| 1,
+        |one| {
+            let i = one[0];
+            match insert_if_absent(keys[i]) {
+                Ok(true) => {
+                    // Relaxed: only read after the threads are joined.
+                    wins[i].fetch_add(1, Ordering::Relaxed);
                 }
-            });
-        }
-    });
+                Ok(false) => {}
+                Err(e) => panic!("key {i}: {e}"),
+            }
+        },
+    );
     wins.into_iter().map(AtomicUsize::into_inner).collect()
 }
 
@@ -84,6 +103,45 @@ fn counting_qf_stores_each_raced_key_once() {
         let keys = common::distinct_hashes(q, r, 1 << q, (1 << q) * 8 / 10, seed);
         check_each_key_stored_once(&filter, &keys, seed);
         assert_eq!(filter.distinct(), keys.len());
+        filter.check_invariants().unwrap();
+    }
+}
+
+/// `CountingQf::insert_batch_if_absent` raced by three threads over the same keys, in batches
+/// of 1, 41 and 81 keys (so single updates race batches, and batches' ranges overlap), a
+/// quarter of the keys stored beforehand: the batches' answers add up to the keys absent before
+/// the race, each stored once.
+#[test]
+fn counting_qf_batches_store_each_raced_key_once() {
+    let (q, r) = (10, 8);
+    for seed in 0..ROUNDS {
+        let filter = CountingQf::with_bits_and_region(q, r, 1).unwrap();
+        let keys = common::distinct_hashes(q, r, 1 << q, (1 << q) * 8 / 10, seed);
+        let stored_before = keys.len() / 4;
+        for &k in &keys[..stored_before] {
+            assert_eq!(filter.insert_hash(k), Ok(true));
+        }
+        let stored = AtomicUsize::new(0);
+        race_in_chunks(
+            keys.len(),
+            seed,
+            |t| 1 + 40 * t,
+            |batch| {
+                let hashes: Vec<u64> = batch.iter().map(|&i| keys[i]).collect();
+                let new = filter.insert_batch_if_absent(&hashes).unwrap();
+                // Relaxed: only read after the threads are joined.
+                stored.fetch_add(new, Ordering::Relaxed);
+            },
+        );
+        assert_eq!(
+            stored.into_inner(),
+            keys.len() - stored_before,
+            "round {seed}"
+        );
+        for (i, &k) in keys.iter().enumerate() {
+            assert_eq!(filter.count_hash(k), 1, "round {seed}: key {i}");
+        }
+        assert_eq!(filter.len(), keys.len());
         filter.check_invariants().unwrap();
     }
 }

@@ -386,7 +386,7 @@ impl CountingQf {
                 *self = rebuilt(q, r, self.region_blocks(), &union, &union_counts, method)?;
             }
             BatchInsert::Superclusters | BatchInsert::Sweep | BatchInsert::Auto => {
-                self.insert_ranges(&keys, &counts)?;
+                self.insert_ranges(&keys, &counts, u64::saturating_add)?;
             }
         }
         Ok(self.distinct() - before)
@@ -442,15 +442,51 @@ impl CountingQf {
     /// new is not returned.
     pub fn insert_batch_concurrent(&self, hashes: &[u64]) -> Result<usize, Error> {
         let (keys, counts) = counted_keys(hashes, self.quotient_bits() + self.remainder_bits());
-        self.insert_ranges(&keys, &counts)
+        self.insert_ranges(&keys, &counts, u64::saturating_add)
     }
 
-    /// The range inserts of the sorted, distinct fingerprint `keys` with their `counts`;
-    /// returns how many were new.
-    fn insert_ranges(&self, keys: &[u64], counts: &[u64]) -> Result<usize, Error> {
+    /// Stores each fingerprint of `hashes` that is not stored yet, with count 1, and leaves the
+    /// count of every stored one as it is: the batch form of
+    /// [`insert_if_absent_hash`](crate::Count::insert_if_absent_hash), for a filter used as a
+    /// set whose keys may come again. Returns how many fingerprints it stored. As
+    /// [`insert_batch_concurrent`](Self::insert_batch_concurrent) it takes `&self`, cuts the
+    /// sorted batch into about one range per thread and makes each fingerprint's update under
+    /// the region locks, so of racing calls (batch or not) for one absent fingerprint exactly
+    /// one stores it and counts it.
+    ///
+    /// ```
+    /// use conqf::{Count, CountingQf, Filter};
+    /// let filter = CountingQf::with_bits(12, 10)?;
+    /// filter.insert(&1u64)?;
+    /// filter.insert(&1u64)?;
+    /// let hashes: Vec<u64> = [1u64, 2, 3, 2].iter().map(conqf::hash_key).collect();
+    /// assert_eq!(filter.insert_batch_if_absent(&hashes)?, 2); // 2 and 3, once each
+    /// assert_eq!(filter.count(&1u64), 2); // stored before: unchanged
+    /// assert_eq!(filter.count(&2u64), 1);
+    /// assert_eq!(filter.insert_batch_if_absent(&hashes)?, 0);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`insert_batch_concurrent`](Self::insert_batch_concurrent): [`Error::Full`] if the
+    /// new fingerprints do not fit (the ranges keep the ones that fitted).
+    pub fn insert_batch_if_absent(&self, hashes: &[u64]) -> Result<usize, Error> {
+        let (keys, counts) = counted_keys(hashes, self.quotient_bits() + self.remainder_bits());
+        self.insert_ranges(&keys, &counts, |count, _| count.max(1))
+    }
+
+    /// The range inserts of the sorted, distinct fingerprint `keys` with their `counts`: each
+    /// fingerprint's count becomes `new_count(its count, its count in the batch)` (which must
+    /// not be 0) in one update. Returns how many were not stored before.
+    fn insert_ranges(
+        &self,
+        keys: &[u64],
+        counts: &[u64],
+        new_count: impl Fn(u64, u64) -> u64 + Sync,
+    ) -> Result<usize, Error> {
         let bits = self.quotient_bits() + self.remainder_bits();
         let new = update_in_ranges(keys, counts, bits, |hash, count| {
-            let (old, _) = self.update::<false>(hash, |c| c.saturating_add(count))?;
+            let (old, _) = self.update::<false>(hash, |c| new_count(c, count))?;
             Ok(u64::from(old == 0))
         })?;
         Ok(new as usize)

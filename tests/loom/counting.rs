@@ -14,7 +14,8 @@
 //! their one-block try located, which holds only while the lock is not let go in between.
 //! Another merges the filter (reading it under all its region locks) while an insert shifts
 //! across the boundary, and in another two batch inserts share new fingerprints, each of which
-//! exactly one of them may count as new. After every interleaving: no lost insert or increment, no false
+//! exactly one of them may count as new (as two `insert_if_absent` calls, single or in batches,
+//! share one, which exactly one of them may store). After every interleaving: no lost insert or increment, no false
 //! negative, exact counts, the table's invariants, no region left locked and (loom checks it)
 //! no deadlock.
 //!
@@ -579,6 +580,28 @@ fn racing_inserts_if_absent_of_one_fingerprint_store_it_once() {
         );
         assert!(first != second, "stored by {first} and {second}");
         assert_eq!(filter.count_hash(key(62, 5)), 1);
+        assert_eq!(filter.len(), 8);
+        filter.check_invariants().unwrap();
+    });
+}
+
+/// Two `insert_batch_if_absent` calls whose batches share the new fingerprint at 62 (its insert
+/// shifts the cluster across the boundary, holding both regions), the second also naming
+/// 64's, stored before: each update looks and stores under the region locks, so exactly one
+/// batch stores 62's (the answers add up to 1), with count 1, and 64's count stays 2. Fails if
+/// a batch looks first and then inserts.
+#[test]
+fn racing_batches_if_absent_store_a_new_fingerprint_once() {
+    model(|| {
+        let filter = filter_with(&boundary_runs());
+        let (first, second) = super::race(
+            &filter,
+            |x| x.insert_batch_if_absent(&[key(62, 5)]).unwrap(),
+            |y| y.insert_batch_if_absent(&[key(64, 7), key(62, 5)]).unwrap(),
+        );
+        assert_eq!(first + second, 1, "stored {first} + {second}");
+        assert_eq!(filter.count_hash(key(62, 5)), 1);
+        assert_eq!(filter.count_hash(key(64, 7)), 2);
         assert_eq!(filter.len(), 8);
         filter.check_invariants().unwrap();
     });
