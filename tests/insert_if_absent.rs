@@ -77,10 +77,7 @@ fn race(
 /// and checks what a filter that looks and stores in one step must give: every key stored
 /// beforehand won by no thread, every other key by exactly one, and each counted once.
 fn check_each_key_stored_once<F: Count>(filter: &F, keys: &[u64], seed: u64) {
-    let stored_before = keys.len() / 4;
-    for &k in &keys[..stored_before] {
-        assert_eq!(filter.insert_hash(k), Ok(true));
-    }
+    let stored_before = store_the_first_quarter(filter, keys);
     let wins = race(keys, seed, |k| filter.insert_if_absent_hash(k));
     for (i, (&k, &won)) in keys.iter().zip(&wins).enumerate() {
         let expected = usize::from(i >= stored_before);
@@ -90,17 +87,32 @@ fn check_each_key_stored_once<F: Count>(filter: &F, keys: &[u64], seed: u64) {
     assert_eq!(filter.len(), keys.len());
 }
 
+/// Stores the first quarter of `keys` with `insert_hash`; returns how many that is.
+fn store_the_first_quarter<F: Filter>(filter: &F, keys: &[u64]) -> usize {
+    let stored_before = keys.len() / 4;
+    for &k in &keys[..stored_before] {
+        assert_eq!(filter.insert_hash(k), Ok(true));
+    }
+    stored_before
+}
+
+/// Round `seed`'s `CountingQf` of 1,024 slots, one block per region lock (so shifts cross
+/// region boundaries all the time), and its keys: 80% of the slots, each its own fingerprint.
+fn counting_round(seed: u64) -> (CountingQf, Vec<u64>) {
+    let (q, r) = (10, 8);
+    let filter = CountingQf::with_bits_and_region(q, r, 1).unwrap();
+    let keys = common::distinct_hashes(q, r, 1 << q, (1 << q) * 8 / 10, seed);
+    (filter, keys)
+}
+
 /// Buckets of the cuckoo tables: 1,024 entries.
 const BUCKET_BITS: u32 = 8;
 const FINGERPRINT_BITS: u32 = 16;
 
 #[test]
 fn counting_qf_stores_each_raced_key_once() {
-    let (q, r) = (10, 8);
     for seed in 0..ROUNDS {
-        // One block per region lock: shifts cross region boundaries all the time.
-        let filter = CountingQf::with_bits_and_region(q, r, 1).unwrap();
-        let keys = common::distinct_hashes(q, r, 1 << q, (1 << q) * 8 / 10, seed);
+        let (filter, keys) = counting_round(seed);
         check_each_key_stored_once(&filter, &keys, seed);
         assert_eq!(filter.distinct(), keys.len());
         filter.check_invariants().unwrap();
@@ -113,14 +125,9 @@ fn counting_qf_stores_each_raced_key_once() {
 /// the race, each stored once.
 #[test]
 fn counting_qf_batches_store_each_raced_key_once() {
-    let (q, r) = (10, 8);
     for seed in 0..ROUNDS {
-        let filter = CountingQf::with_bits_and_region(q, r, 1).unwrap();
-        let keys = common::distinct_hashes(q, r, 1 << q, (1 << q) * 8 / 10, seed);
-        let stored_before = keys.len() / 4;
-        for &k in &keys[..stored_before] {
-            assert_eq!(filter.insert_hash(k), Ok(true));
-        }
+        let (filter, keys) = counting_round(seed);
+        let stored_before = store_the_first_quarter(&filter, &keys);
         let stored = AtomicUsize::new(0);
         race_in_chunks(
             keys.len(),
