@@ -460,3 +460,31 @@ fn batches_from_two_threads_grow_the_table_without_losing_a_key() {
     );
     filter.check_invariants().unwrap();
 }
+
+/// `GrowableQf::new` and `GrowableQf::builder` are `LocallyLockedQf::growable`'s builder: the
+/// same first table and the same doublings left, with the defaults and with options.
+#[test]
+fn growable_qf_constructors_build_what_the_locally_locked_builder_builds() {
+    let shape = |filter: &GrowableQf| {
+        (
+            filter.quotient_bits(),
+            filter.remainder_bits(),
+            filter.doublings_possible(),
+            filter.capacity(),
+        )
+    };
+    for (capacity, fpr) in [(1, 0.5), (1000, 0.01), (100_000, 1e-6)] {
+        let expected = LocallyLockedQf::growable(capacity, fpr).build().unwrap();
+        let new = GrowableQf::new(capacity, fpr).unwrap();
+        assert_eq!(shape(&new), shape(&expected), "new({capacity}, {fpr})");
+        let planned = |filter: conqf::GrowableBuilder| filter.max_capacity(capacity * 50);
+        let expected = planned(LocallyLockedQf::growable(capacity, fpr)).build();
+        let built = planned(GrowableQf::builder(capacity, fpr)).build();
+        assert_eq!(
+            shape(&built.unwrap()),
+            shape(&expected.unwrap()),
+            "builder({capacity}, {fpr})"
+        );
+    }
+    assert!(GrowableQf::new(0, 0.01).is_err());
+}

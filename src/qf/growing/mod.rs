@@ -58,7 +58,8 @@ pub use reclaim::{model_grace_periods, GracePeriods};
 
 /// A concurrent quotient filter that doubles itself when its fill reaches `delta_grow`, at most
 /// `max_doublings` times: bounded growing (paper 000 §2.1), migrated by all writing threads
-/// together (§3.2). Build it with [`LocallyLockedQf::growable`].
+/// together (§3.2). Build it with [`GrowableQf::new`], or with options through
+/// [`GrowableQf::builder`] (the same as [`LocallyLockedQf::growable`]).
 ///
 /// Fingerprints keep their length when the table doubles, so the false-positive rate grows
 /// linearly with the number of keys (`n · 2^-(q + r)`); for a bounded rate at any size, use a
@@ -246,6 +247,41 @@ impl Drop for Migration {
 }
 
 impl GrowableQf {
+    /// A filter sized for `capacity` keys at a false-positive rate of at most `fpr`, which
+    /// doubles concurrently when it fills up, with the default options: the same as
+    /// [`LocallyLockedQf::growable`](crate::LocallyLockedQf::growable)`(capacity, fpr).build()`,
+    /// whose doc says how the rate grows with every doubling.
+    ///
+    /// ```
+    /// use conqf::{Filter, GrowableQf};
+    /// let filter = GrowableQf::new(1000, 0.001)?;
+    /// for k in 0..5000u64 {
+    ///     filter.insert(&k)?;
+    /// }
+    /// assert!(filter.doublings() >= 2);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`GrowableBuilder::build`].
+    pub fn new(capacity: usize, fpr: f64) -> Result<Self, Error> {
+        Self::builder(capacity, fpr).build()
+    }
+
+    /// A builder for a growable filter with options (fill to double at, how many doublings,
+    /// the size to plan the rate for): the same as
+    /// [`LocallyLockedQf::growable`](crate::LocallyLockedQf::growable).
+    ///
+    /// ```
+    /// use conqf::GrowableQf;
+    /// let filter = GrowableQf::builder(1000, 0.01).max_capacity(40_000).build()?;
+    /// assert!(filter.doublings_possible() >= 5);
+    /// # Ok::<(), conqf::Error>(())
+    /// ```
+    pub fn builder(capacity: usize, fpr: f64) -> GrowableBuilder {
+        GrowableBuilder::new(capacity, fpr)
+    }
+
     /// The current generation, valid while `guard` lives.
     #[inline]
     fn generation<'g>(&self, _guard: &'g Guard) -> &'g Generation {
