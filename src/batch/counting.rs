@@ -17,9 +17,10 @@
 //! but the spill words, each the bytes of eight blocks, which they change with an atomic XOR of
 //! their own bytes): remainders from the encoded entries, runend bits at run ends, occupied bits
 //! at quotients, and every block's spill (its offset) from the run ends. The loom model
-//! `counting_build_writers_of_neighbouring_blocks_lose_no_bit` runs two block writers at once. The result equals, bit for bit, the table
-//! the same multiset inserted one by one gives (the layout of a quotient filter depends only on
-//! what it holds, and the counter code of a count is unique).
+//! `counting_build_writers_of_neighbouring_blocks_lose_no_bit` runs two block writers at once.
+//! The result equals, bit for bit, the table the same multiset inserted one by one gives (the
+//! layout of a quotient filter depends only on what it holds, and the counter code of a count
+//! is unique).
 
 use crate::filter::{Error, Merge};
 use crate::hash::low_mask;
@@ -126,6 +127,7 @@ impl<'k> BuildLayout<'k> {
         Ok(Some(layout))
     }
 
+    /// How many runs (distinct quotients) there are.
     fn runs(&self) -> usize {
         self.heads.len()
     }

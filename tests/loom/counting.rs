@@ -15,9 +15,9 @@
 //! Another merges the filter (reading it under all its region locks) while an insert shifts
 //! across the boundary, and in another two batch inserts share new fingerprints, each of which
 //! exactly one of them may count as new (as two `insert_if_absent` calls, single or in batches,
-//! share one, which exactly one of them may store). After every interleaving: no lost insert or increment, no false
-//! negative, exact counts, the table's invariants, no region left locked and (loom checks it)
-//! no deadlock.
+//! share one, which exactly one of them may store). After every interleaving: no lost insert
+//! or increment, no false negative, exact counts, the table's invariants, no region left locked
+//! and (loom checks it) no deadlock.
 //!
 //! The last three models use a second table ([`saturated_filter`]): six blocks of 2-bit
 //! remainders in which the runs of block 0's quotients spill 288 slots into block 1, so block
