@@ -9,7 +9,7 @@
 //! | --- | --- | --- |
 //! | [`SequentialQf`] | one thread (`&mut self` writes); the baseline | yes |
 //! | [`LocallyLockedQf`] | locks in the table's own status bits; lock-free when an operation stays in one 64-bit group | yes |
-//! | [`GrowableQf`] | a `LocallyLockedQf` that doubles at 75% fill (by default), migrated by all writing threads ([`LocallyLockedQf::growable`]) | yes |
+//! | [`GrowableQf`] | a `LocallyLockedQf` that doubles at 75% fill (by default), migrated by all writing threads ([`GrowableQf::new`], [`LocallyLockedQf::growable`]) | yes |
 //! | [`ExpandableQf`] | levels of growable filters, unbounded at a bounded false-positive rate | yes |
 //! | [`ExternallyLockedQf`] | one spin lock per region of about 4096 slots in a separate array (the paper's baseline) | yes |
 //! | [`LinearProbingQf`] | lock-free, one CAS per insert | no |
