@@ -287,7 +287,8 @@ fn reversed_bits(index: usize) -> usize {
 
 #[cfg(all(test, not(loom)))]
 mod tests {
-    use super::{reversed_bits, CapBudget, STRIPES};
+    use super::{reversed_bits, Attempt, CapBudget, STRIPES};
+    use crate::sync::Ordering;
 
     #[test]
     fn reversed_homes_are_a_permutation_that_spreads_the_first_threads() {
@@ -316,6 +317,18 @@ mod tests {
             assert_eq!(budget.used(), cap / 2);
             assert_eq!((0..cap).filter(|_| budget.take(0)).count(), cap - cap / 2);
         }
+    }
+
+    /// A take that lost a stripe's CAS to another take moves on without marking the stripe dry:
+    /// the stripe may still hold places, and a mark would hide them from every take that skips
+    /// marked stripes, so the budget could refuse below its cap ("Why 'full' is exact"). The
+    /// slow path is entered as after a CAS lost on stripe 0, every place still there.
+    #[test]
+    fn a_contended_stripe_is_not_marked_dry() {
+        let budget = CapBudget::new(2 * STRIPES);
+        assert!(budget.take_after_miss(0, Attempt::Contended, 0));
+        assert_eq!(budget.dry.load(Ordering::Relaxed), 0, "a stripe marked dry");
+        assert_eq!(budget.used(), 1);
     }
 
     /// Two threads, each waiting for the other before its first take, race for a budget of a

@@ -150,6 +150,18 @@ fn a_counting_filter_prints_its_shape_and_contents() {
     assert!(counts.starts_with("Counts"), "{counts:?}");
 }
 
+/// A Bloom filter prints its name, its shape (bits and hash functions) and its count.
+#[test]
+fn a_bloom_filter_prints_its_shape_and_count() {
+    let filter = conqf::AtomicBloomFilter::with_memory(64, 3).unwrap();
+    filter.insert(&"pear").unwrap();
+    let printed = format!("{filter:?}");
+    assert!(printed.starts_with("AtomicBloomFilter"), "{printed:?}");
+    for part in ["bits: 512", "hash_functions: 3", "len: 1"] {
+        assert!(printed.contains(part), "{printed:?} lacks {part:?}");
+    }
+}
+
 /// `Filter::false_positive_rate`'s doc: 0 for every empty filter but `LinearProbingQf`, whose
 /// bound is above 0 at any fill.
 #[test]

@@ -207,6 +207,17 @@ fn bad_parameters_are_errors_not_panics() {
     assert!(AtomicBloomFilter::new(1, 0.999).is_ok());
 }
 
+/// A table one word past the 2^48 bits `with_memory` allows is refused as invalid before any
+/// allocation is tried (not reported as out of memory, nor allocated where memory overcommits).
+#[test]
+fn a_table_one_word_past_2_48_bits_is_invalid() {
+    let bytes = (1usize << 48) / 8 + 8;
+    assert!(matches!(
+        AtomicBloomFilter::with_memory(bytes, 4),
+        Err(Error::InvalidParameters(_))
+    ));
+}
+
 /// The union answers every query as one filter into which both inputs' keys were inserted
 /// (its bits are theirs), and its estimated `len` and rate follow the distinct keys.
 #[test]
@@ -277,6 +288,26 @@ fn a_union_reads_back_from_its_bytes() {
         assert!(union.len() as u64 <= union.bits());
         assert!((0..2 * keys).all(|key| back.contains(&key)));
     }
+}
+
+/// A union with every bit set counts the keys of one bit fewer, `(m / k) ln m` (at `m` bits the
+/// estimate `-(m / k) ln(1 - X / m)` diverges): 33 keys for 64 bits and 8 hash functions, where
+/// bounding the diverging estimate by the bits alone would count 64.
+#[test]
+fn a_saturated_union_counts_the_keys_of_one_bit_fewer() {
+    let (left, right) = (
+        AtomicBloomFilter::with_memory(8, 8).unwrap(),
+        AtomicBloomFilter::with_memory(8, 8).unwrap(),
+    );
+    for key in 0..1000u64 {
+        left.insert(&key).unwrap();
+        right.insert(&(key + 1000)).unwrap();
+    }
+    let union = left.merge(&right).unwrap();
+    assert_eq!(union.false_positive_rate(), 1.0, "every bit is set");
+    let one_bit_fewer = (64.0 / 8.0 * 64f64.ln()).round() as usize;
+    assert_eq!(one_bit_fewer, 33);
+    assert_eq!(union.len(), one_bit_fewer);
 }
 
 #[test]

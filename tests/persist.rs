@@ -665,6 +665,51 @@ fn counting_long_clusters_round_trip() {
     }
 }
 
+/// The zero-copy view reports what the filter it was written from reports: the bytes it reads
+/// (the very slice), lookups by key, emptiness, the table's shape and the false-positive rate
+/// at the stored fill, for an empty filter and a filled one.
+#[test]
+fn a_sequential_view_reports_what_its_filter_does() {
+    for count in [0u64, 300] {
+        let mut filter = SequentialQf::with_bits(10, 6).unwrap();
+        for k in 0..count {
+            filter.insert(&k).unwrap();
+        }
+        let bytes = filter.to_bytes();
+        let view = SequentialQfRef::from_bytes(&bytes).unwrap();
+        assert!(std::ptr::eq(view.bytes(), bytes.as_slice()));
+        assert_eq!(view.is_empty(), filter.is_empty(), "{count} keys");
+        assert_eq!(
+            (view.quotient_bits(), view.remainder_bits()),
+            (filter.quotient_bits(), filter.remainder_bits())
+        );
+        assert_eq!(view.false_positive_rate(), filter.false_positive_rate());
+        assert!((0..1000u64).all(|k| view.contains(&k) == filter.contains(&k)));
+    }
+}
+
+/// [`a_sequential_view_reports_what_its_filter_does`] for the counting filter's view, whose
+/// rate follows the distinct fingerprints.
+#[test]
+fn a_counting_view_reports_what_its_filter_does() {
+    for count in [0u64, 300] {
+        let filter = CountingQf::with_bits(10, 6).unwrap();
+        for k in 0..count {
+            filter.insert_count(&k, k % 3 + 1).unwrap();
+        }
+        let bytes = filter.to_bytes();
+        let view = CountingQfRef::from_bytes(&bytes).unwrap();
+        assert!(std::ptr::eq(view.bytes(), bytes.as_slice()));
+        assert_eq!(view.is_empty(), filter.is_empty(), "{count} keys");
+        assert_eq!(
+            (view.quotient_bits(), view.remainder_bits()),
+            (filter.quotient_bits(), filter.remainder_bits())
+        );
+        assert_eq!(view.false_positive_rate(), filter.false_positive_rate());
+        assert!((0..1000u64).all(|k| view.contains(&k) == filter.contains(&k)));
+    }
+}
+
 #[test]
 fn a_stream_of_several_filters_reads_back_one_at_a_time() {
     let first = sequential_sample(4, 5, 9);
@@ -1854,6 +1899,50 @@ fn bloom_snapshots_hold_finished_inserts() {
         8000,
         |f| f.to_bytes(),
         |bytes| AtomicBloomFilter::from_bytes(bytes).map_err(|e| e.to_string()),
+    );
+}
+
+/// A union in place adds to the count no more keys than the bits it set, so the filter still
+/// reads back from its bytes (whose reader checks the count against the bits set). The target
+/// is read from bytes whose count is the largest they may hold, one key per set bit (racing
+/// inserts of one key can each count): half full with 2 hash functions, the estimate of its
+/// keys is below its bits, and near saturation the estimate is capped at the bits, so their
+/// difference alone would count more keys than the union set bits.
+#[test]
+fn a_union_in_place_counts_no_more_keys_than_the_bits_it_set() {
+    // The payload follows the header and the three 8-byte fields; the checksum ends the file.
+    let set_bits = |bytes: &[u8]| -> u64 {
+        let payload = &bytes[48..bytes.len() - 8];
+        payload.iter().map(|b| u64::from(b.count_ones())).sum()
+    };
+    let (target, other) = (
+        AtomicBloomFilter::with_memory(64, 2).unwrap(),
+        AtomicBloomFilter::with_memory(64, 2).unwrap(),
+    );
+    for key in 0..180u64 {
+        target.insert(&key).unwrap();
+    }
+    for key in 1000..2000u64 {
+        other.insert(&key).unwrap();
+    }
+    let bytes = target.to_bytes();
+    let before = set_bits(&bytes);
+    // The count, after the hash functions and the capacity, raised to the bits set.
+    let target =
+        AtomicBloomFilter::from_bytes(&patched(&bytes, 40, &before.to_le_bytes())).unwrap();
+    assert_eq!(target.len() as u64, before);
+    target.union_with(&other).unwrap();
+    let bytes = target.to_bytes();
+    let after = set_bits(&bytes);
+    assert!(before < after, "{before} -> {after} bits");
+    assert!(
+        target.len() as u64 <= after,
+        "{} keys on {after} bits",
+        target.len()
+    );
+    assert_eq!(
+        AtomicBloomFilter::from_bytes(&bytes).unwrap().len(),
+        target.len()
     );
 }
 
