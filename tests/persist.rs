@@ -2410,6 +2410,30 @@ fn counting_regions_and_offset_padding_are_checked() {
     all_reject(&narrow).unwrap();
 }
 
+/// A counting filter's region size as its constructors round it: a power of two of blocks, at
+/// most the table's blocks rounded up to one. `2^8` canonical slots and the tail take five
+/// blocks, so regions of 1, 2, 4 and 8 blocks read back and write back the same bytes, and 3, 5,
+/// 6 and 7, which the constructors would round up (a file no writer makes), are rejected.
+#[test]
+fn counting_region_sizes_are_the_rounded_ones() {
+    let filter = CountingQf::with_bits_and_region(8, 6, 1).unwrap();
+    for k in 0..150u64 {
+        filter.insert(&k).unwrap();
+    }
+    let bytes = filter.to_bytes();
+    for region in [1u64, 2, 4, 8] {
+        let bytes = patched(&bytes, 24 + 8, &region.to_le_bytes());
+        let back = CountingQf::from_bytes(&bytes).unwrap();
+        assert_eq!(back.region_blocks() as u64, region);
+        assert_eq!(back.to_bytes(), bytes);
+    }
+    for region in [3u64, 5, 6, 7] {
+        all_reject(&patched(&bytes, 24 + 8, &region.to_le_bytes()))
+            .map_err(|e| format!("region of {region} blocks: {e}"))
+            .unwrap();
+    }
+}
+
 /// A set bit in the last group after its slots: in lanes after the last slot (the sequential
 /// sample: 34 slots of 8 bits leave 6 lanes), and in the high bits no lane covers (7-bit slots
 /// of the 2-status-bit and linear probing samples).
