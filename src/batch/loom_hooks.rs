@@ -1,10 +1,10 @@
 //! Entry points for the loom models in `tests/loom/batch.rs` (compiled only with `--cfg loom`,
 //! hidden from the docs): one round of supercluster inserts (paper 004 §IV-B), a batch insert's
 //! sweeps of its stretches, a batch removal's sweeps of its chunks of clusters (§IV-D), and the
-//! write passes of a segmented bulk
-//! build (§IV-C3) and of a `CountingQf` bulk build, whose writes run on loom threads instead of
-//! rayon's, so the model checker explores every interleaving of the lane-preserving group
-//! writes of neighbours and of the block writers' shared spill words.
+//! write passes of a segmented bulk build (§IV-C3) and of a `CountingQf` bulk build, whose
+//! writes run on loom threads instead of rayon's, so the model checker explores every
+//! interleaving of the lane-preserving group writes of neighbours and of the block writers'
+//! shared spill words.
 
 use std::sync::Arc;
 
