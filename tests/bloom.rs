@@ -207,6 +207,52 @@ fn bad_parameters_are_errors_not_panics() {
     assert!(AtomicBloomFilter::new(1, 0.999).is_ok());
 }
 
+/// `new` takes the fewest bits any whole number of hash functions needs for `capacity` keys at
+/// `fpr` (`m >= -k n / ln(1 - fpr^(1/k))`, at least one word), rounded up to whole words, as
+/// its doc promises, and that table meets the rate at that fill.
+#[test]
+fn new_takes_the_fewest_bits_any_hash_count_needs() {
+    let cases = [
+        (1000usize, 0.01),
+        (1000, 0.3),
+        (100_000, 1e-3),
+        (12_345, 0.0007),
+        (50, 1e-9),
+        (1, 0.5),
+        (10, 0.9),
+        (3, 1e-15),
+        // log2(1/fpr) just above a whole number, where rounding it down takes fewer bits.
+        (100_000, 0.12),
+        (100_000, 0.47),
+    ];
+    for (capacity, fpr) in cases {
+        let filter = AtomicBloomFilter::new(capacity, fpr).unwrap();
+        let n = capacity as f64;
+        let needed = |k: f64| (-k * n / (-(fpr.ln() / k).exp()).ln_1p()).ceil().max(64.0);
+        let fewest = (1..=64)
+            .map(|k| needed(k as f64))
+            .fold(f64::INFINITY, f64::min);
+        assert_eq!(
+            filter.bits(),
+            (fewest / 64.0).ceil() as u64 * 64,
+            "new({capacity}, {fpr})"
+        );
+        let (k, m) = (filter.hash_functions() as f64, filter.bits() as f64);
+        let rate = (1.0 - (-k * n / m).exp()).powf(k);
+        assert!(rate <= fpr * (1.0 + 1e-9), "new({capacity}, {fpr}): {rate}");
+    }
+}
+
+/// Keys whose table would pass `2^48` bits are refused as invalid parameters before any
+/// allocation is tried: `2^46` keys at 0.001 need about `2^49.8` bits.
+#[test]
+fn new_refuses_a_table_past_2_48_bits() {
+    assert!(matches!(
+        AtomicBloomFilter::new(1 << 46, 0.001),
+        Err(Error::InvalidParameters(_))
+    ));
+}
+
 /// A table one word past the 2^48 bits `with_memory` allows is refused as invalid before any
 /// allocation is tried (not reported as out of memory, nor allocated where memory overcommits).
 #[test]
